@@ -1,0 +1,39 @@
+/* The command table of mcpgate: one file per command, this header binds them. */
+#ifndef MG_CMD_COMMANDS_H
+#define MG_CMD_COMMANDS_H
+
+#include "internal/base/err.h"
+
+#define MCPGATE_VERSION "0.1.0-dev"
+
+/* Exit statuses of every command */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct command {
+	const char *name;
+	/* argv[0] is the command's name; returns an exit status. Errors that end
+	 * the command are left in *err for main to print. */
+	int (*run)(int argc, char **argv, struct mg_err **err);
+	const char *usage;   /* one line: "mcpgate check [--config DIR]" */
+	const char *summary; /* what it does, one line */
+	const char *help;    /* the options, one per line, for `mcpgate help NAME` */
+};
+
+extern const struct command mg_commands[];
+
+const struct command *command_find(const char *name);
+/* The general help (to stdout) or a command's help; returns EXIT_OK, or
+ * EXIT_USAGE for an unknown name. */
+int help_print(const char *name);
+/* "mcpgate NAME: usage: ..." to stderr; returns EXIT_USAGE */
+int usage_error(const struct command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+int cmd_help(int argc, char **argv, struct mg_err **err);
+int cmd_check(int argc, char **argv, struct mg_err **err);
+int cmd_list(int argc, char **argv, struct mg_err **err);
+int cmd_pull(int argc, char **argv, struct mg_err **err);
+int cmd_sweep(int argc, char **argv, struct mg_err **err);
+int cmd_serve(int argc, char **argv, struct mg_err **err);
+
+#endif

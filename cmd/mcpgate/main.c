@@ -1,0 +1,62 @@
+/* mcpgate: a gateway that runs MCP servers nobody reviewed, contained.
+ * main stays thin: a table of commands (help.c holds the texts). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/mcpgate/commands.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/err.h"
+#include "internal/base/log.h"
+
+/* `mcpgate mcp VERB` is the familiar spelling of these verbs */
+static const char *const mcp_verbs[] = {"list", "pull", "review", "approve", NULL};
+
+static int is_mcp_verb(const char *name)
+{
+	for (size_t i = 0; mcp_verbs[i] != NULL; i++)
+		if (strcmp(mcp_verbs[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	cleanup_err struct mg_err *err = NULL;
+	if (mg_log_init(&err) < 0) {
+		fprintf(stderr, "mcpgate: %s\n", mg_err_msg(err));
+		return EXIT_USAGE;
+	}
+	if (argc < 2) {
+		help_print(NULL);
+		return EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+		return help_print(argc > 2 ? argv[2] : NULL);
+	if (strcmp(name, "--version") == 0) {
+		printf("mcpgate %s\n", MCPGATE_VERSION);
+		return EXIT_OK;
+	}
+	int shift = 1;
+	if (strcmp(name, "mcp") == 0) {
+		if (argc < 3 || !is_mcp_verb(argv[2])) {
+			fprintf(stderr,
+			        "mcpgate: usage: mcpgate mcp list|pull|review|approve ...\n");
+			return EXIT_USAGE;
+		}
+		name = argv[2];
+		shift = 2;
+	}
+	const struct command *cmd = command_find(name);
+	if (cmd == NULL) {
+		fprintf(stderr, "mcpgate: unknown command \"%s\" (see: mcpgate --help)\n", name);
+		return EXIT_USAGE;
+	}
+	int status = cmd->run(argc - shift, argv + shift, &err);
+	if (err != NULL) {
+		fprintf(stderr, "mcpgate %s: %s\n", cmd->name, mg_err_msg(err));
+		if (status == EXIT_OK)
+			status = EXIT_FAIL;
+	}
+	return status;
+}

@@ -1,0 +1,93 @@
+/* mcpgate serve: the main job. An MCP server on stdin/stdout for one client;
+ * the real servers run contained. Nothing but MCP goes to stdout. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/mcpgate/commands.h"
+#include "cmd/mcpgate/opts.h"
+#include "cmd/mcpgate/setup.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/log.h"
+#include "internal/gateway/gateway.h"
+
+/* The client's channel moves to fresh fds; fd 0 becomes /dev/null and fd 1 a
+ * copy of stderr, so a stray write can never corrupt the MCP stream. */
+static int take_stdio(int *in, int *out, struct mg_err **err)
+{
+	*in = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	*out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (*in < 0 || *out < 0)
+		return mg_err_sys(err, errno, "taking standard input and output");
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		return mg_err_sys(err, errno, "moving standard input and output aside");
+	close(null);
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv, struct mg_err **err)
+{
+	const struct command *self = command_find("serve");
+	const char *dir = NULL, *workspace = NULL;
+	for (int i = 1; i < argc; i++) {
+		int r;
+		if ((r = opt_value(argc, argv, &i, "config", &dir)) != 0 ||
+		    (r = opt_value(argc, argv, &i, "workspace", &workspace)) != 0) {
+			if (r < 0)
+				return EXIT_USAGE;
+			continue;
+		}
+		return usage_error(self, "unexpected argument \"%s\"", argv[i]);
+	}
+	char ws[PATH_MAX];
+	if (realpath(workspace != NULL ? workspace : ".", ws) == NULL)
+		return mg_err_sys(err, errno, "workspace %s", workspace != NULL ? workspace : "."),
+		       EXIT_FAIL;
+
+	struct cfg *cfg = NULL;
+	struct ctr_driver *driver = NULL;
+	struct session *s = NULL;
+	cleanup_free char *state = NULL;
+	int status = EXIT_FAIL;
+	if (setup_config(dir, &cfg, err) < 0)
+		goto out;
+	if (cfg_default_state_dir(&state, err) < 0)
+		goto out;
+	bool containers = false;
+	for (size_t i = 0; i < cfg->nservers; i++)
+		containers |= cfg->servers[i].transport == CFG_TRANSPORT_CONTAINER;
+	struct mg_err *derr = NULL;
+	if (containers && setup_driver(cfg, &driver, &derr) < 0) {
+		/* the session still serves what needs no runtime, and says why */
+		mg_warn("%s", mg_err_msg(derr));
+		mg_err_free(derr);
+	}
+	int in, outfd;
+	if (take_stdio(&in, &outfd, err) < 0)
+		goto out;
+	struct session_options opt = {
+	    .cfg = cfg,
+	    .driver = driver,
+	    .state_dir = state,
+	    .workspace = ws,
+	    .client_in = in,
+	    .client_out = outfd,
+	    .owner = getpid(),
+	};
+	if (session_new(&opt, &s, err) < 0)
+		goto out;
+	mg_info("session %s: audit log %s", session_id(s), session_audit_path(s));
+	if (session_run(s, err) == 0)
+		status = EXIT_OK;
+out:
+	session_free(s);
+	ctr_driver_free(driver);
+	cfg_free(cfg);
+	return status;
+}

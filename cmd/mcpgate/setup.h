@@ -1,0 +1,18 @@
+/* What most commands do first: read the configuration, find the runtime. */
+#ifndef MG_CMD_SETUP_H
+#define MG_CMD_SETUP_H
+
+#include "internal/base/err.h"
+#include "internal/config/config.h"
+#include "internal/container/container.h"
+
+/* Load DIR (NULL: the default place); every error printed by the caller. */
+int setup_config(const char *dir, struct cfg **out, struct mg_err **err);
+
+/* The runtime that config.toml names, or podman when on PATH, else docker. */
+int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err **err);
+
+/* The server NAME, which must exist. */
+const struct cfg_server *setup_server(const struct cfg *cfg, const char *name, struct mg_err **err);
+
+#endif

@@ -1,0 +1,1081 @@
+/* mcpgate-probe: an MCP server on stdio for testing the gateway.
+ *
+ * Newline-delimited JSON-RPC 2.0 on stdin/stdout, one message a line. It is
+ * built statically against musl and runs as the only file of a container
+ * image, so it uses libc alone. Its tools report what the sandbox lets it do
+ * (environment, files, network, capabilities) and misbehave on request
+ * (crash, garbage, huge lines, slow answers). See fakes/README.md.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probe_json.h"
+
+#define MAX_LINE         ((size_t)256 << 20)
+#define READ_CHUNK       ((size_t)64 << 10)
+#define CONNECT_TIMEOUT  3000
+#define DEFAULT_PROTOCOL "2025-11-25"
+
+struct tool {
+	const char *name;
+	const char *description;
+	const char *input_schema; /* raw JSON */
+	const char *annotations;  /* raw JSON or NULL */
+};
+
+#define NO_ARGS   "{\"type\":\"object\",\"properties\":{},\"required\":[]}"
+#define READ_ONLY "{\"readOnlyHint\":true,\"openWorldHint\":false}"
+
+static const struct tool tools[] = {
+    {"echo", "Returns its text argument.",
+     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]"
+     "}",
+     "{\"title\":\"Echo\",\"readOnlyHint\":true,\"openWorldHint\":false}"},
+    {"env", "Returns the value of an environment variable, or an error result \"unset\".",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]"
+     "}",
+     READ_ONLY},
+    {"write_file", "Creates or truncates a file and writes text (default \"probe\\n\") to it.",
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"text\":{\"type\":"
+     "\"string\"}},\"required\":[\"path\"]}",
+     "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
+     "\"openWorldHint\":false}"},
+    {"connect", "Opens a TCP connection to host:port (3 s timeout) and closes it.",
+     "{\"type\":\"object\",\"properties\":{\"host\":{\"type\":\"string\"},\"port\":{\"type\":"
+     "\"integer\",\"minimum\":1,\"maximum\":65535}},\"required\":[\"host\",\"port\"]}",
+     "{\"readOnlyHint\":true,\"openWorldHint\":true}"},
+    {"status", "Returns uid, effective capabilities, no_new_privs, hostname and pid as JSON.",
+     NO_ARGS, READ_ONLY},
+    {"slow", "Sleeps ms milliseconds, then answers.",
+     "{\"type\":\"object\",\"properties\":{\"ms\":{\"type\":\"integer\",\"minimum\":0}},"
+     "\"required\":[\"ms\"]}",
+     READ_ONLY},
+    {"progress", "Sends a progress notification after each of steps steps of ms milliseconds.",
+     "{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":0},"
+     "\"ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[]}",
+     READ_ONLY},
+    {"crash", "Exits at once with the given code, without answering.",
+     "{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"integer\",\"minimum\":0,"
+     "\"maximum\":255}},\"required\":[]}",
+     NULL},
+    {"garbage", "Writes a line that is not JSON, then answers.", NO_ARGS, NULL},
+    {"huge", "Answers with a text of the given number of bytes.",
+     "{\"type\":\"object\",\"properties\":{\"bytes\":{\"type\":\"integer\",\"minimum\":0}},"
+     "\"required\":[\"bytes\"]}",
+     READ_ONLY},
+    {"stderr", "Writes text to standard error.",
+     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]"
+     "}",
+     NULL},
+    {"changed", "Changes the tool list and sends notifications/tools/list_changed.", NO_ARGS, NULL},
+};
+#define N_TOOLS (sizeof tools / sizeof tools[0])
+
+struct probe {
+	const char *protocol; /* --protocol, or NULL to echo the client's */
+	long long page_size;
+	long long crash_after; /* 0: never */
+	int ignore_eof;
+	const char *banner;
+	const char *describe_suffix;
+	char *barrier_dir;
+	long long barrier_count;
+	long long barrier_timeout_ms;
+	long long initialize_delay_ms;
+	int garbage_first;
+	long long huge_first;
+	unsigned char offered[N_TOOLS];
+
+	int changed;
+	long long calls_answered;
+};
+
+static void usage(const char *why)
+{
+	if (why != NULL)
+		fprintf(stderr, "mcpgate-probe: %s\n", why);
+	fputs(
+	    "usage: mcpgate-probe [--tools a,b] [--page-size N] [--protocol V] [--crash-after N]\n"
+	    "         [--ignore-eof] [--stderr-banner TEXT] [--describe-suffix S]\n"
+	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
+	    "         [--garbage-first] [--huge-first BYTES]\n",
+	    stderr);
+	exit(2);
+}
+
+/* Decimal integer in [min, max]: no sign but '-', no empty string, no junk. */
+static int parse_number(const char *s, long long min, long long max, long long *out)
+{
+	struct pj_span v = {s, strlen(s)};
+	long long x;
+	if (pj_integer(v, &x) < 0 || x < min || x > max)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long long ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			/* Our reader is gone (EPIPE): nothing left to do. */
+			if (fd != 2)
+				fprintf(stderr, "mcpgate-probe: write: %s\n", strerror(errno));
+			exit(1);
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Sends one message: b plus a newline, in one write. */
+static void send_line(struct pj_buf *b)
+{
+	pj_buf_add(b, "\n", 1);
+	write_all(1, b->p, b->len);
+	b->len = 0;
+}
+
+static void begin_message(struct pj_buf *b, const struct pj_span *id)
+{
+	pj_buf_adds(b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	if (id != NULL)
+		pj_buf_add(b, id->p, id->n);
+	else
+		pj_buf_adds(b, "null");
+}
+
+static void send_result(const struct pj_span *id, const char *raw_result)
+{
+	struct pj_buf b = {0};
+	begin_message(&b, id);
+	pj_buf_adds(&b, ",\"result\":");
+	pj_buf_adds(&b, raw_result);
+	pj_buf_adds(&b, "}");
+	send_line(&b);
+	pj_buf_free(&b);
+}
+
+static void send_error(const struct pj_span *id, int code, const char *message)
+{
+	struct pj_buf b = {0};
+	begin_message(&b, id);
+	pj_buf_addf(&b, ",\"error\":{\"code\":%d,\"message\":", code);
+	pj_put_cstring(&b, message);
+	pj_buf_adds(&b, "}}");
+	send_line(&b);
+	pj_buf_free(&b);
+}
+
+static void send_tool_text(const struct pj_span *id, const char *text, size_t n, int is_error)
+{
+	struct pj_buf b = {0};
+	begin_message(&b, id);
+	pj_buf_adds(&b, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+	pj_put_string(&b, text, n);
+	pj_buf_adds(&b, "}]");
+	if (is_error)
+		pj_buf_adds(&b, ",\"isError\":true");
+	pj_buf_adds(&b, "}}");
+	send_line(&b);
+	pj_buf_free(&b);
+}
+
+static void send_tool_ctext(const struct pj_span *id, const char *text, int is_error)
+{
+	send_tool_text(id, text, strlen(text), is_error);
+}
+
+static void send_tool_errno(const struct pj_span *id, int err)
+{
+	struct pj_buf b = {0};
+	pj_buf_addf(&b, "error: %s", strerror(err));
+	send_tool_text(id, b.p, b.len, 1);
+	pj_buf_free(&b);
+}
+
+/* ---- arguments ---------------------------------------------------------- */
+
+/* 1 and a decoded copy (caller frees) when args.name is a string without NUL;
+ * 0 when absent; -1 when of another type. */
+static int arg_string(struct pj_span args, const char *name, char **out)
+{
+	struct pj_span v;
+	size_t n;
+	if (!pj_member(args, name, &v))
+		return 0;
+	*out = pj_string(v, &n);
+	if (*out == NULL)
+		return -1;
+	if (n != strlen(*out)) {
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 1;
+}
+
+/* 1 and *out when args.name is an integer (or a string of one) in [min, max];
+ * 0 when absent; -1 otherwise. */
+static int arg_integer(struct pj_span args, const char *name, long long min, long long max,
+                       long long *out)
+{
+	struct pj_span v;
+	long long x;
+	if (!pj_member(args, name, &v))
+		return 0;
+	if (pj_kind(v) == PJ_STRING) {
+		char *s = pj_string(v, NULL);
+		int rc = parse_number(s, min, max, &x);
+		free(s);
+		if (rc < 0)
+			return -1;
+	} else if (pj_integer(v, &x) < 0 || x < min || x > max) {
+		return -1;
+	}
+	*out = x;
+	return 1;
+}
+
+static void bad_argument(const struct pj_span *id, const char *name, const char *what)
+{
+	struct pj_buf b = {0};
+	pj_buf_addf(&b, "invalid arguments: %s must be %s", name, what);
+	send_tool_text(id, b.p, b.len, 1);
+	pj_buf_free(&b);
+}
+
+/* ---- tools -------------------------------------------------------------- */
+
+static void tool_echo(struct pj_span id, struct pj_span args)
+{
+	struct pj_span v;
+	size_t n;
+	char *text;
+	if (!pj_member(args, "text", &v) || (text = pj_string(v, &n)) == NULL) {
+		bad_argument(&id, "text", "a string");
+		return;
+	}
+	send_tool_text(&id, text, n, 0);
+	free(text);
+}
+
+static void tool_env(struct pj_span id, struct pj_span args)
+{
+	char *name = NULL;
+	const char *value;
+	if (arg_string(args, "name", &name) != 1 || name[0] == '\0' || strchr(name, '=') != NULL) {
+		free(name);
+		bad_argument(&id, "name", "a variable name");
+		return;
+	}
+	value = getenv(name);
+	free(name);
+	if (value == NULL)
+		send_tool_ctext(&id, "unset", 1);
+	else
+		send_tool_ctext(&id, value, 0);
+}
+
+static void tool_write_file(struct pj_span id, struct pj_span args)
+{
+	char *path = NULL, *text = NULL;
+	struct pj_span v;
+	size_t n = 6;
+	int fd, err = 0;
+	const char *content = "probe\n";
+
+	if (arg_string(args, "path", &path) != 1 || path[0] == '\0') {
+		free(path);
+		bad_argument(&id, "path", "a non-empty string");
+		return;
+	}
+	if (pj_member(args, "text", &v)) {
+		text = pj_string(v, &n);
+		if (text == NULL) {
+			free(path);
+			bad_argument(&id, "text", "a string");
+			return;
+		}
+		content = text;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0) {
+		err = errno;
+	} else {
+		size_t off = 0;
+		while (off < n) {
+			ssize_t w = write(fd, content + off, n - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				err = errno;
+				break;
+			}
+			off += (size_t)w;
+		}
+		if (close(fd) < 0 && err == 0)
+			err = errno;
+	}
+	free(path);
+	free(text);
+	if (err != 0)
+		send_tool_errno(&id, err);
+	else
+		send_tool_ctext(&id, "ok", 0);
+}
+
+/* 0 when connected within the deadline, else an errno value. */
+static int try_connect(const struct addrinfo *ai, long long deadline)
+{
+	int fd, err = 0;
+	socklen_t len = sizeof err;
+	struct pollfd pfd;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd < 0)
+		return errno;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		goto out;
+	if (errno != EINPROGRESS) {
+		err = errno;
+		goto out;
+	}
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	for (;;) {
+		long long left = deadline - now_ms();
+		int rc;
+		if (left <= 0) {
+			err = ETIMEDOUT;
+			goto out;
+		}
+		rc = poll(&pfd, 1, (int)left);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0) {
+			err = errno;
+			goto out;
+		}
+		if (rc > 0)
+			break;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+out:
+	close(fd);
+	return err;
+}
+
+static void tool_connect(struct pj_span id, struct pj_span args)
+{
+	char *host = NULL;
+	char port_text[16];
+	long long port;
+	struct addrinfo hints, *res = NULL, *ai;
+	long long deadline = now_ms() + CONNECT_TIMEOUT;
+	int rc, err = EHOSTUNREACH;
+
+	if (arg_string(args, "host", &host) != 1 || host[0] == '\0') {
+		free(host);
+		bad_argument(&id, "host", "a non-empty string");
+		return;
+	}
+	if (arg_integer(args, "port", 1, 65535, &port) != 1) {
+		free(host);
+		bad_argument(&id, "port", "an integer from 1 to 65535");
+		return;
+	}
+	rc = snprintf(port_text, sizeof port_text, "%lld", port);
+	if (rc < 0 || (size_t)rc >= sizeof port_text)
+		abort();
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	rc = getaddrinfo(host, port_text, &hints, &res);
+	free(host);
+	if (rc != 0) {
+		struct pj_buf b = {0};
+		pj_buf_addf(&b, "error: %s", rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+		send_tool_text(&id, b.p, b.len, 1);
+		pj_buf_free(&b);
+		return;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		err = try_connect(ai, deadline);
+		if (err == 0 || err == ETIMEDOUT)
+			break;
+	}
+	freeaddrinfo(res);
+	if (err == 0)
+		send_tool_ctext(&id, "connected", 0);
+	else
+		send_tool_errno(&id, err);
+}
+
+/* The value after "Key:" in /proc/self/status, whitespace trimmed, into out. */
+static void proc_status_field(const char *status, const char *key, char *out, size_t outsz)
+{
+	size_t klen = strlen(key);
+	const char *line = status;
+	out[0] = '\0';
+	while (line != NULL && *line != '\0') {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - line) : strlen(line);
+		if (len > klen && memcmp(line, key, klen) == 0 && line[klen] == ':') {
+			const char *v = line + klen + 1, *end = line + len;
+			while (v < end && (*v == ' ' || *v == '\t'))
+				v++;
+			while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+				end--;
+			if ((size_t)(end - v) < outsz) {
+				memcpy(out, v, (size_t)(end - v));
+				out[end - v] = '\0';
+			}
+			return;
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+}
+
+static void tool_status(struct pj_span id)
+{
+	char status[65536], capeff[64], nnp[32], host[256];
+	size_t have = 0;
+	long long nonewprivs = -1;
+	struct pj_buf b = {0};
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		for (;;) {
+			ssize_t r = read(fd, status + have, sizeof status - 1 - have);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			have += (size_t)r;
+			if (have == sizeof status - 1)
+				break;
+		}
+		close(fd);
+	}
+	status[have] = '\0';
+	proc_status_field(status, "CapEff", capeff, sizeof capeff);
+	proc_status_field(status, "NoNewPrivs", nnp, sizeof nnp);
+	if (nnp[0] != '\0' && parse_number(nnp, 0, 1, &nonewprivs) < 0)
+		nonewprivs = -1;
+	if (gethostname(host, sizeof host) < 0)
+		host[0] = '\0';
+	host[sizeof host - 1] = '\0';
+
+	pj_buf_addf(&b, "{\"uid\":%u,\"capeff\":", (unsigned)getuid());
+	pj_put_cstring(&b, capeff);
+	pj_buf_addf(&b, ",\"nonewprivs\":%lld,\"hostname\":", nonewprivs);
+	pj_put_cstring(&b, host);
+	pj_buf_addf(&b, ",\"pid\":%ld}", (long)getpid());
+	send_tool_text(&id, b.p, b.len, 0);
+	pj_buf_free(&b);
+}
+
+static void tool_slow(struct pj_span id, struct pj_span args)
+{
+	long long ms;
+	struct pj_buf b = {0};
+	if (arg_integer(args, "ms", 0, 86400000, &ms) != 1) {
+		bad_argument(&id, "ms", "an integer from 0 to 86400000");
+		return;
+	}
+	sleep_ms(ms);
+	pj_buf_addf(&b, "slept %lld", ms);
+	send_tool_text(&id, b.p, b.len, 0);
+	pj_buf_free(&b);
+}
+
+static void tool_progress(struct pj_span id, struct pj_span params, struct pj_span args)
+{
+	long long steps = 3, ms = 10, i;
+	struct pj_span meta, token;
+	int have_token = 0;
+
+	if (arg_integer(args, "steps", 0, 100000, &steps) < 0) {
+		bad_argument(&id, "steps", "an integer from 0 to 100000");
+		return;
+	}
+	if (arg_integer(args, "ms", 0, 60000, &ms) < 0) {
+		bad_argument(&id, "ms", "an integer from 0 to 60000");
+		return;
+	}
+	if (pj_member(params, "_meta", &meta) && pj_member(meta, "progressToken", &token)) {
+		enum pj_kind k = pj_kind(token);
+		have_token = k == PJ_STRING || k == PJ_NUMBER;
+	}
+	for (i = 1; i <= steps; i++) {
+		sleep_ms(ms);
+		if (have_token) {
+			struct pj_buf b = {0};
+			pj_buf_adds(&b,
+			            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
+			            "\"params\":{\"progressToken\":");
+			pj_buf_add(&b, token.p, token.n);
+			pj_buf_addf(&b, ",\"progress\":%lld,\"total\":%lld}}", i, steps);
+			send_line(&b);
+			pj_buf_free(&b);
+		}
+	}
+	send_tool_ctext(&id, "done", 0);
+}
+
+static void tool_crash(struct pj_span id, struct pj_span args)
+{
+	long long code = 1;
+	if (arg_integer(args, "code", 0, 255, &code) < 0) {
+		bad_argument(&id, "code", "an integer from 0 to 255");
+		return;
+	}
+	_exit((int)code);
+}
+
+static void tool_garbage(struct pj_span id)
+{
+	static const char line[] = "this is not json {\n";
+	write_all(1, line, sizeof line - 1);
+	send_tool_ctext(&id, "ok", 0);
+}
+
+static void put_letters(struct pj_buf *b, long long count)
+{
+	char *p = pj_buf_extend(b, (size_t)count);
+	long long i;
+	for (i = 0; i < count; i++)
+		p[i] = (char)('a' + i % 26);
+}
+
+static void tool_huge(struct pj_span id, struct pj_span args)
+{
+	long long bytes;
+	struct pj_buf b = {0};
+	if (arg_integer(args, "bytes", 0, (long long)MAX_LINE, &bytes) != 1) {
+		bad_argument(&id, "bytes", "an integer from 0 to 268435456");
+		return;
+	}
+	/* Letters need no escaping: they go straight into the message. */
+	begin_message(&b, &id);
+	pj_buf_adds(&b, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"");
+	put_letters(&b, bytes);
+	pj_buf_adds(&b, "\"}]}}");
+	send_line(&b);
+	pj_buf_free(&b);
+}
+
+static void tool_stderr(struct pj_span id, struct pj_span args)
+{
+	struct pj_span v;
+	size_t n;
+	char *text;
+	if (!pj_member(args, "text", &v) || (text = pj_string(v, &n)) == NULL) {
+		bad_argument(&id, "text", "a string");
+		return;
+	}
+	write_all(2, text, n);
+	write_all(2, "\n", 1);
+	free(text);
+	send_tool_ctext(&id, "ok", 0);
+}
+
+static void tool_changed(struct probe *p, struct pj_span id)
+{
+	struct pj_buf b = {0};
+	p->changed = 1;
+	pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}");
+	send_line(&b);
+	pj_buf_free(&b);
+	send_tool_ctext(&id, "ok", 0);
+}
+
+/* ---- methods ------------------------------------------------------------ */
+
+static int barrier_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void barrier_wait(const struct probe *p)
+{
+	long long deadline = now_ms() + p->barrier_timeout_ms;
+	for (;;) {
+		int n = barrier_entries(p->barrier_dir);
+		if (n >= p->barrier_count)
+			return;
+		if (now_ms() >= deadline) {
+			fprintf(stderr,
+			        "mcpgate-probe: barrier %s: %d of %lld after %lld ms, giving up\n",
+			        p->barrier_dir, n, p->barrier_count, p->barrier_timeout_ms);
+			exit(3);
+		}
+		sleep_ms(10);
+	}
+}
+
+static void method_initialize(struct probe *p, struct pj_span id, struct pj_span params)
+{
+	static const char *const known[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+	const char *version = DEFAULT_PROTOCOL;
+	struct pj_span v;
+	struct pj_buf b = {0};
+	size_t i;
+
+	if (p->initialize_delay_ms > 0)
+		sleep_ms(p->initialize_delay_ms);
+	if (p->barrier_dir != NULL)
+		barrier_wait(p);
+	if (pj_member(params, "protocolVersion", &v))
+		for (i = 0; i < sizeof known / sizeof known[0]; i++)
+			if (pj_string_eq(v, known[i]))
+				version = known[i];
+	if (p->protocol != NULL)
+		version = p->protocol;
+	pj_buf_adds(&b, "{\"protocolVersion\":");
+	pj_put_cstring(&b, version);
+	pj_buf_adds(&b, ",\"capabilities\":{\"tools\":{\"listChanged\":true}},"
+	                "\"serverInfo\":{\"name\":\"mcpgate-probe\",\"version\":\"1\"}}");
+	send_result(&id, b.p);
+	pj_buf_free(&b);
+}
+
+static void put_tool(const struct probe *p, struct pj_buf *b, const struct tool *t)
+{
+	pj_buf_adds(b, "{\"name\":");
+	pj_put_cstring(b, t->name);
+	pj_buf_adds(b, ",\"description\":");
+	{
+		struct pj_buf d = {0};
+		pj_buf_adds(&d, t->description);
+		if (p->describe_suffix != NULL)
+			pj_buf_adds(&d, p->describe_suffix);
+		if (p->changed)
+			pj_buf_adds(&d, " (changed)");
+		pj_put_string(b, d.p, d.len);
+		pj_buf_free(&d);
+	}
+	pj_buf_adds(b, ",\"inputSchema\":");
+	pj_buf_adds(b, t->input_schema);
+	if (t->annotations != NULL) {
+		pj_buf_adds(b, ",\"annotations\":");
+		pj_buf_adds(b, t->annotations);
+	}
+	pj_buf_adds(b, "}");
+}
+
+static void method_tools_list(const struct probe *p, struct pj_span id, struct pj_span params)
+{
+	struct pj_span v;
+	long long start = 0, count = 0, end, i, k;
+	struct pj_buf b = {0};
+	int first = 1;
+
+	for (i = 0; i < (long long)N_TOOLS; i++)
+		count += p->offered[i];
+	if (pj_member(params, "cursor", &v) && pj_kind(v) != PJ_NULL) {
+		char *s = pj_string(v, NULL);
+		int bad = s == NULL || parse_number(s, 0, count, &start) < 0;
+		free(s);
+		if (bad) {
+			send_error(&id, -32602, "Invalid cursor");
+			return;
+		}
+	}
+	end = count;
+	if (p->page_size > 0 && start + p->page_size < count)
+		end = start + p->page_size;
+
+	pj_buf_adds(&b, "{\"tools\":[");
+	for (i = 0, k = 0; i < (long long)N_TOOLS; i++) {
+		if (!p->offered[i])
+			continue;
+		if (k >= start && k < end) {
+			if (!first)
+				pj_buf_adds(&b, ",");
+			first = 0;
+			put_tool(p, &b, &tools[i]);
+		}
+		k++;
+	}
+	pj_buf_adds(&b, "]");
+	if (end < count)
+		pj_buf_addf(&b, ",\"nextCursor\":\"%lld\"", end);
+	pj_buf_adds(&b, "}");
+	send_result(&id, b.p);
+	pj_buf_free(&b);
+}
+
+static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span params)
+{
+	struct pj_span v, args = {"{}", 2};
+	const char *name = NULL;
+	size_t i;
+
+	if (pj_member(params, "name", &v))
+		for (i = 0; i < N_TOOLS; i++)
+			if (p->offered[i] && pj_string_eq(v, tools[i].name))
+				name = tools[i].name;
+	if (name == NULL) {
+		struct pj_buf b = {0};
+		char *given = pj_member(params, "name", &v) ? pj_string(v, NULL) : NULL;
+		pj_buf_adds(&b, "Unknown tool: ");
+		pj_buf_adds(&b, given != NULL ? given : "(none)");
+		free(given);
+		send_error(&id, -32602, b.p);
+		pj_buf_free(&b);
+	} else if (pj_member(params, "arguments", &v) && pj_kind(v) != PJ_OBJECT &&
+	           pj_kind(v) != PJ_NULL) {
+		send_error(&id, -32602, "arguments must be an object");
+	} else {
+		if (pj_member(params, "arguments", &v) && pj_kind(v) == PJ_OBJECT)
+			args = v;
+		if (strcmp(name, "echo") == 0)
+			tool_echo(id, args);
+		else if (strcmp(name, "env") == 0)
+			tool_env(id, args);
+		else if (strcmp(name, "write_file") == 0)
+			tool_write_file(id, args);
+		else if (strcmp(name, "connect") == 0)
+			tool_connect(id, args);
+		else if (strcmp(name, "status") == 0)
+			tool_status(id);
+		else if (strcmp(name, "slow") == 0)
+			tool_slow(id, args);
+		else if (strcmp(name, "progress") == 0)
+			tool_progress(id, params, args);
+		else if (strcmp(name, "crash") == 0)
+			tool_crash(id, args);
+		else if (strcmp(name, "garbage") == 0)
+			tool_garbage(id);
+		else if (strcmp(name, "huge") == 0)
+			tool_huge(id, args);
+		else if (strcmp(name, "stderr") == 0)
+			tool_stderr(id, args);
+		else
+			tool_changed(p, id);
+	}
+	p->calls_answered++;
+	if (p->crash_after > 0 && p->calls_answered >= p->crash_after) {
+		fprintf(stderr, "mcpgate-probe: --crash-after %lld reached\n", p->crash_after);
+		exit(1);
+	}
+}
+
+static int is_blank(const char *s, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return 0;
+	return 1;
+}
+
+static void handle_line(struct probe *p, const char *line, size_t n)
+{
+	struct pj_span msg, id, method, params = {"{}", 2}, v;
+	int has_id;
+	enum pj_kind k;
+
+	if (is_blank(line, n))
+		return;
+	if (pj_parse(line, n, &msg) < 0) {
+		send_error(NULL, -32700, "Parse error");
+		return;
+	}
+	if (pj_kind(msg) != PJ_OBJECT) {
+		send_error(NULL, -32600, "Invalid Request");
+		return;
+	}
+	has_id = pj_member(msg, "id", &id);
+	k = has_id ? pj_kind(id) : PJ_NULL;
+	if (k != PJ_STRING && k != PJ_NUMBER && k != PJ_NULL) {
+		send_error(NULL, -32600, "Invalid Request: bad id");
+		return;
+	}
+	if (!pj_member(msg, "method", &method)) {
+		/* A response to a request we never send, or junk: answer only a
+		 * message that claims to be a request. */
+		if (has_id && !pj_member(msg, "result", &v) && !pj_member(msg, "error", &v))
+			send_error(&id, -32600, "Invalid Request: no method");
+		return;
+	}
+	if (pj_kind(method) != PJ_STRING) {
+		if (has_id)
+			send_error(&id, -32600, "Invalid Request: method must be a string");
+		return;
+	}
+	if (!has_id)
+		return; /* notifications/initialized, notifications/cancelled, ... */
+	if (pj_member(msg, "params", &v)) {
+		if (pj_kind(v) == PJ_OBJECT) {
+			params = v;
+		} else if (pj_kind(v) != PJ_NULL) {
+			send_error(&id, -32602, "params must be an object");
+			return;
+		}
+	}
+
+	if (pj_string_eq(method, "initialize")) {
+		method_initialize(p, id, params);
+	} else if (pj_string_eq(method, "ping")) {
+		send_result(&id, "{}");
+	} else if (pj_string_eq(method, "tools/list")) {
+		method_tools_list(p, id, params);
+	} else if (pj_string_eq(method, "tools/call")) {
+		method_tools_call(p, id, params);
+	} else {
+		char *name = pj_string(method, NULL);
+		struct pj_buf b = {0};
+		pj_buf_adds(&b, "Method not found: ");
+		pj_buf_adds(&b, name);
+		send_error(&id, -32601, b.p);
+		pj_buf_free(&b);
+		free(name);
+	}
+}
+
+/* Reads stdin to its end, one message a line; lines longer than MAX_LINE are
+ * skipped and answered with a parse error. */
+static void serve(struct probe *p)
+{
+	size_t cap = READ_CHUNK, len = 0, scan = 0;
+	char *buf = pj_xmalloc(cap);
+	int discarding = 0;
+
+	for (;;) {
+		size_t start = 0;
+		char *nl;
+		ssize_t r;
+
+		if (cap - len < READ_CHUNK && cap < MAX_LINE + READ_CHUNK) {
+			cap = cap * 2 < MAX_LINE + READ_CHUNK ? cap * 2 : MAX_LINE + READ_CHUNK;
+			buf = pj_xrealloc(buf, cap);
+		}
+		r = read(0, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			fprintf(stderr, "mcpgate-probe: read: %s\n", strerror(errno));
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		while ((nl = memchr(buf + scan, '\n', len - scan)) != NULL) {
+			size_t end = (size_t)(nl - buf);
+			if (discarding)
+				send_error(NULL, -32700, "Parse error: line too long");
+			else
+				handle_line(p, buf + start, end - start);
+			discarding = 0;
+			start = scan = end + 1;
+		}
+		scan = len;
+		if (start > 0) {
+			memmove(buf, buf + start, len - start);
+			len -= start;
+			scan -= start;
+		}
+		if (len > MAX_LINE) {
+			discarding = 1;
+			len = scan = 0;
+		}
+	}
+	if (discarding)
+		send_error(NULL, -32700, "Parse error: line too long");
+	else if (len > 0)
+		handle_line(p, buf, len);
+	free(buf);
+}
+
+static void select_tools(struct probe *p, const char *list)
+{
+	const char *s = list;
+	memset(p->offered, 0, sizeof p->offered);
+	while (*s != '\0') {
+		const char *comma = strchr(s, ',');
+		size_t n = comma != NULL ? (size_t)(comma - s) : strlen(s), i;
+		int found = 0;
+		for (i = 0; i < N_TOOLS; i++) {
+			if (strlen(tools[i].name) == n && memcmp(tools[i].name, s, n) == 0) {
+				p->offered[i] = 1;
+				found = 1;
+			}
+		}
+		if (n > 0 && !found) {
+			fprintf(stderr, "mcpgate-probe: --tools: unknown tool \"%.*s\"\n", (int)n,
+			        s);
+			exit(2);
+		}
+		s += n;
+		if (*s == ',')
+			s++;
+	}
+}
+
+/* Returns the value of option name at argv[*i] ("--name V" or "--name=V"),
+ * advancing *i past it; NULL when argv[*i] is not that option. */
+static const char *option_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "mcpgate-probe: %s needs a value\n", name);
+		usage(NULL);
+	}
+	*i += 1;
+	return argv[*i];
+}
+
+static void number_option(const char *name, const char *v, long long min, long long max,
+                          long long *out)
+{
+	if (parse_number(v, min, max, out) < 0) {
+		fprintf(stderr, "mcpgate-probe: %s: \"%s\" is not a number from %lld to %lld\n",
+		        name, v, min, max);
+		exit(2);
+	}
+}
+
+static void parse_args(struct probe *p, int argc, char **argv)
+{
+	int i;
+	const char *v;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(NULL);
+		} else if (strcmp(a, "--ignore-eof") == 0) {
+			p->ignore_eof = 1;
+		} else if (strcmp(a, "--garbage-first") == 0) {
+			p->garbage_first = 1;
+		} else if ((v = option_value(argc, argv, &i, "--tools")) != NULL) {
+			select_tools(p, v);
+		} else if ((v = option_value(argc, argv, &i, "--page-size")) != NULL) {
+			number_option("--page-size", v, 0, 1000000, &p->page_size);
+		} else if ((v = option_value(argc, argv, &i, "--protocol")) != NULL) {
+			p->protocol = v;
+		} else if ((v = option_value(argc, argv, &i, "--crash-after")) != NULL) {
+			number_option("--crash-after", v, 1, 1000000000, &p->crash_after);
+		} else if ((v = option_value(argc, argv, &i, "--stderr-banner")) != NULL) {
+			p->banner = v;
+		} else if ((v = option_value(argc, argv, &i, "--describe-suffix")) != NULL) {
+			p->describe_suffix = v;
+		} else if ((v = option_value(argc, argv, &i, "--barrier-timeout")) != NULL) {
+			number_option("--barrier-timeout", v, 0, 86400000, &p->barrier_timeout_ms);
+		} else if ((v = option_value(argc, argv, &i, "--barrier")) != NULL) {
+			const char *colon = strrchr(v, ':');
+			if (colon == NULL || colon == v)
+				usage("--barrier wants DIR:N");
+			number_option("--barrier", colon + 1, 1, 100000, &p->barrier_count);
+			free(p->barrier_dir);
+			p->barrier_dir = pj_xmalloc((size_t)(colon - v) + 1);
+			memcpy(p->barrier_dir, v, (size_t)(colon - v));
+			p->barrier_dir[colon - v] = '\0';
+		} else if ((v = option_value(argc, argv, &i, "--initialize-delay")) != NULL) {
+			number_option("--initialize-delay", v, 0, 86400000,
+			              &p->initialize_delay_ms);
+		} else if ((v = option_value(argc, argv, &i, "--huge-first")) != NULL) {
+			number_option("--huge-first", v, 0, (long long)MAX_LINE, &p->huge_first);
+		} else {
+			fprintf(stderr, "mcpgate-probe: unknown argument \"%s\"\n", a);
+			usage(NULL);
+		}
+	}
+}
+
+static void barrier_arrive(const struct probe *p)
+{
+	struct pj_buf path = {0};
+	int fd;
+	pj_buf_addf(&path, "%s/%ld", p->barrier_dir, (long)getpid());
+	fd = open(path.p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "mcpgate-probe: barrier: %s: %s\n", path.p, strerror(errno));
+		exit(3);
+	}
+	close(fd);
+	pj_buf_free(&path);
+}
+
+int main(int argc, char **argv)
+{
+	struct probe p;
+	size_t i;
+
+	memset(&p, 0, sizeof p);
+	for (i = 0; i < N_TOOLS; i++)
+		p.offered[i] = 1;
+	p.barrier_timeout_ms = 30000;
+	signal(SIGPIPE, SIG_IGN);
+	parse_args(&p, argc, argv);
+
+	if (p.banner != NULL) {
+		write_all(2, p.banner, strlen(p.banner));
+		write_all(2, "\n", 1);
+	}
+	if (p.barrier_dir != NULL)
+		barrier_arrive(&p);
+	if (p.garbage_first)
+		write_all(1, "this is not json {\n", 19);
+	if (p.huge_first > 0) {
+		struct pj_buf b = {0};
+		put_letters(&b, p.huge_first);
+		send_line(&b);
+		pj_buf_free(&b);
+	}
+
+	serve(&p);
+
+	if (p.ignore_eof)
+		for (;;)
+			pause();
+	free(p.barrier_dir);
+	return 0;
+}

@@ -1,0 +1,170 @@
+#define _GNU_SOURCE
+#include "internal/audit/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/log.h"
+#include "internal/base/xalloc.h"
+
+/* A record larger than this is cut (its fields replaced by a note) */
+#define AUDIT_RECORD_MAX (1u << 20)
+
+struct audit {
+	int fd;
+	bool owns_fd;
+	bool warned;
+	char *path;
+	char *session;
+	pthread_mutex_t lock;
+};
+
+static int mkdir_private(const char *path, struct mg_err **err)
+{
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return mg_err_sys(err, errno, "creating %s", path);
+	return 0;
+}
+
+/* mkdir -p with 0700 for each folder made */
+static int mkdirs_private(const char *path, struct mg_err **err)
+{
+	cleanup_free char *p = xstrdup(path);
+	for (char *s = p + 1; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir_private(p, err) < 0)
+			return -1;
+		*s = '/';
+	}
+	return mkdir_private(p, err);
+}
+
+int audit_open(const char *state_dir, const char *session, struct audit **out, struct mg_err **err)
+{
+	cleanup_free char *dir = xasprintf("%s/sessions", state_dir);
+	if (mkdirs_private(dir, err) < 0)
+		return mg_err_wrap(err, "audit log");
+	char *path = xasprintf("%s/%s.jsonl", dir, session);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = errno;
+		mg_err_sys(err, e, "creating audit log %s", path);
+		free(path);
+		return -1;
+	}
+	struct audit *a = audit_from_fd(fd, session);
+	a->owns_fd = true;
+	a->path = path;
+	*out = a;
+	return 0;
+}
+
+struct audit *audit_from_fd(int fd, const char *session)
+{
+	struct audit *a = xcalloc(1, sizeof(*a));
+	a->fd = fd;
+	a->session = xstrdup(session);
+	pthread_mutex_init(&a->lock, NULL);
+	return a;
+}
+
+const char *audit_path(const struct audit *a)
+{
+	return a->path;
+}
+
+static void timestamp(char *buf, size_t len)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char base[32];
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+}
+
+static int build_line(struct audit *a, const char *event, const struct json_value *fields,
+                      struct mg_buf *line, struct mg_err **err)
+{
+	char ts[48];
+	timestamp(ts, sizeof(ts));
+	if (mg_buf_puts(line, "{\"ts\":", err) < 0 || json_quote(ts, strlen(ts), line, err) < 0 ||
+	    mg_buf_puts(line, ",\"session\":", err) < 0 ||
+	    json_quote(a->session, strlen(a->session), line, err) < 0 ||
+	    mg_buf_puts(line, ",\"event\":", err) < 0 ||
+	    json_quote(event, strlen(event), line, err) < 0)
+		return -1;
+	if (fields != NULL && fields->kind == JSON_OBJECT) {
+		for (size_t i = 0; i < fields->u.obj.len; i++) {
+			const struct json_member *m = &fields->u.obj.items[i];
+			if (mg_buf_putc(line, ',', err) < 0 ||
+			    json_quote(m->key, m->keylen, line, err) < 0 ||
+			    mg_buf_putc(line, ':', err) < 0 ||
+			    json_generate(m->value, line, err) < 0)
+				return -1;
+		}
+	}
+	return mg_buf_puts(line, "}\n", err);
+}
+
+void audit_record(struct audit *a, const char *event, struct json_value *fields)
+{
+	if (a == NULL) {
+		json_free(fields);
+		return;
+	}
+	struct mg_buf line = MG_BUF_INIT(AUDIT_RECORD_MAX);
+	struct mg_err *err = NULL;
+	if (build_line(a, event, fields, &line, &err) < 0) {
+		mg_buf_reset(&line);
+		struct json_value *note = json_new_object();
+		json_object_set(note, "note", json_new_string(mg_err_msg(err)));
+		mg_err_clear(&err);
+		if (build_line(a, event, note, &line, &err) < 0)
+			mg_err_clear(&err);
+		json_free(note);
+	}
+	json_free(fields);
+	pthread_mutex_lock(&a->lock);
+	size_t off = 0;
+	while (off < line.len) {
+		ssize_t w = write(a->fd, line.data + off, line.len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!a->warned)
+				mg_warn("audit log %s: %s", a->path != NULL ? a->path : "(fd)",
+				        w < 0 ? strerror(errno) : "short write");
+			a->warned = true;
+			break;
+		}
+		off += (size_t)w;
+	}
+	pthread_mutex_unlock(&a->lock);
+	mg_buf_free(&line);
+}
+
+void audit_close(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	if (a->owns_fd && a->fd >= 0)
+		close(a->fd);
+	pthread_mutex_destroy(&a->lock);
+	free(a->path);
+	free(a->session);
+	free(a);
+}

@@ -1,0 +1,31 @@
+/* The session's audit log: one JSON object per line in
+ * STATE_DIR/sessions/SESSION.jsonl (0600, its folders 0700).
+ *
+ * Every record has "ts" (UTC, RFC 3339 with milliseconds), "session" and
+ * "event" first, then the fields given. Records come from any thread; each
+ * is written with one write() under a lock. A secret value never goes in. */
+#ifndef MG_AUDIT_AUDIT_H
+#define MG_AUDIT_AUDIT_H
+
+#include "internal/base/err.h"
+#include "internal/json/json.h"
+
+struct audit;
+
+/* Create (exclusively) STATE_DIR/sessions/SESSION.jsonl. */
+int audit_open(const char *state_dir, const char *session, struct audit **out, struct mg_err **err);
+
+/* A log that writes to an fd the caller owns (tests) */
+struct audit *audit_from_fd(int fd, const char *session);
+
+/* The file's path (borrowed), or NULL for an fd log */
+const char *audit_path(const struct audit *a);
+
+/* Append one record. Takes ownership of fields (an object, or NULL). A
+ * failure to write is logged to stderr once and otherwise ignored: losing
+ * the log must not stop the session. */
+void audit_record(struct audit *a, const char *event, struct json_value *fields);
+
+void audit_close(struct audit *a);
+
+#endif

@@ -1,0 +1,182 @@
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/err.h"
+#include "internal/base/log.h"
+#include "internal/base/num.h"
+#include "internal/base/strv.h"
+#include "internal/base/testing.h"
+#include "internal/base/utf8.h"
+#include "internal/base/xalloc.h"
+
+static int fail_inner(struct mg_err **err)
+{
+	return mg_err_set(err, "duplicate key \"%s\"", "image");
+}
+
+static int fail_outer(struct mg_err **err)
+{
+	if (fail_inner(err) < 0)
+		return mg_err_wrap(err, "reading %s", "mcp.toml");
+	return 0;
+}
+
+static void test_err(void)
+{
+	struct mg_err *err = NULL;
+	T_INT(fail_outer(&err), -1, "a failing call returns -1");
+	T_STR(mg_err_msg(err), "reading mcp.toml: duplicate key \"image\"",
+	      "context is prefixed on the way up");
+	mg_err_clear(&err);
+	T_OK(err == NULL, "mg_err_clear leaves NULL");
+
+	T_INT(mg_err_sys(&err, ENOENT, "opening %s", "x"), -1, "mg_err_sys returns -1");
+	T_STR(mg_err_msg(err), "opening x: No such file or directory", "strerror is appended");
+	T_INT(err->code, ENOENT, "the errno value is kept");
+	mg_err_free(err);
+
+	T_INT(fail_outer(NULL), -1, "a NULL err pointer is allowed");
+	T_STR(mg_err_msg(NULL), "", "mg_err_msg(NULL) is empty");
+	mg_err_free(NULL);
+}
+
+static void test_buf(void)
+{
+	struct mg_buf b = MG_BUF_INIT(8);
+	struct mg_err *err = NULL;
+	T_STR(mg_buf_str(&b), "", "an empty buffer reads as \"\"");
+	T_INT(mg_buf_puts(&b, "abcd", &err), 0, "append within the limit");
+	T_INT(mg_buf_printf(&b, &err, "%d", 1234), 0, "printf up to the limit");
+	T_STR(mg_buf_str(&b), "abcd1234", "content is kept");
+	T_INT(mg_buf_putc(&b, 'x', &err), -1, "one byte past the limit is refused");
+	T_OK(err != NULL && strstr(err->msg, "limit of 8 bytes") != NULL,
+	     "the error names the limit");
+	mg_err_clear(&err);
+	T_INT((long long)b.len, 8, "a refused append changes nothing");
+	mg_buf_consume(&b, 3);
+	T_STR(mg_buf_str(&b), "d1234", "consume drops the front");
+	T_INT(mg_buf_printf(&b, &err, "%s", "abcdef"), -1, "printf past the limit is refused");
+	mg_err_clear(&err);
+	size_t len;
+	char *s = mg_buf_steal(&b, &len);
+	T_STR(s, "d1234", "steal hands over the text");
+	T_INT((long long)len, 5, "steal gives the length");
+	T_OK(b.data == NULL && b.len == 0, "steal leaves the buffer empty");
+	free(s);
+	mg_buf_free(&b);
+	mg_buf_free(NULL);
+
+	struct mg_buf big = MG_BUF_INIT(1 << 20);
+	for (int i = 0; i < 1000; i++)
+		mg_buf_puts(&big, "0123456789", NULL);
+	T_INT((long long)big.len, 10000, "growth over many appends");
+	mg_buf_free(&big);
+}
+
+static void test_num(void)
+{
+	struct mg_err *err = NULL;
+	uint64_t u = 0;
+	int64_t i = 0;
+	T_INT(mg_parse_u64("65535", 1, 65535, "port", &u, &err), 0, "u64 in range");
+	T_INT((long long)u, 65535, "u64 value");
+	const char *bad[] = {"", " 1", "1 ", "+1", "-1", "1x", "0x10", "1.0", "65536"};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		T_INT(mg_parse_u64(bad[k], 1, 65535, "port", &u, &err), -1, "u64 refuses \"%s\"",
+		      bad[k]);
+		T_OK(err != NULL && strncmp(err->msg, "port: ", 6) == 0, "the error names port");
+		mg_err_clear(&err);
+	}
+	T_INT(mg_parse_u64("18446744073709551615", 0, UINT64_MAX, "n", &u, &err), 0, "u64 max");
+	T_INT(mg_parse_u64("18446744073709551616", 0, UINT64_MAX, "n", &u, &err), -1,
+	      "u64 overflow refused");
+	mg_err_clear(&err);
+	T_INT(mg_parse_i64("-9223372036854775808", INT64_MIN, INT64_MAX, "n", &i, &err), 0,
+	      "i64 min");
+	T_OK(i == INT64_MIN, "i64 min value");
+	T_INT(mg_parse_i64("9223372036854775808", INT64_MIN, INT64_MAX, "n", &i, &err), -1,
+	      "i64 overflow refused");
+	mg_err_clear(&err);
+	T_INT(mg_parse_i64("-", INT64_MIN, INT64_MAX, "n", &i, &err), -1, "a lone minus refused");
+	mg_err_clear(&err);
+	T_INT(mg_parse_i64("-5", 0, 10, "n", &i, &err), -1, "i64 below min refused");
+	mg_err_clear(&err);
+}
+
+static void test_utf8(void)
+{
+	T_INT((long long)mg_utf8_check("h\xc3\xa9llo", 6), 6, "valid UTF-8");
+	T_INT((long long)mg_utf8_check("a\xc0\x80", 3), 1, "overlong NUL refused");
+	T_INT((long long)mg_utf8_check("\xed\xa0\x80", 3), 0, "surrogate refused");
+	T_INT((long long)mg_utf8_check("\xf4\x90\x80\x80", 4), 0, "past U+10FFFF refused");
+	T_INT((long long)mg_utf8_check("ab\xe2\x82", 4), 2, "truncated sequence refused");
+	char out[4];
+	T_INT((long long)mg_utf8_encode(0x20AC, out), 3, "encode U+20AC");
+	T_OK(memcmp(out, "\xe2\x82\xac", 3) == 0, "encode bytes");
+	T_INT((long long)mg_utf8_encode(0xD800, out), 0, "encode refuses a surrogate");
+	uint32_t cp = 0;
+	T_INT((long long)mg_utf8_seq((const unsigned char *)"\xf0\x9f\x98\x80", 4, &cp), 4,
+	      "4-byte sequence");
+	T_INT(cp, 0x1F600, "code point decoded");
+}
+
+static void test_log(void)
+{
+	struct mg_err *err = NULL;
+	setenv("MCPGATE_LOG", "warn", 1);
+	T_INT(mg_log_init(&err), 0, "MCPGATE_LOG=warn accepted");
+	T_OK(!mg_log_enabled(MG_LOG_INFO) && mg_log_enabled(MG_LOG_ERROR), "warn level filters");
+	setenv("MCPGATE_LOG", "loud", 1);
+	T_INT(mg_log_init(&err), -1, "an unknown level is refused");
+	T_OK(err != NULL && strstr(err->msg, "MCPGATE_LOG=loud") != NULL, "the error names it");
+	mg_err_clear(&err);
+	unsetenv("MCPGATE_LOG");
+}
+
+static void test_cleanup(void)
+{
+	cleanup_free char *p = xstrdup("x");
+	char *q = steal_pointer(&p);
+	T_OK(p == NULL && q != NULL, "steal_pointer moves ownership");
+	free(q);
+	cleanup_close int fd = -1;
+	T_INT(steal_fd(&fd), -1, "steal_fd on -1");
+	char *d = xstrndup("abcdef", 3);
+	T_STR(d, "abc", "xstrndup copies n bytes");
+	free(d);
+	char *f = xasprintf("%s-%d", "a", 7);
+	T_STR(f, "a-7", "xasprintf");
+	free(f);
+}
+
+static void test_strv(void)
+{
+	struct strv s = STRV_INIT;
+	T_OK(strv_array(&s)[0] == NULL, "an empty vector is a NULL-terminated array");
+	for (int i = 0; i < 20; i++)
+		strv_pushf(&s, "--label=k%d", i);
+	strv_push(&s, "x");
+	T_INT((long long)s.n, 21, "pushes are counted");
+	T_OK(s.v[21] == NULL, "the array stays NULL-terminated");
+	T_STR(s.v[19], "--label=k19", "pushf formats");
+	T_INT(strv_find(&s, "x"), 20, "find returns the index");
+	T_INT(strv_find(&s, "y"), -1, "find returns -1 when absent");
+	strv_free(&s);
+	T_OK(s.v == NULL && s.n == 0, "free empties");
+}
+
+int main(void)
+{
+	test_strv();
+	test_err();
+	test_buf();
+	test_num();
+	test_utf8();
+	test_log();
+	test_cleanup();
+	return t_done();
+}

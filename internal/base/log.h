@@ -1,0 +1,21 @@
+/* Logging: stderr only (stdout of `serve` is the MCP channel).
+ * The level comes from MCPGATE_LOG=debug|info|warn|error (default info). */
+#ifndef MG_BASE_LOG_H
+#define MG_BASE_LOG_H
+
+#include "internal/base/err.h"
+
+enum mg_log_level { MG_LOG_DEBUG, MG_LOG_INFO, MG_LOG_WARN, MG_LOG_ERROR };
+
+/* Read MCPGATE_LOG; an unknown value is an error naming it. */
+int mg_log_init(struct mg_err **err);
+void mg_log_set_level(enum mg_log_level level);
+int mg_log_enabled(enum mg_log_level level);
+void mg_log(enum mg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define mg_debug(...) mg_log(MG_LOG_DEBUG, __VA_ARGS__)
+#define mg_info(...)  mg_log(MG_LOG_INFO, __VA_ARGS__)
+#define mg_warn(...)  mg_log(MG_LOG_WARN, __VA_ARGS__)
+#define mg_error(...) mg_log(MG_LOG_ERROR, __VA_ARGS__)
+
+#endif

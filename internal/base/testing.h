@@ -1,0 +1,25 @@
+/* The unit-test harness: TAP lines, then "N passed, N failed".
+ * A test binary calls the check macros from main() and ends with
+ * `return t_done();` (exit 0 only when nothing failed). */
+#ifndef MG_BASE_TESTING_H
+#define MG_BASE_TESTING_H
+
+#include <stddef.h>
+
+int t_check(int ok, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int t_check_str(const char *got, const char *want, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int t_check_int(long long got, long long want, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* a comment line in the output ("# ...") */
+void t_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* read a whole file under the limit; aborts the test binary when it cannot */
+char *t_read_file(const char *path, size_t *len);
+int t_done(void);
+
+#define T_OK(cond, ...)       t_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define T_STR(got, want, ...) t_check_str((got), (want), __FILE__, __LINE__, __VA_ARGS__)
+#define T_INT(got, want, ...) t_check_int((got), (want), __FILE__, __LINE__, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,78 @@
+#include "internal/base/utf8.h"
+
+size_t mg_utf8_seq(const unsigned char *p, size_t avail, uint32_t *cp)
+{
+	if (avail == 0)
+		return 0;
+	unsigned char c = p[0];
+	size_t n;
+	uint32_t v, min;
+	if (c < 0x80) {
+		if (cp != NULL)
+			*cp = c;
+		return 1;
+	} else if ((c & 0xE0) == 0xC0) {
+		n = 2, v = c & 0x1F, min = 0x80;
+	} else if ((c & 0xF0) == 0xE0) {
+		n = 3, v = c & 0x0F, min = 0x800;
+	} else if ((c & 0xF8) == 0xF0) {
+		n = 4, v = c & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (avail < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+		v = (v << 6) | (p[i] & 0x3F);
+	}
+	if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+		return 0;
+	if (cp != NULL)
+		*cp = v;
+	return n;
+}
+
+size_t mg_utf8_check(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	size_t i = 0;
+	while (i < n) {
+		if (u[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k = mg_utf8_seq(u + i, n - i, NULL);
+		if (k == 0)
+			return i;
+		i += k;
+	}
+	return n;
+}
+
+size_t mg_utf8_encode(uint32_t cp, char *out)
+{
+	if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xC0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xE0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		out[2] = (char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	out[0] = (char)(0xF0 | (cp >> 18));
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+	out[3] = (char)(0x80 | (cp & 0x3F));
+	return 4;
+}

@@ -1,0 +1,19 @@
+/* UTF-8 checks shared by the TOML and JSON code. */
+#ifndef MG_BASE_UTF8_H
+#define MG_BASE_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not valid
+ * UTF-8 (overlong forms, surrogates and values past U+10FFFF are invalid). */
+size_t mg_utf8_seq(const unsigned char *p, size_t avail, uint32_t *cp);
+
+/* Offset of the first invalid byte, or n when all of p is valid. */
+size_t mg_utf8_check(const char *p, size_t n);
+
+/* Encode a scalar value; returns bytes written (1-4) or 0 if cp is not a
+ * Unicode scalar value. out must have room for 4 bytes. */
+size_t mg_utf8_encode(uint32_t cp, char *out);
+
+#endif

@@ -1,0 +1,222 @@
+/* mcpgate's configuration: mcp.toml (the servers) and config.toml (the [mcp]
+ * settings) read into typed structs.
+ *
+ * Every rule is checked at load (docs/config.md lists them): an unknown key, a
+ * wrong type or a bad value is an error, never a silent default, so a typo can
+ * not weaken isolation. All errors of both files are reported at once: one
+ * mg_err whose message holds one line per error, "FILE:LINE:COL: message",
+ * ordered by file (mcp.toml first), then line, then column.
+ *
+ * Ownership: cfg_load*() and cfg_parse() hand the caller a struct cfg to free
+ * with cfg_free(); every string and array in it belongs to it. */
+#ifndef MG_CONFIG_CONFIG_H
+#define MG_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal/base/err.h"
+
+#define CFG_NAME_MAX       48  /* a server's name */
+#define CFG_TOOL_NAME_MAX  128 /* a tool's name, and SERVER__TOOL as a whole */
+#define CFG_CREDENTIAL_MAX 64  /* a credential's name */
+
+#define CFG_MEMORY_MIN     (16ull << 20)
+#define CFG_MEMORY_MAX     (64ull << 30)
+#define CFG_MEMORY_DEFAULT (512ull << 20)
+#define CFG_PIDS_MIN       8
+#define CFG_PIDS_MAX       4096
+#define CFG_PIDS_DEFAULT   128
+
+#define CFG_LINE_MAX_MIN          1024ull
+#define CFG_LINE_MAX_MAX          1073741824ull
+#define CFG_LINE_MAX_DEFAULT      16777216ull
+#define CFG_START_TIMEOUT_DEFAULT 60
+#define CFG_CALL_TIMEOUT_DEFAULT  300
+#define CFG_STOP_TIMEOUT_DEFAULT  5
+
+/* The largest mcp.toml or config.toml cfg_load reads. */
+#define CFG_FILE_MAX (4u << 20)
+
+/* Where something was written: 1-based line and byte column; {0, 0} when it
+ * was not written at all. */
+struct cfg_pos {
+	unsigned line;
+	unsigned col;
+};
+
+enum cfg_transport {
+	CFG_TRANSPORT_CONTAINER,
+	CFG_TRANSPORT_REMOTE,
+};
+
+enum cfg_effect {
+	CFG_EFFECT_UNDECLARED,
+	CFG_EFFECT_READ,
+	CFG_EFFECT_WRITE,
+};
+
+/* Where a server's credential goes. */
+enum cfg_position {
+	CFG_POSITION_NONE,   /* no credential */
+	CFG_POSITION_ENV,    /* container: an environment variable */
+	CFG_POSITION_HEADER, /* remote: an HTTP request header */
+};
+
+enum cfg_runtime {
+	CFG_RUNTIME_UNSET, /* the caller decides: podman if on PATH, else docker */
+	CFG_RUNTIME_PODMAN,
+	CFG_RUNTIME_DOCKER,
+};
+
+/* One entry of "network". host is lower case without a trailing dot: a DNS
+ * name, a canonical dotted-quad IPv4 address, or an IPv6 address in
+ * brackets in inet_ntop's form ("[2001:db8::1]"). */
+struct cfg_host {
+	char *host;
+	unsigned port;   /* 0: the bare host, on ports 80 and 443 */
+	bool private_ok; /* listed in network_private: may resolve to a private range */
+	struct cfg_pos pos;
+};
+
+/* One entry of "mounts": path is relative to the workspace, normalised (no
+ * "." or empty components, no trailing "/"). */
+struct cfg_mount {
+	char *path;
+	bool write; /* false: read-only */
+	struct cfg_pos pos;
+};
+
+struct cfg_tool {
+	char *name;
+	bool on;
+	enum cfg_effect effect;
+	struct cfg_pos pos;        /* its table: [server.tools.NAME] */
+	struct cfg_pos on_pos;     /* the "on" key, {0, 0} when absent */
+	struct cfg_pos effect_pos; /* the "effect" key, {0, 0} when absent */
+};
+
+struct cfg_server {
+	char *name;
+	enum cfg_transport transport;
+	struct cfg_pos pos; /* its [[server]] header */
+
+	/* container servers (NULL, 0 or defaults on a remote one) */
+	char *image;            /* as written: NAME@sha256:<64 hex> */
+	char *image_name;       /* NAME, with its registry if any */
+	char *image_digest;     /* sha256:<64 hex> */
+	struct cfg_host *hosts; /* empty: --network=none */
+	size_t nhosts;
+	struct cfg_mount *mounts;
+	size_t nmounts;
+	char **command; /* NULL-terminated; NULL when absent (the image's entrypoint) */
+	size_t ncommand;
+	char **args; /* NULL-terminated; NULL when absent */
+	size_t nargs;
+	uint64_t memory; /* bytes */
+	unsigned pids;
+
+	/* remote servers (NULL, 0 on a container one) */
+	char *url;
+	char *url_host;    /* lower case; an IPv6 address in brackets */
+	unsigned url_port; /* as written, else 443 for https and 80 for http */
+
+	/* both */
+	char *credential; /* the secret's name in the keychain, or NULL */
+	enum cfg_position position;
+	char *position_name; /* the variable or header NAME, or NULL */
+	char **workspaces;   /* NULL-terminated absolute paths, "~/" expanded;
+	                        NULL when absent: offered in every workspace */
+	size_t nworkspaces;
+	char *manifest;              /* the approved hash "sha256:<64 hex>", or NULL */
+	struct cfg_pos manifest_pos; /* the "manifest" key, {0, 0} when absent */
+	struct cfg_tool *tools;      /* in file order */
+	size_t ntools;
+};
+
+/* config.toml's [mcp] table */
+struct cfg_mcp {
+	enum cfg_runtime runtime;
+	char *egress;           /* absolute path of the egress proxy binary, or NULL */
+	uint64_t line_max;      /* bytes: the cap on one JSON-RPC line */
+	unsigned start_timeout; /* seconds */
+	unsigned call_timeout;  /* seconds */
+	unsigned stop_timeout;  /* seconds */
+};
+
+struct cfg {
+	struct cfg_server *servers; /* in file order */
+	size_t nservers;
+	struct cfg_mcp mcp;
+	char *mcp_path;    /* the name mcp.toml was read as */
+	char *config_path; /* the name config.toml was read as, or NULL when none was */
+};
+
+/* Read CONFIG_DIR/config.toml (optional: absent means the defaults) and
+ * CONFIG_DIR/mcp.toml (required: absent is an error naming the path). */
+int cfg_load(const char *config_dir, struct cfg **out, struct mg_err **err);
+
+/* Read mcp_path and, when config_path is not NULL, config_path (then
+ * required). */
+int cfg_load_files(const char *mcp_path, const char *config_path, struct cfg **out,
+                   struct mg_err **err);
+
+/* Check texts already in memory; the names stand for the files in messages.
+ * config_text may be NULL (no config.toml). The texts need not be
+ * NUL-terminated. */
+int cfg_parse(const char *mcp_text, size_t mcp_len, const char *mcp_name, const char *config_text,
+              size_t config_len, const char *config_name, struct cfg **out, struct mg_err **err);
+
+void cfg_free(struct cfg *cfg);
+
+/* The server named name, or NULL. */
+const struct cfg_server *cfg_find_server(const struct cfg *cfg, const char *name);
+
+/* The default places, allocated for the caller: $XDG_CONFIG_HOME/mcpgate
+ * (else $HOME/.config/mcpgate), $XDG_DATA_HOME/mcpgate (else
+ * $HOME/.local/share/mcpgate), $XDG_STATE_HOME/mcpgate (else
+ * $HOME/.local/state/mcpgate). An XDG variable that is empty or not absolute
+ * is ignored (the XDG spec); an error when neither it nor $HOME is usable. */
+int cfg_default_config_dir(char **out, struct mg_err **err);
+int cfg_default_data_dir(char **out, struct mg_err **err);
+int cfg_default_state_dir(char **out, struct mg_err **err);
+
+/* ---- the checks of single values, shared with other commands ----------
+ * Each takes a NUL-terminated value and `what` naming it for the message
+ * ("\"network\" entry"); on failure the message reads `WHAT "VALUE" reason`. */
+
+/* "host" or "host:port" as in "network"; fills out (out->host allocated,
+ * private_ok false, pos untouched). */
+int cfg_parse_host(const char *s, const char *what, struct cfg_host *out, struct mg_err **err);
+
+/* NAME@sha256:<64 hex>; *name and *digest allocated. */
+int cfg_parse_image(const char *s, const char *what, char **name, char **digest,
+                    struct mg_err **err);
+
+/* "path", "path:read" or "path:write" inside the workspace; out->path allocated. */
+int cfg_parse_mount(const char *s, const char *what, struct cfg_mount *out, struct mg_err **err);
+
+/* https://... (http:// for a loopback host); *host allocated. */
+int cfg_parse_url(const char *s, const char *what, char **host, unsigned *port,
+                  struct mg_err **err);
+
+/* "512m", "2g", "65536k", "33554432": binary units, CFG_MEMORY_MIN..MAX. */
+int cfg_parse_memory(const char *s, const char *what, uint64_t *out, struct mg_err **err);
+
+/* env:NAME or header:NAME; *name allocated. */
+int cfg_parse_position(const char *s, const char *what, enum cfg_position *position, char **name,
+                       struct mg_err **err);
+
+int cfg_check_server_name(const char *s, const char *what, struct mg_err **err);
+int cfg_check_tool_name(const char *s, const char *what, struct mg_err **err);
+int cfg_check_credential_name(const char *s, const char *what, struct mg_err **err);
+/* sha256:<64 lower-case hex> */
+int cfg_check_manifest(const char *s, const char *what, struct mg_err **err);
+
+/* s[0..len) as a double-quoted string for a message: \" \\ \n \t \r and
+ * \uXXXX for other control characters; cut after 120 bytes with "...".
+ * Allocated. */
+char *cfg_quote(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,12 @@
+/* Between the driver's files; not for other modules. */
+#ifndef MG_CONTAINER_INTERNAL_H
+#define MG_CONTAINER_INTERNAL_H
+
+#include "internal/container/container.h"
+
+extern const struct ctr_ops ctr_cli_ops;
+
+int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
+                        struct strv *argv, struct strv *envp, struct mg_err **err);
+
+#endif

@@ -1,0 +1,268 @@
+/* The runtime driver's fixed parts: finding the runtime, its environment,
+ * names, mounts, and the argv of `run` (docs/contained-servers.md says why
+ * each flag is there). */
+#define _GNU_SOURCE
+#include "internal/container/container.h"
+#include "internal/container/container-internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/xalloc.h"
+#include "internal/proc/proc.h"
+
+extern char **environ;
+
+/* What the runtime's own command may see of mcpgate's environment */
+static const char *const common_env[] = {"PATH", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", NULL};
+static const char *const podman_env[] = {"CONTAINER_HOST",
+                                         "CONTAINER_CONNECTION",
+                                         "CONTAINER_SSHKEY",
+                                         "CONTAINERS_CONF",
+                                         "CONTAINERS_REGISTRIES_CONF",
+                                         "CONTAINERS_STORAGE_CONF",
+                                         "REGISTRY_AUTH_FILE",
+                                         NULL};
+static const char *const docker_env[] = {"DOCKER_HOST",
+                                         "DOCKER_CONTEXT",
+                                         "DOCKER_CONFIG",
+                                         "DOCKER_TLS_VERIFY",
+                                         "DOCKER_CERT_PATH",
+                                         "DOCKER_API_VERSION",
+                                         NULL};
+
+static const char *env_lookup(char *const *environment, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; environment != NULL && environment[i] != NULL; i++)
+		if (strncmp(environment[i], name, n) == 0 && environment[i][n] == '=')
+			return environment[i] + n + 1;
+	return NULL;
+}
+
+static void env_take(struct strv *env, char *const *environment, const char *const *names)
+{
+	for (size_t i = 0; names[i] != NULL; i++) {
+		const char *v = env_lookup(environment, names[i]);
+		if (v != NULL)
+			strv_pushf(env, "%s=%s", names[i], v);
+	}
+}
+
+bool ctr_env_name_reserved(const char *name)
+{
+	const char *const *lists[] = {common_env, podman_env, docker_env};
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+		for (size_t i = 0; lists[l][i] != NULL; i++)
+			if (strcmp(lists[l][i], name) == 0)
+				return true;
+	static const char *const prefixes[] = {"LD_",         "DOCKER_", "CONTAINER_",
+	                                       "CONTAINERS_", "PODMAN_", "BUILDAH_"};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+struct ctr_driver *ctr_driver_for(enum ctr_kind kind, const char *path, char *const *environment)
+{
+	struct ctr_driver *d = xcalloc(1, sizeof(*d));
+	d->kind = kind;
+	d->name = kind == CTR_PODMAN ? "podman" : "docker";
+	d->path = xstrdup(path);
+	d->timeout_ms = 60000;
+	d->ops = &ctr_cli_ops;
+	env_take(&d->env, environment, common_env);
+	env_take(&d->env, environment, kind == CTR_PODMAN ? podman_env : docker_env);
+	return d;
+}
+
+int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_driver **out,
+                   struct mg_err **err)
+{
+	if (path_var == NULL || *path_var == '\0')
+		path_var = "/usr/local/bin:/usr/bin:/bin";
+	cleanup_free char *podman = NULL;
+	cleanup_free char *docker = NULL;
+	if (runtime != CFG_RUNTIME_DOCKER)
+		podman = proc_find_in_path("podman", path_var);
+	if (runtime != CFG_RUNTIME_PODMAN && (runtime == CFG_RUNTIME_DOCKER || podman == NULL))
+		docker = proc_find_in_path("docker", path_var);
+	if (podman != NULL) {
+		*out = ctr_driver_for(CTR_PODMAN, podman, environ);
+		return 0;
+	}
+	if (docker != NULL) {
+		*out = ctr_driver_for(CTR_DOCKER, docker, environ);
+		return 0;
+	}
+	switch (runtime) {
+	case CFG_RUNTIME_PODMAN:
+		return mg_err_set(err, "runtime \"podman\" (config.toml) is not on PATH; "
+		                       "install it (apt-get install podman runc) or choose docker");
+	case CFG_RUNTIME_DOCKER:
+		return mg_err_set(err, "runtime \"docker\" (config.toml) is not on PATH; "
+		                       "install it (apt-get install docker.io) or choose podman");
+	case CFG_RUNTIME_UNSET:
+		break;
+	}
+	return mg_err_set(err, "no container runtime: neither podman nor docker is on PATH "
+	                       "(apt-get install podman runc, or docker.io)");
+}
+
+void ctr_driver_free(struct ctr_driver *d)
+{
+	if (d == NULL)
+		return;
+	free(d->path);
+	strv_free(&d->env);
+	free(d);
+}
+
+char *ctr_container_name(const char *server, const char *session)
+{
+	return xasprintf("mcpgate-%s-%s", server, session);
+}
+
+int ctr_resolve_mount(const char *workspace, const char *path, char **host_path,
+                      struct mg_err **err)
+{
+	char ws_real[PATH_MAX], real[PATH_MAX];
+	if (realpath(workspace, ws_real) == NULL)
+		return mg_err_sys(err, errno, "workspace %s", workspace);
+	cleanup_free char *joined = xasprintf("%s/%s", ws_real, path);
+	if (realpath(joined, real) == NULL)
+		return mg_err_sys(err, errno, "mount \"%s\" (%s)", path, joined);
+	size_t n = strlen(ws_real);
+	/* strictly inside: the workspace root itself is never mounted */
+	if (strncmp(real, ws_real, n) != 0 || real[n] != '/' || real[n + 1] == '\0')
+		return mg_err_set(err, "mount \"%s\" resolves to %s, outside the workspace %s",
+		                  path, real, ws_real);
+	const char *rel = real + n + 1;
+	if (strncmp(rel, ".mcpgate", 8) == 0 && (rel[8] == '\0' || rel[8] == '/'))
+		return mg_err_set(err, "mount \"%s\" resolves to %s, inside mcpgate's own state",
+		                  path, real);
+	/* --mount separates its fields with commas */
+	if (strchr(real, ',') != NULL)
+		return mg_err_set(err,
+		                  "mount \"%s\": the path %s holds a comma, which the "
+		                  "runtime's --mount cannot carry",
+		                  path, real);
+	*host_path = xstrdup(real);
+	return 0;
+}
+
+bool ctr_owner_alive(pid_t pid)
+{
+	if (pid <= 0)
+		return false;
+	char link[64], exe[PATH_MAX];
+	int n = snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	if (n < 0 || (size_t)n >= sizeof(link))
+		return false;
+	ssize_t len = readlink(link, exe, sizeof(exe) - 1);
+	if (len < 0)
+		/* gone, or not ours to look at (EACCES): a live process we cannot
+		 * inspect is not swept */
+		return errno == EACCES;
+	exe[len] = '\0';
+	const char *base = strrchr(exe, '/');
+	base = base != NULL ? base + 1 : exe;
+	return strncmp(base, "mcpgate", 7) == 0 && (base[7] == '\0' || base[7] == ' ');
+}
+
+static char *memory_arg(uint64_t bytes)
+{
+	if (bytes % (1ull << 20) == 0)
+		return xasprintf("--memory=%llum", (unsigned long long)(bytes >> 20));
+	return xasprintf("--memory=%llub", (unsigned long long)bytes);
+}
+
+int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
+                        struct strv *argv, struct strv *envp, struct mg_err **err)
+{
+	const struct cfg_server *s = spec->server;
+	if (s->transport != CFG_TRANSPORT_CONTAINER)
+		return mg_err_set(err, "server %s is not a container server", s->name);
+	struct strv a = STRV_INIT, e = STRV_INIT;
+
+	strv_push(&a, d->path);
+	strv_push(&a, "run");
+	strv_push(&a, "--rm");
+	strv_push(&a, "-i");
+	strv_push(&a, "--pull=never");
+	strv_push(&a, "--log-driver=none");
+	strv_push(&a, "--read-only");
+	strv_push(&a, "--cap-drop=ALL");
+	strv_push(&a, "--security-opt=no-new-privileges");
+	strv_push_owned(&a, memory_arg(s->memory));
+	strv_pushf(&a, "--pids-limit=%u", s->pids);
+	strv_push(&a, "--tmpfs");
+	strv_push(&a, "/tmp:rw,noexec,nosuid,size=64m");
+	if (spec->network != NULL)
+		strv_pushf(&a, "--network=%s", spec->network);
+	else
+		strv_push(&a, "--network=none");
+	if (d->kind == CTR_PODMAN)
+		strv_push(&a, "--http-proxy=false");
+	strv_push(&a, "--name");
+	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
+	strv_push(&a, "--label");
+	strv_pushf(&a, CTR_LABEL_SESSION "=%s", spec->session);
+	strv_push(&a, "--label");
+	strv_pushf(&a, CTR_LABEL_SERVER "=%s", s->name);
+	strv_push(&a, "--label");
+	strv_pushf(&a, CTR_LABEL_PID "=%d", (int)spec->owner);
+
+	for (size_t i = 0; i < d->env.n; i++)
+		strv_push(&e, d->env.v[i]);
+	for (size_t i = 0; i < spec->nenv; i++) {
+		const char *name = spec->env[i].name;
+		if (ctr_env_name_reserved(name)) {
+			mg_err_set(err,
+			           "server %s: variable %s would steer the runtime's own command",
+			           s->name, name);
+			goto fail;
+		}
+		/* the value stays in the runtime's environment, never in argv */
+		strv_pushf(&a, "--env=%s", name);
+		strv_pushf(&e, "%s=%s", name, spec->env[i].value);
+	}
+
+	for (size_t i = 0; i < s->nmounts; i++) {
+		if (spec->workspace == NULL) {
+			mg_err_set(err, "server %s has mounts but no workspace was given", s->name);
+			goto fail;
+		}
+		char *host = NULL;
+		if (ctr_resolve_mount(spec->workspace, s->mounts[i].path, &host, err) < 0) {
+			mg_err_wrap(err, "server %s", s->name);
+			goto fail;
+		}
+		strv_push(&a, "--mount");
+		strv_pushf(&a, "type=bind,source=%s,target=/workspace/%s%s", host,
+		           s->mounts[i].path, s->mounts[i].write ? "" : ",readonly");
+		free(host);
+	}
+
+	if (s->command != NULL)
+		strv_pushf(&a, "--entrypoint=%s", s->command[0]);
+	strv_push(&a, s->image);
+	for (size_t i = 1; i < s->ncommand; i++)
+		strv_push(&a, s->command[i]);
+	for (size_t i = 0; i < s->nargs; i++)
+		strv_push(&a, s->args[i]);
+
+	*argv = a;
+	*envp = e;
+	return 0;
+fail:
+	strv_free(&a);
+	strv_free(&e);
+	return -1;
+}

@@ -1,0 +1,104 @@
+/* The container runtime driver: podman and docker behind one table of
+ * operations, so a later Kubernetes driver fits the same interface.
+ *
+ * Every runtime process starts with a fixed short environment (PATH, HOME,
+ * XDG_RUNTIME_DIR and the runtime's own variables), never mcpgate's whole
+ * environment. A value for a contained server reaches the runtime only as
+ * NAME=value in that environment; its argv says --env=NAME.
+ *
+ * Ownership: ctr_driver_new() hands a driver to free with ctr_driver_free().
+ * Strings in the specs are borrowed for the duration of the call. */
+#ifndef MG_CONTAINER_CONTAINER_H
+#define MG_CONTAINER_CONTAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "internal/base/err.h"
+#include "internal/base/strv.h"
+#include "internal/config/config.h"
+
+/* Labels on every container and network mcpgate makes */
+#define CTR_LABEL_SESSION "mcpgate.session"
+#define CTR_LABEL_SERVER  "mcpgate.mcp"
+#define CTR_LABEL_PID     "mcpgate.pid"
+
+/* What a runtime command may print before mcpgate stops reading it */
+#define CTR_OUTPUT_MAX (4u << 20)
+
+enum ctr_kind {
+	CTR_PODMAN,
+	CTR_DOCKER,
+};
+
+struct ctr_driver;
+
+/* One variable for the server: its value goes only into the runtime's
+ * environment; the argv names it. */
+struct ctr_env {
+	const char *name;
+	const char *value;
+};
+
+struct ctr_run_spec {
+	const struct cfg_server *server;
+	const char *session;   /* the session id */
+	pid_t owner;           /* the mcpgate that owns it (label mcpgate.pid) */
+	const char *workspace; /* absolute; mounts resolve under it; NULL: no mounts allowed */
+	const char *network;   /* a network to attach to; NULL: --network=none */
+	const struct ctr_env *env;
+	size_t nenv;
+};
+
+struct ctr_ops {
+	/* argv and environment of `run` for spec; argv[0] is the runtime's path */
+	int (*run_command)(const struct ctr_driver *d, const struct ctr_run_spec *spec,
+	                   struct strv *argv, struct strv *envp, struct mg_err **err);
+	/* 1 when image NAME@DIGEST is present with that digest, 0 when it is not */
+	int (*image_present)(const struct ctr_driver *d, const char *image, struct mg_err **err);
+	/* pull image NAME@DIGEST, the runtime's progress on mcpgate's stderr */
+	int (*pull)(const struct ctr_driver *d, const char *image, struct mg_err **err);
+	/* remove a container now, whatever it is doing; absent is fine */
+	int (*remove)(const struct ctr_driver *d, const char *name, struct mg_err **err);
+	/* remove what dead mcpgate processes left: containers, then networks;
+	 * *removed counts what went */
+	int (*sweep)(const struct ctr_driver *d, unsigned *removed, struct mg_err **err);
+};
+
+struct ctr_driver {
+	enum ctr_kind kind;
+	const char *name;   /* "podman" or "docker" */
+	char *path;         /* absolute path of the runtime's command */
+	struct strv env;    /* the fixed environment every runtime process gets */
+	int64_t timeout_ms; /* for runtime commands other than run and pull */
+	const struct ctr_ops *ops;
+};
+
+/* Find the runtime: runtime UNSET means podman when it is on PATH, else
+ * docker. path_var is the PATH to search (mcpgate's own). The fixed
+ * environment is taken from environ's values of the allowed names. */
+int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_driver **out,
+                   struct mg_err **err);
+
+/* A driver for a known command path (tests, and `runtime_path`). */
+struct ctr_driver *ctr_driver_for(enum ctr_kind kind, const char *path, char *const *environment);
+
+void ctr_driver_free(struct ctr_driver *d);
+
+/* "mcpgate-SERVER-SESSION" (allocated) */
+char *ctr_container_name(const char *server, const char *session);
+
+/* Resolve a mount under the workspace through links: the real host path
+ * (allocated) when it stays strictly inside the workspace and outside its
+ * .mcpgate, else an error naming the mount. */
+int ctr_resolve_mount(const char *workspace, const char *path, char **host_path,
+                      struct mg_err **err);
+
+/* Is pid a running mcpgate? (what runs as pid, not only that pid exists) */
+bool ctr_owner_alive(pid_t pid);
+
+/* Variables a server may not take: they steer the runtime's own command */
+bool ctr_env_name_reserved(const char *name);
+
+#endif

@@ -1,0 +1,210 @@
+/* The runtime driver without a runtime: the exact argv and environment of
+ * `run` for podman and docker (golden files in testdata/container/), mounts
+ * resolved through links, reserved variables, owner liveness. */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/testing.h"
+#include "internal/base/xalloc.h"
+#include "internal/config/config.h"
+#include "internal/container/container.h"
+
+static char workspace[PATH_MAX];
+
+static char *join_lines(char *const *v, const char *ws)
+{
+	struct mg_buf b = MG_BUF_INIT(1 << 20);
+	size_t wl = strlen(ws);
+	for (size_t i = 0; v[i] != NULL; i++) {
+		const char *s = v[i];
+		const char *hit;
+		/* the temporary workspace reads as @WS@ in golden files */
+		while ((hit = strstr(s, ws)) != NULL) {
+			mg_buf_append(&b, s, (size_t)(hit - s), NULL);
+			mg_buf_puts(&b, "@WS@", NULL);
+			s = hit + wl;
+		}
+		mg_buf_puts(&b, s, NULL);
+		mg_buf_putc(&b, '\n', NULL);
+	}
+	return mg_buf_steal(&b, NULL);
+}
+
+static void check_golden(const char *got, const char *path)
+{
+	if (getenv("MCPGATE_UPDATE_GOLDEN") != NULL) {
+		FILE *f = fopen(path, "w");
+		if (f != NULL) {
+			fputs(got, f);
+			fclose(f);
+		}
+	}
+	cleanup_free char *want = t_read_file(path, NULL);
+	T_STR(got, want, "%s", path);
+}
+
+static void test_argv(const struct cfg *cfg, enum ctr_kind kind)
+{
+	char *environment[] = {"PATH=/usr/bin:/bin",
+	                       "HOME=/home/u",
+	                       "XDG_RUNTIME_DIR=/run/user/1000",
+	                       "MCPGATE_LOG=debug",
+	                       "AWS_SECRET_ACCESS_KEY=not-for-the-runtime",
+	                       "CONTAINER_HOST=unix:///run/podman.sock",
+	                       "DOCKER_HOST=unix:///run/docker.sock",
+	                       NULL};
+	struct ctr_driver *d = ctr_driver_for(
+	    kind, kind == CTR_PODMAN ? "/usr/bin/podman" : "/usr/bin/docker", environment);
+	for (size_t i = 0; i < cfg->nservers; i++) {
+		const struct cfg_server *s = &cfg->servers[i];
+		struct ctr_env env[] = {{"GITHUB_TOKEN", "ghp_value_never_in_argv"}};
+		struct ctr_run_spec spec = {
+		    .server = s,
+		    .session = "s1",
+		    .owner = 4242,
+		    .workspace = workspace,
+		    .network = s->nhosts > 0 ? "mcpgate-full-s1-in" : NULL,
+		    .env = s->credential != NULL ? env : NULL,
+		    .nenv = s->credential != NULL ? 1 : 0,
+		};
+		struct strv argv = STRV_INIT, envp = STRV_INIT;
+		struct mg_err *err = NULL;
+		int r = d->ops->run_command(d, &spec, &argv, &envp, &err);
+		T_INT(r, 0, "%s %s: run argv built %s", d->name, s->name, mg_err_msg(err));
+		mg_err_clear(&err);
+		if (r < 0)
+			continue;
+		cleanup_free char *a = join_lines(strv_array(&argv), workspace);
+		cleanup_free char *e = join_lines(strv_array(&envp), workspace);
+		cleanup_free char *ga =
+		    xasprintf("testdata/container/%s.%s.argv", s->name, d->name);
+		cleanup_free char *ge = xasprintf("testdata/container/%s.%s.env", s->name, d->name);
+		check_golden(a, ga);
+		check_golden(e, ge);
+		T_OK(strstr(a, "ghp_value_never_in_argv") == NULL,
+		     "%s %s: no variable's value in argv", d->name, s->name);
+		strv_free(&argv);
+		strv_free(&envp);
+	}
+	ctr_driver_free(d);
+}
+
+static void test_reserved(const struct cfg *cfg)
+{
+	struct ctr_driver *d = ctr_driver_for(CTR_DOCKER, "/usr/bin/docker", NULL);
+	const char *bad[] = {"DOCKER_HOST", "LD_PRELOAD", "PATH", "CONTAINERS_CONF"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ctr_env env[] = {{bad[i], "x"}};
+		struct ctr_run_spec spec = {
+		    .server = &cfg->servers[0], .session = "s1", .owner = 1, .env = env, .nenv = 1};
+		struct strv argv = STRV_INIT, envp = STRV_INIT;
+		struct mg_err *err = NULL;
+		T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), -1,
+		      "variable %s for a server is refused", bad[i]);
+		T_OK(err != NULL && strstr(err->msg, bad[i]) != NULL &&
+		         strstr(err->msg, "steer the runtime") != NULL,
+		     "the error names %s and why", bad[i]);
+		mg_err_clear(&err);
+		T_OK(argv.n == 0 && envp.n == 0, "nothing is handed back on failure");
+	}
+	ctr_driver_free(d);
+}
+
+static void test_mounts(void)
+{
+	struct mg_err *err = NULL;
+	char *host = NULL;
+	T_INT(ctr_resolve_mount(workspace, "src", &host, &err), 0, "a folder inside resolves");
+	cleanup_free char *want = xasprintf("%s/src", workspace);
+	T_STR(host, want, "to its real path");
+	free(host);
+	host = NULL;
+	T_INT(ctr_resolve_mount(workspace, "escape", &host, &err), -1,
+	      "a link that leaves the workspace is refused");
+	T_OK(err != NULL && strstr(err->msg, "outside the workspace") != NULL,
+	     "and says where it leads: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	T_INT(ctr_resolve_mount(workspace, "root", &host, &err), -1,
+	      "a link to the workspace root is refused");
+	mg_err_clear(&err);
+	T_INT(ctr_resolve_mount(workspace, "state", &host, &err), -1,
+	      "a link into .mcpgate is refused");
+	T_OK(err != NULL && strstr(err->msg, "mcpgate's own state") != NULL, "and says why");
+	mg_err_clear(&err);
+	T_INT(ctr_resolve_mount(workspace, "missing", &host, &err), -1,
+	      "a missing folder is refused");
+	T_OK(err != NULL && strstr(err->msg, "No such file") != NULL, "with the system's reason");
+	mg_err_clear(&err);
+	T_INT(ctr_resolve_mount(workspace, "a,b", &host, &err), -1,
+	      "a comma in the path is refused");
+	mg_err_clear(&err);
+}
+
+static void test_names_and_owner(void)
+{
+	cleanup_free char *n = ctr_container_name("files", "abc123");
+	T_STR(n, "mcpgate-files-abc123", "container names read mcpgate-SERVER-SESSION");
+	T_OK(!ctr_owner_alive(getpid()), "a live process that is not mcpgate is not an owner");
+	T_OK(!ctr_owner_alive(0x7ffffff0), "a pid that does not exist is not an owner");
+	T_OK(ctr_env_name_reserved("DOCKER_CONFIG"), "DOCKER_CONFIG is reserved");
+	T_OK(!ctr_env_name_reserved("GITHUB_TOKEN"), "GITHUB_TOKEN is not");
+}
+
+static void make_workspace(void)
+{
+	char tmpl[] = "/tmp/mcpgate-ctr-test-XXXXXX";
+	if (mkdtemp(tmpl) == NULL || realpath(tmpl, workspace) == NULL) {
+		printf("Bail out! cannot make a workspace\n");
+		exit(1);
+	}
+	char p[PATH_MAX + 32];
+	const char *dirs[] = {"src", "out", ".mcpgate", "a,b"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", workspace, dirs[i]);
+		mkdir(p, 0700);
+	}
+	snprintf(p, sizeof(p), "%s/escape", workspace);
+	symlink("/etc", p);
+	snprintf(p, sizeof(p), "%s/root", workspace);
+	symlink(".", p);
+	snprintf(p, sizeof(p), "%s/state", workspace);
+	symlink(".mcpgate", p);
+}
+
+static void remove_workspace(void)
+{
+	const char *names[] = {"src", "out", ".mcpgate", "a,b", "escape", "root", "state"};
+	char p[PATH_MAX + 32];
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", workspace, names[i]);
+		if (unlink(p) < 0)
+			rmdir(p);
+	}
+	rmdir(workspace);
+}
+
+int main(void)
+{
+	make_workspace();
+	struct cfg *cfg = NULL;
+	struct mg_err *err = NULL;
+	if (cfg_load_files("testdata/container/servers.toml", NULL, &cfg, &err) < 0) {
+		printf("Bail out! %s\n", mg_err_msg(err));
+		return 1;
+	}
+	test_argv(cfg, CTR_PODMAN);
+	test_argv(cfg, CTR_DOCKER);
+	test_reserved(cfg);
+	test_mounts();
+	test_names_and_owner();
+	cfg_free(cfg);
+	remove_workspace();
+	return t_done();
+}

@@ -1,0 +1,300 @@
+/* The operations that run the podman or docker command: image check, pull,
+ * remove, sweep. Each runtime process gets the driver's fixed environment
+ * and a deadline. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/log.h"
+#include "internal/base/num.h"
+#include "internal/base/xalloc.h"
+#include "internal/container/container-internal.h"
+#include "internal/json/json.h"
+#include "internal/proc/proc.h"
+
+/* Run the runtime with args (argv[0] is added) and capture its output. */
+static int runtime_run(const struct ctr_driver *d, const char *const *args, struct proc_result *res,
+                       struct mg_err **err)
+{
+	struct strv argv = STRV_INIT;
+	strv_push(&argv, d->path);
+	for (size_t i = 0; args[i] != NULL; i++)
+		strv_push(&argv, args[i]);
+	struct strv env = STRV_INIT;
+	for (size_t i = 0; i < d->env.n; i++)
+		strv_push(&env, d->env.v[i]);
+	int r =
+	    proc_run((const char *const *)strv_array(&argv), (const char *const *)strv_array(&env),
+	             d->timeout_ms, CTR_OUTPUT_MAX, res, err);
+	if (r < 0) {
+		proc_result_free(res);
+		mg_err_wrap(err, "%s %s", d->name, args[0]);
+	}
+	strv_free(&argv);
+	strv_free(&env);
+	return r;
+}
+
+/* The runtime's complaint, trimmed to one readable line */
+static void runtime_failed(const struct ctr_driver *d, const char *what,
+                           const struct proc_result *res, struct mg_err **err)
+{
+	char status[PROC_STATUS_MAX];
+	proc_status_describe(res->status, status, sizeof(status));
+	const char *text = mg_buf_str(&res->err);
+	size_t n = strcspn(text, "\n");
+	if (n > 300)
+		n = 300;
+	mg_err_set(err, "%s %s %s: %.*s", d->name, what, status, (int)n, text);
+}
+
+static bool exited_ok(const struct proc_result *res)
+{
+	return WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0;
+}
+
+static bool says_missing(const struct proc_result *res)
+{
+	const char *t = mg_buf_str(&res->err);
+	return strstr(t, "image not known") != NULL || strstr(t, "No such image") != NULL ||
+	       strstr(t, "no such image") != NULL;
+}
+
+static int cli_image_present(const struct ctr_driver *d, const char *image, struct mg_err **err)
+{
+	const char *at = strstr(image, "@sha256:");
+	if (at == NULL)
+		return mg_err_set(err, "image %s is not pinned by digest", image);
+	const char *digest = at + 1;
+	const char *args[] = {"image", "inspect", "--format", "{{json .RepoDigests}}", image, NULL};
+	struct proc_result res;
+	if (runtime_run(d, args, &res, err) < 0)
+		return -1;
+	int r;
+	if (!exited_ok(&res)) {
+		if (says_missing(&res))
+			r = 0;
+		else
+			r = -1, runtime_failed(d, "image inspect", &res, err);
+		proc_result_free(&res);
+		return r;
+	}
+	struct json_value *digests = NULL;
+	if (json_parse(res.out.data, res.out.len, NULL, &digests, err) < 0) {
+		proc_result_free(&res);
+		return mg_err_wrap(err, "%s image inspect %s", d->name, image);
+	}
+	/* the reference resolved; the image must also carry the digest itself */
+	r = 0;
+	if (digests->kind == JSON_ARRAY) {
+		size_t dl = strlen(digest);
+		for (size_t i = 0; i < digests->u.arr.len; i++) {
+			const struct json_value *v = digests->u.arr.items[i];
+			if (v->kind != JSON_STRING || v->u.str.len <= dl)
+				continue;
+			const char *tail = v->u.str.ptr + v->u.str.len - dl;
+			if (tail[-1] == '@' && strcmp(tail, digest) == 0)
+				r = 1;
+		}
+	}
+	json_free(digests);
+	proc_result_free(&res);
+	return r;
+}
+
+static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err **err)
+{
+	if (strstr(image, "@sha256:") == NULL)
+		return mg_err_set(err, "image %s is not pinned by digest", image);
+	const char *argv[] = {d->path, "pull", image, NULL};
+	struct strv env = STRV_INIT;
+	for (size_t i = 0; i < d->env.n; i++)
+		strv_push(&env, d->env.v[i]);
+	/* the runtime's own progress goes to our stderr; stdout stays clean */
+	struct proc_spec spec = {
+	    .path = d->path,
+	    .argv = argv,
+	    .envp = (const char *const *)strv_array(&env),
+	    .stdio = {{PROC_STDIO_NULL, -1, false},
+	              {PROC_STDIO_FD, STDERR_FILENO, false},
+	              {PROC_STDIO_FD, STDERR_FILENO, false}},
+	};
+	struct proc p = PROC_INIT;
+	int r = proc_spawn(&spec, &p, err);
+	strv_free(&env);
+	if (r < 0)
+		return mg_err_wrap(err, "%s pull", d->name);
+	int status = 0;
+	/* a large image on a slow link: an hour at most */
+	if (proc_wait(&p, proc_now_ms() + 3600 * 1000, &status, err) < 0) {
+		proc_stop(&p, 1000, &status);
+		proc_close(&p);
+		return mg_err_wrap(err, "%s pull %s", d->name, image);
+	}
+	proc_close(&p);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		char why[PROC_STATUS_MAX];
+		proc_status_describe(status, why, sizeof(why));
+		return mg_err_set(err, "%s pull %s %s", d->name, image, why);
+	}
+	return 0;
+}
+
+static int cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
+{
+	const char *podman_args[] = {"rm", "--force", "--time=0", name, NULL};
+	const char *docker_args[] = {"rm", "--force", name, NULL};
+	struct proc_result res;
+	if (runtime_run(d, d->kind == CTR_PODMAN ? podman_args : docker_args, &res, err) < 0)
+		return -1;
+	int r = 0;
+	if (!exited_ok(&res) && strstr(mg_buf_str(&res.err), "No such container") == NULL &&
+	    strstr(mg_buf_str(&res.err), "no such container") == NULL) {
+		runtime_failed(d, "rm", &res, err);
+		r = -1;
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+/* "ID<TAB>PID" lines of containers that carry the pid label */
+static int list_labelled_containers(const struct ctr_driver *d, struct proc_result *res,
+                                    struct mg_err **err)
+{
+	const char *fmt = d->kind == CTR_PODMAN ? "{{.ID}}\t{{index .Labels \"" CTR_LABEL_PID "\"}}"
+	                                        : "{{.ID}}\t{{.Label \"" CTR_LABEL_PID "\"}}";
+	const char *args[] = {"ps",       "-a", "--filter", "label=" CTR_LABEL_PID,
+	                      "--format", fmt,  NULL};
+	if (runtime_run(d, args, res, err) < 0)
+		return -1;
+	if (!exited_ok(res)) {
+		runtime_failed(d, "ps", res, err);
+		proc_result_free(res);
+		return -1;
+	}
+	return 0;
+}
+
+static bool label_pid_dead(const char *text, size_t len)
+{
+	uint64_t pid;
+	if (mg_parse_u64n(text, len, 1, 0x7fffffff, "pid", &pid, NULL) < 0)
+		return false; /* not ours to judge: leave it */
+	return !ctr_owner_alive((pid_t)pid);
+}
+
+static int sweep_containers(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+{
+	struct proc_result res;
+	if (list_labelled_containers(d, &res, err) < 0)
+		return -1;
+	int r = 0;
+	char *line = res.out.data;
+	while (line != NULL && *line != '\0') {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		char *tab = strchr(line, '\t');
+		if (tab != NULL && label_pid_dead(tab + 1, strlen(tab + 1))) {
+			*tab = '\0';
+			if (cli_remove(d, line, err) < 0)
+				r = -1;
+			else
+				(*removed)++;
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+/* The pid label of network name, from `network inspect` (podman writes
+ * "labels", docker "Labels"); NULL when it has none. */
+static char *network_pid_label(const struct ctr_driver *d, const char *name, struct mg_err **err)
+{
+	const char *args[] = {"network", "inspect", name, NULL};
+	struct proc_result res;
+	if (runtime_run(d, args, &res, err) < 0)
+		return NULL;
+	char *pid = NULL;
+	struct json_value *v = NULL;
+	if (exited_ok(&res) && json_parse(res.out.data, res.out.len, NULL, &v, err) == 0) {
+		if (v->kind == JSON_ARRAY && v->u.arr.len == 1) {
+			const struct json_value *net = v->u.arr.items[0];
+			const struct json_value *labels = json_get(net, "labels");
+			if (labels == NULL)
+				labels = json_get(net, "Labels");
+			const char *p = json_get_string(labels, CTR_LABEL_PID);
+			if (p != NULL)
+				pid = xstrdup(p);
+		}
+		json_free(v);
+	}
+	mg_err_clear(err);
+	proc_result_free(&res);
+	return pid;
+}
+
+static int sweep_networks(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+{
+	const char *args[] = {"network",  "ls",        "--filter", "label=" CTR_LABEL_PID,
+	                      "--format", "{{.Name}}", NULL};
+	struct proc_result res;
+	if (runtime_run(d, args, &res, err) < 0)
+		return -1;
+	if (!exited_ok(&res)) {
+		runtime_failed(d, "network ls", &res, err);
+		proc_result_free(&res);
+		return -1;
+	}
+	int r = 0;
+	char *line = res.out.data;
+	while (line != NULL && *line != '\0') {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		cleanup_free char *pid = network_pid_label(d, line, NULL);
+		if (pid != NULL && label_pid_dead(pid, strlen(pid))) {
+			const char *rm[] = {"network", "rm", line, NULL};
+			struct proc_result rres;
+			if (runtime_run(d, rm, &rres, err) < 0) {
+				r = -1;
+			} else {
+				if (exited_ok(&rres))
+					(*removed)++;
+				else
+					runtime_failed(d, "network rm", &rres, err), r = -1;
+				proc_result_free(&rres);
+			}
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+static int cli_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+{
+	*removed = 0;
+	/* containers first: a network in use cannot be removed */
+	if (sweep_containers(d, removed, err) < 0)
+		return mg_err_wrap(err, "sweeping containers");
+	if (sweep_networks(d, removed, err) < 0)
+		return mg_err_wrap(err, "sweeping networks");
+	return 0;
+}
+
+const struct ctr_ops ctr_cli_ops = {
+    .run_command = ctr_cli_run_command,
+    .image_present = cli_image_present,
+    .pull = cli_pull,
+    .remove = cli_remove,
+    .sweep = cli_sweep,
+};

@@ -1,0 +1,538 @@
+/* The client side of a session: initialize, ping, tools/list, tools/call
+ * routed to its server with ids and progress tokens mapped both ways; and
+ * what servers send between calls. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/log.h"
+#include "internal/base/xalloc.h"
+#include "internal/gateway/gateway-internal.h"
+
+#define CLIENT_NOTICES_MAX 64
+
+static void send_error(struct session *s, const struct json_value *id, int64_t code,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void send_error(struct session *s, const struct json_value *id, int64_t code,
+                       const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cleanup_free char *text = xvasprintf(fmt, ap);
+	va_end(ap);
+	struct mg_err *err = NULL;
+	if (rpc_peer_send_error(s->client, id, code, text, NULL, &err) < 0) {
+		mg_warn("client: %s", mg_err_msg(err));
+		mg_err_free(err);
+	}
+}
+
+static void send_result(struct session *s, const struct json_value *id,
+                        const struct json_value *result)
+{
+	struct mg_err *err = NULL;
+	if (rpc_peer_send_result(s->client, id, result, &err) < 0) {
+		mg_warn("client: %s", mg_err_msg(err));
+		mg_err_free(err);
+	}
+}
+
+static void send_notice_now(struct session *s, const char *level, const char *text)
+{
+	struct json_value *params =
+	    gw_fields("level", json_new_string(level), "logger", json_new_string("mcpgate"), "data",
+	              json_new_string(text), NULL);
+	rpc_peer_send_notification(s->client, "notifications/message", params, NULL);
+	json_free(params);
+}
+
+/* Say something to the person through the client (notifications/message);
+ * held until the client has been answered initialize. */
+void gw_client_notice(struct session *s, const char *level, const char *text)
+{
+	mg_info("%s", text);
+	if (s->answered_initialize) {
+		send_notice_now(s, level, text);
+		return;
+	}
+	if (s->notices.n < CLIENT_NOTICES_MAX)
+		strv_pushf(&s->notices, "%s\t%s", level, text);
+}
+
+/* ---- calls -------------------------------------------------------------- */
+
+void gw_call_free(struct gw_call *c)
+{
+	if (c == NULL)
+		return;
+	json_free(c->client_id);
+	json_free(c->client_progress_token);
+	free(c->client_key);
+	free(c->progress_token);
+	free(c->tool);
+	free(c);
+}
+
+static void call_unlink(struct gw_call *c)
+{
+	struct session *s = c->sess;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else if (s->calls == c)
+		s->calls = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+}
+
+static void call_record(struct gw_call *c, const char *outcome, const char *detail)
+{
+	struct json_value *f =
+	    gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	              json_new_string(c->tool), "outcome", json_new_string(outcome), "ms",
+	              json_new_int(proc_now_ms() - c->start_ms), NULL);
+	if (detail != NULL)
+		json_object_set(f, "detail", json_new_string(detail));
+	audit_record(c->sess->audit, "tool.call", f);
+}
+
+/* Answer the client with an error and forget the call (it is unlinked). */
+void gw_call_finish_error(struct gw_call *c, int64_t code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cleanup_free char *text = xvasprintf(fmt, ap);
+	va_end(ap);
+	call_unlink(c);
+	call_record(c, "error", text);
+	if (!c->sess->stopping)
+		send_error(c->sess, c->client_id, code, "%s", text);
+	gw_call_free(c);
+}
+
+static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
+                         void *data)
+{
+	(void)peer;
+	struct gw_call *c = data;
+	struct session *s = c->sess;
+	struct gw_server *srv = c->server;
+	if (reply == NULL) {
+		if (s->stopping) {
+			call_unlink(c);
+			call_record(c, "cancelled", "the session ended");
+			gw_call_free(c);
+			return;
+		}
+		if (srv->state == GW_READY && srv->peer != NULL && rpc_peer_closed(srv->peer)) {
+			/* the server is ending: answer once its exit status is known */
+			call_unlink(c);
+			c->next = srv->orphans;
+			srv->orphans = c;
+			return;
+		}
+		if (srv->state == GW_EXITED) {
+			gw_call_finish_error(c, RPC_SERVER_ERROR, "%s", srv->reason);
+			return;
+		}
+		/* a timeout: tell the server to stop working on it */
+		struct json_value *p =
+		    gw_fields("requestId", json_new_int(c->upstream_id), "reason",
+		              json_new_string("timed out in mcpgate"), NULL);
+		if (srv->peer != NULL)
+			rpc_peer_send_notification(srv->peer, "notifications/cancelled", p, NULL);
+		json_free(p);
+		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: %s", srv->cfg->name,
+		                     c->tool, mg_err_msg(why));
+		return;
+	}
+	call_unlink(c);
+	if (reply->kind == RPC_RESULT) {
+		const struct json_value *is_error = json_get(reply->result, "isError");
+		call_record(c,
+		            is_error != NULL && is_error->kind == JSON_BOOL && is_error->u.boolean
+		                ? "tool-error"
+		                : "ok",
+		            NULL);
+		send_result(s, c->client_id, reply->result);
+	} else {
+		cleanup_free char *text = mcp_error_text(reply);
+		call_record(c, "error", text);
+		struct mg_err *err = NULL;
+		cleanup_free char *msg = xstrndup(reply->error_message, reply->error_message_len);
+		if (rpc_peer_send_error(s->client, c->client_id, reply->error_code, msg,
+		                        reply->error_data, &err) < 0) {
+			mg_warn("client: %s", mg_err_msg(err));
+			mg_err_free(err);
+		}
+	}
+	gw_call_free(c);
+}
+
+static const struct gw_tool *find_tool(const struct session *s, const char *name)
+{
+	for (size_t i = 0; i < s->ntools; i++)
+		if (strcmp(s->tools[i].public_name, name) == 0)
+			return &s->tools[i];
+	return NULL;
+}
+
+/* The params for the server: its own tool name, and our progress token */
+static struct json_value *upstream_params(const struct json_value *params, const char *name,
+                                          const char *token)
+{
+	struct json_value *p = json_copy(params);
+	json_object_set(p, "name", json_new_string(name));
+	const struct json_value *meta = json_get(p, "_meta");
+	if (meta != NULL && meta->kind == JSON_OBJECT && json_get(meta, "progressToken") != NULL) {
+		struct json_value *m = json_copy(meta);
+		json_object_set(m, "progressToken", json_new_string(token));
+		json_object_set(p, "_meta", m);
+	}
+	return p;
+}
+
+static void tools_call(struct session *s, struct rpc_msg *msg)
+{
+	const char *name = json_get_string(msg->params, "name");
+	if (name == NULL) {
+		send_error(s, msg->id, RPC_INVALID_PARAMS, "tools/call needs a tool name");
+		return;
+	}
+	const struct json_value *args = json_get(msg->params, "arguments");
+	if (args != NULL && args->kind != JSON_OBJECT) {
+		send_error(s, msg->id, RPC_INVALID_PARAMS,
+		           "tools/call: arguments must be an object");
+		return;
+	}
+	if (!s->registered) {
+		send_error(s, msg->id, RPC_SERVER_ERROR,
+		           "servers are still starting; list the tools first");
+		return;
+	}
+	const struct gw_tool *t = find_tool(s, name);
+	if (t == NULL) {
+		send_error(s, msg->id, RPC_INVALID_PARAMS, "unknown tool \"%.128s\"", name);
+		return;
+	}
+	struct gw_server *srv = t->server;
+	if (srv->state != GW_READY || srv->peer == NULL) {
+		send_error(s, msg->id, RPC_SERVER_ERROR, "tool %s is unavailable: %s", name,
+		           srv->reason != NULL ? srv->reason : "its server is not running");
+		return;
+	}
+	struct gw_call *c = xcalloc(1, sizeof(*c));
+	c->sess = s;
+	c->server = srv;
+	c->client_id = json_copy(msg->id);
+	c->client_key = rpc_id_key(msg->id);
+	c->tool = xstrdup(t->name);
+	c->start_ms = proc_now_ms();
+	const struct json_value *meta = json_get(msg->params, "_meta");
+	const struct json_value *token = json_get(meta, "progressToken");
+	if (token != NULL && (token->kind == JSON_STRING || token->kind == JSON_NUMBER)) {
+		c->client_progress_token = json_copy(token);
+		c->progress_token = xasprintf("mcpgate-%lld", (long long)++s->next_token);
+	}
+	struct json_value *p = upstream_params(msg->params, t->name, c->progress_token);
+	struct mg_err *err = NULL;
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	int r = rpc_peer_send_request(srv->peer, "tools/call", p, deadline, on_call_done, c,
+	                              &c->upstream_id, &err);
+	json_free(p);
+	if (r < 0) {
+		send_error(s, msg->id, RPC_SERVER_ERROR, "tool %s: %s", name, mg_err_msg(err));
+		mg_err_free(err);
+		gw_call_free(c);
+		return;
+	}
+	c->next = s->calls;
+	if (s->calls != NULL)
+		s->calls->prev = c;
+	s->calls = c;
+}
+
+/* ---- tools/list --------------------------------------------------------- */
+
+static struct json_value *tools_list_result(const struct session *s)
+{
+	struct json_value *list = json_new_array();
+	for (size_t i = 0; i < s->ntools; i++) {
+		const struct gw_tool *t = &s->tools[i];
+		if (t->server->state != GW_READY)
+			continue;
+		struct json_value *def = json_copy(t->def);
+		json_object_set(def, "name", json_new_string(t->public_name));
+		json_array_push(list, def);
+	}
+	return gw_fields("tools", list, NULL);
+}
+
+static void tools_list(struct session *s, const struct json_value *id,
+                       const struct json_value *params)
+{
+	if (json_get(params, "cursor") != NULL) {
+		/* the whole list comes in one page: no cursor was ever given out */
+		send_error(s, id, RPC_INVALID_PARAMS, "tools/list: unknown cursor");
+		return;
+	}
+	if (!s->registered) {
+		json_array_push(s->deferred_lists, json_copy(id));
+		return;
+	}
+	struct json_value *result = tools_list_result(s);
+	send_result(s, id, result);
+	json_free(result);
+}
+
+void gw_client_registered(struct session *s)
+{
+	s->registered = true;
+	for (size_t i = 0; i < s->deferred_lists->u.arr.len; i++)
+		tools_list(s, s->deferred_lists->u.arr.items[i], NULL);
+	json_free(s->deferred_lists);
+	s->deferred_lists = json_new_array();
+}
+
+/* ---- initialize --------------------------------------------------------- */
+
+static void initialize(struct session *s, const struct rpc_msg *msg)
+{
+	const char *asked = json_get_string(msg->params, "protocolVersion");
+	/* answer the client's version when we speak it, else our newest */
+	const char *version =
+	    asked != NULL && mcp_version_supported(asked) ? asked : MCP_PROTOCOL_LATEST;
+	json_free(s->client_caps);
+	const struct json_value *caps = json_get(msg->params, "capabilities");
+	s->client_caps = caps != NULL ? json_copy(caps) : json_new_object();
+	struct json_value *result = gw_fields(
+	    "protocolVersion", json_new_string(version), "capabilities",
+	    gw_fields("tools", gw_fields("listChanged", json_new_bool(true), NULL), NULL),
+	    "serverInfo",
+	    gw_fields("name", json_new_string("mcpgate"), "version", json_new_string("0.1.0"),
+	              NULL),
+	    "instructions",
+	    json_new_string("Tools are offered as SERVER__TOOL; each server runs contained."),
+	    NULL);
+	send_result(s, msg->id, result);
+	json_free(result);
+	s->answered_initialize = true;
+	const struct json_value *info = json_get(msg->params, "clientInfo");
+	audit_record(s->audit, "client.initialize",
+	             gw_fields("protocolVersion", json_new_string(version), "client",
+	                       json_new_string(json_get_string(info, "name") != NULL
+	                                           ? json_get_string(info, "name")
+	                                           : "(unnamed)"),
+	                       NULL));
+	for (size_t i = 0; i < s->notices.n; i++) {
+		char *tab = strchr(s->notices.v[i], '\t');
+		*tab = '\0';
+		send_notice_now(s, s->notices.v[i], tab + 1);
+	}
+	strv_free(&s->notices);
+}
+
+/* ---- the client's messages ---------------------------------------------- */
+
+static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
+{
+	(void)peer;
+	struct session *s = data;
+	const char *m = msg->method;
+	if (strcmp(m, "initialize") == 0)
+		initialize(s, msg);
+	else if (strcmp(m, "ping") == 0)
+		send_result(s, msg->id, NULL);
+	else if (!s->answered_initialize)
+		send_error(s, msg->id, RPC_INVALID_REQUEST, "initialize first");
+	else if (strcmp(m, "tools/list") == 0)
+		tools_list(s, msg->id, msg->params);
+	else if (strcmp(m, "tools/call") == 0)
+		tools_call(s, msg);
+	else
+		send_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s", m);
+}
+
+static void cancel_call(struct session *s, const struct json_value *params)
+{
+	cleanup_free char *key = rpc_id_key(json_get(params, "requestId"));
+	if (key == NULL)
+		return;
+	for (struct gw_call *c = s->calls; c != NULL; c = c->next) {
+		if (strcmp(c->client_key, key) != 0)
+			continue;
+		struct gw_server *srv = c->server;
+		if (srv->peer != NULL) {
+			cleanup_free char *up = rpc_id_key_int(c->upstream_id);
+			rpc_peer_cancel(srv->peer, up);
+			const char *reason = json_get_string(params, "reason");
+			struct json_value *p =
+			    gw_fields("requestId", json_new_int(c->upstream_id), NULL);
+			if (reason != NULL)
+				json_object_set(p, "reason", json_new_string(reason));
+			rpc_peer_send_notification(srv->peer, "notifications/cancelled", p, NULL);
+			json_free(p);
+		}
+		call_unlink(c);
+		call_record(c, "cancelled", "by the client");
+		gw_call_free(c);
+		return;
+	}
+}
+
+static void on_client_notification(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
+{
+	(void)peer;
+	struct session *s = data;
+	if (strcmp(msg->method, "notifications/initialized") == 0)
+		s->client_initialized = true;
+	else if (strcmp(msg->method, "notifications/cancelled") == 0)
+		cancel_call(s, msg->params);
+}
+
+static void on_client_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data)
+{
+	(void)peer;
+	struct session *s = data;
+	/* a request we could not read still gets an answer */
+	send_error(s, bad->id, bad->code, "%s", bad->reason);
+}
+
+static void on_client_closed(struct rpc_peer *peer, const struct mg_err *why, void *data)
+{
+	(void)peer;
+	struct session *s = data;
+	if (why != NULL)
+		mg_info("client: %s", mg_err_msg(why));
+	gw_session_stop(s);
+}
+
+static void on_client_input(struct loop *loop, int fd, uint32_t events, void *data)
+{
+	(void)loop;
+	(void)fd;
+	(void)events;
+	struct session *s = data;
+	int r = rpc_peer_read(s->client, NULL);
+	if (r == RPC_READ_CLOSED || r < 0)
+		loop_unwatch(s->loop, rpc_peer_in_fd(s->client));
+	gw_session_update_io(s);
+}
+
+static void on_client_output(struct loop *loop, int fd, uint32_t events, void *data)
+{
+	(void)loop;
+	(void)fd;
+	(void)events;
+	struct session *s = data;
+	if (rpc_peer_flush(s->client, NULL) < 0)
+		gw_session_stop(s); /* nobody is listening any more */
+	gw_session_update_io(s);
+}
+
+int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err)
+{
+	struct rpc_peer_config pc = {
+	    .name = "client",
+	    .line_max = (size_t)s->cfg->mcp.line_max,
+	    .on_request = on_client_request,
+	    .on_notification = on_client_notification,
+	    .on_bad_line = on_client_bad_line,
+	    .on_closed = on_client_closed,
+	    .data = s,
+	};
+	if (rpc_peer_new(in_fd, out_fd, &pc, &s->client, err) < 0)
+		return -1;
+	if (loop_watch(s->loop, in_fd, EPOLLIN, on_client_input, s, err) < 0 ||
+	    loop_watch(s->loop, out_fd, 0, on_client_output, s, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- what servers send -------------------------------------------------- */
+
+void gw_server_on_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
+{
+	struct gw_server *srv = data;
+	if (strcmp(msg->method, "ping") == 0) {
+		rpc_peer_send_result(peer, msg->id, NULL, NULL);
+		return;
+	}
+	/* sampling, elicitation and roots reach the client only once the trust
+	 * rules for relaying them exist; until then: refused */
+	audit_record(srv->sess->audit, "server.request.refused",
+	             gw_fields("server", json_new_string(srv->cfg->name), "method",
+	                       json_new_string(msg->method), NULL));
+	cleanup_free char *text =
+	    xasprintf("mcpgate does not relay %.64s from servers", msg->method);
+	rpc_peer_send_error(peer, msg->id, RPC_METHOD_NOT_FOUND, text, NULL, NULL);
+}
+
+static struct gw_call *call_by_token(struct session *s, struct gw_server *srv, const char *token)
+{
+	for (struct gw_call *c = s->calls; c != NULL; c = c->next)
+		if (c->server == srv && c->progress_token != NULL &&
+		    strcmp(c->progress_token, token) == 0)
+			return c;
+	return NULL;
+}
+
+void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
+{
+	(void)peer;
+	struct gw_server *srv = data;
+	struct session *s = srv->sess;
+	if (srv->state != GW_READY)
+		return; /* start-up runs on another thread: nothing to relay yet */
+	if (strcmp(msg->method, "notifications/progress") == 0) {
+		const char *token = json_get_string(msg->params, "progressToken");
+		struct gw_call *c = token != NULL ? call_by_token(s, srv, token) : NULL;
+		if (c == NULL)
+			return; /* not a token we handed out: dropped */
+		struct json_value *p = json_copy(msg->params);
+		json_object_set(p, "progressToken", json_copy(c->client_progress_token));
+		rpc_peer_send_notification(s->client, "notifications/progress", p, NULL);
+		json_free(p);
+		gw_session_update_io(s);
+	}
+}
+
+void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data)
+{
+	(void)peer;
+	struct gw_server *srv = data;
+	struct session *s = srv->sess;
+	audit_record(s->audit, "server.protocol_error",
+	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
+	                       json_new_string(bad->reason), "bytes",
+	                       json_new_int((int64_t)bad->len), NULL));
+	if (!bad->overflow || srv->state != GW_READY)
+		return;
+	/* the line may have been any call's answer: none of them can be trusted
+	 * to arrive, so each fails now with the reason */
+	for (struct gw_call *c = s->calls, *next; c != NULL; c = next) {
+		next = c->next;
+		if (c->server != srv)
+			continue;
+		cleanup_free char *key = rpc_id_key_int(c->upstream_id);
+		rpc_peer_cancel(srv->peer, key);
+		gw_call_finish_error(c, RPC_SERVER_ERROR,
+		                     "server %s sent a line of more than %llu bytes (the limit is "
+		                     "%llu, line_max in config.toml)",
+		                     srv->cfg->name, (unsigned long long)bad->len,
+		                     (unsigned long long)s->cfg->mcp.line_max);
+	}
+}
+
+void gw_server_on_closed(struct rpc_peer *peer, const struct mg_err *why, void *data)
+{
+	(void)peer;
+	(void)why;
+	struct gw_server *srv = data;
+	srv->output_closed = true;
+}

@@ -1,0 +1,48 @@
+/* A session of `mcpgate serve`: start every offered server at once, register
+ * their tools in mcp.toml order as SERVER__TOOL, and serve one MCP client on
+ * a pair of fds.
+ *
+ * A session is an object, never global state, so a later listener can hold
+ * several in one process. Start-up runs one thread per server (linear code
+ * with a deadline); from registration on, only the loop thread touches the
+ * session's tables. */
+#ifndef MG_GATEWAY_GATEWAY_H
+#define MG_GATEWAY_GATEWAY_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "internal/base/err.h"
+#include "internal/config/config.h"
+#include "internal/container/container.h"
+
+struct session;
+
+struct session_options {
+	struct cfg *cfg;           /* borrowed; outlives the session */
+	struct ctr_driver *driver; /* borrowed; NULL when no container server is offered */
+	const char *state_dir;     /* audit logs go under STATE_DIR/sessions/ */
+	const char *workspace;     /* absolute */
+	int client_in, client_out; /* the client's fds; the session owns them */
+	pid_t owner;               /* the pid on every label (getpid()) */
+	const char *session_id;    /* NULL: a random one */
+};
+
+/* Create the session: open its audit log, sweep what dead mcpgate processes
+ * left (once per runtime and process). Nothing is started yet. */
+int session_new(const struct session_options *opt, struct session **out, struct mg_err **err);
+
+/* Start the servers, serve the client until its input ends or a signal
+ * (TERM, INT, HUP) comes, then stop every server and remove what was made.
+ * Returns 0 for an orderly end. */
+int session_run(struct session *s, struct mg_err **err);
+
+const char *session_id(const struct session *s);
+const char *session_audit_path(const struct session *s);
+
+void session_free(struct session *s);
+
+/* The session id's form: 12 lower-case hex characters from libsodium */
+#define SESSION_ID_LEN 12
+
+#endif

@@ -1,0 +1,428 @@
+/* A session's life: sweep, start every offered server at once, register
+ * tools in mcp.toml order, serve the client, stop everything. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/log.h"
+#include "internal/base/xalloc.h"
+#include "internal/gateway/gateway-internal.h"
+
+struct json_value *gw_fields(const char *key, ...)
+{
+	struct json_value *o = json_new_object();
+	va_list ap;
+	va_start(ap, key);
+	for (const char *k = key; k != NULL; k = va_arg(ap, const char *))
+		json_object_set(o, k, va_arg(ap, struct json_value *));
+	va_end(ap);
+	return o;
+}
+
+/* ---- the sweep: once per runtime and process ---------------------------- */
+
+static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool swept[2];
+
+static void sweep_once(struct session *s)
+{
+	pthread_mutex_lock(&sweep_lock);
+	if (!swept[s->driver->kind]) {
+		swept[s->driver->kind] = true;
+		unsigned removed = 0;
+		struct mg_err *err = NULL;
+		int r = s->driver->ops->sweep(s->driver, &removed, &err);
+		audit_record(s->audit, "sweep",
+		             gw_fields("runtime", json_new_string(s->driver->name), "removed",
+		                       json_new_int(removed), "error",
+		                       r < 0 ? json_new_string(mg_err_msg(err)) : json_new_null(),
+		                       NULL));
+		if (r < 0)
+			mg_warn("sweep: %s", mg_err_msg(err));
+		else if (removed > 0)
+			mg_info(
+			    "swept %u container(s) and network(s) left by dead mcpgate processes",
+			    removed);
+		mg_err_free(err);
+	}
+	pthread_mutex_unlock(&sweep_lock);
+}
+
+/* ---- which servers this workspace offers -------------------------------- */
+
+static bool offered_here(const struct cfg_server *c, const char *workspace)
+{
+	if (c->workspaces == NULL)
+		return true;
+	for (size_t i = 0; i < c->nworkspaces; i++) {
+		char real[PATH_MAX];
+		const char *w = realpath(c->workspaces[i], real) != NULL ? real : c->workspaces[i];
+		size_t n = strlen(w);
+		if (strncmp(workspace, w, n) == 0 &&
+		    (workspace[n] == '\0' || workspace[n] == '/' || (n == 1 && w[0] == '/')))
+			return true;
+	}
+	return false;
+}
+
+int session_new(const struct session_options *opt, struct session **out, struct mg_err **err)
+{
+	if (sodium_init() < 0) {
+		close(opt->client_in);
+		if (opt->client_out != opt->client_in)
+			close(opt->client_out);
+		return mg_err_set(err, "libsodium cannot start");
+	}
+	struct session *s = xcalloc(1, sizeof(*s));
+	s->cfg = opt->cfg;
+	s->driver = opt->driver;
+	s->owner = opt->owner;
+	s->workspace = xstrdup(opt->workspace);
+	s->state_dir = xstrdup(opt->state_dir);
+	s->deferred_lists = json_new_array();
+	if (opt->session_id != NULL) {
+		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
+	} else {
+		unsigned char raw[SESSION_ID_LEN / 2];
+		randombytes_buf(raw, sizeof(raw));
+		sodium_bin2hex(s->id, sizeof(s->id), raw, sizeof(raw));
+	}
+	/* the client's fds belong to the session from here on, also on failure */
+	int in = opt->client_in, outfd = opt->client_out;
+	if ((s->loop = loop_new(err)) == NULL ||
+	    audit_open(s->state_dir, s->id, &s->audit, err) < 0 ||
+	    gw_client_open(s, in, outfd, err) < 0) {
+		if (s->client == NULL) {
+			close(in);
+			if (outfd != in)
+				close(outfd);
+		}
+		session_free(s);
+		return -1;
+	}
+
+	size_t n = 0;
+	for (size_t i = 0; i < s->cfg->nservers; i++)
+		n += offered_here(&s->cfg->servers[i], s->workspace);
+	s->servers = xcalloc(n > 0 ? n : 1, sizeof(*s->servers));
+	for (size_t i = 0; i < s->cfg->nservers; i++) {
+		const struct cfg_server *c = &s->cfg->servers[i];
+		if (!offered_here(c, s->workspace))
+			continue;
+		struct gw_server *srv = &s->servers[s->nservers++];
+		srv->sess = s;
+		srv->cfg = c;
+		srv->state = GW_STARTING;
+		srv->proc = (struct proc)PROC_INIT;
+		srv->err_fd = -1;
+		srv->container = ctr_container_name(c->name, s->id);
+		pthread_mutex_init(&srv->err_lock, NULL);
+		mg_buf_init(&srv->err_tail, GW_STDERR_KEEP);
+	}
+	*out = s;
+	return 0;
+}
+
+const char *session_id(const struct session *s)
+{
+	return s->id;
+}
+
+const char *session_audit_path(const struct session *s)
+{
+	return audit_path(s->audit);
+}
+
+/* ---- registration ------------------------------------------------------- */
+
+static const struct cfg_tool *tool_setting(const struct cfg_server *c, const char *name)
+{
+	for (size_t i = 0; i < c->ntools; i++)
+		if (strcmp(c->tools[i].name, name) == 0)
+			return &c->tools[i];
+	return NULL;
+}
+
+/* Stop a server mcpgate has no use for; its exit is recorded when it comes. */
+static void retire_server(struct gw_server *srv, const char *why)
+{
+	struct session *s = srv->sess;
+	gw_server_set_reason(srv, GW_STOPPED, "server %s stopped: %s", srv->cfg->name, why);
+	if (srv->peer != NULL) {
+		loop_unwatch(s->loop, rpc_peer_in_fd(srv->peer));
+		loop_unwatch(s->loop, rpc_peer_out_fd(srv->peer));
+		rpc_peer_free(srv->peer);
+		srv->peer = NULL;
+	}
+	/* the container goes now: there is nothing to wait for */
+	struct mg_err *err = NULL;
+	if (s->driver->ops->remove(s->driver, srv->container, &err) < 0) {
+		mg_warn("%s: %s", srv->reason, mg_err_msg(err));
+		mg_err_free(err);
+	}
+	audit_record(s->audit, "server.stopped",
+	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
+	                       json_new_string(srv->reason), NULL));
+}
+
+void gw_session_register(struct session *s)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < s->nservers; i++)
+		if (s->servers[i].state == GW_READY)
+			cap += s->servers[i].tools->u.arr.len;
+	s->tools = xcalloc(cap > 0 ? cap : 1, sizeof(*s->tools));
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_server *srv = &s->servers[i];
+		if (srv->state != GW_READY)
+			continue;
+		size_t on = 0;
+		for (size_t k = 0; k < srv->tools->u.arr.len; k++) {
+			const struct json_value *def = srv->tools->u.arr.items[k];
+			const char *name = json_get_string(def, "name");
+			const struct cfg_tool *set = tool_setting(srv->cfg, name);
+			if (set == NULL || !set->on)
+				continue;
+			char *public_name = xasprintf("%s__%s", srv->cfg->name, name);
+			if (strlen(public_name) > 128) {
+				mg_warn(
+				    "server %s: tool %s is not offered: %s is over 128 characters",
+				    srv->cfg->name, name, public_name);
+				free(public_name);
+				continue;
+			}
+			struct gw_tool *t = &s->tools[s->ntools++];
+			t->public_name = public_name;
+			t->server = srv;
+			t->name = name;
+			t->cfg = set;
+			t->def = def;
+			on++;
+		}
+		audit_record(s->audit, "server.registered",
+		             gw_fields("server", json_new_string(srv->cfg->name), "listed",
+		                       json_new_int((int64_t)srv->tools->u.arr.len), "offered",
+		                       json_new_int((int64_t)on), NULL));
+		if (on == 0) {
+			retire_server(srv, "none of its tools is on in mcp.toml");
+			gw_client_notice(s, "info", srv->reason);
+		}
+	}
+	gw_client_registered(s);
+}
+
+/* ---- driving the loop --------------------------------------------------- */
+
+static void watch_output(struct session *s, struct rpc_peer *peer)
+{
+	if (peer == NULL || rpc_peer_out_fd(peer) == rpc_peer_in_fd(peer))
+		return;
+	uint32_t ev = rpc_peer_wants_write(peer) ? EPOLLOUT : 0;
+	loop_modify(s->loop, rpc_peer_out_fd(peer), ev, NULL);
+}
+
+void gw_session_update_io(struct session *s)
+{
+	watch_output(s, s->client);
+	for (size_t i = 0; i < s->nservers; i++)
+		watch_output(s, s->servers[i].peer);
+}
+
+static int64_t next_deadline(const struct session *s)
+{
+	int64_t next = 0;
+	for (size_t i = 0; i < s->nservers; i++) {
+		const struct rpc_peer *p = s->servers[i].peer;
+		if (p == NULL || s->servers[i].state != GW_READY)
+			continue;
+		int64_t d = rpc_peer_next_deadline(p);
+		if (d != 0 && (next == 0 || d < next))
+			next = d;
+	}
+	return next;
+}
+
+void gw_session_stop(struct session *s)
+{
+	s->stopping = true;
+	loop_stop(s->loop);
+}
+
+static void on_signal(struct loop *loop, int signo, void *data)
+{
+	(void)loop;
+	struct session *s = data;
+	s->signal = signo;
+	mg_info("%s: ending the session", strsignal(signo));
+	gw_session_stop(s);
+}
+
+static void start_servers(struct session *s)
+{
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_server *srv = &s->servers[i];
+		const struct cfg_server *c = srv->cfg;
+		if (c->transport == CFG_TRANSPORT_REMOTE) {
+			gw_server_set_reason(srv, GW_UNAVAILABLE,
+			                     "server %s is unavailable: remote servers are not "
+			                     "supported by this build yet",
+			                     c->name);
+		} else if (c->nhosts > 0) {
+			gw_server_set_reason(
+			    srv, GW_UNAVAILABLE,
+			    "server %s is unavailable: it lists network hosts, and "
+			    "this build has no egress proxy yet (use network = [])",
+			    c->name);
+		} else if (s->driver == NULL) {
+			gw_server_set_reason(srv, GW_UNAVAILABLE,
+			                     "server %s is unavailable: no container runtime",
+			                     c->name);
+		} else {
+			int e = pthread_create(&srv->thread, NULL, gw_server_start_thread, srv);
+			if (e == 0) {
+				srv->thread_started = true;
+				s->starting++;
+				continue;
+			}
+			gw_server_set_reason(srv, GW_UNAVAILABLE,
+			                     "server %s is unavailable: cannot start a thread: %s",
+			                     c->name, strerror(e));
+		}
+		audit_record(s->audit, "server.unavailable",
+		             gw_fields("server", json_new_string(c->name), "reason",
+		                       json_new_string(srv->reason), NULL));
+		gw_client_notice(s, "warning", srv->reason);
+	}
+}
+
+/* Write what the client is still owed, for at most a second. */
+static void flush_client(struct session *s)
+{
+	int64_t deadline = proc_now_ms() + 1000;
+	while (rpc_peer_wants_write(s->client) && proc_now_ms() < deadline) {
+		if (rpc_peer_flush(s->client, NULL) < 0)
+			return;
+		if (!rpc_peer_wants_write(s->client))
+			return;
+		struct pollfd p = {.fd = rpc_peer_out_fd(s->client), .events = POLLOUT};
+		poll(&p, 1, (int)(deadline - proc_now_ms()));
+	}
+}
+
+static void stop_servers(struct session *s)
+{
+	/* every server's input closes at once; then one shared deadline */
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.stop_timeout * 1000;
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_server *srv = &s->servers[i];
+		if (srv->peer != NULL) {
+			loop_unwatch(s->loop, rpc_peer_in_fd(srv->peer));
+			loop_unwatch(s->loop, rpc_peer_out_fd(srv->peer));
+			rpc_peer_free(srv->peer);
+			srv->peer = NULL;
+		}
+	}
+	for (size_t i = 0; i < s->nservers; i++)
+		gw_server_stop(&s->servers[i], deadline);
+}
+
+int session_run(struct session *s, struct mg_err **err)
+{
+	struct json_value *names = json_new_array();
+	for (size_t i = 0; i < s->nservers; i++)
+		json_array_push(names, json_new_string(s->servers[i].cfg->name));
+	audit_record(
+	    s->audit, "session.start",
+	    gw_fields("pid", json_new_int(s->owner), "workspace", json_new_string(s->workspace),
+	              "runtime",
+	              s->driver != NULL ? json_new_string(s->driver->name) : json_new_null(),
+	              "servers", names, NULL));
+	loop_on_signal(s->loop, on_signal, s);
+	if (s->driver != NULL)
+		sweep_once(s);
+	start_servers(s);
+	if (s->starting == 0)
+		gw_session_register(s);
+
+	int r = 0;
+	while (!s->stopping) {
+		int64_t next = next_deadline(s);
+		int64_t timeout = next == 0 ? -1 : next - proc_now_ms();
+		if (next != 0 && timeout < 0)
+			timeout = 0;
+		if (loop_run_once(s->loop, timeout, err) < 0) {
+			r = -1;
+			break;
+		}
+		int64_t now = proc_now_ms();
+		for (size_t i = 0; i < s->nservers; i++)
+			if (s->servers[i].peer != NULL && s->servers[i].state == GW_READY)
+				rpc_peer_expire(s->servers[i].peer, now);
+		gw_session_update_io(s);
+	}
+
+	/* start-up threads still running finish against their deadline */
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_server *srv = &s->servers[i];
+		if (srv->thread_started) {
+			pthread_join(srv->thread, NULL);
+			srv->thread_started = false;
+			/* what it started is stopped below like any other */
+			if (srv->start_error == NULL)
+				srv->state = GW_READY;
+		}
+	}
+	flush_client(s);
+	stop_servers(s);
+	audit_record(s->audit, "session.end",
+	             gw_fields("reason",
+	                       json_new_string(s->signal != 0 ? strsignal(s->signal)
+	                                                      : "the client's input ended"),
+	                       NULL));
+	return r;
+}
+
+void session_free(struct session *s)
+{
+	if (s == NULL)
+		return;
+	while (s->calls != NULL) {
+		struct gw_call *c = s->calls;
+		s->calls = c->next;
+		gw_call_free(c);
+	}
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_call *c = s->servers[i].orphans;
+		while (c != NULL) {
+			struct gw_call *next = c->next;
+			gw_call_free(c);
+			c = next;
+		}
+		gw_server_free(&s->servers[i]);
+	}
+	free(s->servers);
+	for (size_t i = 0; i < s->ntools; i++)
+		free(s->tools[i].public_name);
+	free(s->tools);
+	rpc_peer_free(s->client);
+	json_free(s->client_caps);
+	json_free(s->deferred_lists);
+	strv_free(&s->notices);
+	audit_close(s->audit);
+	loop_free(s->loop);
+	free(s->workspace);
+	free(s->state_dir);
+	free(s);
+}

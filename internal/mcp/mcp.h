@@ -1,0 +1,61 @@
+/* The MCP client side that every transport shares: the handshake, listing
+ * tools over every page, and what a tool definition must look like.
+ *
+ * These run on a start-up thread over an rpc_peer with rpc_peer_call_sync();
+ * calls during the session go through the gateway's event loop. */
+#ifndef MG_MCP_MCP_H
+#define MG_MCP_MCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal/base/err.h"
+#include "internal/json/json.h"
+#include "internal/jsonrpc/jsonrpc.h"
+
+/* The version mcpgate asks for first, and the ones it accepts in answers */
+#define MCP_PROTOCOL_LATEST "2025-11-25"
+extern const char *const mcp_protocol_versions[]; /* newest first, NULL-terminated */
+
+/* Limits on what a server may hand us while listing */
+#define MCP_LIST_PAGES_MAX 1000
+#define MCP_TOOLS_MAX      10000
+
+bool mcp_version_supported(const char *version);
+
+/* A comma-separated list of the versions, for messages */
+const char *mcp_versions_text(void);
+
+/* 1-128 characters of [A-Za-z0-9_.-] */
+bool mcp_tool_name_valid(const char *name, size_t len);
+
+/* What initialize told us. Owned strings; mcp_server_info_free(). */
+struct mcp_server_info {
+	char *protocol_version;
+	char *name;
+	char *version;
+	struct json_value *capabilities; /* an object */
+	char *instructions;              /* or NULL */
+};
+
+void mcp_server_info_free(struct mcp_server_info *info);
+
+/* initialize (asking for MCP_PROTOCOL_LATEST with the given capabilities,
+ * borrowed, NULL for none), check the answer's version, then send
+ * notifications/initialized. */
+int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
+                   const struct json_value *capabilities, struct mcp_server_info *info,
+                   struct mg_err **err);
+
+/* tools/list over every page into one array of tool objects (owned by the
+ * caller). A tool without a valid name or an object inputSchema, a name that
+ * appears twice, a cursor that repeats, or more than MCP_LIST_PAGES_MAX
+ * pages or MCP_TOOLS_MAX tools is an error naming what is wrong. */
+int mcp_list_tools(struct rpc_peer *peer, int64_t deadline_ms, struct json_value **tools,
+                   struct mg_err **err);
+
+/* The message of a JSON-RPC error reply, for errors ("code -32601: Method not found") */
+char *mcp_error_text(const struct rpc_msg *reply);
+
+#endif

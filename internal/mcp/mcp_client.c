@@ -1,0 +1,230 @@
+#include "internal/mcp/mcp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/strv.h"
+#include "internal/base/xalloc.h"
+
+const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
+
+bool mcp_version_supported(const char *version)
+{
+	for (size_t i = 0; mcp_protocol_versions[i] != NULL; i++)
+		if (strcmp(version, mcp_protocol_versions[i]) == 0)
+			return true;
+	return false;
+}
+
+const char *mcp_versions_text(void)
+{
+	return "2025-11-25, 2025-06-18, 2025-03-26";
+}
+
+bool mcp_tool_name_valid(const char *name, size_t len)
+{
+	if (len == 0 || len > 128)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+void mcp_server_info_free(struct mcp_server_info *info)
+{
+	if (info == NULL)
+		return;
+	free(info->protocol_version);
+	free(info->name);
+	free(info->version);
+	json_free(info->capabilities);
+	free(info->instructions);
+	memset(info, 0, sizeof(*info));
+}
+
+char *mcp_error_text(const struct rpc_msg *reply)
+{
+	size_t n = reply->error_message_len > 500 ? 500 : reply->error_message_len;
+	return xasprintf("code %lld: %.*s", (long long)reply->error_code, (int)n,
+	                 reply->error_message != NULL ? reply->error_message : "");
+}
+
+/* A reply that must be a result: an error reply becomes an error. */
+static int expect_result(const struct rpc_msg *reply, const char *method, struct mg_err **err)
+{
+	if (reply->kind == RPC_RESULT && reply->result != NULL &&
+	    reply->result->kind == JSON_OBJECT)
+		return 0;
+	if (reply->kind == RPC_ERROR) {
+		cleanup_free char *text = mcp_error_text(reply);
+		return mg_err_set(err, "%s failed: %s", method, text);
+	}
+	return mg_err_set(err, "%s: the result is not an object", method);
+}
+
+static char *dup_string(const struct json_value *obj, const char *key)
+{
+	const char *s = json_get_string(obj, key);
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
+                   const struct json_value *capabilities, struct mcp_server_info *info,
+                   struct mg_err **err)
+{
+	memset(info, 0, sizeof(*info));
+	struct json_value *params = json_new_object();
+	json_object_set(params, "protocolVersion", json_new_string(MCP_PROTOCOL_LATEST));
+	json_object_set(params, "capabilities",
+	                capabilities != NULL ? json_copy(capabilities) : json_new_object());
+	struct json_value *client = json_new_object();
+	json_object_set(client, "name", json_new_string("mcpgate"));
+	json_object_set(client, "version", json_new_string("0.1.0"));
+	json_object_set(params, "clientInfo", client);
+
+	struct rpc_msg reply;
+	memset(&reply, 0, sizeof(reply));
+	int r = rpc_peer_call_sync(peer, "initialize", params, deadline_ms, &reply, err);
+	json_free(params);
+	if (r < 0)
+		return -1;
+	if (expect_result(&reply, "initialize", err) < 0) {
+		rpc_msg_free(&reply);
+		return -1;
+	}
+	const char *version = json_get_string(reply.result, "protocolVersion");
+	if (version == NULL) {
+		rpc_msg_free(&reply);
+		return mg_err_set(err, "initialize: the answer has no protocolVersion");
+	}
+	if (!mcp_version_supported(version)) {
+		size_t n = strlen(version) > 40 ? 40 : strlen(version);
+		mg_err_set(err,
+		           "the server answered protocol version \"%.*s\", which mcpgate does not "
+		           "speak (it speaks %s)",
+		           (int)n, version, mcp_versions_text());
+		rpc_msg_free(&reply);
+		return -1;
+	}
+	info->protocol_version = xstrdup(version);
+	const struct json_value *server = json_get(reply.result, "serverInfo");
+	info->name = dup_string(server, "name");
+	info->version = dup_string(server, "version");
+	const struct json_value *caps = json_get(reply.result, "capabilities");
+	info->capabilities =
+	    caps != NULL && caps->kind == JSON_OBJECT ? json_copy(caps) : json_new_object();
+	info->instructions = dup_string(reply.result, "instructions");
+	rpc_msg_free(&reply);
+
+	if (rpc_peer_send_notification(peer, "notifications/initialized", NULL, err) < 0) {
+		mcp_server_info_free(info);
+		return mg_err_wrap(err, "notifications/initialized");
+	}
+	return 0;
+}
+
+static int check_tool(const struct json_value *tool, size_t page, struct mg_err **err)
+{
+	if (tool->kind != JSON_OBJECT)
+		return mg_err_set(err, "tools/list page %zu: a tool is not an object", page);
+	const struct json_value *name = json_get(tool, "name");
+	if (name == NULL || name->kind != JSON_STRING)
+		return mg_err_set(err, "tools/list page %zu: a tool has no name", page);
+	if (!mcp_tool_name_valid(name->u.str.ptr, name->u.str.len))
+		return mg_err_set(err,
+		                  "tools/list: tool name \"%.*s\" is not 1-128 characters of "
+		                  "[A-Za-z0-9_.-]",
+		                  (int)(name->u.str.len > 64 ? 64 : name->u.str.len),
+		                  name->u.str.ptr);
+	const struct json_value *schema = json_get(tool, "inputSchema");
+	if (schema == NULL || schema->kind != JSON_OBJECT)
+		return mg_err_set(err, "tools/list: tool \"%s\" has no inputSchema object",
+		                  name->u.str.ptr);
+	return 0;
+}
+
+static bool has_tool(const struct json_value *tools, const char *name)
+{
+	for (size_t i = 0; i < tools->u.arr.len; i++)
+		if (strcmp(json_get_string(tools->u.arr.items[i], "name"), name) == 0)
+			return true;
+	return false;
+}
+
+int mcp_list_tools(struct rpc_peer *peer, int64_t deadline_ms, struct json_value **tools_out,
+                   struct mg_err **err)
+{
+	struct json_value *tools = json_new_array();
+	struct strv cursors = STRV_INIT;
+	char *cursor = NULL;
+	int r = -1;
+	for (size_t page = 1;; page++) {
+		if (page > MCP_LIST_PAGES_MAX) {
+			mg_err_set(err, "tools/list: more than %d pages", MCP_LIST_PAGES_MAX);
+			goto out;
+		}
+		struct json_value *params = NULL;
+		if (cursor != NULL) {
+			params = json_new_object();
+			json_object_set(params, "cursor", json_new_string(cursor));
+		}
+		struct rpc_msg reply;
+		memset(&reply, 0, sizeof(reply));
+		int c = rpc_peer_call_sync(peer, "tools/list", params, deadline_ms, &reply, err);
+		json_free(params);
+		if (c < 0)
+			goto out;
+		if (expect_result(&reply, "tools/list", err) < 0) {
+			rpc_msg_free(&reply);
+			goto out;
+		}
+		const struct json_value *list = json_get(reply.result, "tools");
+		if (list == NULL || list->kind != JSON_ARRAY) {
+			rpc_msg_free(&reply);
+			mg_err_set(err, "tools/list page %zu: no tools array", page);
+			goto out;
+		}
+		for (size_t i = 0; i < list->u.arr.len; i++) {
+			const struct json_value *t = list->u.arr.items[i];
+			if (check_tool(t, page, err) < 0 ||
+			    (has_tool(tools, json_get_string(t, "name")) &&
+			     mg_err_set(err, "tools/list: tool \"%s\" is listed twice",
+			                json_get_string(t, "name")) < 0) ||
+			    (tools->u.arr.len >= MCP_TOOLS_MAX &&
+			     mg_err_set(err, "tools/list: more than %d tools", MCP_TOOLS_MAX) <
+			         0)) {
+				rpc_msg_free(&reply);
+				goto out;
+			}
+			json_array_push(tools, json_copy(t));
+		}
+		const struct json_value *next = json_get(reply.result, "nextCursor");
+		if (next == NULL || next->kind == JSON_NULL) {
+			rpc_msg_free(&reply);
+			break;
+		}
+		if (next->kind != JSON_STRING || strv_find(&cursors, next->u.str.ptr) >= 0) {
+			rpc_msg_free(&reply);
+			mg_err_set(err, "tools/list page %zu: the nextCursor is %s", page,
+			           next->kind != JSON_STRING ? "not a string"
+			                                     : "one already given (a loop)");
+			goto out;
+		}
+		strv_push(&cursors, next->u.str.ptr);
+		cursor = cursors.v[cursors.n - 1];
+		rpc_msg_free(&reply);
+	}
+	*tools_out = tools;
+	tools = NULL;
+	r = 0;
+out:
+	json_free(tools);
+	strv_free(&cursors);
+	return r;
+}
