@@ -129,9 +129,10 @@ $(B)/tests/$(1): $$(call obj,$$($(1)_SRC))
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 
-unit: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS))
-	@MCPGATE=$(BIN)/mcpgate TOML_DECODE=$(BIN)/toml-decode \
-	  tests/run-unit $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh
+unit: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
+	@MCPGATE=$(BIN)/mcpgate TOML_DECODE=$(BIN)/toml-decode FAKES=build/fakes \
+	  tests/run-unit $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
+	  fakes/fakes_test.sh tests/serve_test.py
 
 check:
 	@$(MAKE) --no-print-directory SAN=1 unit

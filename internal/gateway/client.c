@@ -182,6 +182,23 @@ static const struct gw_tool *find_tool(const struct session *s, const char *name
 	return NULL;
 }
 
+/* A call that never reached a server: answered and recorded */
+static void refuse_call(struct session *s, const struct json_value *id, const char *tool,
+                        int64_t code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void refuse_call(struct session *s, const struct json_value *id, const char *tool,
+                        int64_t code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cleanup_free char *text = xvasprintf(fmt, ap);
+	va_end(ap);
+	audit_record(s->audit, "tool.call",
+	             gw_fields("tool", json_new_string(tool), "outcome", json_new_string("refused"),
+	                       "detail", json_new_string(text), NULL));
+	send_error(s, id, code, "%s", text);
+}
+
 /* The params for the server: its own tool name, and our progress token */
 static struct json_value *upstream_params(const struct json_value *params, const char *name,
                                           const char *token)
@@ -217,13 +234,13 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 	}
 	const struct gw_tool *t = find_tool(s, name);
 	if (t == NULL) {
-		send_error(s, msg->id, RPC_INVALID_PARAMS, "unknown tool \"%.128s\"", name);
+		refuse_call(s, msg->id, name, RPC_INVALID_PARAMS, "unknown tool \"%.128s\"", name);
 		return;
 	}
 	struct gw_server *srv = t->server;
 	if (srv->state != GW_READY || srv->peer == NULL) {
-		send_error(s, msg->id, RPC_SERVER_ERROR, "tool %s is unavailable: %s", name,
-		           srv->reason != NULL ? srv->reason : "its server is not running");
+		refuse_call(s, msg->id, name, RPC_SERVER_ERROR, "tool %s is unavailable: %s", name,
+		            srv->reason != NULL ? srv->reason : "its server is not running");
 		return;
 	}
 	struct gw_call *c = xcalloc(1, sizeof(*c));

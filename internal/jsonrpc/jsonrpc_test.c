@@ -1057,6 +1057,56 @@ static void test_peer_closed(void)
 	conn_close_srv(&c);
 }
 
+static void nested_request(struct rpc_peer *p, struct rpc_msg *msg, void *data)
+{
+	(void)msg;
+	(void)data;
+	struct rpc_msg reply;
+	struct mg_err *err = NULL;
+	int r = rpc_peer_call_sync(p, "roots/list", NULL, rpc_now_ms() + 1000, &reply, &err);
+	ev("nested call_sync: %d %s", r, mg_err_msg(err));
+	mg_err_clear(&err);
+	r = rpc_peer_read(p, &err);
+	ev("nested read: %d %s", r, mg_err_msg(err));
+	mg_err_free(err);
+}
+
+static void test_peer_limits(void)
+{
+	struct conn c;
+	conn_open(&c, true);
+	struct rpc_peer_config cfg = rec_config();
+	cfg.max_pending = 2;
+	cfg.on_request = nested_request;
+	struct rpc_peer *p = peer_open(&c, &cfg);
+	struct mg_err *err = NULL;
+	int64_t id = 0;
+	rpc_peer_send_request(p, "a", NULL, 0, rec_done, (void *)labels[0], NULL, &err);
+	rpc_peer_send_request(p, "b", NULL, 0, rec_done, (void *)labels[1], NULL, &err);
+	T_INT(rpc_peer_send_request(p, "c", NULL, 0, rec_done, (void *)labels[2], &id, &err), -1,
+	      "max_pending: the third request is refused");
+	T_OK(has(mg_err_msg(err), "2 requests are already waiting"), "says why: %s",
+	     mg_err_msg(err));
+	mg_err_clear(&err);
+	write_str(c.srv_out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
+	rpc_peer_read(p, &err);
+	T_INT(rpc_peer_send_request(p, "c", NULL, 0, rec_done, (void *)labels[2], &id, &err), 0,
+	      "max_pending: room again after a reply");
+	T_INT(id, 3, "a refused request used no id");
+	free(take_events());
+
+	write_str(c.srv_out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n");
+	rpc_peer_read(p, &err);
+	check_events("nested call_sync: -1 calling roots/list on server test inside one of its "
+	             "callbacks\n"
+	             "nested read: -1 reading from server test inside one of its callbacks\n",
+	             "no call_sync or read from inside a callback");
+	T_INT((long long)rpc_peer_pending_count(p), 2, "the refused nested call left nothing");
+	rpc_peer_free(p);
+	free(take_events());
+	conn_close_srv(&c);
+}
+
 /* in and out on one socket */
 static void test_peer_socket(void)
 {
@@ -1262,6 +1312,7 @@ int main(void)
 	test_peer_deadlines();
 	test_peer_write_queue();
 	test_peer_closed();
+	test_peer_limits();
 	test_peer_socket();
 	test_peer_budget();
 	test_call_sync();

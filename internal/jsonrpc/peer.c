@@ -192,6 +192,8 @@ static struct rpc_pending *pending_take(struct rpc_peer *p, int64_t id)
 
 static void pending_free(struct rpc_pending *e)
 {
+	if (e == NULL)
+		return;
 	free(e->method);
 	free(e);
 }
