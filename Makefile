@@ -2,7 +2,8 @@
 #
 #   make               mcpgate and toml-decode, with the warning wall as errors
 #   make check         every unit test under ASan+UBSan, then toml-test; last line "N passed, N failed"
-#   make test          the README's test command (for now: check)
+#   make test          the README's test command: check, then the runtime integration tests
+#                      (they report skipped unless MCPGATE_CONTAINER_TESTS=1)
 #   make lint          clang-format check and the banned-function check
 #   make fuzz          fuzz targets (clang -fsanitize=fuzzer); make fuzz-run FUZZ_SECONDS=N
 #   make demo          the demo session
@@ -105,7 +106,7 @@ FAKES_SRC = fakes/probe.c fakes/probe_json.c fakes/fake_runtime.c
 FAKES_HDR = fakes/probe_json.h
 
 # ---- targets ---------------------------------------------------------------
-.PHONY: all check test unit lint fuzz fuzz-run demo install clean
+.PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode
 
@@ -129,23 +130,35 @@ $(B)/tests/$(1): $$(call obj,$$($(1)_SRC))
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 
-unit: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
+UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
+	fakes/fakes_test.sh tests/serve_test.py
+INTEGRATION_PROGRAMS = tests/integration/run.sh
+
+unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
+
+# RUN names the test programs; the runner's last line totals them all
+RUN = $(UNIT_PROGRAMS)
+run-tests: unit-deps
 	@MCPGATE=$(BIN)/mcpgate TOML_DECODE=$(BIN)/toml-decode FAKES=build/fakes \
-	  tests/run-unit $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
-	  fakes/fakes_test.sh tests/serve_test.py
+	  PROBE=build/fakes/mcpgate-probe tests/run-unit $(RUN)
 
 check:
-	@$(MAKE) --no-print-directory SAN=1 unit
+	@$(MAKE) --no-print-directory SAN=1 run-tests
 
-test: check
+integration:
+	@$(MAKE) --no-print-directory SAN=1 run-tests RUN="$(INTEGRATION_PROGRAMS)"
+
+test:
+	@$(MAKE) --no-print-directory SAN=1 run-tests RUN="$(UNIT_PROGRAMS) $(INTEGRATION_PROGRAMS)"
 
 build/fakes/mcpgate-probe: $(PROBE_SRC) $(FAKES_HDR)
 	@mkdir -p $(dir $@)
-	$(MUSL_CC) -static $(FAKES_CFLAGS) -o $@ $(PROBE_SRC)
+	@echo "  MUSL    $@"
+	@$(MUSL_CC) -static $(FAKES_CFLAGS) -o $@ $(PROBE_SRC)
 build/fakes/fake-runtime: $(FAKE_RUNTIME_SRC) $(FAKES_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKES_CFLAGS) -o $@ $(FAKE_RUNTIME_SRC)
-
+	@echo "  LD      $@"
+	@$(CC) $(FAKES_CFLAGS) -o $@ $(FAKE_RUNTIME_SRC)
 .PHONY: fakes
 fakes: build/fakes/mcpgate-probe build/fakes/fake-runtime
 
@@ -155,7 +168,7 @@ lint:
 define fuzz_rule
 build/fuzz/$(1): $$($(1)_SRC) $$(LINT_HDR)
 	@mkdir -p build/fuzz
-	$$(CLANG) -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -o $$@ $$($(1)_SRC) $$($(1)_LIBS)
+	$$(CLANG) -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $$@ $$($(1)_SRC) $$($(1)_LIBS)
 endef
 $(foreach f,$(FUZZ_TARGETS),$(eval $(call fuzz_rule,$(f))))
 

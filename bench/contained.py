@@ -1,0 +1,1029 @@
+#!/usr/bin/env python3
+"""Benchmarks of mcpgate's contained-server gateway.
+
+Three measurements, printed side by side in one run, with medians and ratios
+(bench/README.md says what each figure means):
+
+  1. tools/call round trip (echo): the probe driven directly, versus the same
+     probe behind `mcpgate serve` on the fake runtime (what mcpgate costs).
+  2. the same round trip through a real container: `mcpgate serve` on podman
+     or docker versus `RUNTIME run --rm -i ... IMAGE` driven directly.
+  3. session start: spawn of `mcpgate serve` to the answer of its first
+     tools/list, 1 server versus 8 (fake runtime; and real containers against
+     8 bare parallel `RUNTIME run`).
+
+Parts 2 and 3b run only with MCPGATE_BENCH_RUNTIME=podman or docker.
+Nothing here asserts on time. Every wait has a deadline; every container,
+image, temporary folder and helper daemon the bench made is removed at the
+end, also on failure. Exit status: 0, or 1 when something misbehaved (an
+error answer, a hang, a leaked container, a setup failure): see "anomalies".
+
+Environment: MCPGATE (the binary, default ./mcpgate), FAKES (the folder with
+fake-runtime and mcpgate-probe, default build/fakes), MCPGATE_BENCH_RUNTIME.
+`--quick` divides every count by ten, to try the script itself.
+"""
+import datetime
+import gc
+import glob
+import json
+import math
+import os
+import platform
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+from mcpclient import Client  # noqa: E402
+
+MCPGATE = os.path.abspath(os.environ.get("MCPGATE", os.path.join(TOP, "mcpgate")))
+FAKES = os.path.abspath(os.environ.get("FAKES", os.path.join(TOP, "build", "fakes")))
+RUNTIME = os.environ.get("MCPGATE_BENCH_RUNTIME", "").strip()
+QUICK = "--quick" in sys.argv[1:]
+
+SCALE = 10 if QUICK else 1
+N_FAKE = 2000 // SCALE        # round trips per side, fake runtime
+N_REAL = 500 // SCALE         # round trips per side, real container
+BLOCKS = 10                   # the two sides alternate in this many blocks
+WARMUP = 20                   # untimed calls per side first
+STARTS_FAKE = max(2, 20 // SCALE)
+STARTS_REAL = max(2, 5 // SCALE)
+CALL_TIMEOUT = 30.0           # s, one call
+START_TIMEOUT = 120.0         # s, one session start (the gateway's own default is 60)
+CLOSE_TIMEOUT = 60.0          # s, a session's end after its input closes
+
+FAKE_DIGEST = "sha256:" + "be" * 32
+FAKE_IMAGE = "localhost:5000/mcpgate-bench-probe@" + FAKE_DIGEST
+REGISTRY = "127.0.0.1:5000"
+REPO = "mcpgate-bench-probe"
+ME = os.getpid()
+# the bare baselines' containers carry this label, never mcpgate.pid: a
+# starting mcpgate sweeps mcpgate.pid containers whose owner is not a live
+# mcpgate process, and this script is python
+BENCH_LABEL = "mcpgate-bench.pid"
+
+# the variables mcpgate passes to the runtime (docs/contained-servers.md)
+RUNTIME_ENV = ("PATH", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "CONTAINER_HOST",
+               "CONTAINER_CONNECTION", "CONTAINER_SSHKEY", "CONTAINERS_CONF",
+               "CONTAINERS_REGISTRIES_CONF", "CONTAINERS_STORAGE_CONF", "REGISTRY_AUTH_FILE",
+               "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_TLS_VERIFY",
+               "DOCKER_CERT_PATH", "DOCKER_API_VERSION")
+
+anomalies = []      # what misbehaved, in words; printed at the end, and the exit status
+temp_dirs = []      # removed at the end
+gateways = []       # every mcpgate process started (Popen), for the leak check and the end
+real_gateways = set()  # pids of those that ran a real runtime
+results = {}
+
+
+def anomaly(text):
+    anomalies.append(text)
+    print("  ANOMALY: " + text, flush=True)
+
+
+def tempdir(prefix):
+    d = tempfile.mkdtemp(prefix=prefix)
+    temp_dirs.append(d)
+    return d
+
+
+def sh(argv, timeout=120, env=None, check=False, stdin=None):
+    """Run a command to its end (bounded); return CompletedProcess."""
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
+                       stdin=stdin if stdin is not None else subprocess.DEVNULL)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s exited %d: %s" % (" ".join(argv), r.returncode,
+                                                 (r.stderr or r.stdout).strip()[:400]))
+    return r
+
+
+def first_line(argv, timeout=20):
+    try:
+        r = sh(argv, timeout=timeout)
+        out = (r.stdout or r.stderr).strip().splitlines()
+        return out[0] if r.returncode == 0 and out else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+# ---- statistics and printing ---------------------------------------------
+
+def pct(sorted_values, q):
+    """Nearest-rank percentile of an already sorted list."""
+    if not sorted_values:
+        return float("nan")
+    k = max(1, math.ceil(q * len(sorted_values)))
+    return sorted_values[k - 1]
+
+
+def summary(values):
+    v = sorted(values)
+    if not v:
+        return {"n": 0}
+    return {"n": len(v), "median": statistics.median(v), "p90": pct(v, 0.90),
+            "p99": pct(v, 0.99), "mean": statistics.fmean(v), "min": v[0], "max": v[-1]}
+
+
+def ratio(a, b):
+    return a / b if a and b else float("nan")
+
+
+def fmt(x, digits=1):
+    if isinstance(x, str):
+        return x
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if isinstance(x, int):
+        return "%d" % x
+    return "%.*f" % (digits, x)
+
+
+def table(title, columns, rows):
+    """rows: [label, value, ...]; values already strings or numbers."""
+    print()
+    print("== " + title)
+    width0 = max([len(r[0]) for r in rows] + [len(columns[0])])
+    cells = [[fmt(c) for c in r[1:]] for r in rows]
+    widths = [max([len(columns[i + 1])] + [len(c[i]) for c in cells if i < len(c)])
+              for i in range(len(columns) - 1)]
+    print("  " + columns[0].ljust(width0) + "".join("  " + columns[i + 1].rjust(widths[i])
+                                                  for i in range(len(widths))))
+    for r, c in zip(rows, cells):
+        print("  " + r[0].ljust(width0) + "".join("  " + c[i].rjust(widths[i])
+                                                for i in range(len(c))))
+    sys.stdout.flush()
+
+
+def skipped(title, why):
+    print()
+    print("== " + title)
+    print("  skipped: " + why)
+    sys.stdout.flush()
+
+
+# ---- processes ---------------------------------------------------------------
+
+def finish(proc, timeout):
+    """Wait for a process we started; kill it (by its pid) after timeout.
+    Returns its exit status, or None when it had to be killed."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+def close_client(client, what, timeout=CLOSE_TIMEOUT):
+    """End a session by closing its input; returns seconds it took to end."""
+    t0 = time.perf_counter()
+    try:
+        client.proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+    status = finish(client.proc, timeout)
+    took = time.perf_counter() - t0
+    if status is None:
+        anomaly("%s did not end within %.0f s of the end of its input (killed)" % (what, timeout))
+    elif status != 0:
+        anomaly("%s exited with status %d" % (what, status))
+    for stream in (client.proc.stdout,):
+        try:
+            stream.close()
+        except OSError:
+            pass
+    return took
+
+
+def echo_block(client, tool, n, times, errors, tag):
+    """n echo calls one at a time; append each round trip in microseconds."""
+    for i in range(n):
+        text = "mcpgate bench %s %d" % (tag, i)
+        t0 = time.perf_counter_ns()
+        r = client.call(tool, {"text": text}, timeout=CALL_TIMEOUT)
+        t1 = time.perf_counter_ns()
+        times.append((t1 - t0) / 1000.0)
+        content = r.get("result", {}).get("content") or [{}]
+        if "result" not in r or r["result"].get("isError") or content[0].get("text") != text:
+            errors.append(r)
+
+
+def compare_round_trips(sides, n):
+    """sides: [(label, client, tool)]. Warm up, then alternate blocks so both
+    sides see the same machine; returns {label: (times, errors)}."""
+    out = {label: ([], []) for label, _, _ in sides}
+    for label, client, tool in sides:
+        echo_block(client, tool, WARMUP, [], out[label][1], "warmup")
+    block = max(1, n // BLOCKS)
+    gc.disable()
+    try:
+        for b in range(BLOCKS):
+            order = sides if b % 2 == 0 else list(reversed(sides))
+            for label, client, tool in order:
+                echo_block(client, tool, block if b < BLOCKS - 1 else n - block * b,
+                           out[label][0], out[label][1], "%d" % b)
+    finally:
+        gc.enable()
+    for label, (times, errors) in out.items():
+        if errors:
+            anomaly("%s: %d of %d echo calls did not come back right; first: %s" %
+                    (label, len(errors), n + WARMUP, json.dumps(errors[0])[:300]))
+    return out
+
+
+def round_trip_rows(stats):
+    rows = []
+    for label, s in stats.items():
+        rows.append([label, s.get("median"), s.get("p90"), s.get("p99"), s.get("mean"),
+                     s.get("n", 0), s.get("errors", 0)])
+    return rows
+
+
+# ---- the fake runtime ------------------------------------------------------
+
+def server_toml(name, image, tools=("echo",)):
+    s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, image)
+    for tool in tools:
+        s += "[server.tools.%s]\non = true\n" % tool
+    return s
+
+
+class Setup:
+    """A config folder, a state folder, a workspace, and for the fake runtime
+    a folder with fake-runtime as podman and the probe beside it."""
+
+    def __init__(self, nservers, runtime="podman", image=FAKE_IMAGE, fake=True):
+        self.dir = tempdir("mcpgate-bench-")
+        self.rt = os.path.join(self.dir, "rt")
+        self.conf = os.path.join(self.dir, "conf")
+        self.state = os.path.join(self.dir, "state")
+        self.ws = os.path.join(self.dir, "ws")
+        self.fake = fake
+        for d in (self.rt, self.conf, self.state, self.ws):
+            os.makedirs(d)
+        if fake:
+            shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.rt, runtime))
+            shutil.copy(os.path.join(FAKES, "mcpgate-probe"), os.path.join(self.rt, "mcpgate-probe"))
+            with open(os.path.join(self.rt, "images"), "w") as f:
+                f.write(image + "\n")
+        with open(os.path.join(self.conf, "mcp.toml"), "w") as f:
+            f.write("".join(server_toml("s%d" % (i + 1), image) for i in range(nservers)))
+        with open(os.path.join(self.conf, "config.toml"), "w") as f:
+            f.write('[mcp]\nruntime = "%s"\n' % runtime)
+        self.nlog = 0
+
+    def env(self):
+        if self.fake:
+            e = {"PATH": self.rt + ":/usr/bin:/bin", "HOME": self.dir}
+        else:
+            e = {k: os.environ[k] for k in RUNTIME_ENV if k in os.environ}
+            e.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            e.setdefault("HOME", "/root")
+        e["XDG_STATE_HOME"] = self.state
+        e["XDG_CONFIG_HOME"] = os.path.join(self.dir, "nowhere")
+        return e
+
+    def start(self):
+        self.nlog += 1
+        self.stderr_path = os.path.join(self.dir, "stderr-%d.log" % self.nlog)
+        with open(self.stderr_path, "wb") as err:
+            c = Client([MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws],
+                       env=self.env(), stderr=err)
+        gateways.append(c.proc)
+        if not self.fake:
+            real_gateways.add(c.proc.pid)
+        return c
+
+    def complaints(self):
+        """mcpgate's warn and error lines of the last session."""
+        with open(self.stderr_path, errors="replace") as fh:
+            return [ln.rstrip() for ln in fh if ln.startswith(("mcpgate: warn", "mcpgate: error"))]
+
+    def fake_containers(self):
+        d = os.path.join(self.rt, "containers")
+        return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+    def audit(self):
+        out = []
+        for path in glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl")):
+            with open(path) as fh:
+                out += [json.loads(line) for line in fh if line.strip()]
+        return out
+
+
+def session_checks(setup, what, rt=None, pid=None):
+    for line in setup.complaints():
+        anomaly("%s: mcpgate said: %s" % (what, line[:300]))
+    if setup.fake:
+        left = setup.fake_containers()
+        if left:
+            anomaly("%s: containers left in the fake runtime after the session: %s" % (what, left))
+    elif rt is not None and pid is not None:
+        left = rt.wait_gone("label=mcpgate.pid=%d" % pid)
+        if left:
+            anomaly("%s: containers left after the session ended: %s (removed now)" % (what, left))
+            rt.remove(left)
+
+
+def probe_client():
+    return Client([os.path.join(FAKES, "mcpgate-probe")], env={"PATH": "/usr/bin:/bin"},
+                  stderr=subprocess.DEVNULL)
+
+
+def bench_round_trip_fake():
+    title = "1. tools/call round trip (echo), fake runtime: %d calls each, microseconds per call" % N_FAKE
+    setup = Setup(1)
+    direct = probe_client()
+    gw = None
+    try:
+        r = direct.initialize()
+        if "result" not in r:
+            raise RuntimeError("the probe did not answer initialize: %s" % r)
+        gw = setup.start()
+        gw.initialize()
+        names = [t["name"] for t in gw.request("tools/list", timeout=START_TIMEOUT)["result"]["tools"]]
+        if names != ["s1__echo"]:
+            raise RuntimeError("mcpgate offers %s, not s1__echo" % names)
+        out = compare_round_trips([("direct probe", direct, "echo"),
+                                   ("mcpgate serve (fake runtime)", gw, "s1__echo")], N_FAKE)
+    finally:
+        close_client(direct, "the direct probe")
+        if gw is not None:
+            close_client(gw, "mcpgate serve (fake runtime, round trip)")
+            session_checks(setup, "round trip, fake runtime")
+    stats = {}
+    for label, (times, errors) in out.items():
+        stats[label] = dict(summary(times), errors=len(errors))
+    d, g = stats["direct probe"], stats["mcpgate serve (fake runtime)"]
+    rows = round_trip_rows(stats)
+    rows.append(["gateway / direct", "%.2fx" % ratio(g["median"], d["median"]),
+                 "%.2fx" % ratio(g["p90"], d["p90"]), "%.2fx" % ratio(g["p99"], d["p99"]),
+                 "%.2fx" % ratio(g["mean"], d["mean"]), "", ""])
+    rows.append(["gateway - direct (us)", g["median"] - d["median"], g["p90"] - d["p90"],
+                 g["p99"] - d["p99"], g["mean"] - d["mean"], "", ""])
+    table(title, ["", "median", "p90", "p99", "mean", "calls", "errors"], rows)
+    results["round_trip_fake"] = {"unit": "us", "calls": N_FAKE, "direct": d, "gateway": g,
+                                  "ratio_median": ratio(g["median"], d["median"]),
+                                  "ratio_p90": ratio(g["p90"], d["p90"]),
+                                  "ratio_p99": ratio(g["p99"], d["p99"]),
+                                  "added_median_us": g["median"] - d["median"]}
+
+
+def timed_session_start(setup, nservers):
+    """Spawn to the answer of the first tools/list, in ms; and the end, in ms."""
+    t0 = time.perf_counter()
+    c = setup.start()
+    ok = True
+    try:
+        c.initialize()
+        r = c.request("tools/list", timeout=START_TIMEOUT)
+        t1 = time.perf_counter()
+        names = [t["name"] for t in r.get("result", {}).get("tools", [])]
+        want = ["s%d__echo" % (i + 1) for i in range(nservers)]
+        if names != want:
+            ok = False
+            anomaly("session start with %d servers: tools/list offered %s, not %s" %
+                    (nservers, names, want))
+    finally:
+        pid = c.proc.pid
+        end = close_client(c, "mcpgate serve (%d servers)" % nservers)
+    return (t1 - t0) * 1000.0, end * 1000.0, ok, pid
+
+
+def ready_ms(setup):
+    """Each server's own start (image check, run, initialize, tools/list) as
+    mcpgate recorded it, over every session of setup."""
+    return summary([float(e["start_ms"]) for e in setup.audit()
+                    if e.get("event") == "server.ready" and "start_ms" in e])
+
+
+def bench_session_start_fake():
+    title = ("3a. session start, fake runtime: spawn of mcpgate serve to the answer of its "
+             "first tools/list, %d runs each, ms" % STARTS_FAKE)
+    setups = {1: Setup(1), 8: Setup(8)}
+    times = {1: [], 8: []}
+    ends = {1: [], 8: []}
+    for run in range(STARTS_FAKE):
+        for n in ((1, 8) if run % 2 == 0 else (8, 1)):
+            what = "session start, fake runtime, %d servers, run %d" % (n, run + 1)
+            try:
+                ms, end, ok, _ = timed_session_start(setups[n], n)
+            except Exception as e:  # noqa: BLE001 - one bad run is reported, the rest go on
+                anomaly("%s: %s: %s" % (what, type(e).__name__, e))
+                continue
+            finally:
+                session_checks(setups[n], what)
+            if ok:
+                times[n].append(ms)
+                ends[n].append(end)
+    s1, s8 = summary(times[1]), summary(times[8])
+    e1, e8 = summary(ends[1]), summary(ends[8])
+    r1, r8 = ready_ms(setups[1]), ready_ms(setups[8])
+    rows = [["1 server", s1.get("median"), s1.get("p90"), s1.get("min"), s1.get("max"),
+             r1.get("median"), e1.get("median"), s1["n"]],
+            ["8 servers", s8.get("median"), s8.get("p90"), s8.get("min"), s8.get("max"),
+             r8.get("median"), e8.get("median"), s8["n"]],
+            ["8 / 1", "%.2fx" % ratio(s8.get("median"), s1.get("median")),
+             "%.2fx" % ratio(s8.get("p90"), s1.get("p90")), "", "",
+             "%.2fx" % ratio(r8.get("median"), r1.get("median")),
+             "%.2fx" % ratio(e8.get("median"), e1.get("median")), ""]]
+    table(title, ["", "median", "p90", "min", "max", "one server", "end", "runs"], rows)
+    print("  (one server: median of each server's own start, image check to tools/list, from the\n"
+          "   audit log's server.ready start_ms; end: closing mcpgate's input to its exit)")
+    results["session_start_fake"] = {"unit": "ms", "runs": STARTS_FAKE, "1": s1, "8": s8,
+                                     "server_ready_1": r1, "server_ready_8": r8,
+                                     "end_1": e1, "end_8": e8,
+                                     "ratio_8_1": ratio(s8.get("median"), s1.get("median"))}
+
+
+# ---- a real runtime --------------------------------------------------------
+
+class Runtime:
+    """podman or docker, with the helpers this bench needs; undoes what it did."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.path = shutil.which(kind)
+        self.dockerd = None
+        self.registry = None
+        self.image_id = None
+        self.local_tags = []
+        self.image = None
+        self.versions = {}
+        self.dir = tempdir("mcpgate-bench-%s-" % kind)
+
+    def cmd(self, *args, timeout=120, check=False):
+        return sh([self.path] + list(args), timeout=timeout, check=check)
+
+    def works(self):
+        try:
+            r = self.cmd("info" if self.kind == "podman" else "version", timeout=30)
+            return r.returncode == 0, (r.stderr or r.stdout).strip()[:300]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return False, str(e)
+
+    def prepare(self):
+        """Returns None when ready, else why not."""
+        if self.path is None:
+            return "%s is not on PATH" % self.kind
+        ok, why = self.works()
+        if not ok and self.kind == "docker":
+            dockerd = shutil.which("dockerd")
+            if dockerd is None:
+                return "docker does not answer and there is no dockerd: %s" % why
+            logpath = os.path.join(self.dir, "dockerd.log")
+            for attempt in range(3):  # a dockerd someone else is stopping holds the pid file a while
+                if attempt > 0:
+                    time.sleep(3)
+                ok, why = self.works()
+                if ok:
+                    break
+                log = open(logpath, "ab")
+                self.dockerd = subprocess.Popen([dockerd], stdout=log, stderr=log,
+                                                stdin=subprocess.DEVNULL, start_new_session=True)
+                log.close()
+                print("  started dockerd (pid %d); it is stopped at the end" % self.dockerd.pid)
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and self.dockerd.poll() is None:
+                    ok, why = self.works()
+                    if ok:
+                        break
+                    time.sleep(0.5)
+                if ok:
+                    break
+                if self.dockerd.poll() is not None:
+                    with open(logpath, errors="replace") as fh:
+                        tail = [ln.strip() for ln in fh if ln.strip()][-1:]
+                    why = "dockerd exited with status %s: %s" % (self.dockerd.returncode,
+                                                                 tail[0][:300] if tail else "")
+                    print("  " + why)
+                    self.dockerd = None
+                else:
+                    break
+        if not ok:
+            return "%s does not work here: %s" % (self.kind, why)
+        if self.kind == "podman":
+            self.versions["podman"] = first_line([self.path, "--version"])
+        else:
+            r = self.cmd("version", "--format", "{{.Client.Version}} {{.Server.Version}}", timeout=30)
+            cv, _, sv = r.stdout.strip().partition(" ")
+            self.versions["docker client"] = cv
+            self.versions["docker server"] = sv
+        return self.ensure_registry()
+
+    def ensure_registry(self):
+        status = registry_status()
+        if status == 200:
+            return None
+        if status is not None:
+            return ("something answers on %s with HTTP %d (a registry asking for a login?); "
+                    "the bench needs one without auth" % (REGISTRY, status))
+        exe = shutil.which("docker-registry")
+        if exe is None:
+            return "no registry on %s and no docker-registry to start one" % REGISTRY
+        cfg = os.path.join(self.dir, "registry.yml")
+        with open(cfg, "w") as f:
+            f.write("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+                    "    rootdirectory: %s\nhttp:\n  addr: %s\n"
+                    % (os.path.join(self.dir, "registry-data"), REGISTRY))
+        log = open(os.path.join(self.dir, "registry.log"), "wb")
+        self.registry = subprocess.Popen([exe, "serve", cfg], stdout=log, stderr=log,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        print("  started docker-registry on %s (pid %d); it is stopped at the end"
+              % (REGISTRY, self.registry.pid))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and self.registry.poll() is None:
+            if registry_status() == 200:
+                return None
+            time.sleep(0.2)
+        return "the registry started on %s did not answer" % REGISTRY
+
+    def build_image(self):
+        """The probe image, pushed, pulled by digest; sets self.image."""
+        root = os.path.join(self.dir, "root")
+        os.makedirs(root)
+        shutil.copy(os.path.join(FAKES, "mcpgate-probe"), os.path.join(root, "mcpgate-probe"))
+        tar = os.path.join(self.dir, "probe.tar")
+        sh(["tar", "-C", root, "-cf", tar, "."], check=True)
+        tag = "%s-%d" % (self.kind, ME)
+        local = "localhost/%s:%s" % (REPO, tag)
+        pushed = "localhost:5000/%s:%s" % (REPO, tag)
+        r = self.cmd("import", "--change", 'ENTRYPOINT ["/mcpgate-probe"]', tar, local, check=True)
+        self.image_id = r.stdout.strip().splitlines()[-1]
+        self.local_tags += [local, pushed]
+        self.cmd("tag", local, pushed, check=True)
+        tls = ["--tls-verify=false"] if self.kind == "podman" else []
+        self.cmd("push", *tls, pushed, check=True)
+        req = urllib.request.Request(
+            "http://%s/v2/%s/manifests/%s" % (REGISTRY, REPO, tag), method="HEAD",
+            headers={"Accept": "application/vnd.oci.image.manifest.v1+json, "
+                               "application/vnd.docker.distribution.manifest.v2+json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            digest = resp.headers.get("Docker-Content-Digest")
+        if not digest or not digest.startswith("sha256:"):
+            raise RuntimeError("the registry gave no Docker-Content-Digest for %s" % pushed)
+        self.image = "localhost:5000/%s@%s" % (REPO, digest)
+        self.cmd("pull", *tls, self.image, check=True)
+        r = self.cmd("image", "inspect", "--format", "{{json .RepoDigests}}", self.image, check=True)
+        if not any(d.endswith("@" + digest) for d in json.loads(r.stdout.strip().splitlines()[0])):
+            raise RuntimeError("%s has no RepoDigest %s after the pull" % (self.image, digest))
+
+    def names(self, filt):
+        r = self.cmd("ps", "-a", "--filter", filt, "--format", "{{.Names}}", timeout=60)
+        return [n for n in r.stdout.split() if n]
+
+    def wait_gone(self, filt, seconds=10):
+        """Containers matching filt that are still there after seconds (docker
+        removes --rm containers after run has returned)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = self.names(filt)
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.25)
+
+    def remove(self, names):
+        if not names:
+            return
+        force = ["--force", "--time=0"] if self.kind == "podman" else ["--force"]
+        self.cmd("rm", *force, *names, timeout=120)
+
+    def cleanup(self):
+        try:
+            if self.path is not None and (self.dockerd is None or self.dockerd.poll() is None):
+                left = self.names("label=" + BENCH_LABEL + "=%d" % ME)
+                for p in gateways:
+                    if p.pid in real_gateways:
+                        left += self.names("label=mcpgate.pid=%d" % p.pid)
+                if left:
+                    anomaly("containers still there at the end: %s (removed now)" % left)
+                    self.remove(left)
+                if self.image_id:
+                    self.cmd("rmi", "--force", self.image_id, timeout=120)
+                for tag in self.local_tags:  # whatever the rmi left (docker keeps tags of pulled refs)
+                    self.cmd("rmi", tag, timeout=60)
+        except Exception as e:  # noqa: BLE001 - cleanup goes on
+            print("  cleanup of %s: %s" % (self.kind, e))
+        for proc, what in ((self.registry, "docker-registry"), (self.dockerd, "dockerd")):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                if finish(proc, 30) is None:
+                    print("  %s did not stop on SIGTERM within 30 s; killed" % what)
+
+
+def registry_status():
+    try:
+        with urllib.request.urlopen("http://%s/v2/" % REGISTRY, timeout=3) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def direct_argv(gateway_argv, session, name):
+    """mcpgate's own run argv (from its audit log), with its name and labels
+    made the bench's: everything else byte for byte the same."""
+    out = list(gateway_argv)
+    for i in range(len(out) - 1):
+        if out[i] == "--name":
+            out[i + 1] = "mcpgate-bench-%d-%s" % (ME, name)
+        elif out[i] == "--label" and out[i + 1].startswith("mcpgate."):
+            key = out[i + 1].split("=", 1)[0]
+            out[i + 1] = {"mcpgate.pid": "%s=%d" % (BENCH_LABEL, ME),
+                          "mcpgate.session": "mcpgate-bench.session=%d-%s" % (ME, session),
+                          "mcpgate.mcp": "mcpgate-bench.mcp=%s" % name}.get(key, out[i + 1])
+    return out
+
+
+def session_filter(session):
+    return "label=mcpgate-bench.session=%d-%s" % (ME, session)
+
+
+def learn_run_argv(rt):
+    """Start one real session and read the argv mcpgate ran, from its audit log."""
+    setup = Setup(1, runtime=rt.kind, image=rt.image, fake=False)
+    c = setup.start()
+    try:
+        c.initialize()
+        r = c.request("tools/list", timeout=START_TIMEOUT)
+        names = [t["name"] for t in r.get("result", {}).get("tools", [])]
+        if names != ["s1__echo"]:
+            raise RuntimeError("mcpgate on %s offers %s, not s1__echo; its stderr: %s" %
+                               (rt.kind, names, open(setup.stderr_path).read()[-600:]))
+    finally:
+        pid = c.proc.pid
+        close_client(c, "mcpgate serve (%s, first session)" % rt.kind)
+        session_checks(setup, "first session on %s" % rt.kind, rt, pid)
+    starts = [e for e in setup.audit() if e.get("event") == "server.start"]
+    if not starts:
+        raise RuntimeError("the audit log has no server.start record")
+    return starts[0]["argv"], setup
+
+
+def bench_round_trip_real(rt, gw_argv):
+    title = ("2. tools/call round trip (echo) through a real %s container: %d calls each, "
+             "microseconds per call" % (rt.kind, N_REAL))
+    setup = Setup(1, runtime=rt.kind, image=rt.image, fake=False)
+    env = {k: v for k, v in setup.env().items() if k in RUNTIME_ENV}
+    argv = direct_argv(gw_argv, "rt", "direct")
+    direct = Client(argv, env=env, stderr=subprocess.DEVNULL)
+    gw = None
+    out = None
+    try:
+        r = direct.initialize()
+        if "result" not in r:
+            raise RuntimeError("the direct container did not answer initialize: %s" % r)
+        gw = setup.start()
+        gw.initialize()
+        names = [t["name"] for t in gw.request("tools/list", timeout=START_TIMEOUT)["result"]["tools"]]
+        if names != ["s1__echo"]:
+            raise RuntimeError("mcpgate offers %s, not s1__echo" % names)
+        out = compare_round_trips([("%s run -i, direct" % rt.kind, direct, "echo"),
+                                   ("mcpgate serve (%s)" % rt.kind, gw, "s1__echo")], N_REAL)
+    finally:
+        close_client(direct, "the direct %s run" % rt.kind)
+        left = rt.wait_gone(session_filter("rt"))
+        if left:
+            anomaly("%s run --rm left %s (removed now)" % (rt.kind, left))
+            rt.remove(left)
+        if gw is not None:
+            pid = gw.proc.pid
+            close_client(gw, "mcpgate serve (%s, round trip)" % rt.kind)
+            session_checks(setup, "round trip on %s" % rt.kind, rt, pid)
+    stats = {label: dict(summary(t), errors=len(e)) for label, (t, e) in out.items()}
+    labels = list(stats)
+    d, g = stats[labels[0]], stats[labels[1]]
+    rows = round_trip_rows(stats)
+    rows.append(["gateway / direct", "%.2fx" % ratio(g["median"], d["median"]),
+                 "%.2fx" % ratio(g["p90"], d["p90"]), "%.2fx" % ratio(g["p99"], d["p99"]),
+                 "%.2fx" % ratio(g["mean"], d["mean"]), "", ""])
+    rows.append(["gateway - direct (us)", g["median"] - d["median"], g["p90"] - d["p90"],
+                 g["p99"] - d["p99"], g["mean"] - d["mean"], "", ""])
+    table(title, ["", "median", "p90", "p99", "mean", "calls", "errors"], rows)
+    results["round_trip_real"] = {"runtime": rt.kind, "unit": "us", "calls": N_REAL,
+                                  "direct_argv": argv, "direct": d, "gateway": g,
+                                  "ratio_median": ratio(g["median"], d["median"]),
+                                  "ratio_p90": ratio(g["p90"], d["p90"]),
+                                  "ratio_p99": ratio(g["p99"], d["p99"]),
+                                  "added_median_us": g["median"] - d["median"]}
+
+
+def bare_parallel_start(rt, gw_argv, env, n, run):
+    """n `RUNTIME run` at once, each fed initialize, then notifications/initialized
+    and tools/list once initialize is answered (as mcpgate does); ms until all
+    n have answered tools/list."""
+    tag = "bare%d-%d" % (n, run)
+    procs = []
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "mcpgate-bench", "version": "1"}}}) + "\n"
+    follow = (json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n" +
+              json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + "\n")
+    t0 = time.perf_counter()
+    took = None
+    try:
+        for i in range(n):
+            p = subprocess.Popen(direct_argv(gw_argv, tag, "%s-%d" % (tag, i)), env=env,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL)
+            procs.append(p)
+            p.stdin.write(init.encode())
+            p.stdin.flush()
+        bufs = {p.stdout.fileno(): b"" for p in procs}
+        byfd = {p.stdout.fileno(): p for p in procs}
+        pending = set(bufs)
+        deadline = time.monotonic() + START_TIMEOUT
+        while pending and time.monotonic() < deadline:
+            ready, _, _ = select.select(list(pending), [], [], deadline - time.monotonic())
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    pending.discard(fd)
+                    anomaly("bare %s run %s ended before answering tools/list" % (rt.kind, tag))
+                    continue
+                bufs[fd] += chunk
+                while b"\n" in bufs[fd]:
+                    line, bufs[fd] = bufs[fd].split(b"\n", 1)
+                    msg = json.loads(line)
+                    if msg.get("id") == 1:
+                        byfd[fd].stdin.write(follow.encode())
+                        byfd[fd].stdin.flush()
+                    elif msg.get("id") == 2:
+                        pending.discard(fd)
+        if pending:
+            anomaly("bare %s run %s: %d of %d never answered tools/list" % (rt.kind, tag,
+                                                                         len(pending), n))
+        else:
+            took = (time.perf_counter() - t0) * 1000.0
+    finally:
+        for p in procs:
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+        for p in procs:
+            finish(p, 30)
+            p.stdout.close()
+        left = rt.wait_gone(session_filter(tag)) if procs else []
+        if left:
+            anomaly("bare %s run --rm left %s (removed now)" % (rt.kind, left))
+            rt.remove(left)
+    return took
+
+
+def bench_session_start_real(rt, gw_argv):
+    title = ("3b. session start through real %s containers: spawn to the answer of the first "
+             "tools/list, %d runs each, ms" % (rt.kind, STARTS_REAL))
+    setups = {1: Setup(1, runtime=rt.kind, image=rt.image, fake=False),
+              8: Setup(8, runtime=rt.kind, image=rt.image, fake=False)}
+    env = {k: v for k, v in setups[1].env().items() if k in RUNTIME_ENV}
+    gw = {1: [], 8: []}
+    ends = {1: [], 8: []}
+    bare = {1: [], 8: []}
+    for run in range(STARTS_REAL):
+        for n in ((1, 8) if run % 2 == 0 else (8, 1)):
+            what = "session start on %s, %d servers, run %d" % (rt.kind, n, run + 1)
+            try:
+                ms, end, ok, pid = timed_session_start(setups[n], n)
+            except Exception as e:  # noqa: BLE001 - one bad run is reported, the rest go on
+                anomaly("%s: %s: %s" % (what, type(e).__name__, e))
+                session_checks(setups[n], what, rt, gateways[-1].pid)
+                continue
+            session_checks(setups[n], what, rt, pid)
+            if ok:
+                gw[n].append(ms)
+                ends[n].append(end)
+            b = bare_parallel_start(rt, gw_argv, env, n, run)
+            if b is not None:
+                bare[n].append(b)
+    s = {k: summary(v) for k, v in gw.items()}
+    e = {k: summary(v) for k, v in ends.items()}
+    b = {k: summary(v) for k, v in bare.items()}
+    r = {k: ready_ms(v) for k, v in setups.items()}
+    rows = [["mcpgate serve, 1 server", s[1].get("median"), s[1].get("min"), s[1].get("max"),
+             r[1].get("median"), e[1].get("median"), s[1]["n"]],
+            ["bare %s run, 1" % rt.kind, b[1].get("median"), b[1].get("min"), b[1].get("max"),
+             "", "", b[1]["n"]],
+            ["mcpgate serve, 8 servers", s[8].get("median"), s[8].get("min"), s[8].get("max"),
+             r[8].get("median"), e[8].get("median"), s[8]["n"]],
+            ["8 bare %s run at once" % rt.kind, b[8].get("median"), b[8].get("min"),
+             b[8].get("max"), "", "", b[8]["n"]],
+            ["mcpgate 8 / bare 8", "%.2fx" % ratio(s[8].get("median"), b[8].get("median")),
+             "", "", "", "", ""],
+            ["mcpgate 8 / mcpgate 1", "%.2fx" % ratio(s[8].get("median"), s[1].get("median")),
+             "", "", "%.2fx" % ratio(r[8].get("median"), r[1].get("median")), "", ""],
+            ["bare 8 / bare 1", "%.2fx" % ratio(b[8].get("median"), b[1].get("median")),
+             "", "", "", "", ""]]
+    table(title, ["", "median", "min", "max", "one server", "end", "runs"], rows)
+    print("  (bare: initialize, then tools/list, to each container, as mcpgate does, until all\n"
+          "   have answered; one server and end as in 3a)")
+    results["session_start_real"] = {
+        "runtime": rt.kind, "unit": "ms", "runs": STARTS_REAL,
+        "gateway_1": s[1], "gateway_8": s[8], "bare_1": b[1], "bare_8": b[8],
+        "server_ready_1": r[1], "server_ready_8": r[8],
+        "end_1": e[1], "end_8": e[8],
+        "ratio_gateway8_bare8": ratio(s[8].get("median"), b[8].get("median")),
+        "ratio_gateway8_gateway1": ratio(s[8].get("median"), s[1].get("median")),
+        "ratio_bare8_bare1": ratio(b[8].get("median"), b[1].get("median"))}
+
+
+def measure(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - one failed measurement does not stop the rest
+        anomaly("%s failed: %s: %s" % (fn.__name__, type(e).__name__, e))
+
+
+def run_all():
+    """1, 2, 3a, 3b in order; 2 and 3b only with a working real runtime."""
+    rt, gw_argv, why = None, None, None
+    if RUNTIME not in ("podman", "docker"):
+        why = "set MCPGATE_BENCH_RUNTIME=podman or docker"
+        if RUNTIME:
+            why = "MCPGATE_BENCH_RUNTIME=%s is neither podman nor docker; %s" % (RUNTIME, why)
+            anomaly("setup: " + why)
+    else:
+        rt = Runtime(RUNTIME)
+    try:
+        if rt is not None:
+            print()
+            print("== preparing %s: probe image, local registry, pull by digest" % RUNTIME)
+            why = rt.prepare()
+            results["versions"].update(rt.versions)
+            for k, v in rt.versions.items():
+                print("  %s: %s" % (k, v))
+            if why is None:
+                try:
+                    rt.build_image()
+                    print("  image %s" % rt.image)
+                    gw_argv, _ = learn_run_argv(rt)
+                    print("  mcpgate runs: %s" % " ".join(gw_argv))
+                except Exception as e:  # noqa: BLE001
+                    why = "preparing %s failed: %s: %s" % (RUNTIME, type(e).__name__, e)
+            if why is not None:
+                anomaly("setup: " + why)
+        if why is not None:
+            results["round_trip_real"] = results["session_start_real"] = {"skipped": why}
+        measure(bench_round_trip_fake)
+        if why is None:
+            measure(bench_round_trip_real, rt, gw_argv)
+        else:
+            skipped("2. tools/call round trip through a real container", why)
+        measure(bench_session_start_fake)
+        if why is None:
+            measure(bench_session_start_real, rt, gw_argv)
+        else:
+            skipped("3b. session start through real containers", why)
+    finally:
+        if rt is not None:
+            rt.cleanup()
+
+
+# ---- the run ---------------------------------------------------------------
+
+def header():
+    now = datetime.datetime.now().astimezone()
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    commit = first_line(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]) or "?"
+    try:
+        if sh(["git", "-C", TOP, "status", "--porcelain", "--untracked-files=no"], timeout=20).stdout.strip():
+            commit += " (+ uncommitted changes)"
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    versions = {
+        "mcpgate": first_line([MCPGATE, "--version"]),
+        "fake-runtime": first_line([os.path.join(FAKES, "fake-runtime"), "--version"]),
+        "python": platform.python_version(),
+    }
+    for tool in ("podman", "docker"):
+        if shutil.which(tool):
+            versions.setdefault(tool + " (installed)", first_line([tool, "--version"]))
+    machine = {"nproc": os.cpu_count(), "kernel": platform.release(), "cpu": cpu,
+               "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    results.update({"date": now.isoformat(timespec="seconds"), "commit": commit,
+                    "machine": machine, "versions": versions, "quick": QUICK,
+                    "runtime": RUNTIME or None})
+    print("mcpgate contained-server benchmarks%s" % (" (--quick: counts / 10)" if QUICK else ""))
+    print("  date     %s" % results["date"])
+    print("  machine  nproc %s, kernel %s, %s; load average %s" %
+          (machine["nproc"], machine["kernel"], cpu or "?", " ".join("%.2f" % x for x in machine["loadavg"])))
+    print("  tree     %s, binary %s" % (commit, MCPGATE))
+    print("  versions " + "; ".join("%s %s" % (k, v) for k, v in versions.items() if v))
+    print("  real runtime: %s" % (RUNTIME or "none (fake runtime only)"))
+    print("  figures: medians of one run; no figure is a pass/fail threshold")
+    sys.stdout.flush()
+    return now
+
+
+def ratios_block():
+    print()
+    print("== ratios")
+    lines = []
+    rf = results.get("round_trip_fake", {})
+    if "ratio_median" in rf:
+        lines.append("round trip, fake runtime: mcpgate / direct %.2fx median (p90 %.2fx, p99 %.2fx); "
+                     "mcpgate adds %.0f us per call (median)" %
+                     (rf["ratio_median"], rf["ratio_p90"], rf["ratio_p99"], rf["added_median_us"]))
+    rr = results.get("round_trip_real", {})
+    if "ratio_median" in rr:
+        lines.append("round trip, %s container: mcpgate / direct %.2fx median (p90 %.2fx, p99 %.2fx); "
+                     "mcpgate adds %.0f us per call (median)" %
+                     (rr["runtime"], rr["ratio_median"], rr["ratio_p90"], rr["ratio_p99"],
+                      rr["added_median_us"]))
+    sf = results.get("session_start_fake", {})
+    if "ratio_8_1" in sf:
+        serial = sf["1"]["median"] + 7 * sf["server_ready_1"]["median"]
+        lines.append("session start, fake runtime: 8 servers / 1 server %.2fx "
+                     "(about 1 is a parallel start, 8 a serial one; one after the other would "
+                     "take about %.1f ms, %.2fx)" % (sf["ratio_8_1"], serial,
+                                                     ratio(serial, sf["1"]["median"])))
+    sr = results.get("session_start_real", {})
+    if "ratio_gateway8_bare8" in sr:
+        lines.append("session start, %s: mcpgate 8 / bare 8 %.2fx; mcpgate 8 / 1 %.2fx; "
+                     "bare 8 / 1 %.2fx" % (sr["runtime"], sr["ratio_gateway8_bare8"],
+                                          sr["ratio_gateway8_gateway1"], sr["ratio_bare8_bare1"]))
+    for key in ("round_trip_real", "session_start_real"):
+        if "skipped" in results.get(key, {}):
+            lines.append("%s: skipped (%s)" % (key, results[key]["skipped"]))
+    for line in lines:
+        print("  " + line)
+    results["ratios"] = lines
+
+
+def write_json(now):
+    d = os.path.join(HERE, "results")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "contained-%s%s.json" % (now.strftime("%Y-%m-%d-%H%M%S"),
+                                                   "-" + RUNTIME if RUNTIME else ""))
+
+    def clean(x):  # NaN is not JSON
+        if isinstance(x, float) and math.isnan(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [clean(v) for v in x]
+        return x
+    with open(path, "w") as f:
+        json.dump(clean(results), f, indent=2, sort_keys=True)
+        f.write("\n")
+    return path
+
+
+def on_term(signo, frame):
+    raise KeyboardInterrupt("signal %d" % signo)
+
+
+def main():
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
+    for path in (MCPGATE, os.path.join(FAKES, "fake-runtime"), os.path.join(FAKES, "mcpgate-probe")):
+        if not os.access(path, os.X_OK):
+            print("bench: %s is missing; run make and make fakes (make bench does both)" % path)
+            return 2
+    now = header()
+    try:
+        run_all()
+    except KeyboardInterrupt as e:
+        anomaly("interrupted (%s)" % (e or "SIGINT"))
+    finally:
+        for p in gateways:
+            if p.poll() is None:
+                anomaly("mcpgate serve pid %d still running at the end (killed)" % p.pid)
+                p.kill()
+                p.wait()
+        for d in temp_dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    ratios_block()
+    results["anomalies"] = anomalies
+    print()
+    print("== anomalies")
+    if anomalies:
+        for a in anomalies:
+            print("  - " + a)
+    else:
+        print("  none: every answer was right, every session ended with status 0, no container was left")
+    path = write_json(now)
+    print()
+    print("results: %s" % os.path.relpath(path, TOP))
+    return 1 if anomalies else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

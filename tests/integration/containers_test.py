@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Contained servers on a real runtime (MCPGATE_CONTAINER_TEST_RUNTIME=podman|docker).
+
+Builds the probe image locally, pushes it to the local registry on
+127.0.0.1:5000, pulls it by digest with `mcpgate pull`, runs a session through
+`mcpgate serve` and asks the probe, from inside its container, what it can do.
+Every claim is tried: the attempt to write, to connect, to read a variable is
+made and must fail. Traffic goes only to loopback and to containers on a
+network this test made. Everything it makes is removed at the end.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from mcpclient import Client, Tap, text_of  # noqa: E402
+
+RT = os.environ.get("MCPGATE_CONTAINER_TEST_RUNTIME", "podman")
+MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
+PROBE = os.path.abspath(os.environ.get("PROBE", "build/fakes/mcpgate-probe"))
+REGISTRY = "localhost:5000"
+TAG = "%d-%d" % (os.getpid(), int(time.time()))
+
+t = Tap()
+made = {"containers": [], "networks": [], "images": []}
+
+
+def rt(*args, check=True, timeout=120, env=None):
+    r = subprocess.run([RT] + list(args), capture_output=True, text=True, timeout=timeout, env=env)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s %s: %s" % (RT, " ".join(args), r.stderr.strip()[-500:]))
+    return r
+
+
+def manifest_digest(name, tag):
+    req = urllib.request.Request("http://127.0.0.1:5000/v2/%s/manifests/%s" % (name, tag),
+                                 method="HEAD")
+    req.add_header("Accept", "application/vnd.oci.image.manifest.v1+json, "
+                             "application/vnd.docker.distribution.manifest.v2+json")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.headers["Docker-Content-Digest"]
+
+
+def build_image(name, files, entrypoint):
+    """A one-layer image from files {path_in_image: host_path or bytes}, pushed to
+    the local registry; returns NAME@DIGEST with no local copy left behind."""
+    d = tempfile.mkdtemp(prefix="mcpgate-itest-img-")
+    try:
+        root = os.path.join(d, "root")
+        for path, src in files.items():
+            dst = os.path.join(root, path.lstrip("/"))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if isinstance(src, bytes):
+                with open(dst, "wb") as fh:
+                    fh.write(src)
+            else:
+                shutil.copy(src, dst)
+                os.chmod(dst, 0o755)
+        os.makedirs(os.path.join(root, "tmp"), exist_ok=True)
+        tar = os.path.join(d, "image.tar")
+        subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
+        ref = "%s/%s:%s" % (REGISTRY, name, TAG)
+        rt("import", "--change", "ENTRYPOINT " + json.dumps(entrypoint), tar, ref)
+        push = ["push"] + (["--tls-verify=false"] if RT == "podman" else []) + [ref]
+        rt(*push)
+        digest = manifest_digest(name, TAG)
+        rt("rmi", "-f", ref, check=False)
+        pinned = "%s/%s@%s" % (REGISTRY, name, digest)
+        made["images"].append(pinned)
+        return pinned
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def labelled(kind, label):
+    if kind == "containers":
+        r = rt("ps", "-a", "--filter", "label=" + label, "--format", "{{.Names}}")
+    else:
+        r = rt("network", "ls", "--filter", "label=" + label, "--format", "{{.Name}}")
+    return [x for x in r.stdout.split() if x]
+
+
+class Session:
+    def __init__(self, base, servers, config=""):
+        self.dir = tempfile.mkdtemp(prefix="mcpgate-itest-", dir=base)
+        self.conf = os.path.join(self.dir, "conf")
+        self.state = os.path.join(self.dir, "state")
+        self.ws = os.path.join(self.dir, "ws")
+        for sub in (self.conf, self.state, self.ws, os.path.join(self.ws, "ro"),
+                    os.path.join(self.ws, "rw")):
+            os.makedirs(sub)
+        with open(os.path.join(self.conf, "mcp.toml"), "w") as fh:
+            fh.write(servers)
+        with open(os.path.join(self.conf, "config.toml"), "w") as fh:
+            fh.write('[mcp]\nruntime = "%s"\n%s' % (RT, config))
+        self.env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
+                    "XDG_STATE_HOME": self.state, "MCPGATE_LOG": "info",
+                    "MCPGATE_ITEST_CANARY": "must-not-reach-the-server"}
+        for k in ("XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST"):
+            if k in os.environ:
+                self.env[k] = os.environ[k]
+
+    def mcpgate(self, *args, timeout=600):
+        return subprocess.run([MCPGATE] + list(args) + ["--config", self.conf], env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def serve(self):
+        self.stderr = open(os.path.join(self.dir, "serve.stderr"), "wb")
+        return Client([MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws],
+                      env=self.env, stderr=self.stderr)
+
+    def session_ids(self):
+        return sorted(os.path.basename(p)[:-6] for p in
+                      glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl")))
+
+    def audit(self, sid):
+        with open(os.path.join(self.state, "mcpgate", "sessions", sid + ".jsonl")) as fh:
+            return [json.loads(line) for line in fh]
+
+
+def probe_server(name, image, args=None, tools=("echo", "env", "write_file", "connect", "status"),
+                 extra=""):
+    s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, image)
+    if args:
+        s += "args = %s\n" % json.dumps(args)
+    s += extra
+    for tool in tools:
+        s += "[server.tools.%s]\non = true\n" % tool
+    return s
+
+
+def probe_once(image, network, calls):
+    """Run the probe image once on network, feeding it initialize and calls;
+    returns the texts of the answers."""
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "itest", "version": "1"}}}]
+    for i, (tool, args) in enumerate(calls, 1):
+        lines.append({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                      "params": {"name": tool, "arguments": args}})
+    r = subprocess.run([RT, "run", "-i", "--rm", "--network", network, image],
+                       input="".join(json.dumps(x) + "\n" for x in lines),
+                       capture_output=True, text=True, timeout=120)
+    texts = []
+    for line in r.stdout.splitlines():
+        msg = json.loads(line)
+        if msg.get("id", 0) != 0 and "result" in msg:
+            texts.append(msg["result"]["content"][0]["text"])
+    return texts
+
+
+def upstream(busybox_image, probe_image):
+    """A web server on a network of the test's own, and a proof (from a probe
+    attached to that network) that it accepts connections."""
+    net = "mcpgate-itest-net-" + TAG
+    rt("network", "create", net)
+    made["networks"].append(net)
+    name = "mcpgate-itest-up-" + TAG
+    rt("run", "-d", "--rm", "--name", name, "--network", net, busybox_image,
+       "httpd", "-f", "-p", "8080", "-h", "/www")
+    made["containers"].append(name)
+    ip = ""
+    for _ in range(50):
+        ip = rt("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                name).stdout.strip()
+        if ip:
+            break
+        time.sleep(0.1)
+    for _ in range(20):
+        if probe_once(probe_image, net, [("connect", {"host": ip, "port": 8080})]) == ["connected"]:
+            return ip, True
+        time.sleep(0.3)
+    return ip, False
+
+
+def test_session(base, probe_image, busybox_image):
+    ghost = "%s/mcpgate-itest-ghost@sha256:%s" % (REGISTRY, "0" * 64)
+    servers = (probe_server("probe", probe_image, extra='mounts = ["ro", "rw:write"]\n') +
+               probe_server("ghost", ghost))
+    s = Session(base, servers)
+
+    r = s.mcpgate("list")
+    t.ok(r.returncode == 0 and "image missing (mcpgate pull probe)" in r.stdout,
+         "list shows the image missing before the pull", r.stdout + r.stderr)
+    r = s.mcpgate("pull", "probe")
+    t.ok(r.returncode == 0 and "is present" in r.stdout,
+         "mcpgate pull fetches the image by digest", r.stdout + r.stderr[-800:])
+    r = s.mcpgate("list", "--json")
+    listed = {e["name"]: e for e in json.loads(r.stdout)} if r.returncode == 0 else {}
+    t.ok(listed.get("probe", {}).get("image_state") == "present" and
+         listed.get("ghost", {}).get("image_state") == "missing",
+         "list --json: the pulled image is present, the other missing", r.stdout)
+
+    ip, up = upstream(busybox_image, probe_image)
+    t.ok(up, "the test's own upstream answers from a container on its network (%s)" % ip)
+
+    c = s.serve()
+    c.initialize()
+    names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
+    t.ok(names == ["probe__echo", "probe__env", "probe__write_file", "probe__connect",
+                   "probe__status"], "the contained server's tools are offered", names)
+    notes = " ".join(n["params"]["data"] for n in c.notifications
+                     if n["method"] == "notifications/message")
+    t.ok("mcpgate pull ghost" in notes, "a server without its image: the client is told the fix",
+         notes)
+    sid = s.session_ids()[0]
+    running = labelled("containers", "mcpgate.session=" + sid)
+    t.ok(running == ["mcpgate-probe-" + sid], "the container runs with the session's label",
+         running)
+
+    r = c.call("probe__echo", {"text": "through a real %s container" % RT})
+    t.ok(text_of(r) == "through a real %s container" % RT, "a call goes through", r)
+    st = json.loads(text_of(c.call("probe__status")))
+    t.ok(int(st["capeff"], 16) == 0, "inside: CapEff is 0", st)
+    t.ok(st["nonewprivs"] == 1, "inside: NoNewPrivs is 1", st)
+    r = c.call("probe__write_file", {"path": "/planted"})
+    t.ok(r["result"].get("isError") is True and "Read-only file system" in text_of(r),
+         "inside: a write to the root filesystem fails", r)
+    r = c.call("probe__write_file", {"path": "/tmp/scratch"})
+    t.ok(text_of(r) == "ok", "inside: /tmp is writable", r)
+    r = c.call("probe__write_file", {"path": "/workspace/ro/x"})
+    t.ok(r["result"].get("isError") is True, "inside: a read-only mount refuses writes", r)
+    r = c.call("probe__write_file", {"path": "/workspace/rw/x", "text": "from inside\n"})
+    written = os.path.join(s.ws, "rw", "x")
+    t.ok(text_of(r) == "ok" and open(written).read() == "from inside\n",
+         "inside: a write mount reaches the workspace folder", r)
+    r = c.call("probe__env", {"name": "MCPGATE_ITEST_CANARY"})
+    t.ok(r["result"].get("isError") is True and text_of(r) == "unset",
+         "inside: a variable of mcpgate's environment is absent", r)
+    r = c.call("probe__connect", {"host": ip, "port": 8080}, timeout=60)
+    t.ok(r["result"].get("isError") is True and text_of(r).startswith("error"),
+         "inside: a connection to the upstream fails (no network)", r)
+    status = c.close(timeout=60)
+    t.ok(status == 0, "the session ends in order", status)
+    left = labelled("containers", "mcpgate.session=" + sid)
+    nets = labelled("networks", "mcpgate.session=" + sid)
+    t.ok(left == [] and nets == [], "no container or network with its label is left",
+         (left, nets))
+    kinds = [e["event"] for e in s.audit(sid)]
+    t.ok("server.start" in kinds and "server.unavailable" in kinds and "session.end" in kinds,
+         "the audit log tells the story", kinds)
+
+
+def test_kill_and_sweep(base, probe_image):
+    s = Session(base, probe_server("stubborn", probe_image, args=["--ignore-eof"]))
+    c = s.serve()
+    c.initialize()
+    c.request("tools/list", timeout=120)
+    sid = s.session_ids()[0]
+    c.proc.send_signal(signal.SIGKILL)
+    c.proc.wait(30)
+    time.sleep(1)
+    left = labelled("containers", "mcpgate.session=" + sid)
+    t.ok(left == ["mcpgate-stubborn-" + sid],
+         "after kill -9 of mcpgate its container is still there (it ignores end of input)",
+         left)
+    c2 = s.serve()
+    c2.initialize()
+    c2.request("tools/list", timeout=120)
+    left = labelled("containers", "mcpgate.session=" + sid)
+    t.ok(left == [], "a new mcpgate sweeps what the dead one left", left)
+    sid2 = [x for x in s.session_ids() if x != sid][0]
+    sweeps = [e for e in s.audit(sid2) if e["event"] == "sweep"]
+    t.ok(sweeps and sweeps[0]["removed"] >= 1, "its audit log records the sweep", sweeps)
+    c2.close(timeout=60)
+    t.ok(labelled("containers", "mcpgate.session=" + sid2) == [], "and leaves nothing itself")
+
+
+def cleanup():
+    for name in made["containers"]:
+        rt("rm", "-f", *(["--time=0"] if RT == "podman" else []), name, check=False)
+    for net in made["networks"]:
+        rt("network", "rm", net, check=False)
+    for image in made["images"]:
+        rt("rmi", "-f", image, check=False)
+
+
+def main():
+    if shutil.which(RT) is None:
+        print("ok 1 # SKIP %s is not installed" % RT)
+        print("0 passed, 0 failed")
+        return 77
+    print("# runtime: %s" % RT, flush=True)
+    base = tempfile.mkdtemp(prefix="mcpgate-itest-")
+    try:
+        probe_image = build_image("mcpgate-itest-probe", {"/mcpgate-probe": PROBE},
+                                  ["/mcpgate-probe"])
+        busybox = shutil.which("busybox") or "/bin/busybox"
+        busybox_image = build_image("mcpgate-itest-busybox",
+                                    {"/bin/busybox": busybox,
+                                     "/www/index.html": b"upstream-answer\n"},
+                                    ["/bin/busybox"])
+        rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [busybox_image]))
+        for case in (lambda: test_session(base, probe_image, busybox_image),
+                     lambda: test_kill_and_sweep(base, probe_image)):
+            try:
+                case()
+            except Exception as e:
+                t.ok(False, "a case raised %s: %s" % (type(e).__name__, e))
+    except Exception as e:
+        t.ok(False, "setting up on %s failed: %s" % (RT, e))
+    finally:
+        cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The runtime integration tests: opt-in for a person (MCPGATE_CONTAINER_TESTS=1),
+# always on in CI. Runs every test here once per runtime in
+# MCPGATE_CONTAINER_TEST_RUNTIME (default: "podman docker"), starting what is
+# not running yet (a local registry on 127.0.0.1:5000, dockerd) and stopping
+# what it started. Needs root for dockerd and the podman settings that
+# scripts/setup writes.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "${MCPGATE_CONTAINER_TESTS:-0}" != 1 ]; then
+	echo "ok 1 # SKIP runtime integration tests: set MCPGATE_CONTAINER_TESTS=1 to run them"
+	echo "0 passed, 0 failed"
+	exit 77
+fi
+
+work=$(mktemp -d /tmp/mcpgate-services-XXXXXX)
+started=()
+stop_all() {
+	for pid in "${started[@]}"; do
+		kill "$pid" 2>/dev/null
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	done
+	rm -rf "$work"
+}
+trap stop_all EXIT
+
+# the local registry (Debian's docker-registry), without auth, storage in $work.
+# The package may have started its own with htpasswd auth (401): stop that one.
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://127.0.0.1:5000/v2/)
+if [ "$code" = 401 ]; then
+	pkill -f 'docker-registry serve /etc/docker/registry/config.yml' && sleep 0.5
+	echo "# stopped the packaged registry that asks for a password"
+fi
+if [ "$code" != 200 ]; then
+	cat >"$work/registry.yml" <<YML
+version: 0.1
+log:
+  level: error
+storage:
+  filesystem:
+    rootdirectory: $work/registry
+http:
+  addr: 127.0.0.1:5000
+YML
+	docker-registry serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
+	started+=($!)
+	for _ in $(seq 1 100); do
+		curl -sf -o /dev/null --max-time 1 http://127.0.0.1:5000/v2/ && break
+		sleep 0.1
+	done
+	curl -sf -o /dev/null --max-time 2 http://127.0.0.1:5000/v2/ ||
+		{ echo "not ok - the local registry did not start:"; sed 's/^/# /' "$work/registry.log"; exit 1; }
+	echo "# started a registry on 127.0.0.1:5000"
+fi
+
+status=0
+for runtime in ${MCPGATE_CONTAINER_TEST_RUNTIME:-podman docker}; do
+	if ! command -v "$runtime" >/dev/null; then
+		echo "ok - $runtime # SKIP $runtime is not installed"
+		continue
+	fi
+	if [ "$runtime" = docker ] && ! docker version >/dev/null 2>&1; then
+		if ! command -v dockerd >/dev/null; then
+			echo "ok - docker # SKIP no docker daemon and no dockerd to start"
+			continue
+		fi
+		dockerd >"$work/dockerd.log" 2>&1 &
+		started+=($!)
+		for _ in $(seq 1 300); do docker version >/dev/null 2>&1 && break; sleep 0.2; done
+		docker version >/dev/null 2>&1 ||
+			{ echo "not ok - dockerd did not start:"; tail -5 "$work/dockerd.log" | sed 's/^/# /'; status=1; continue; }
+		echo "# started dockerd"
+	fi
+	for t in "$here"/*_test.py; do
+		MCPGATE_CONTAINER_TEST_RUNTIME=$runtime python3 "$t" || status=1
+	done
+done
+exit $status
