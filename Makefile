@@ -41,28 +41,31 @@ ARCHIVE_LIBS := $(shell $(PKG_CONFIG) --libs libarchive)
 # ---- sources, one module a line -------------------------------------------
 BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
            internal/base/num.c internal/base/log.c internal/base/utf8.c \
-           internal/base/strv.c
+           internal/base/strv.c internal/base/fs.c
 TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
-CONFIG_SRC = internal/config/config.c internal/config/config_check.c
+CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c
 AUDIT_SRC = internal/audit/audit.c
-MCP_SRC = internal/mcp/mcp_client.c
-GATEWAY_SRC = internal/gateway/session.c internal/gateway/server.c internal/gateway/client.c
+PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
+KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
+MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
+GATEWAY_SRC = internal/gateway/launch.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/client.c internal/gateway/relay.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
-          cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c \
-          cmd/mcpgate/serve.c
+          cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
+          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c
 
-MCPGATE_SRC = $(CMD_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
+MCPGATE_SRC = $(CMD_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
               $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
-MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
+MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) -lpthread
 TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
-UNIT_TESTS = base_test toml_test json_test config_test proc_test container_test jsonrpc_test
+UNIT_TESTS = base_test toml_test json_test config_test proc_test container_test jsonrpc_test mcp_test \
+	     keychain_test pack_test egress_test
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_SRC = internal/json/json_test.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -72,27 +75,35 @@ jsonrpc_test_LIBS = $(YAJL_LIBS)
 container_test_SRC = internal/container/container_test.c $(CONTAINER_SRC) $(CONFIG_SRC) $(TOML_SRC) \
 	$(PROC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 container_test_LIBS = $(YAJL_LIBS)
+mcp_test_SRC = internal/mcp/mcp_test.c $(MCP_SRC) $(JSONRPC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
+mcp_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 config_test_SRC = internal/config/config_test.c $(CONFIG_SRC) $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 proc_test_SRC = internal/proc/proc_test.c $(PROC_SRC) $(BASE_SRC) $(TESTING_SRC)
+keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_SRC) $(TOML_SRC) \
+	$(BASE_SRC) $(TESTING_SRC)
+keychain_test_LIBS = $(SODIUM_LIBS)
+pack_test_SRC = internal/pack/pack_test.c $(PACK_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
+pack_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
-FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz
+FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz
 toml_fuzz_SRC = fuzz/toml_fuzz.c $(TOML_SRC) $(BASE_SRC)
 jsonrpc_fuzz_SRC = fuzz/jsonrpc_fuzz.c internal/jsonrpc/frame.c internal/jsonrpc/message.c $(JSON_SRC) $(BASE_SRC)
 jsonrpc_fuzz_LIBS = $(YAJL_LIBS)
 
 # C files that make lint checks (everything we wrote)
-LINT_SRC = $(sort $(MCPGATE_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) \
+LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) \
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
 LINT_HDR = internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
-	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/toml/toml.h \
-	   internal/json/json.h internal/config/config.h cmd/mcpgate/commands.h \
+	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/fs.h internal/toml/toml.h \
+	   internal/json/json.h internal/config/config.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h internal/container/container.h \
 	   internal/container/container-internal.h internal/audit/audit.h \
-	   internal/mcp/mcp.h internal/gateway/gateway.h internal/gateway/gateway-internal.h \
-	   cmd/mcpgate/setup.h
+	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h \
+	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
+	   $(EGRESS_HDR)
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
@@ -105,10 +116,21 @@ FAKE_RUNTIME_SRC = fakes/fake_runtime.c fakes/probe_json.c
 FAKES_SRC = fakes/probe.c fakes/probe_json.c fakes/fake_runtime.c
 FAKES_HDR = fakes/probe_json.h
 
-# ---- targets ---------------------------------------------------------------
-.PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean
+# ---- egress: mcpgate-egress, the static proxy (musl, libc only) ------------
+# egress/ includes nothing from internal/: it links statically against musl alone
+EGRESS_LIB_SRC = egress/addr.c egress/parse.c egress/tls.c egress/log.c egress/opts.c
+EGRESS_SRC = egress/main.c egress/relay.c $(EGRESS_LIB_SRC)
+EGRESS_HDR = egress/addr.h egress/parse.h egress/egress.h
+EGRESS_CFLAGS = -std=gnu11 $(WARN) -D_FORTIFY_SOURCE=2 -O2 -I.
+egress_test_SRC = egress/egress_test.c $(EGRESS_LIB_SRC) $(TESTING_SRC) internal/base/xalloc.c
+egress_parse_fuzz_SRC = fuzz/egress_parse_fuzz.c egress/parse.c egress/addr.c egress/tls.c
+egress_addr_fuzz_SRC = fuzz/egress_addr_fuzz.c egress/addr.c
 
-all: $(BIN)/mcpgate $(BIN)/toml-decode
+# ---- targets ---------------------------------------------------------------
+.PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean bench \
+	everything-image
+
+all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -131,7 +153,7 @@ endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
-	fakes/fakes_test.sh tests/serve_test.py
+	fakes/fakes_test.sh tests/serve_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh
 INTEGRATION_PROGRAMS = tests/integration/run.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
@@ -162,13 +184,34 @@ build/fakes/fake-runtime: $(FAKE_RUNTIME_SRC) $(FAKES_HDR)
 .PHONY: fakes
 fakes: build/fakes/mcpgate-probe build/fakes/fake-runtime
 
+# mcpgate-egress: the release is static against musl; the sanitized build
+# (gcc, ASan+UBSan, make SAN=1) is what egress/cases_test.sh runs
+mcpgate-egress: $(EGRESS_SRC) $(EGRESS_HDR)
+	@echo "  MUSL    $@"
+	@$(MUSL_CC) -static $(EGRESS_CFLAGS) -o $@ $(EGRESS_SRC) -lpthread
+build/san/mcpgate-egress: $(patsubst %.c,build/san/%.o,$(EGRESS_SRC))
+	@echo "  LD      $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
+unit-deps: $(BIN)/mcpgate-egress
+
+# the contained-server benchmarks (bench/README.md): the release build, then a
+# table of medians and ratios; MCPGATE_BENCH_RUNTIME=podman|docker adds real containers
+bench: fakes
+	@$(MAKE) --no-print-directory SAN=0 all
+	@MCPGATE=./mcpgate FAKES=build/fakes python3 bench/contained.py
+
+# the published server-everything as an image in the local registry on 127.0.0.1:5000
+# (tests/e2e/build-everything-image.sh); prints localhost:5000/NAME@sha256:... to pin
+everything-image: $(BIN)/mcpgate
+	@MCPGATE=$(BIN)/mcpgate tests/e2e/build-everything-image.sh
+
 lint:
 	@tests/lint.sh $(LINT_SRC) $(LINT_HDR)
 
 define fuzz_rule
 build/fuzz/$(1): $$($(1)_SRC) $$(LINT_HDR)
 	@mkdir -p build/fuzz
-	$$(CLANG) -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $$@ $$($(1)_SRC) $$($(1)_LIBS)
+	$$(CLANG) -std=gnu11 -g -O1 -I. $$(YAJL_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $$@ $$($(1)_SRC) $$($(1)_LIBS)
 endef
 $(foreach f,$(FUZZ_TARGETS),$(eval $(call fuzz_rule,$(f))))
 
@@ -187,10 +230,11 @@ demo: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 0755 mcpgate $(DESTDIR)$(PREFIX)/bin/mcpgate
+	install -m 0755 mcpgate-egress $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/mcpgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/mcpgate.1
 	install -m 0644 docs/man/mcp.toml.5 $(DESTDIR)$(PREFIX)/share/man/man5/mcp.toml.5
 
 clean:
-	rm -rf build mcpgate toml-decode
+	rm -rf build mcpgate toml-decode mcpgate-egress
 
 -include $(shell find build -name '*.d' 2>/dev/null)

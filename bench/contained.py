@@ -25,10 +25,12 @@ fake-runtime and mcpgate-probe, default build/fakes), MCPGATE_BENCH_RUNTIME.
 import datetime
 import gc
 import glob
+import hashlib
 import json
 import math
 import os
 import platform
+import resource
 import select
 import shutil
 import signal
@@ -134,7 +136,13 @@ def summary(values):
 
 
 def ratio(a, b):
-    return a / b if a and b else float("nan")
+    return a / b if a is not None and b else float("nan")
+
+
+def rx(a, b):
+    """a/b as a printed ratio, "-" when either is missing."""
+    r = ratio(a, b)
+    return "-" if math.isnan(r) else "%.2fx" % r
 
 
 def fmt(x, digits=1):
@@ -241,19 +249,35 @@ def compare_round_trips(sides, n):
 
 
 def round_trip_rows(stats):
+    """The two sides, their ratios and their difference."""
     rows = []
     for label, s in stats.items():
         rows.append([label, s.get("median"), s.get("p90"), s.get("p99"), s.get("mean"),
                      s.get("n", 0), s.get("errors", 0)])
+    d, g = list(stats.values())
+    if d.get("errors") or g.get("errors"):
+        rows.append(["(answers were wrong: the times are not round trips; see anomalies)",
+                     "", "", "", "", "", ""])
+        return rows
+    rows.append(["gateway / direct", rx(g["median"], d["median"]), rx(g["p90"], d["p90"]),
+                 rx(g["p99"], d["p99"]), rx(g["mean"], d["mean"]), "", ""])
+    rows.append(["gateway - direct (us)", g["median"] - d["median"], g["p90"] - d["p90"],
+                 g["p99"] - d["p99"], g["mean"] - d["mean"], "", ""])
     return rows
 
 
 # ---- the fake runtime ------------------------------------------------------
 
-def server_toml(name, image, tools=("echo",)):
+def server_toml(name, image, tools=("echo",), args=None, manifest=None):
     s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, image)
+    if manifest:
+        s += 'manifest = "%s"\n' % manifest
+    if args:
+        s += "args = [%s]\n" % ", ".join(json.dumps(a) for a in args)
     for tool in tools:
-        s += "[server.tools.%s]\non = true\n" % tool
+        # echo only reads: declared so, a call goes straight through (a write or
+        # undeclared tool asks the person at every call, through elicitation)
+        s += '[server.tools.%s]\non = true\neffect = "read"\n' % tool
     return s
 
 
@@ -261,7 +285,7 @@ class Setup:
     """A config folder, a state folder, a workspace, and for the fake runtime
     a folder with fake-runtime as podman and the probe beside it."""
 
-    def __init__(self, nservers, runtime="podman", image=FAKE_IMAGE, fake=True):
+    def __init__(self, nservers, runtime="podman", image=FAKE_IMAGE, fake=True, args=None, rt=None):
         self.dir = tempdir("mcpgate-bench-")
         self.rt = os.path.join(self.dir, "rt")
         self.conf = os.path.join(self.dir, "conf")
@@ -275,11 +299,42 @@ class Setup:
             shutil.copy(os.path.join(FAKES, "mcpgate-probe"), os.path.join(self.rt, "mcpgate-probe"))
             with open(os.path.join(self.rt, "images"), "w") as f:
                 f.write(image + "\n")
-        with open(os.path.join(self.conf, "mcp.toml"), "w") as f:
-            f.write("".join(server_toml("s%d" % (i + 1), image) for i in range(nservers)))
+        self.nservers, self.image, self.args = nservers, image, args
+        self.write_servers({})
         with open(os.path.join(self.conf, "config.toml"), "w") as f:
             f.write('[mcp]\nruntime = "%s"\n' % runtime)
         self.nlog = 0
+        self.old_audit = set()
+        self.approved = self.approve(rt)
+
+    def write_servers(self, manifests):
+        with open(os.path.join(self.conf, "mcp.toml"), "w") as f:
+            for i in range(self.nservers):
+                name = "s%d" % (i + 1)
+                f.write(server_toml(name, self.image, args=self.args, manifest=manifests.get(name)))
+
+    def approve(self, rt):
+        """Pin every server's manifest as a person would approve it: one
+        untimed session, the live hash from the audit log's server.withheld
+        records, written as `manifest` in mcp.toml. A build without manifest
+        pinning withholds nothing, and nothing is written."""
+        c = self.start()
+        try:
+            c.initialize()
+            c.request("tools/list", timeout=START_TIMEOUT)
+        finally:
+            pid = c.proc.pid
+            close_client(c, "mcpgate serve (approval session, %d servers)" % self.nservers)
+            session_checks(self, "approval session, %d servers" % self.nservers, rt, pid)
+        live = {e["server"]: e["live"] for e in self.audit()
+                if e.get("event") == "server.withheld" and e.get("live")}
+        if live:
+            self.write_servers(live)
+        self.old_audit = set(self.audit_files())
+        return live
+
+    def audit_files(self):
+        return glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl"))
 
     def env(self):
         if self.fake:
@@ -313,8 +368,11 @@ class Setup:
         return sorted(os.listdir(d)) if os.path.isdir(d) else []
 
     def audit(self):
+        """The audit records of every session since the approval session."""
         out = []
-        for path in glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl")):
+        for path in self.audit_files():
+            if path in self.old_audit:
+                continue
             with open(path) as fh:
                 out += [json.loads(line) for line in fh if line.strip()]
         return out
@@ -322,7 +380,7 @@ class Setup:
 
 def session_checks(setup, what, rt=None, pid=None):
     for line in setup.complaints():
-        anomaly("%s: mcpgate said: %s" % (what, line[:300]))
+        anomaly("%s: mcpgate said: %s" % (what, line[:600]))
     if setup.fake:
         left = setup.fake_containers()
         if left:
@@ -342,6 +400,10 @@ def probe_client():
 def bench_round_trip_fake():
     title = "1. tools/call round trip (echo), fake runtime: %d calls each, microseconds per call" % N_FAKE
     setup = Setup(1)
+    if setup.approved:
+        print("  (this mcpgate withholds tools of unapproved servers: the bench approved the "
+              "probe's manifest %s in mcp.toml)" % sorted(set(setup.approved.values()))[0])
+    results["approved_manifests"] = sorted(set(setup.approved.values()))
     direct = probe_client()
     gw = None
     try:
@@ -365,11 +427,6 @@ def bench_round_trip_fake():
         stats[label] = dict(summary(times), errors=len(errors))
     d, g = stats["direct probe"], stats["mcpgate serve (fake runtime)"]
     rows = round_trip_rows(stats)
-    rows.append(["gateway / direct", "%.2fx" % ratio(g["median"], d["median"]),
-                 "%.2fx" % ratio(g["p90"], d["p90"]), "%.2fx" % ratio(g["p99"], d["p99"]),
-                 "%.2fx" % ratio(g["mean"], d["mean"]), "", ""])
-    rows.append(["gateway - direct (us)", g["median"] - d["median"], g["p90"] - d["p90"],
-                 g["p99"] - d["p99"], g["mean"] - d["mean"], "", ""])
     table(title, ["", "median", "p90", "p99", "mean", "calls", "errors"], rows)
     results["round_trip_fake"] = {"unit": "us", "calls": N_FAKE, "direct": d, "gateway": g,
                                   "ratio_median": ratio(g["median"], d["median"]),
@@ -378,8 +435,16 @@ def bench_round_trip_fake():
                                   "added_median_us": g["median"] - d["median"]}
 
 
-def timed_session_start(setup, nservers):
-    """Spawn to the answer of the first tools/list, in ms; and the end, in ms."""
+def children_cpu_ms():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime + r.ru_stime) * 1000.0
+
+
+def timed_session_start(setup, nservers, cpu=None):
+    """Spawn to the answer of the first tools/list, in ms; and the end, in ms.
+    cpu, a list, gets the CPU time of the session: mcpgate and every process
+    under it that was waited for (with the fake runtime: all of them)."""
+    c0 = children_cpu_ms()
     t0 = time.perf_counter()
     c = setup.start()
     ok = True
@@ -396,6 +461,8 @@ def timed_session_start(setup, nservers):
     finally:
         pid = c.proc.pid
         end = close_client(c, "mcpgate serve (%d servers)" % nservers)
+        if cpu is not None:
+            cpu.append(children_cpu_ms() - c0)
     return (t1 - t0) * 1000.0, end * 1000.0, ok, pid
 
 
@@ -406,43 +473,96 @@ def ready_ms(setup):
                     if e.get("event") == "server.ready" and "start_ms" in e])
 
 
+def audit_ms(ts):
+    t = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ")
+    return t.timestamp() * 1000.0
+
+
+def sweep_ms(setup):
+    """Per session: the sweep (runtime ps, before any server starts), from the
+    audit log's session.start and sweep records (millisecond stamps)."""
+    start, out = {}, []
+    for e in setup.audit():
+        try:
+            if e.get("event") == "session.start":
+                start[e["session"]] = audit_ms(e["ts"])
+            elif e.get("event") == "sweep" and e.get("session") in start:
+                out.append(audit_ms(e["ts"]) - start[e["session"]])
+        except (KeyError, ValueError):
+            pass
+    return summary(out)
+
+
+INIT_DELAY_MS = 100   # 3a's second pair: each probe answers initialize after this long
+
+
 def bench_session_start_fake():
     title = ("3a. session start, fake runtime: spawn of mcpgate serve to the answer of its "
              "first tools/list, %d runs each, ms" % STARTS_FAKE)
-    setups = {1: Setup(1), 8: Setup(8)}
-    times = {1: [], 8: []}
-    ends = {1: [], 8: []}
+    delay = ["--initialize-delay", str(INIT_DELAY_MS)]
+    # (key, servers, probe args, runs)
+    variants = [("1", 1, None, STARTS_FAKE), ("8", 8, None, STARTS_FAKE),
+                ("1d", 1, delay, max(2, STARTS_FAKE // 2)), ("8d", 8, delay, max(2, STARTS_FAKE // 2))]
+    setups = {k: Setup(n, args=a) for k, n, a, _ in variants}
+    times = {k: [] for k, _, _, _ in variants}
+    ends = {k: [] for k, _, _, _ in variants}
+    cpus = {k: [] for k, _, _, _ in variants}
     for run in range(STARTS_FAKE):
-        for n in ((1, 8) if run % 2 == 0 else (8, 1)):
-            what = "session start, fake runtime, %d servers, run %d" % (n, run + 1)
+        order = variants if run % 2 == 0 else list(reversed(variants))
+        for key, n, _, runs in order:
+            if run >= runs:
+                continue
+            what = "session start, fake runtime, %d servers%s, run %d" % (
+                n, ", initialize delayed" if key.endswith("d") else "", run + 1)
             try:
-                ms, end, ok, _ = timed_session_start(setups[n], n)
+                ms, end, ok, _ = timed_session_start(setups[key], n, cpus[key])
             except Exception as e:  # noqa: BLE001 - one bad run is reported, the rest go on
                 anomaly("%s: %s: %s" % (what, type(e).__name__, e))
                 continue
             finally:
-                session_checks(setups[n], what)
+                session_checks(setups[key], what)
             if ok:
-                times[n].append(ms)
-                ends[n].append(end)
-    s1, s8 = summary(times[1]), summary(times[8])
-    e1, e8 = summary(ends[1]), summary(ends[8])
-    r1, r8 = ready_ms(setups[1]), ready_ms(setups[8])
-    rows = [["1 server", s1.get("median"), s1.get("p90"), s1.get("min"), s1.get("max"),
-             r1.get("median"), e1.get("median"), s1["n"]],
-            ["8 servers", s8.get("median"), s8.get("p90"), s8.get("min"), s8.get("max"),
-             r8.get("median"), e8.get("median"), s8["n"]],
-            ["8 / 1", "%.2fx" % ratio(s8.get("median"), s1.get("median")),
-             "%.2fx" % ratio(s8.get("p90"), s1.get("p90")), "", "",
-             "%.2fx" % ratio(r8.get("median"), r1.get("median")),
-             "%.2fx" % ratio(e8.get("median"), e1.get("median")), ""]]
-    table(title, ["", "median", "p90", "min", "max", "one server", "end", "runs"], rows)
-    print("  (one server: median of each server's own start, image check to tools/list, from the\n"
-          "   audit log's server.ready start_ms; end: closing mcpgate's input to its exit)")
-    results["session_start_fake"] = {"unit": "ms", "runs": STARTS_FAKE, "1": s1, "8": s8,
-                                     "server_ready_1": r1, "server_ready_8": r8,
-                                     "end_1": e1, "end_8": e8,
-                                     "ratio_8_1": ratio(s8.get("median"), s1.get("median"))}
+                times[key].append(ms)
+                ends[key].append(end)
+    S = {k: summary(v) for k, v in times.items()}
+    E = {k: summary(v) for k, v in ends.items()}
+    C = {k: summary(v) for k, v in cpus.items()}
+    R = {k: ready_ms(v) for k, v in setups.items()}
+    W = {k: sweep_ms(v) for k, v in setups.items()}
+
+    def row(label, k):
+        return [label, S[k].get("median"), S[k].get("p90"), S[k].get("min"), S[k].get("max"),
+                W[k].get("median"), R[k].get("median"), E[k].get("median"), C[k].get("median"),
+                S[k]["n"]]
+
+    def ratio_row(label, a, b):
+        return [label, rx(S[a].get("median"), S[b].get("median")),
+                rx(S[a].get("p90"), S[b].get("p90")), "", "", "",
+                rx(R[a].get("median"), R[b].get("median")),
+                rx(E[a].get("median"), E[b].get("median")),
+                rx(C[a].get("median"), C[b].get("median")), ""]
+    d = "initialize after %d ms" % INIT_DELAY_MS
+    rows = [row("1 server", "1"), row("8 servers", "8"), ratio_row("8 / 1", "8", "1"),
+            row("1 server, " + d, "1d"), row("8 servers, " + d, "8d"),
+            ratio_row("8 / 1, " + d, "8d", "1d")]
+    table(title, ["", "median", "p90", "min", "max", "sweep", "one server", "end", "cpu", "runs"],
+          rows)
+    print("  (medians over the runs. sweep: session.start to sweep in the audit log, before any\n"
+          "   server starts; one server: each server's own start, image check to its tools/list,\n"
+          "   the audit log's server.ready start_ms; end: closing mcpgate's input to its exit;\n"
+          "   cpu: user+sys of the whole session, mcpgate, fake runtimes and probes. With\n"
+          "   --initialize-delay each probe waits without using CPU: a serial start would add\n"
+          "   %d ms per server)" % INIT_DELAY_MS)
+    results["session_start_fake"] = {
+        "unit": "ms", "runs": STARTS_FAKE, "initialize_delay_ms": INIT_DELAY_MS,
+        "1": S["1"], "8": S["8"], "1_delayed": S["1d"], "8_delayed": S["8d"],
+        "cpu_1": C["1"], "cpu_8": C["8"], "cpu_1_delayed": C["1d"], "cpu_8_delayed": C["8d"],
+        "sweep_1": W["1"], "sweep_8": W["8"],
+        "server_ready_1": R["1"], "server_ready_8": R["8"],
+        "server_ready_1_delayed": R["1d"], "server_ready_8_delayed": R["8d"],
+        "end_1": E["1"], "end_8": E["8"],
+        "ratio_8_1": ratio(S["8"].get("median"), S["1"].get("median")),
+        "ratio_8_1_delayed": ratio(S["8d"].get("median"), S["1d"].get("median"))}
 
 
 # ---- a real runtime --------------------------------------------------------
@@ -610,8 +730,10 @@ class Runtime:
                     self.remove(left)
                 if self.image_id:
                     self.cmd("rmi", "--force", self.image_id, timeout=120)
-                for tag in self.local_tags:  # whatever the rmi left (docker keeps tags of pulled refs)
+                for tag in self.local_tags:  # whatever the rmi left
                     self.cmd("rmi", tag, timeout=60)
+                if self.image_id and self.cmd("image", "inspect", self.image_id).returncode == 0:
+                    print("  the bench image %s could not be removed" % self.image_id)
         except Exception as e:  # noqa: BLE001 - cleanup goes on
             print("  cleanup of %s: %s" % (self.kind, e))
         for proc, what in ((self.registry, "docker-registry"), (self.dockerd, "dockerd")):
@@ -652,7 +774,7 @@ def session_filter(session):
 
 def learn_run_argv(rt):
     """Start one real session and read the argv mcpgate ran, from its audit log."""
-    setup = Setup(1, runtime=rt.kind, image=rt.image, fake=False)
+    setup = Setup(1, runtime=rt.kind, image=rt.image, fake=False, rt=rt)
     c = setup.start()
     try:
         c.initialize()
@@ -674,7 +796,7 @@ def learn_run_argv(rt):
 def bench_round_trip_real(rt, gw_argv):
     title = ("2. tools/call round trip (echo) through a real %s container: %d calls each, "
              "microseconds per call" % (rt.kind, N_REAL))
-    setup = Setup(1, runtime=rt.kind, image=rt.image, fake=False)
+    setup = Setup(1, runtime=rt.kind, image=rt.image, fake=False, rt=rt)
     env = {k: v for k, v in setup.env().items() if k in RUNTIME_ENV}
     argv = direct_argv(gw_argv, "rt", "direct")
     direct = Client(argv, env=env, stderr=subprocess.DEVNULL)
@@ -705,11 +827,6 @@ def bench_round_trip_real(rt, gw_argv):
     labels = list(stats)
     d, g = stats[labels[0]], stats[labels[1]]
     rows = round_trip_rows(stats)
-    rows.append(["gateway / direct", "%.2fx" % ratio(g["median"], d["median"]),
-                 "%.2fx" % ratio(g["p90"], d["p90"]), "%.2fx" % ratio(g["p99"], d["p99"]),
-                 "%.2fx" % ratio(g["mean"], d["mean"]), "", ""])
-    rows.append(["gateway - direct (us)", g["median"] - d["median"], g["p90"] - d["p90"],
-                 g["p99"] - d["p99"], g["mean"] - d["mean"], "", ""])
     table(title, ["", "median", "p90", "p99", "mean", "calls", "errors"], rows)
     results["round_trip_real"] = {"runtime": rt.kind, "unit": "us", "calls": N_REAL,
                                   "direct_argv": argv, "direct": d, "gateway": g,
@@ -785,8 +902,8 @@ def bare_parallel_start(rt, gw_argv, env, n, run):
 def bench_session_start_real(rt, gw_argv):
     title = ("3b. session start through real %s containers: spawn to the answer of the first "
              "tools/list, %d runs each, ms" % (rt.kind, STARTS_REAL))
-    setups = {1: Setup(1, runtime=rt.kind, image=rt.image, fake=False),
-              8: Setup(8, runtime=rt.kind, image=rt.image, fake=False)}
+    setups = {1: Setup(1, runtime=rt.kind, image=rt.image, fake=False, rt=rt),
+              8: Setup(8, runtime=rt.kind, image=rt.image, fake=False, rt=rt)}
     env = {k: v for k, v in setups[1].env().items() if k in RUNTIME_ENV}
     gw = {1: [], 8: []}
     ends = {1: [], 8: []}
@@ -811,29 +928,33 @@ def bench_session_start_real(rt, gw_argv):
     e = {k: summary(v) for k, v in ends.items()}
     b = {k: summary(v) for k, v in bare.items()}
     r = {k: ready_ms(v) for k, v in setups.items()}
+    w = {k: sweep_ms(v) for k, v in setups.items()}
     rows = [["mcpgate serve, 1 server", s[1].get("median"), s[1].get("min"), s[1].get("max"),
-             r[1].get("median"), e[1].get("median"), s[1]["n"]],
+             w[1].get("median"), r[1].get("median"), e[1].get("median"), s[1]["n"]],
             ["bare %s run, 1" % rt.kind, b[1].get("median"), b[1].get("min"), b[1].get("max"),
-             "", "", b[1]["n"]],
+             "", "", "", b[1]["n"]],
             ["mcpgate serve, 8 servers", s[8].get("median"), s[8].get("min"), s[8].get("max"),
-             r[8].get("median"), e[8].get("median"), s[8]["n"]],
+             w[8].get("median"), r[8].get("median"), e[8].get("median"), s[8]["n"]],
             ["8 bare %s run at once" % rt.kind, b[8].get("median"), b[8].get("min"),
-             b[8].get("max"), "", "", b[8]["n"]],
-            ["mcpgate 8 / bare 8", "%.2fx" % ratio(s[8].get("median"), b[8].get("median")),
-             "", "", "", "", ""],
-            ["mcpgate 8 / mcpgate 1", "%.2fx" % ratio(s[8].get("median"), s[1].get("median")),
-             "", "", "%.2fx" % ratio(r[8].get("median"), r[1].get("median")), "", ""],
-            ["bare 8 / bare 1", "%.2fx" % ratio(b[8].get("median"), b[1].get("median")),
-             "", "", "", "", ""]]
-    table(title, ["", "median", "min", "max", "one server", "end", "runs"], rows)
+             b[8].get("max"), "", "", "", b[8]["n"]],
+            ["mcpgate 8 / bare 8", rx(s[8].get("median"), b[8].get("median")),
+             "", "", "", "", "", ""],
+            ["mcpgate 1 / bare 1", rx(s[1].get("median"), b[1].get("median")),
+             "", "", "", "", "", ""],
+            ["mcpgate 8 / mcpgate 1", rx(s[8].get("median"), s[1].get("median")),
+             "", "", "", rx(r[8].get("median"), r[1].get("median")), "", ""],
+            ["bare 8 / bare 1", rx(b[8].get("median"), b[1].get("median")),
+             "", "", "", "", "", ""]]
+    table(title, ["", "median", "min", "max", "sweep", "one server", "end", "runs"], rows)
     print("  (bare: initialize, then tools/list, to each container, as mcpgate does, until all\n"
-          "   have answered; one server and end as in 3a)")
+          "   have answered; sweep, one server and end as in 3a)")
     results["session_start_real"] = {
         "runtime": rt.kind, "unit": "ms", "runs": STARTS_REAL,
         "gateway_1": s[1], "gateway_8": s[8], "bare_1": b[1], "bare_8": b[8],
-        "server_ready_1": r[1], "server_ready_8": r[8],
+        "server_ready_1": r[1], "server_ready_8": r[8], "sweep_1": w[1], "sweep_8": w[8],
         "end_1": e[1], "end_8": e[8],
         "ratio_gateway8_bare8": ratio(s[8].get("median"), b[8].get("median")),
+        "ratio_gateway1_bare1": ratio(s[1].get("median"), b[1].get("median")),
         "ratio_gateway8_gateway1": ratio(s[8].get("median"), s[1].get("median")),
         "ratio_bare8_bare1": ratio(b[8].get("median"), b[1].get("median"))}
 
@@ -886,8 +1007,24 @@ def run_all():
         else:
             skipped("3b. session start through real containers", why)
     finally:
+        end_gateways()
         if rt is not None:
             rt.cleanup()
+
+
+def end_gateways():
+    """Any mcpgate still running (after an interruption): close its input so it
+    stops its servers itself, and kill it only if it does not end."""
+    for p in gateways:
+        if p.poll() is None:
+            anomaly("mcpgate serve pid %d still running at the end" % p.pid)
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+            if finish(p, 20) is None:
+                anomaly("mcpgate serve pid %d did not end within 20 s of its input closing "
+                        "(killed)" % p.pid)
 
 
 # ---- the run ---------------------------------------------------------------
@@ -923,7 +1060,8 @@ def header():
     print("  date     %s" % results["date"])
     print("  machine  nproc %s, kernel %s, %s; load average %s" %
           (machine["nproc"], machine["kernel"], cpu or "?", " ".join("%.2f" % x for x in machine["loadavg"])))
-    print("  tree     %s, binary %s" % (commit, MCPGATE))
+    print("  tree     %s, binary %s (sha256 %s)" % (commit, results["binary"]["path"],
+                                                      results["binary"]["sha256"][:12]))
     print("  versions " + "; ".join("%s %s" % (k, v) for k, v in versions.items() if v))
     print("  real runtime: %s" % (RUNTIME or "none (fake runtime only)"))
     print("  figures: medians of one run; no figure is a pass/fail threshold")
@@ -935,29 +1073,55 @@ def ratios_block():
     print()
     print("== ratios")
     lines = []
+
+    def add(build):
+        """One line; a measurement that gave no figure gives no line."""
+        try:
+            lines.extend(build())
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            pass
+
+    def med(d, key):
+        return d[key]["median"]
+
+    def clean(d):
+        if d.get("gateway", {}).get("errors") or d.get("direct", {}).get("errors"):
+            raise ValueError("wrong answers")
+        return d
+
     rf = results.get("round_trip_fake", {})
-    if "ratio_median" in rf:
-        lines.append("round trip, fake runtime: mcpgate / direct %.2fx median (p90 %.2fx, p99 %.2fx); "
-                     "mcpgate adds %.0f us per call (median)" %
-                     (rf["ratio_median"], rf["ratio_p90"], rf["ratio_p99"], rf["added_median_us"]))
+    add(lambda: clean(rf) and ["round trip, fake runtime: mcpgate / direct %s median (p90 %s, p99 %s); "
+                 "mcpgate adds %.0f us per call (median)" %
+                 (rx(med(rf, "gateway"), med(rf, "direct")),
+                  rx(rf["gateway"]["p90"], rf["direct"]["p90"]),
+                  rx(rf["gateway"]["p99"], rf["direct"]["p99"]), rf["added_median_us"])])
     rr = results.get("round_trip_real", {})
-    if "ratio_median" in rr:
-        lines.append("round trip, %s container: mcpgate / direct %.2fx median (p90 %.2fx, p99 %.2fx); "
-                     "mcpgate adds %.0f us per call (median)" %
-                     (rr["runtime"], rr["ratio_median"], rr["ratio_p90"], rr["ratio_p99"],
-                      rr["added_median_us"]))
+    add(lambda: clean(rr) and ["round trip, %s container: mcpgate / direct %s median (p90 %s, p99 %s); "
+                 "mcpgate adds %.0f us per call (median)" %
+                 (rr["runtime"], rx(med(rr, "gateway"), med(rr, "direct")),
+                  rx(rr["gateway"]["p90"], rr["direct"]["p90"]),
+                  rx(rr["gateway"]["p99"], rr["direct"]["p99"]), rr["added_median_us"])])
     sf = results.get("session_start_fake", {})
-    if "ratio_8_1" in sf:
-        serial = sf["1"]["median"] + 7 * sf["server_ready_1"]["median"]
-        lines.append("session start, fake runtime: 8 servers / 1 server %.2fx "
-                     "(about 1 is a parallel start, 8 a serial one; one after the other would "
-                     "take about %.1f ms, %.2fx)" % (sf["ratio_8_1"], serial,
-                                                     ratio(serial, sf["1"]["median"])))
+    cores = os.cpu_count() or 1
+    add(lambda: ["session start, fake runtime: 8 servers / 1 server %s "
+                 "(about 1 is a parallel start, 8 a serial one)" % rx(med(sf, "8"), med(sf, "1")),
+                 "  one server after the other would take about %.1f ms (%s); the 8-server "
+                 "session's CPU time alone, spread over %d cores, is %.1f ms (%s)" %
+                 (med(sf, "1") + 7 * med(sf, "server_ready_1"),
+                  rx(med(sf, "1") + 7 * med(sf, "server_ready_1"), med(sf, "1")), cores,
+                  med(sf, "cpu_8") / cores, rx(med(sf, "cpu_8") / cores, med(sf, "1")))])
+    add(lambda: ["session start, fake runtime, each server answering initialize after %d ms: "
+                 "8 / 1 %s (serial would be about %s)" %
+                 (sf["initialize_delay_ms"], rx(med(sf, "8_delayed"), med(sf, "1_delayed")),
+                  rx(med(sf, "1_delayed") + 7 * med(sf, "server_ready_1_delayed"),
+                     med(sf, "1_delayed")))])
     sr = results.get("session_start_real", {})
-    if "ratio_gateway8_bare8" in sr:
-        lines.append("session start, %s: mcpgate 8 / bare 8 %.2fx; mcpgate 8 / 1 %.2fx; "
-                     "bare 8 / 1 %.2fx" % (sr["runtime"], sr["ratio_gateway8_bare8"],
-                                          sr["ratio_gateway8_gateway1"], sr["ratio_bare8_bare1"]))
+    add(lambda: ["session start, %s: mcpgate 8 / bare 8 %s; mcpgate 1 / bare 1 %s; "
+                 "mcpgate 8 / 1 %s; bare 8 / 1 %s" %
+                 (sr["runtime"], rx(med(sr, "gateway_8"), med(sr, "bare_8")),
+                  rx(med(sr, "gateway_1"), med(sr, "bare_1")),
+                  rx(med(sr, "gateway_8"), med(sr, "gateway_1")),
+                  rx(med(sr, "bare_8"), med(sr, "bare_1")))])
     for key in ("round_trip_real", "session_start_real"):
         if "skipped" in results.get(key, {}):
             lines.append("%s: skipped (%s)" % (key, results[key]["skipped"]))
@@ -973,8 +1137,8 @@ def write_json(now):
                                                    "-" + RUNTIME if RUNTIME else ""))
 
     def clean(x):  # NaN is not JSON
-        if isinstance(x, float) and math.isnan(x):
-            return None
+        if isinstance(x, float):
+            return None if math.isnan(x) else round(x, 3)
         if isinstance(x, dict):
             return {k: clean(v) for k, v in x.items()}
         if isinstance(x, list):
@@ -990,6 +1154,23 @@ def on_term(signo, frame):
     raise KeyboardInterrupt("signal %d" % signo)
 
 
+def snapshot_binaries():
+    """Run copies of mcpgate and the fakes, taken once: a rebuild in the tree
+    while the bench runs (other people work in it) cannot change them midway.
+    The copy keeps the name mcpgate: the sweep judges an owner by it."""
+    global MCPGATE, FAKES
+    d = tempdir("mcpgate-bench-bin-")
+    os.makedirs(os.path.join(d, "fakes"))
+    shutil.copy2(MCPGATE, os.path.join(d, "mcpgate"))
+    for name in ("fake-runtime", "mcpgate-probe"):
+        shutil.copy2(os.path.join(FAKES, name), os.path.join(d, "fakes", name))
+    with open(os.path.join(d, "mcpgate"), "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    origin = MCPGATE
+    MCPGATE, FAKES = os.path.join(d, "mcpgate"), os.path.join(d, "fakes")
+    return origin, digest
+
+
 def main():
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
@@ -997,17 +1178,15 @@ def main():
         if not os.access(path, os.X_OK):
             print("bench: %s is missing; run make and make fakes (make bench does both)" % path)
             return 2
+    origin, digest = snapshot_binaries()
+    results["binary"] = {"path": origin, "sha256": digest}
     now = header()
     try:
         run_all()
     except KeyboardInterrupt as e:
         anomaly("interrupted (%s)" % (e or "SIGINT"))
     finally:
-        for p in gateways:
-            if p.poll() is None:
-                anomaly("mcpgate serve pid %d still running at the end (killed)" % p.pid)
-                p.kill()
-                p.wait()
+        end_gateways()
         for d in temp_dirs:
             shutil.rmtree(d, ignore_errors=True)
     ratios_block()

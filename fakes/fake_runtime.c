@@ -964,6 +964,32 @@ static const char *path_basename(const char *p)
 	return s != NULL ? s + 1 : p;
 }
 
+/* The egress sidecar, faked: one allowed record per -allow host, one refused
+ * record, then it lives until its input (the lifeline) ends. */
+static void fake_egress(char **args) __attribute__((noreturn));
+static void fake_egress(char **args)
+{
+	struct pj_buf b = {0};
+	for (size_t i = 1; args[i] != NULL; i++) {
+		if ((strcmp(args[i], "-allow") != 0 && strcmp(args[i], "-allow-private") != 0) ||
+		    args[i + 1] == NULL)
+			continue;
+		pj_buf_adds(&b, "{\"event\":\"attempt\",\"method\":\"CONNECT\",\"host\":");
+		pj_put_cstring(&b, args[i + 1]);
+		pj_buf_adds(&b, ",\"port\":443,\"address\":\"192.0.2.10\",\"allowed\":true,"
+		                "\"reason\":\"listed\"}\n");
+	}
+	pj_buf_adds(&b,
+	            "{\"event\":\"attempt\",\"method\":\"CONNECT\",\"host\":\"unlisted.example\","
+	            "\"port\":443,\"address\":null,\"allowed\":false,\"reason\":\"not listed\"}\n");
+	write_all(1, b.p, b.len);
+	pj_buf_free(&b);
+	char buf[256];
+	while (read(0, buf, sizeof buf) > 0)
+		;
+	_exit(0);
+}
+
 static int cmd_run(struct args *a)
 {
 	static const struct opt opts[] = {
@@ -1039,6 +1065,7 @@ static int cmd_run(struct args *a)
 	struct strv labels = {0}, networks = {0}, env = {0}, argv = {0};
 	struct pj_buf rec = {0}, gen = {0};
 	int rm = 0, interactive = 0, go[2], status, code, i;
+	const char *entrypoint = NULL;
 	char *image_line;
 	sigset_t block, old;
 	struct sigaction sa;
@@ -1056,6 +1083,8 @@ static int cmd_run(struct args *a)
 			die(125, "fake-runtime: run --%s is not supported", name);
 		} else if (strcmp(name, "name") == 0) {
 			cname = value;
+		} else if (strcmp(name, "entrypoint") == 0) {
+			entrypoint = value;
 		} else if (strcmp(name, "label") == 0) {
 			strv_push(&labels, pj_xstrdup(value));
 		} else if (strcmp(name, "network") == 0 || strcmp(name, "net") == 0) {
@@ -1145,6 +1174,8 @@ static int cmd_run(struct args *a)
 		while (r < 0 && errno == EINTR);
 		if (r != 1)
 			_exit(125);
+		if (entrypoint != NULL && strcmp(entrypoint, "/mcpgate-egress") == 0)
+			fake_egress(argv.v);
 		execve(probe_path, argv.v, env.v != NULL ? env.v : (char *[]){NULL});
 		fprintf(stderr, "Error: exec %s: %s\n", probe_path, strerror(errno));
 		_exit(127);
@@ -1402,6 +1433,15 @@ static void no_such_network(const char *name)
 		        name);
 }
 
+/* A stable octet (1-250) for a name: fake subnets and addresses */
+static unsigned name_octet(const char *name)
+{
+	unsigned h = 5381;
+	for (; *name != '\0'; name++)
+		h = h * 33u + (unsigned char)*name;
+	return 1 + h % 250;
+}
+
 static int cmd_network_create(struct args *a)
 {
 	static const struct opt opts[] = {
@@ -1445,8 +1485,11 @@ static int cmd_network_create(struct args *a)
 		pj_buf_adds(&rec, ":");
 		pj_put_cstring(&rec, eq != NULL ? eq + 1 : "");
 	}
-	pj_buf_addf(&rec, "},\"internal\":%s,\"dns_enabled\":%s}\n", internal ? "true" : "false",
-	            disable_dns ? "false" : "true");
+	pj_buf_addf(&rec,
+	            "},\"internal\":%s,\"dns_enabled\":%s,"
+	            "\"subnets\":[{\"subnet\":\"10.99.%u.0/24\",\"gateway\":\"10.99.%u.1\"}]}\n",
+	            internal ? "true" : "false", disable_dns ? "false" : "true", name_octet(net),
+	            name_octet(net));
 	if (write_state_file("networks", net, rec.p, rec.len, 1) < 0 && !ignore) {
 		if (flavor == FLAVOR_DOCKER)
 			die(1, "Error response from daemon: network with name %s already exists",
@@ -1548,6 +1591,92 @@ static int cmd_network_inspect(struct args *a)
 		pj_buf_adds(&b, "]\n");
 	out(&b);
 	pj_buf_free(&b);
+	return 0;
+}
+
+/* network connect NET NAME: remembered in connected/NAME, one network a line */
+static int cmd_network_connect(struct args *a)
+{
+	struct record r;
+	if (a->i + 2 != a->argc)
+		die(err_status(), "Error: network connect needs a network and a container");
+	const char *net = a->argv[a->i], *cname = a->argv[a->i + 1];
+	if (record_load("networks", net, &r) < 0) {
+		no_such_network(net);
+		return err_status();
+	}
+	record_free(&r);
+	if (record_load("containers", cname, &r) < 0)
+		die(err_status(), "Error: no such container %s", cname);
+	record_free(&r);
+	ensure_dir("connected");
+	char *path = state_path("connected");
+	char *file = path_join(path, cname);
+	int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die(125, "fake-runtime: %s: %s", file, strerror(errno));
+	write_all(fd, net, strlen(net));
+	write_all(fd, "\n", 1);
+	close(fd);
+	free(file);
+	free(path);
+	return 0;
+}
+
+/* container inspect NAME: its networks, each with an address */
+static int cmd_container_inspect(struct args *a)
+{
+	struct record r;
+	struct pj_buf b = {0};
+	if (a->i + 1 != a->argc)
+		die(err_status(), "Error: container inspect needs one container");
+	const char *cname = a->argv[a->i];
+	if (record_load("containers", cname, &r) < 0)
+		die(err_status(), "Error: no such container %s", cname);
+	pj_buf_adds(&b, "[{\"Name\":");
+	pj_put_cstring(&b, cname);
+	pj_buf_adds(&b, ",\"NetworkSettings\":{\"Networks\":{");
+	int first = 1;
+	struct pj_span nets, k, v;
+	struct pj_iter it;
+	if (pj_member(r.v, "networks", &nets)) {
+		pj_iter_init(&it, nets);
+		while (pj_iter_next(&it, &k, &v)) {
+			char *net = pj_string(v, NULL);
+			if (net != NULL && strcmp(net, "none") != 0) {
+				pj_buf_addf(&b, "%s", first ? "" : ",");
+				pj_put_cstring(&b, net);
+				pj_buf_addf(&b, ":{\"IPAddress\":\"10.99.%u.%u\"}", name_octet(net),
+				            1 + name_octet(cname) % 250 + 1);
+				first = 0;
+			}
+			free(net);
+		}
+	}
+	char *path = state_path("connected");
+	char *file = path_join(path, cname);
+	size_t len = 0;
+	char *text = read_file(file, 1 << 20, &len);
+	for (char *line = text; line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		if (*line != '\0') {
+			pj_buf_addf(&b, "%s", first ? "" : ",");
+			pj_put_cstring(&b, line);
+			pj_buf_addf(&b, ":{\"IPAddress\":\"10.99.%u.%u\"}", name_octet(line),
+			            1 + name_octet(cname) % 250 + 1);
+			first = 0;
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	free(text);
+	free(file);
+	free(path);
+	pj_buf_adds(&b, "}}}]\n");
+	out(&b);
+	pj_buf_free(&b);
+	record_free(&r);
 	return 0;
 }
 
@@ -1664,6 +1793,8 @@ int main(int argc, char **argv)
 			return cmd_stop(&a);
 		if (strcmp(verb, "ps") == 0 || (strcmp(verb, "ls") == 0 && sub != NULL))
 			return list_records(&a, "containers", 1);
+		if (strcmp(verb, "inspect") == 0 && sub != NULL)
+			return cmd_container_inspect(&a);
 		return unsupported(verb);
 	}
 	if (strcmp(cmd, "image") == 0) {
@@ -1683,6 +1814,8 @@ int main(int argc, char **argv)
 		return list_records(&a, "networks", 0);
 	if (strcmp(sub, "inspect") == 0)
 		return cmd_network_inspect(&a);
+	if (strcmp(sub, "connect") == 0)
+		return cmd_network_connect(&a);
 	if (strcmp(sub, "exists") == 0)
 		return cmd_network_exists(&a);
 	return unsupported(sub);

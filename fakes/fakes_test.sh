@@ -99,8 +99,8 @@ ms_now() { date +%s%3N; }
 
 { echo "$init"; echo "$inited"; echo '{"jsonrpc":"2.0","id":1,"method":"ping"}'; } | P
 ok $rc "the probe exits 0 at end of input"
-jcheck "initialize answers 2025-11-25, tools.listChanged, serverInfo" "$tmp/out" \
-	'r(0)["result"] == {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "mcpgate-probe", "version": "1"}}'
+jcheck "initialize answers 2025-11-25, its capabilities, serverInfo" "$tmp/out" \
+	'r(0)["result"] == {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True}, "prompts": {"listChanged": True}, "logging": {}, "completions": {}}, "serverInfo": {"name": "mcpgate-probe", "version": "1"}}'
 jcheck "notifications/initialized gets no answer; ping answers {}" "$tmp/out" \
 	'len(msgs) == 2 and r(1)["result"] == {} and r(1)["jsonrpc"] == "2.0"'
 
@@ -111,7 +111,7 @@ jcheck "initialize echoes 2025-06-18 and 2025-03-26, answers 2025-11-25 to other
 printf "$v" 1 2025-06-18 | P --protocol 2024-11-05
 jcheck "--protocol forces the answer's version" "$tmp/out" 'r(1)["result"]["protocolVersion"] == "2024-11-05"'
 
-all_tools='["echo","env","write_file","connect","status","slow","progress","crash","garbage","huge","stderr","changed"]'
+all_tools='["echo","env","write_file","connect","status","slow","progress","crash","garbage","huge","stderr","changed","touch","log","ask_sampling","ask_elicitation","ask_roots","notify","state"]'
 { echo "$init"; list 1; } | P
 jcheck "tools/list offers every tool in one page" "$tmp/out" \
 	"[t['name'] for t in r(1)['result']['tools']] == $all_tools and 'nextCursor' not in r(1)['result']"
@@ -120,11 +120,11 @@ jcheck "every tool has a description and an inputSchema object with properties a
 jcheck "annotations where natural (echo read-only, write_file destructive)" "$tmp/out" \
 	'r(1)["result"]["tools"][0]["annotations"]["readOnlyHint"] is True and r(1)["result"]["tools"][2]["annotations"]["destructiveHint"] is True'
 
-{ list 1; list 2 5; list 3 10; list 4 99; list 5 x; } | P --page-size 5
-jcheck "--page-size 5 pages 5, 5, 2 with nextCursor \"5\" then \"10\"" "$tmp/out" \
-	'[len(r(i)["result"]["tools"]) for i in (1, 2, 3)] == [5, 5, 2] and r(1)["result"]["nextCursor"] == "5" and r(2)["result"]["nextCursor"] == "10" and "nextCursor" not in r(3)["result"]'
+{ list 1; list 2 5; list 3 10; list 6 15; list 4 99; list 5 x; } | P --page-size 5
+jcheck "--page-size 5 pages 5, 5, 5, 4 with nextCursor \"5\", \"10\", \"15\"" "$tmp/out" \
+	'[len(r(i)["result"]["tools"]) for i in (1, 2, 3, 6)] == [5, 5, 5, 4] and r(1)["result"]["nextCursor"] == "5" and r(2)["result"]["nextCursor"] == "10" and r(3)["result"]["nextCursor"] == "15" and "nextCursor" not in r(6)["result"]'
 jcheck "the pages together are the whole list" "$tmp/out" \
-	"[t['name'] for i in (1, 2, 3) for t in r(i)['result']['tools']] == $all_tools"
+	"[t['name'] for i in (1, 2, 3, 6) for t in r(i)['result']['tools']] == $all_tools"
 jcheck "a bad cursor is -32602" "$tmp/out" 'err(4) == -32602 and err(5) == -32602'
 
 { list 1; call 2 env '{"name":"HOME"}'; } | P --tools echo,status
@@ -245,7 +245,7 @@ jcheck "after changed every description gains \" (changed)\"" "$tmp/out" \
 # protocol errors
 deep=$(printf '[%.0s' $(seq 100))$(printf ']%.0s' $(seq 100))
 {
-	echo '{"jsonrpc":"2.0","id":1,"method":"resources/list"}'
+	echo '{"jsonrpc":"2.0","id":1,"method":"nosuch/method"}'
 	echo '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nosuch"}}'
 	echo '{"jsonrpc":"2.0","id":3,"method":'
 	echo ''
@@ -275,6 +275,97 @@ print(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}), end="")
 ' | P
 jcheck "a 5 MB request line is read whole; a last line without newline counts" "$tmp/out" \
 	'len(text(1)) == 5000000 and r(2)["result"] == {}'
+
+# resources, prompts, completion, logging
+rq() { # rq ID METHOD PARAMS-JSON
+	printf '{"jsonrpc":"2.0","id":%s,"method":"%s","params":%s}\n' "$1" "$2" "$3"
+}
+{
+	rq 1 resources/list '{}'
+	rq 2 resources/list '{"cursor":"2"}'
+	rq 3 resources/list '{"cursor":"4"}'
+	rq 4 resources/list '{"cursor":"x"}'
+	rq 5 resources/templates/list '{}'
+	rq 6 resources/read '{"uri":"probe://greeting"}'
+	rq 7 resources/read '{"uri":"probe://echo/some text"}'
+	rq 8 resources/read '{"uri":"probe://item/3"}'
+	rq 9 resources/read '{"uri":"probe://nothing"}'
+	rq 10 resources/read '{}'
+} | P --resources 3 --page-size 2
+jcheck "resources/list: two static resources, then --resources 3 items, in pages of --page-size" "$tmp/out" \
+	'[x["uri"] for i in (1, 2, 3) for x in r(i)["result"]["resources"]] == ["probe://greeting", "probe://data.json", "probe://item/1", "probe://item/2", "probe://item/3"] and r(1)["result"]["nextCursor"] == "2" and "nextCursor" not in r(3)["result"] and err(4) == -32602'
+jcheck "resources/templates/list: probe://echo/{text}" "$tmp/out" \
+	'[x["uriTemplate"] for x in r(5)["result"]["resourceTemplates"]] == ["probe://echo/{text}"]'
+jcheck "resources/read: static, template and item resources; unknown is -32002 with the uri" "$tmp/out" \
+	'r(6)["result"]["contents"] == [{"uri": "probe://greeting", "mimeType": "text/plain", "text": "Hello from the probe"}] and r(7)["result"]["contents"][0]["text"] == "some text" and r(8)["result"]["contents"][0]["text"] == "item 3" and r(9)["error"]["code"] == -32002 and r(9)["error"]["data"] == {"uri": "probe://nothing"} and err(10) == -32602'
+
+{
+	rq 1 resources/subscribe '{"uri":"probe://greeting"}'
+	call 2 touch '{"uri":"probe://greeting"}'
+	call 3 touch '{"uri":"probe://data.json"}'
+	rq 4 resources/unsubscribe '{"uri":"probe://greeting"}'
+	call 5 touch '{"uri":"probe://greeting"}'
+} | P
+jcheck "touch sends notifications/resources/updated only for a subscribed uri" "$tmp/out" \
+	'[m["params"] for m in notes("notifications/resources/updated")] == [{"uri": "probe://greeting"}] and text(2) == "updated" and text(3) == "not subscribed" and r(4)["result"] == {} and text(5) == "not subscribed"'
+
+{
+	rq 1 prompts/list '{}'
+	rq 2 prompts/list '{"cursor":"2"}'
+	rq 3 prompts/get '{"name":"greet","arguments":{"name":"Ann"}}'
+	rq 4 prompts/get '{"name":"greet"}'
+	rq 5 prompts/get '{"name":"nosuch"}'
+	rq 6 prompts/get '{"name":"with_resource"}'
+	rq 7 completion/complete '{"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"name","value":"al"}}'
+	rq 8 completion/complete '{"ref":{"type":"ref/resource","uri":"probe://echo/{text}"},"argument":{"name":"text","value":"hel"}}'
+	rq 9 completion/complete '{"ref":{"type":"ref/prompt","name":"plain"},"argument":{"name":"x","value":""}}'
+} | P --page-size 2
+jcheck "prompts/list: greet (with its argument), plain, with_resource in pages" "$tmp/out" \
+	'[x["name"] for i in (1, 2) for x in r(i)["result"]["prompts"]] == ["greet", "plain", "with_resource"] and r(1)["result"]["prompts"][0]["arguments"][0]["name"] == "name"'
+jcheck "prompts/get: greet uses its argument; a missing argument or unknown prompt is -32602" "$tmp/out" \
+	'r(3)["result"]["messages"][0]["content"]["text"] == "Say hello to Ann." and err(4) == -32602 and err(5) == -32602 and r(6)["result"]["messages"][0]["content"]["resource"]["uri"] == "probe://greeting"'
+jcheck "completion/complete for greet's name and the echo template's text" "$tmp/out" \
+	'r(7)["result"]["completion"]["values"] == ["alice", "albert"] and r(8)["result"]["completion"]["values"] == ["hello", "help"] and err(9) == -32602'
+
+{
+	rq 1 logging/setLevel '{"level":"warning"}'
+	rq 2 logging/setLevel '{"level":"loud"}'
+	call 3 log '{"level":"error","text":"boom"}'
+	call 4 state '{}'
+	call 5 notify '{"method":"notifications/prompts/list_changed"}'
+	call 6 notify '{"method":"notifications/x","params":{"a":1}}'
+} | P
+jcheck "logging/setLevel records a level (a bad one is -32602); state reports it" "$tmp/out" \
+	'r(1)["result"] == {} and err(2) == -32602 and json.loads(text(4))["level"] == "warning"'
+jcheck "log sends notifications/message" "$tmp/out" \
+	'[m["params"] for m in notes("notifications/message")] == [{"level": "error", "logger": "probe", "data": "boom"}] and text(3) == "logged"'
+jcheck "notify sends the notification it is given" "$tmp/out" \
+	'len(notes("notifications/prompts/list_changed")) == 1 and notes("notifications/x")[0]["params"] == {"a": 1}'
+
+# ask_*: the request goes out, other messages are served meanwhile, the answer is the text
+{
+	echo '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}}'
+	call 1 ask_roots '{}'
+	echo '{"jsonrpc":"2.0","id":2,"method":"ping"}'
+	echo '{"jsonrpc":"2.0","id":"probe-ask-1","result":{"roots":[{"uri":"file:///w"}]}}'
+	call 3 ask_sampling '{"text":"hi"}'
+	echo '{"jsonrpc":"2.0","id":"probe-ask-2","error":{"code":-32601,"message":"refused"}}'
+	call 4 ask_elicitation '{"mode":"url"}'
+	echo '{"jsonrpc":"2.0","id":"probe-ask-3","result":{"action":"accept"}}'
+	call 5 state '{}'
+	call 7 ask_sampling '{"cancel":true}'
+	call 6 ask_elicitation '{}'
+} | P
+jcheck "ask_roots sends roots/list, answers ping meanwhile, returns the result" "$tmp/out" \
+	'msgs[1] == {"jsonrpc": "2.0", "id": "probe-ask-1", "method": "roots/list"} and r(2)["result"] == {} and json.loads(text(1)) == {"result": {"roots": [{"uri": "file:///w"}]}}'
+jcheck "ask_sampling sends sampling/createMessage; an error answer is an isError text" "$tmp/out" \
+	'notes("sampling/createMessage")[0]["params"]["messages"][0]["content"]["text"] == "hi" and json.loads(text(3)) == {"error": {"code": -32601, "message": "refused"}} and r(3)["result"]["isError"] is True'
+jcheck "ask_elicitation in url mode; state reports the client's capabilities" "$tmp/out" \
+	'notes("elicitation/create")[0]["params"]["mode"] == "url" and json.loads(text(4)) == {"result": {"action": "accept"}} and json.loads(text(5))["capabilities"] == {"roots": {}}'
+jcheck "ask_sampling with cancel sends the request, then notifications/cancelled for it" "$tmp/out" \
+	'notes("notifications/cancelled")[0]["params"] == {"requestId": notes("sampling/createMessage")[1]["id"], "reason": "probe changed its mind"} and text(7) == "cancelled"'
+jcheck "a request of the probe's whose answer never comes: the end of input is the answer" "$tmp/out" \
+	'notes("elicitation/create")[1]["params"]["mode"] == "form" and r(6)["result"]["isError"] is True'
 
 { for i in 1 2 3 4; do call $i echo "{\"text\":\"$i\"}"; done; } | P --crash-after 2
 ok $((rc != 1)) "--crash-after 2 exits 1 (got $rc)"

@@ -80,8 +80,76 @@ static const struct tool tools[] = {
      "}",
      NULL},
     {"changed", "Changes the tool list and sends notifications/tools/list_changed.", NO_ARGS, NULL},
+    {"touch", "Sends notifications/resources/updated for uri when it is subscribed.",
+     "{\"type\":\"object\",\"properties\":{\"uri\":{\"type\":\"string\"}},\"required\":[\"uri\"]}",
+     NULL},
+    {"log", "Sends notifications/message with the given level and text.",
+     "{\"type\":\"object\",\"properties\":{\"level\":{\"type\":\"string\"},\"text\":{\"type\":"
+     "\"string\"}},\"required\":[\"level\",\"text\"]}",
+     NULL},
+    {"ask_sampling",
+     "Asks the client sampling/createMessage; returns the answer as JSON text. With cancel, "
+     "cancels the request at once and answers \"cancelled\".",
+     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"},\"cancel\":{"
+     "\"type\":\"boolean\"}},\"required\":[]}",
+     NULL},
+    {"ask_elicitation", "Asks the client elicitation/create; returns the answer as JSON text.",
+     "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"},\"mode\":{"
+     "\"type\":\"string\",\"enum\":[\"form\",\"url\"]}},\"required\":[]}",
+     NULL},
+    {"ask_roots", "Asks the client roots/list; returns the answer as JSON text.", NO_ARGS, NULL},
+    {"notify", "Sends the notification method, with params (an object) when given.",
+     "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"},\"params\":{"
+     "\"type\":\"object\"}},\"required\":[\"method\"]}",
+     NULL},
+    {"state",
+     "Returns as JSON text the logging level set, the subscriptions, and the capabilities the "
+     "client declared.",
+     NO_ARGS, READ_ONLY},
 };
 #define N_TOOLS (sizeof tools / sizeof tools[0])
+
+struct resource {
+	const char *uri;
+	const char *name;
+	const char *mime;
+	const char *text;
+};
+
+static const struct resource resources[] = {
+    {"probe://greeting", "greeting", "text/plain", "Hello from the probe"},
+    {"probe://data.json", "data", "application/json", "{\"probe\":true}"},
+};
+#define N_RESOURCES   (sizeof resources / sizeof resources[0])
+#define ITEM_PREFIX   "probe://item/"
+#define ECHO_PREFIX   "probe://echo/"
+#define ECHO_TEMPLATE ECHO_PREFIX "{text}"
+
+struct prompt {
+	const char *name;
+	const char *description;
+	const char *arguments; /* raw JSON array, or NULL */
+};
+
+static const struct prompt prompts[] = {
+    {"greet", "Greets someone by name.",
+     "[{\"name\":\"name\",\"description\":\"who to greet\",\"required\":true}]"},
+    {"plain", "A prompt without arguments.", NULL},
+    {"with_resource", "A prompt that embeds probe://greeting and links probe://data.json.", NULL},
+};
+#define N_PROMPTS (sizeof prompts / sizeof prompts[0])
+
+static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
+                                         "error", "critical", "alert",  "emergency"};
+
+/* Input: lines of stdin, read on demand (also while a tool waits for the
+ * client's answer to a request of ours). */
+struct reader {
+	char *buf;
+	size_t cap, len, scan;
+	int discarding; /* dropping the rest of a line over MAX_LINE */
+	int eof;
+};
 
 struct probe {
 	const char *protocol; /* --protocol, or NULL to echo the client's */
@@ -100,6 +168,14 @@ struct probe {
 
 	int changed;
 	long long calls_answered;
+
+	struct reader in;
+	long long extra_resources; /* --resources N */
+	long long asked;           /* requests we sent the client */
+	char *log_level;           /* the last logging/setLevel, or NULL */
+	char **subs;               /* subscribed URIs */
+	size_t nsubs;
+	char *client_caps; /* raw JSON of initialize's capabilities, or NULL */
 };
 
 static void usage(const char *why)
@@ -110,7 +186,7 @@ static void usage(const char *why)
 	    "usage: mcpgate-probe [--tools a,b] [--page-size N] [--protocol V] [--crash-after N]\n"
 	    "         [--ignore-eof] [--stderr-banner TEXT] [--describe-suffix S]\n"
 	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
-	    "         [--garbage-first] [--huge-first BYTES]\n",
+	    "         [--garbage-first] [--huge-first BYTES] [--resources N]\n",
 	    stderr);
 	exit(2);
 }
@@ -191,6 +267,21 @@ static void send_error(const struct pj_span *id, int code, const char *message)
 	begin_message(&b, id);
 	pj_buf_addf(&b, ",\"error\":{\"code\":%d,\"message\":", code);
 	pj_put_cstring(&b, message);
+	pj_buf_adds(&b, "}}");
+	send_line(&b);
+	pj_buf_free(&b);
+}
+
+/* An error with data: raw_data is JSON */
+static void send_error_data(const struct pj_span *id, int code, const char *message,
+                            const char *raw_data)
+{
+	struct pj_buf b = {0};
+	begin_message(&b, id);
+	pj_buf_addf(&b, ",\"error\":{\"code\":%d,\"message\":", code);
+	pj_put_cstring(&b, message);
+	pj_buf_adds(&b, ",\"data\":");
+	pj_buf_adds(&b, raw_data);
 	pj_buf_adds(&b, "}}");
 	send_line(&b);
 	pj_buf_free(&b);
@@ -622,7 +713,578 @@ static void tool_changed(struct probe *p, struct pj_span id)
 	send_tool_ctext(&id, "ok", 0);
 }
 
+/* ---- input -------------------------------------------------------------- */
+
+/* The next line of input: 1 with a copy in *line (the caller frees it) and
+ * its length in *n; 2 for a line longer than MAX_LINE (dropped); 0 at the end
+ * of input. A last line without a newline still counts. */
+static int next_line(struct reader *r, char **line, size_t *n)
+{
+	for (;;) {
+		char *nl =
+		    r->len > r->scan ? memchr(r->buf + r->scan, '\n', r->len - r->scan) : NULL;
+		ssize_t got;
+		if (nl != NULL) {
+			size_t end = (size_t)(nl - r->buf);
+			int dropped = r->discarding;
+			if (!dropped) {
+				*line = pj_xmalloc(end + 1);
+				memcpy(*line, r->buf, end);
+				(*line)[end] = '\0';
+				*n = end;
+			}
+			memmove(r->buf, nl + 1, r->len - end - 1);
+			r->len -= end + 1;
+			r->scan = 0;
+			r->discarding = 0;
+			return dropped ? 2 : 1;
+		}
+		r->scan = r->len;
+		if (r->len > MAX_LINE) {
+			r->discarding = 1;
+			r->len = r->scan = 0;
+		}
+		if (r->eof) {
+			if (r->discarding) {
+				r->discarding = 0;
+				return 2;
+			}
+			if (r->len == 0)
+				return 0;
+			*line = pj_xmalloc(r->len + 1);
+			memcpy(*line, r->buf, r->len);
+			(*line)[r->len] = '\0';
+			*n = r->len;
+			r->len = r->scan = 0;
+			return 1;
+		}
+		if (r->cap - r->len < READ_CHUNK && r->cap < MAX_LINE + READ_CHUNK) {
+			size_t cap = r->cap == 0 ? READ_CHUNK : r->cap * 2;
+			r->cap = cap < MAX_LINE + READ_CHUNK ? cap : MAX_LINE + READ_CHUNK;
+			r->buf = pj_xrealloc(r->buf, r->cap);
+		}
+		got = read(0, r->buf + r->len, r->cap - r->len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			fprintf(stderr, "mcpgate-probe: read: %s\n", strerror(errno));
+		if (got <= 0)
+			r->eof = 1;
+		else
+			r->len += (size_t)got;
+	}
+}
+
+static void handle_line(struct probe *p, const char *line, size_t n);
+
+/* ---- resources, prompts, logging: tools ---------------------------------- */
+
+static int subscribed(const struct probe *p, const char *uri)
+{
+	size_t i;
+	for (i = 0; i < p->nsubs; i++)
+		if (strcmp(p->subs[i], uri) == 0)
+			return 1;
+	return 0;
+}
+
+static void tool_touch(struct probe *p, struct pj_span id, struct pj_span args)
+{
+	char *uri = NULL;
+	struct pj_buf b = {0};
+	if (arg_string(args, "uri", &uri) != 1) {
+		bad_argument(&id, "uri", "a string");
+		return;
+	}
+	if (!subscribed(p, uri)) {
+		free(uri);
+		send_tool_ctext(&id, "not subscribed", 0);
+		return;
+	}
+	pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\","
+	                "\"params\":{\"uri\":");
+	pj_put_cstring(&b, uri);
+	pj_buf_adds(&b, "}}");
+	send_line(&b);
+	pj_buf_free(&b);
+	free(uri);
+	send_tool_ctext(&id, "updated", 0);
+}
+
+static void tool_log(struct pj_span id, struct pj_span args)
+{
+	char *level = NULL, *text = NULL;
+	struct pj_buf b = {0};
+	if (arg_string(args, "level", &level) != 1 || arg_string(args, "text", &text) != 1) {
+		free(level);
+		free(text);
+		bad_argument(&id, "level and text", "strings");
+		return;
+	}
+	pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{"
+	                "\"level\":");
+	pj_put_cstring(&b, level);
+	pj_buf_adds(&b, ",\"logger\":\"probe\",\"data\":");
+	pj_put_cstring(&b, text);
+	pj_buf_adds(&b, "}}");
+	send_line(&b);
+	pj_buf_free(&b);
+	free(level);
+	free(text);
+	send_tool_ctext(&id, "logged", 0);
+}
+
+/* Send the client a request and wait for its answer, handling whatever else
+ * comes meanwhile; the tool's text is the answer's "result" or "error"
+ * member as JSON ({"result": ...} or {"error": ...}; isError for an error). */
+static void ask_client(struct probe *p, struct pj_span call_id, const char *method,
+                       const char *raw_params, int cancel)
+{
+	struct pj_buf id_copy = {0}, b = {0}, ask_id = {0};
+	struct pj_span id;
+	char *line;
+	size_t n;
+	int k;
+
+	/* the call's id lives in a line the nested reads free */
+	pj_buf_add(&id_copy, call_id.p, call_id.n);
+	id.p = id_copy.p;
+	id.n = id_copy.len;
+	pj_buf_addf(&ask_id, "probe-ask-%lld", ++p->asked);
+	pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	pj_put_cstring(&b, ask_id.p);
+	pj_buf_adds(&b, ",\"method\":");
+	pj_put_cstring(&b, method);
+	if (raw_params != NULL) {
+		pj_buf_adds(&b, ",\"params\":");
+		pj_buf_adds(&b, raw_params);
+	}
+	pj_buf_adds(&b, "}");
+	send_line(&b);
+	if (cancel) {
+		/* changed our mind: no answer is awaited */
+		pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+		                "\"params\":{\"requestId\":");
+		pj_put_cstring(&b, ask_id.p);
+		pj_buf_adds(&b, ",\"reason\":\"probe changed its mind\"}}");
+		send_line(&b);
+		send_tool_ctext(&id, "cancelled", 0);
+		goto out;
+	}
+	while ((k = next_line(&p->in, &line, &n)) != 0) {
+		struct pj_span msg, v, mid;
+		if (k == 2) {
+			send_error(NULL, -32700, "Parse error: line too long");
+			continue;
+		}
+		if (pj_parse(line, n, &msg) == 0 && pj_kind(msg) == PJ_OBJECT &&
+		    !pj_member(msg, "method", &v) && pj_member(msg, "id", &mid) &&
+		    pj_string_eq(mid, ask_id.p)) {
+			int is_error = pj_member(msg, "error", &v);
+			pj_buf_adds(&b, is_error ? "{\"error\":" : "{\"result\":");
+			if (is_error || pj_member(msg, "result", &v))
+				pj_buf_add(&b, v.p, v.n);
+			else
+				pj_buf_adds(&b, "null");
+			pj_buf_adds(&b, "}");
+			send_tool_text(&id, b.p, b.len, is_error);
+			free(line);
+			goto out;
+		}
+		handle_line(p, line, n);
+		free(line);
+	}
+	send_tool_ctext(&id, "{\"error\":\"the input ended before the answer\"}", 1);
+out:
+	pj_buf_free(&b);
+	pj_buf_free(&ask_id);
+	pj_buf_free(&id_copy);
+}
+
+static void tool_ask_sampling(struct probe *p, struct pj_span id, struct pj_span args)
+{
+	char *text = NULL;
+	struct pj_buf b = {0};
+	struct pj_span cancel;
+	int has_cancel = pj_member(args, "cancel", &cancel);
+	if (arg_string(args, "text", &text) < 0 || (has_cancel && pj_kind(cancel) != PJ_BOOL)) {
+		free(text);
+		bad_argument(&id, "text and cancel", "a string and a boolean");
+		return;
+	}
+	pj_buf_adds(&b,
+	            "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":");
+	pj_put_cstring(&b, text != NULL ? text : "Say something.");
+	pj_buf_adds(&b, "}}],\"maxTokens\":16,\"includeContext\":\"thisServer\"}");
+	free(text);
+	ask_client(p, id, "sampling/createMessage", b.p,
+	           has_cancel && cancel.n == 4 && memcmp(cancel.p, "true", 4) == 0);
+	pj_buf_free(&b);
+}
+
+static void tool_ask_elicitation(struct probe *p, struct pj_span id, struct pj_span args)
+{
+	char *message = NULL, *mode = NULL;
+	struct pj_buf b = {0};
+	if (arg_string(args, "message", &message) < 0 || arg_string(args, "mode", &mode) < 0 ||
+	    (mode != NULL && strcmp(mode, "form") != 0 && strcmp(mode, "url") != 0)) {
+		free(message);
+		free(mode);
+		bad_argument(&id, "message and mode", "strings (mode: form or url)");
+		return;
+	}
+	if (mode != NULL && strcmp(mode, "url") == 0) {
+		pj_buf_adds(&b, "{\"mode\":\"url\",\"message\":");
+		pj_put_cstring(&b, message != NULL ? message : "Open this page.");
+		pj_buf_addf(&b,
+		            ",\"elicitationId\":\"probe-e-%lld\",\"url\":"
+		            "\"https://example.com/probe\"}",
+		            p->asked + 1);
+	} else {
+		pj_buf_adds(&b, "{\"mode\":\"form\",\"message\":");
+		pj_put_cstring(&b, message != NULL ? message : "Your name?");
+		pj_buf_adds(&b,
+		            ",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"name\":{"
+		            "\"type\":\"string\"}},\"required\":[\"name\"]}}");
+	}
+	free(message);
+	free(mode);
+	ask_client(p, id, "elicitation/create", b.p, 0);
+	pj_buf_free(&b);
+}
+
+static void tool_notify(struct pj_span id, struct pj_span args)
+{
+	char *method = NULL;
+	struct pj_span params;
+	struct pj_buf b = {0};
+	int has_params = pj_member(args, "params", &params);
+	if (arg_string(args, "method", &method) != 1 ||
+	    (has_params && pj_kind(params) != PJ_OBJECT)) {
+		free(method);
+		bad_argument(&id, "method and params", "a string and an object");
+		return;
+	}
+	pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"method\":");
+	pj_put_cstring(&b, method);
+	if (has_params) {
+		pj_buf_adds(&b, ",\"params\":");
+		pj_buf_add(&b, params.p, params.n);
+	}
+	pj_buf_adds(&b, "}");
+	send_line(&b);
+	pj_buf_free(&b);
+	free(method);
+	send_tool_ctext(&id, "sent", 0);
+}
+
+static void tool_state(const struct probe *p, struct pj_span id)
+{
+	struct pj_buf b = {0};
+	size_t i;
+	pj_buf_adds(&b, "{\"level\":");
+	if (p->log_level != NULL)
+		pj_put_cstring(&b, p->log_level);
+	else
+		pj_buf_adds(&b, "null");
+	pj_buf_adds(&b, ",\"subscriptions\":[");
+	for (i = 0; i < p->nsubs; i++) {
+		if (i > 0)
+			pj_buf_adds(&b, ",");
+		pj_put_cstring(&b, p->subs[i]);
+	}
+	pj_buf_adds(&b, "],\"capabilities\":");
+	pj_buf_adds(&b, p->client_caps != NULL ? p->client_caps : "null");
+	pj_buf_adds(&b, "}");
+	send_tool_text(&id, b.p, b.len, 0);
+	pj_buf_free(&b);
+}
+
 /* ---- methods ------------------------------------------------------------ */
+
+/* The page [*start, *end) of a list of count items: "cursor" is the index of
+ * the first as a decimal string; pages of --page-size. -1 after answering a
+ * bad cursor. */
+static int page_bounds(const struct probe *p, struct pj_span id, struct pj_span params,
+                       long long count, long long *start, long long *end)
+{
+	struct pj_span v;
+	*start = 0;
+	if (pj_member(params, "cursor", &v) && pj_kind(v) != PJ_NULL) {
+		char *s = pj_string(v, NULL);
+		int bad = s == NULL || parse_number(s, 0, count, start) < 0;
+		free(s);
+		if (bad) {
+			send_error(&id, -32602, "Invalid cursor");
+			return -1;
+		}
+	}
+	*end = count;
+	if (p->page_size > 0 && *start + p->page_size < count)
+		*end = *start + p->page_size;
+	return 0;
+}
+
+static void end_page(struct pj_buf *b, long long end, long long count)
+{
+	pj_buf_adds(b, "]");
+	if (end < count)
+		pj_buf_addf(b, ",\"nextCursor\":\"%lld\"", end);
+	pj_buf_adds(b, "}");
+}
+
+static void method_resources_list(const struct probe *p, struct pj_span id, struct pj_span params)
+{
+	long long count = (long long)N_RESOURCES + p->extra_resources, start, end, k;
+	struct pj_buf b = {0};
+	if (page_bounds(p, id, params, count, &start, &end) < 0)
+		return;
+	pj_buf_adds(&b, "{\"resources\":[");
+	for (k = start; k < end; k++) {
+		if (k > start)
+			pj_buf_adds(&b, ",");
+		if (k < (long long)N_RESOURCES) {
+			const struct resource *r = &resources[k];
+			pj_buf_adds(&b, "{\"uri\":");
+			pj_put_cstring(&b, r->uri);
+			pj_buf_adds(&b, ",\"name\":");
+			pj_put_cstring(&b, r->name);
+			pj_buf_adds(&b, ",\"mimeType\":");
+			pj_put_cstring(&b, r->mime);
+			pj_buf_adds(&b, "}");
+		} else {
+			long long item = k - (long long)N_RESOURCES + 1;
+			pj_buf_addf(&b,
+			            "{\"uri\":\"" ITEM_PREFIX "%lld\",\"name\":\"item-%lld\","
+			            "\"mimeType\":\"text/plain\"}",
+			            item, item);
+		}
+	}
+	end_page(&b, end, count);
+	send_result(&id, b.p);
+	pj_buf_free(&b);
+}
+
+static void method_templates_list(const struct probe *p, struct pj_span id, struct pj_span params)
+{
+	long long start, end;
+	struct pj_buf b = {0};
+	if (page_bounds(p, id, params, 1, &start, &end) < 0)
+		return;
+	pj_buf_adds(&b, "{\"resourceTemplates\":[");
+	if (start < end)
+		pj_buf_adds(&b, "{\"uriTemplate\":\"" ECHO_TEMPLATE "\",\"name\":\"echo\","
+		                "\"description\":\"Reads back the text in its URI.\","
+		                "\"mimeType\":\"text/plain\"}");
+	end_page(&b, end, 1);
+	send_result(&id, b.p);
+	pj_buf_free(&b);
+}
+
+static void send_contents(struct pj_span id, const char *uri, const char *mime, const char *text)
+{
+	struct pj_buf b = {0};
+	pj_buf_adds(&b, "{\"contents\":[{\"uri\":");
+	pj_put_cstring(&b, uri);
+	pj_buf_adds(&b, ",\"mimeType\":");
+	pj_put_cstring(&b, mime);
+	pj_buf_adds(&b, ",\"text\":");
+	pj_put_cstring(&b, text);
+	pj_buf_adds(&b, "}]}");
+	send_result(&id, b.p);
+	pj_buf_free(&b);
+}
+
+static void method_resources_read(const struct probe *p, struct pj_span id, struct pj_span params)
+{
+	char *uri = NULL;
+	long long item;
+	size_t i;
+	if (arg_string(params, "uri", &uri) != 1) {
+		send_error(&id, -32602, "resources/read needs a uri");
+		return;
+	}
+	for (i = 0; i < N_RESOURCES; i++)
+		if (strcmp(uri, resources[i].uri) == 0) {
+			send_contents(id, uri, resources[i].mime, resources[i].text);
+			free(uri);
+			return;
+		}
+	if (strncmp(uri, ITEM_PREFIX, strlen(ITEM_PREFIX)) == 0 &&
+	    parse_number(uri + strlen(ITEM_PREFIX), 1, p->extra_resources, &item) == 0) {
+		struct pj_buf t = {0};
+		pj_buf_addf(&t, "item %lld", item);
+		send_contents(id, uri, "text/plain", t.p);
+		pj_buf_free(&t);
+	} else if (strncmp(uri, ECHO_PREFIX, strlen(ECHO_PREFIX)) == 0) {
+		send_contents(id, uri, "text/plain", uri + strlen(ECHO_PREFIX));
+	} else {
+		struct pj_buf d = {0};
+		pj_buf_adds(&d, "{\"uri\":");
+		pj_put_cstring(&d, uri);
+		pj_buf_adds(&d, "}");
+		send_error_data(&id, -32002, "Resource not found", d.p);
+		pj_buf_free(&d);
+	}
+	free(uri);
+}
+
+static void method_subscribe(struct probe *p, struct pj_span id, struct pj_span params, int on)
+{
+	char *uri = NULL;
+	size_t i;
+	if (arg_string(params, "uri", &uri) != 1) {
+		send_error(&id, -32602, "a uri is needed");
+		return;
+	}
+	for (i = 0; i < p->nsubs; i++)
+		if (strcmp(p->subs[i], uri) == 0)
+			break;
+	if (on && i == p->nsubs) {
+		p->subs = pj_xrealloc(p->subs, (p->nsubs + 1) * sizeof *p->subs);
+		p->subs[p->nsubs++] = uri;
+		uri = NULL;
+	} else if (!on && i < p->nsubs) {
+		free(p->subs[i]);
+		p->subs[i] = p->subs[--p->nsubs];
+	}
+	free(uri);
+	send_result(&id, "{}");
+}
+
+static void method_prompts_list(const struct probe *p, struct pj_span id, struct pj_span params)
+{
+	long long start, end, k;
+	struct pj_buf b = {0};
+	if (page_bounds(p, id, params, (long long)N_PROMPTS, &start, &end) < 0)
+		return;
+	pj_buf_adds(&b, "{\"prompts\":[");
+	for (k = start; k < end; k++) {
+		const struct prompt *pr = &prompts[k];
+		if (k > start)
+			pj_buf_adds(&b, ",");
+		pj_buf_adds(&b, "{\"name\":");
+		pj_put_cstring(&b, pr->name);
+		pj_buf_adds(&b, ",\"description\":");
+		pj_put_cstring(&b, pr->description);
+		if (pr->arguments != NULL) {
+			pj_buf_adds(&b, ",\"arguments\":");
+			pj_buf_adds(&b, pr->arguments);
+		}
+		pj_buf_adds(&b, "}");
+	}
+	end_page(&b, end, (long long)N_PROMPTS);
+	send_result(&id, b.p);
+	pj_buf_free(&b);
+}
+
+static void method_prompts_get(struct pj_span id, struct pj_span params)
+{
+	struct pj_span v, args = {"{}", 2};
+	struct pj_buf b = {0};
+	char *who = NULL;
+	if (pj_member(params, "arguments", &v) && pj_kind(v) == PJ_OBJECT)
+		args = v;
+	if (!pj_member(params, "name", &v) || pj_kind(v) != PJ_STRING) {
+		send_error(&id, -32602, "prompts/get needs a name");
+		return;
+	}
+	if (pj_string_eq(v, "greet")) {
+		if (arg_string(args, "name", &who) != 1) {
+			send_error(&id, -32602, "Missing required argument: name");
+			return;
+		}
+		pj_buf_adds(&b,
+		            "{\"description\":\"Greets someone by name.\",\"messages\":[{\"role\":"
+		            "\"user\",\"content\":{\"type\":\"text\",\"text\":");
+		{
+			struct pj_buf t = {0};
+			pj_buf_addf(&t, "Say hello to %s.", who);
+			pj_put_string(&b, t.p, t.len);
+			pj_buf_free(&t);
+		}
+		pj_buf_adds(&b, "}}]}");
+		free(who);
+	} else if (pj_string_eq(v, "plain")) {
+		pj_buf_adds(&b, "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\","
+		                "\"text\":\"A plain prompt.\"}}]}");
+	} else if (pj_string_eq(v, "with_resource")) {
+		pj_buf_adds(
+		    &b, "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"resource\","
+		        "\"resource\":{\"uri\":\"probe://greeting\",\"mimeType\":\"text/plain\","
+		        "\"text\":\"Hello from the probe\"}}},{\"role\":\"user\",\"content\":{"
+		        "\"type\":\"resource_link\",\"uri\":\"probe://data.json\",\"name\":"
+		        "\"data\"}}]}");
+	} else {
+		char *name = pj_string(v, NULL);
+		struct pj_buf m = {0};
+		pj_buf_adds(&m, "Unknown prompt: ");
+		pj_buf_adds(&m, name);
+		send_error(&id, -32602, m.p);
+		pj_buf_free(&m);
+		free(name);
+		return;
+	}
+	send_result(&id, b.p);
+	pj_buf_free(&b);
+}
+
+static void method_complete(struct pj_span id, struct pj_span params)
+{
+	static const char *const names[] = {"alice", "albert", "bob"};
+	static const char *const words[] = {"hello", "help", "world"};
+	const char *const *from = NULL;
+	struct pj_span ref, arg, v;
+	char *value = NULL;
+	struct pj_buf b = {0};
+	size_t i, n = 0;
+	if (!pj_member(params, "ref", &ref) || !pj_member(params, "argument", &arg) ||
+	    arg_string(arg, "value", &value) != 1) {
+		send_error(&id, -32602, "completion/complete needs ref and argument");
+		return;
+	}
+	if (pj_member(ref, "type", &v) && pj_string_eq(v, "ref/prompt") &&
+	    pj_member(ref, "name", &v) && pj_string_eq(v, "greet") && pj_member(arg, "name", &v) &&
+	    pj_string_eq(v, "name"))
+		from = names;
+	else if (pj_member(ref, "type", &v) && pj_string_eq(v, "ref/resource") &&
+	         pj_member(ref, "uri", &v) && pj_string_eq(v, ECHO_TEMPLATE) &&
+	         pj_member(arg, "name", &v) && pj_string_eq(v, "text"))
+		from = words;
+	if (from == NULL) {
+		free(value);
+		send_error(&id, -32602, "Unknown reference or argument");
+		return;
+	}
+	pj_buf_adds(&b, "{\"completion\":{\"values\":[");
+	for (i = 0; i < 3; i++) {
+		if (strncmp(from[i], value, strlen(value)) != 0)
+			continue;
+		if (n++ > 0)
+			pj_buf_adds(&b, ",");
+		pj_put_cstring(&b, from[i]);
+	}
+	pj_buf_addf(&b, "],\"total\":%zu,\"hasMore\":false}}", n);
+	free(value);
+	send_result(&id, b.p);
+	pj_buf_free(&b);
+}
+
+static void method_set_level(struct probe *p, struct pj_span id, struct pj_span params)
+{
+	char *level = NULL;
+	size_t i;
+	if (arg_string(params, "level", &level) == 1)
+		for (i = 0; i < sizeof log_levels / sizeof log_levels[0]; i++)
+			if (strcmp(level, log_levels[i]) == 0) {
+				free(p->log_level);
+				p->log_level = level;
+				send_result(&id, "{}");
+				return;
+			}
+	free(level);
+	send_error(&id, -32602, "Invalid level");
+}
 
 static int barrier_entries(const char *dir)
 {
@@ -673,9 +1335,17 @@ static void method_initialize(struct probe *p, struct pj_span id, struct pj_span
 				version = known[i];
 	if (p->protocol != NULL)
 		version = p->protocol;
+	if (pj_member(params, "capabilities", &v)) {
+		free(p->client_caps);
+		p->client_caps = pj_xmalloc(v.n + 1);
+		memcpy(p->client_caps, v.p, v.n);
+		p->client_caps[v.n] = '\0';
+	}
 	pj_buf_adds(&b, "{\"protocolVersion\":");
 	pj_put_cstring(&b, version);
-	pj_buf_adds(&b, ",\"capabilities\":{\"tools\":{\"listChanged\":true}},"
+	pj_buf_adds(&b, ",\"capabilities\":{\"tools\":{\"listChanged\":true},\"resources\":{"
+	                "\"subscribe\":true,\"listChanged\":true},\"prompts\":{\"listChanged\":"
+	                "true},\"logging\":{},\"completions\":{}},"
 	                "\"serverInfo\":{\"name\":\"mcpgate-probe\",\"version\":\"1\"}}");
 	send_result(&id, b.p);
 	pj_buf_free(&b);
@@ -793,8 +1463,22 @@ static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span
 			tool_huge(id, args);
 		else if (strcmp(name, "stderr") == 0)
 			tool_stderr(id, args);
-		else
+		else if (strcmp(name, "changed") == 0)
 			tool_changed(p, id);
+		else if (strcmp(name, "touch") == 0)
+			tool_touch(p, id, args);
+		else if (strcmp(name, "log") == 0)
+			tool_log(id, args);
+		else if (strcmp(name, "ask_sampling") == 0)
+			tool_ask_sampling(p, id, args);
+		else if (strcmp(name, "ask_elicitation") == 0)
+			tool_ask_elicitation(p, id, args);
+		else if (strcmp(name, "ask_roots") == 0)
+			ask_client(p, id, "roots/list", NULL, 0);
+		else if (strcmp(name, "notify") == 0)
+			tool_notify(id, args);
+		else
+			tool_state(p, id);
 	}
 	p->calls_answered++;
 	if (p->crash_after > 0 && p->calls_answered >= p->crash_after) {
@@ -865,6 +1549,24 @@ static void handle_line(struct probe *p, const char *line, size_t n)
 		method_tools_list(p, id, params);
 	} else if (pj_string_eq(method, "tools/call")) {
 		method_tools_call(p, id, params);
+	} else if (pj_string_eq(method, "resources/list")) {
+		method_resources_list(p, id, params);
+	} else if (pj_string_eq(method, "resources/templates/list")) {
+		method_templates_list(p, id, params);
+	} else if (pj_string_eq(method, "resources/read")) {
+		method_resources_read(p, id, params);
+	} else if (pj_string_eq(method, "resources/subscribe")) {
+		method_subscribe(p, id, params, 1);
+	} else if (pj_string_eq(method, "resources/unsubscribe")) {
+		method_subscribe(p, id, params, 0);
+	} else if (pj_string_eq(method, "prompts/list")) {
+		method_prompts_list(p, id, params);
+	} else if (pj_string_eq(method, "prompts/get")) {
+		method_prompts_get(id, params);
+	} else if (pj_string_eq(method, "completion/complete")) {
+		method_complete(id, params);
+	} else if (pj_string_eq(method, "logging/setLevel")) {
+		method_set_level(p, id, params);
 	} else {
 		char *name = pj_string(method, NULL);
 		struct pj_buf b = {0};
@@ -880,52 +1582,17 @@ static void handle_line(struct probe *p, const char *line, size_t n)
  * skipped and answered with a parse error. */
 static void serve(struct probe *p)
 {
-	size_t cap = READ_CHUNK, len = 0, scan = 0;
-	char *buf = pj_xmalloc(cap);
-	int discarding = 0;
-
-	for (;;) {
-		size_t start = 0;
-		char *nl;
-		ssize_t r;
-
-		if (cap - len < READ_CHUNK && cap < MAX_LINE + READ_CHUNK) {
-			cap = cap * 2 < MAX_LINE + READ_CHUNK ? cap * 2 : MAX_LINE + READ_CHUNK;
-			buf = pj_xrealloc(buf, cap);
-		}
-		r = read(0, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
+	char *line;
+	size_t n;
+	int k;
+	while ((k = next_line(&p->in, &line, &n)) != 0) {
+		if (k == 2) {
+			send_error(NULL, -32700, "Parse error: line too long");
 			continue;
-		if (r < 0)
-			fprintf(stderr, "mcpgate-probe: read: %s\n", strerror(errno));
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		while ((nl = memchr(buf + scan, '\n', len - scan)) != NULL) {
-			size_t end = (size_t)(nl - buf);
-			if (discarding)
-				send_error(NULL, -32700, "Parse error: line too long");
-			else
-				handle_line(p, buf + start, end - start);
-			discarding = 0;
-			start = scan = end + 1;
 		}
-		scan = len;
-		if (start > 0) {
-			memmove(buf, buf + start, len - start);
-			len -= start;
-			scan -= start;
-		}
-		if (len > MAX_LINE) {
-			discarding = 1;
-			len = scan = 0;
-		}
+		handle_line(p, line, n);
+		free(line);
 	}
-	if (discarding)
-		send_error(NULL, -32700, "Parse error: line too long");
-	else if (len > 0)
-		handle_line(p, buf, len);
-	free(buf);
 }
 
 static void select_tools(struct probe *p, const char *list)
@@ -997,6 +1664,8 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->garbage_first = 1;
 		} else if ((v = option_value(argc, argv, &i, "--tools")) != NULL) {
 			select_tools(p, v);
+		} else if ((v = option_value(argc, argv, &i, "--resources")) != NULL) {
+			number_option("--resources", v, 0, 1000000, &p->extra_resources);
 		} else if ((v = option_value(argc, argv, &i, "--page-size")) != NULL) {
 			number_option("--page-size", v, 0, 1000000, &p->page_size);
 		} else if ((v = option_value(argc, argv, &i, "--protocol")) != NULL) {
@@ -1077,5 +1746,11 @@ int main(int argc, char **argv)
 		for (;;)
 			pause();
 	free(p.barrier_dir);
+	free(p.in.buf);
+	free(p.log_level);
+	free(p.client_caps);
+	for (i = 0; i < p.nsubs; i++)
+		free(p.subs[i]);
+	free(p.subs);
 	return 0;
 }

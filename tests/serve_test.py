@@ -10,7 +10,9 @@ import glob
 import json
 import os
 import shutil
+import re
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +29,7 @@ t = Tap()
 
 
 class Fixture:
-    def __init__(self, servers, config="", images=(IMAGE,)):
+    def __init__(self, servers, config="", images=(IMAGE,), runtime="podman"):
         self.dir = tempfile.mkdtemp(prefix="mcpgate-serve-test-")
         self.rt = os.path.join(self.dir, "rt")
         self.conf = os.path.join(self.dir, "conf")
@@ -35,20 +37,22 @@ class Fixture:
         self.ws = os.path.join(self.dir, "ws")
         for d in (self.rt, self.conf, self.state, self.ws):
             os.makedirs(d)
-        shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.rt, "podman"))
+        self.runtime = runtime
+        shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.rt, runtime))
         shutil.copy(os.path.join(FAKES, "mcpgate-probe"), os.path.join(self.rt, "mcpgate-probe"))
         with open(os.path.join(self.rt, "images"), "w") as f:
             f.write("".join(i + "\n" for i in images))
         with open(os.path.join(self.conf, "mcp.toml"), "w") as f:
             f.write(servers)
         with open(os.path.join(self.conf, "config.toml"), "w") as f:
-            f.write('[mcp]\nruntime = "podman"\n' + config)
+            f.write('[mcp]\nruntime = "%s"\n' % runtime + config)
 
     def env(self, extra=None):
         e = {
             "PATH": self.rt + ":/usr/bin:/bin",
             "HOME": self.dir,
             "XDG_STATE_HOME": self.state,
+            "XDG_DATA_HOME": os.path.join(self.dir, "data"),
             "XDG_CONFIG_HOME": os.path.join(self.dir, "nowhere"),
             "MCPGATE_LOG": "debug",
             "MCPGATE_TEST_NOT_FOR_SERVERS": "leak-canary",
@@ -56,6 +60,15 @@ class Fixture:
         if extra:
             e.update(extra)
         return e
+
+    def mcpgate(self, *args):
+        return subprocess.run([MCPGATE] + list(args) + ["--config", self.conf],
+                              env=self.env(), capture_output=True, text=True, timeout=60,
+                              cwd=self.ws)
+
+    def mcp_toml(self):
+        with open(os.path.join(self.conf, "mcp.toml")) as fh:
+            return fh.read()
 
     def start(self, extra_env=None):
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "wb")
@@ -90,13 +103,29 @@ class Fixture:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def server(name, tools_on=("echo",), args=None, image=IMAGE, extra=""):
+PROBE_HASH = None  # the probe's manifest hash, learnt once through `mcpgate review`
+
+
+def learn_probe_hash():
+    f = Fixture('[[server]]\nname = "probe"\ntransport = "container"\nimage = "%s"\n' % IMAGE)
+    r = f.mcpgate("review", "probe")
+    f.cleanup()
+    m = re.search(r"^manifest: (sha256:[0-9a-f]{64})$", r.stdout, re.M)
+    if not m:
+        raise RuntimeError("mcpgate review printed no manifest: %s %s" % (r.stdout, r.stderr))
+    return m.group(1)
+
+
+def server(name, tools_on=("echo",), args=None, image=IMAGE, extra="", pinned=True,
+           effect="read"):
     s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, image)
+    if pinned:
+        s += 'manifest = "%s"\n' % PROBE_HASH
     if args:
         s += "args = [%s]\n" % ", ".join(json.dumps(a) for a in args)
     s += extra
     for tool in tools_on:
-        s += "[server.tools.%s]\non = true\n" % tool
+        s += "[server.tools.%s]\non = true\neffect = \"%s\"\n" % (tool, effect)
     return s
 
 
@@ -140,8 +169,9 @@ def test_basic_session():
          "a tool that is off is an unknown tool", r)
     r = c.call("nosuch__tool")
     t.ok(r.get("error", {}).get("code") == -32602, "an unknown tool gets -32602", r)
-    r = c.request("resources/list")
-    t.ok(r.get("error", {}).get("code") == -32601, "a method mcpgate does not offer gets -32601")
+    r = c.request("no/such/method")
+    t.ok(r.get("error", {}).get("code") == -32601, "a method mcpgate does not offer gets -32601",
+         r)
     r = c.request("ping")
     t.ok(r.get("result") == {}, "ping answers {}")
     status = c.close()
@@ -248,13 +278,13 @@ def test_crash():
 
 
 def test_huge_and_garbage():
-    f = Fixture(server("probe", ("echo", "huge", "garbage", "stderr")), config="line_max = 4096\n")
+    f = Fixture(server("probe", ("echo", "huge", "garbage", "stderr")), config="line_max = 65536\n")
     c = f.start()
     c.initialize()
     c.request("tools/list")
     r = c.call("probe__huge", {"bytes": 100000})
     msg = r.get("error", {}).get("message", "")
-    t.ok("line of more than" in msg and "4096" in msg,
+    t.ok("line of more than" in msg and "65536" in msg,
          "a line over line_max fails the call with the limit named", r)
     r = c.call("probe__echo", {"text": "still here"})
     t.ok(text_of(r) == "still here", "the server keeps working after an overlong line", r)
@@ -269,6 +299,97 @@ def test_huge_and_garbage():
     exits = events(f.audit(), "server.exit")
     t.ok(exits and "secret-looking log line" in exits[0]["stderr"],
          "its stderr is kept in the audit log", exits)
+    f.cleanup()
+
+
+def test_overlong_at_start():
+    f = Fixture(server("big") + server("small"), config="line_max = 1024\n")
+    c = f.start()
+    c.initialize()
+    t0 = time.monotonic()
+    names = tool_names(c.request("tools/list", timeout=20))
+    t.ok(names == [] and time.monotonic() - t0 < 10,
+         "a tools/list answer over line_max fails the start at once, not at the deadline", names)
+    un = events(f.audit(), "server.unavailable") if c.close() == 0 else []
+    t.ok(len(un) == 2 and "line_max" in un[0]["reason"], "and says why", un)
+    f.cleanup()
+
+
+SECRET = "ghp_S3cretValue_for_tests_0123456789"
+
+
+def test_credentials():
+    import base64
+    import urllib.parse
+    eg = 'egress = "%s"\n' % os.path.join(FAKES, "mcpgate-probe")
+    net = ('network = ["api.example.com"]\ncredential = "gh"\nposition = "env:GITHUB_TOKEN"\n')
+    wide = ('network = ["api.example.com", "other.example.com"]\ncredential = "gh"\n'
+            'position = "env:GITHUB_TOKEN"\n')
+    f = Fixture(server("net", tools_on=("echo", "env", "stderr"), extra=net) +
+                server("wide", extra=wide) + server("quiet"), config=eg)
+    r = subprocess.run([MCPGATE, "secret", "set", "gh"], input=SECRET + "\n", env=f.env(),
+                       capture_output=True, text=True, timeout=30)
+    t.ok(r.returncode == 0, "secret set reads the value from standard input", r.stderr)
+    r = subprocess.run([MCPGATE, "secret", "bind", "gh", "--host", "api.example.com",
+                        "--position", "env:GITHUB_TOKEN"], env=f.env(), capture_output=True,
+                       text=True, timeout=30)
+    t.ok(r.returncode == 0, "secret bind", r.stderr)
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["net__echo", "net__env", "net__stderr", "quiet__echo"],
+         "a server bound for every host starts; one with an unbound host does not", names)
+    notes = " ".join(n["params"]["data"] for n in c.notifications
+                     if n["method"] == "notifications/message")
+    t.ok("not bound for host other.example.com" in notes and SECRET not in notes,
+         "the refusal names the host, never the value", notes)
+    runs = [x for x in f.runtime_log() if x["argv"][1:2] == ["run"] and
+            any(a.startswith("mcpgate-net-") and not a.endswith("-egress") for a in x["argv"])]
+    t.ok(len(runs) == 1 and "--env=GITHUB_TOKEN" in runs[0]["argv"] and
+         runs[0]["env"].get("GITHUB_TOKEN") == SECRET and SECRET not in " ".join(runs[0]["argv"]),
+         "the value reaches the runtime only in its environment; argv says --env=NAME")
+    r = c.call("net__env", {"name": "GITHUB_TOKEN"})
+    t.ok(text_of(r) == "[redacted:gh]", "the server has it; what it returns is redacted", r)
+    forms = {"value": SECRET, "base64": base64.b64encode(SECRET.encode()).decode().rstrip("="),
+             "base64url": base64.urlsafe_b64encode(SECRET.encode()).decode().rstrip("="),
+             "hex": SECRET.encode().hex(),
+             "percent": urllib.parse.quote(SECRET, safe="")}
+    for how, text in forms.items():
+        r = c.call("quiet__echo", {"text": "x " + text + " y"})
+        msg = r.get("error", {}).get("message", "")
+        t.ok("credential gh" in msg and SECRET not in msg and "(its " in msg,
+             "its %s form in arguments to a server it is not bound for is refused" % how, r)
+        r = c.call("net__echo", {"text": "x " + text + " y"})
+        t.ok("result" in r and text_of(r) == "x [redacted:gh] y",
+             "to its bound server it goes, and its %s form comes back redacted" % how, r)
+    r = c.call("quiet__echo", {"text": "nested", "deep": {"list": [1, {"k": SECRET}]}})
+    t.ok("error" in r, "a value nested in objects and arrays is found", r)
+    r = c.call("net__stderr", {"text": "token=" + SECRET})
+    t.ok("result" in r, "the server writes the value to its stderr")
+    r = subprocess.run([MCPGATE, "secret", "unbind", "gh"], env=f.env(), capture_output=True,
+                       text=True, timeout=30)
+    r = c.call("net__echo", {"text": "after"})
+    t.ok("error" in r and "no longer bound" in r["error"]["message"],
+         "once the binding is gone, the next call is refused", r)
+    c.close()
+    audit = f.audit()
+    checks = events(audit, "egress.check")
+    t.ok(any(x["server"] == "net" and x["allowed"] for x in checks) and
+         any(x["server"] == "wide" and x["host"] == "other.example.com" and not x["allowed"]
+             for x in checks) and all(x["position"] == "env:GITHUB_TOKEN" for x in checks),
+         "every lookup is an egress.check record", checks)
+    exits = [e for e in events(audit, "server.exit") if e["server"] == "net"]
+    t.ok(exits and "token=[redacted:gh]" in exits[0]["stderr"], "stderr is redacted in the log",
+         exits)
+    leaked = []
+    for base in (f.conf, os.path.join(f.dir, "data"), f.state):
+        for root, _, files in os.walk(base):
+            for name in files:
+                with open(os.path.join(root, name), "rb") as fh:
+                    data = fh.read()
+                if any(v.encode() in data for v in forms.values()):
+                    leaked.append(os.path.join(root, name))
+    t.ok(leaked == [], "the value is in no file under the config, data and state dirs", leaked)
     f.cleanup()
 
 
@@ -385,8 +506,285 @@ def test_bad_client_lines():
     f.cleanup()
 
 
-for case in (test_basic_session, test_parallel_start, test_registration_order, test_crash,
-             test_huge_and_garbage, test_missing_image, test_all_tools_off,
+def test_withheld():
+    f = Fixture(server("unpinned", pinned=False) +
+                server("changed", args=["--describe-suffix", " (v2)"]) + server("pinned"))
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["pinned__echo"], "servers whose manifest is not the approved one offer nothing",
+         names)
+    notes = [n["params"]["data"] for n in c.notifications if n["method"] == "notifications/message"]
+    t.ok(any("unpinned" in n and "not approved" in n and "mcpgate review unpinned" in n
+             for n in notes), "the client is told an unapproved server is withheld, and how", notes)
+    t.ok(any("changed" in n and "changed since approval" in n for n in notes),
+         "and that a changed one is withheld", notes)
+    r = c.call("changed__echo", {"text": "x"})
+    t.ok("error" in r, "a withheld server's tool cannot be called", r)
+    r = c.call("pinned__echo", {"text": "still"})
+    t.ok(text_of(r) == "still", "everything else keeps working", r)
+    c.close()
+    held = {w["server"]: w for w in events(f.audit(), "server.withheld")}
+    t.ok(held.get("unpinned", {}).get("reason") == "unapproved" and
+         held["unpinned"]["approved"] is None, "server.withheld: unapproved", held)
+    ch = held.get("changed", {})
+    t.ok(ch.get("reason") == "changed" and ch.get("approved") == PROBE_HASH and
+         ch.get("live", "").startswith("sha256:") and ch.get("live") != PROBE_HASH,
+         "server.withheld: changed, with the approved and the live hash", ch)
+    t.ok(f.containers() == [], "withheld servers' containers are gone", f.containers())
+    f.cleanup()
+
+
+def test_review_approve():
+    text = ('# my servers, in my words\n'
+            '[[server]]\n'
+            'name = "probe"   # the probe\n'
+            'transport = "container"\n'
+            'image = "%s"\n'
+            '\n'
+            '# echo is fine\n'
+            '[server.tools.echo]\n'
+            'on = true\n'
+            '\n'
+            '[[server]]\n'
+            'name = "other"\n'
+            'transport = "container"\n'
+            'image = "%s"\n' % (IMAGE, IMAGE))
+    f = Fixture(text)
+    r = f.mcpgate("approve", "probe")
+    t.ok(r.returncode == 1 and "has not been reviewed" in r.stderr,
+         "approve before review is refused", r.stderr)
+    r = f.mcpgate("review", "probe")
+    t.ok(r.returncode == 0, "review runs the server and reads its manifest", r.stderr)
+    t.ok("approved: none yet" in r.stdout and "  echo  [effect: undeclared, on]" in r.stdout and
+         "input: text: string (required)" in r.stdout,
+         "review shows each tool, its effect and a summary of its input", r.stdout)
+    t.ok(f.containers() == [], "review removes its container", f.containers())
+    r = f.mcpgate("approve", "probe", "--tool", "env", "--on", "--effect", "read",
+                  "--tool", "echo", "--effect", "write")
+    t.ok(r.returncode == 0 and "approved probe" in r.stdout, "approve pins the manifest", r.stderr)
+    after = f.mcp_toml()
+    t.ok(after.startswith(text.split("[[server]]\nname = \"other\"")[0].split("[server.tools.echo]")[0]
+                          .replace('image = "%s"\n' % IMAGE, 'image = "%s"\nmanifest = "%s"\n'
+                                   % (IMAGE, PROBE_HASH))),
+         "the manifest line goes in after the server's keys; comments stay", after)
+    t.ok("# echo is fine\n[server.tools.echo]\neffect = \"write\"\non = true\n" in after,
+         "an existing tool table is edited in place", after)
+    t.ok('[server.tools.env]\non = true\neffect = "read"\n' in after and
+         after.index("[server.tools.env]") < after.index('name = "other"'),
+         "a new tool table goes at the end of its own server", after)
+    t.ok(after.count("manifest =") == 1, "the other server is untouched", after)
+    r = f.mcpgate("check")
+    t.ok(r.returncode == 0, "the edited file passes check", r.stderr)
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["probe__echo", "probe__env"], "the approved tools are offered", names)
+    c.close()
+
+    # a second build whose one description differs
+    edited = f.mcp_toml()
+    with open(os.path.join(f.conf, "mcp.toml"), "w") as fh:
+        fh.write(edited.replace('name = "probe"   # the probe\n',
+                                      'name = "probe"   # the probe\nargs = ["--describe-suffix", "!"]\n'))
+    r = f.mcpgate("approve", "probe")
+    t.ok(r.returncode == 1 and "is not the one reviewed" in r.stderr,
+         "approve refuses a manifest that changed since review", r.stderr)
+    r = f.mcpgate("review", "probe")
+    t.ok("approved: %s (DIFFERENT)" % PROBE_HASH in r.stdout and
+         "changed echo: description" in r.stdout and "changed env: description" in r.stdout,
+         "review shows what changed, tool by tool and field by field", r.stdout)
+    r = f.mcpgate("approve", "probe")
+    t.ok(r.returncode == 0 and f.mcp_toml().count("manifest =") == 1 and PROBE_HASH not in f.mcp_toml(),
+         "approving the new review replaces the pin in place", f.mcp_toml())
+    f.cleanup()
+
+
+def test_confirmation():
+    f = Fixture(server("w", tools_on=("echo",), effect="write") +
+                server("u", tools_on=("echo",), extra="") .replace('effect = "read"\n', ""))
+    # a client that can ask the person
+    c = f.start()
+    c.initialize(capabilities={"elicitation": {}})
+    c.request("tools/list")
+    c.next_id += 1
+    rid = c.next_id
+    c.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "w__echo", "arguments": {"text": "write me"}}})
+    ask = c.read_message()
+    t.ok(ask.get("method") == "elicitation/create", "a write tool asks the person first", ask)
+    msg = ask.get("params", {}).get("message", "")
+    t.ok("server w" in msg and "tool echo" in msg and "effect: write" in msg and
+         "network: none" in msg and "write me" in msg and "container" in msg,
+         "naming the server, the tool, where it runs and the arguments", msg)
+    t.ok(ask["params"].get("requestedSchema", {}).get("type") == "object" and
+         ask["params"].get("mode") == "form", "as a form", ask["params"])
+    c.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
+    r = c.wait_for(rid)
+    t.ok(text_of(r) == "write me", "accept sends the call", r)
+    for action in ("decline", "cancel"):
+        c.next_id += 1
+        rid = c.next_id
+        c.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": "u__echo", "arguments": {"text": "undeclared"}}})
+        ask = c.read_message()
+        t.ok(ask.get("method") == "elicitation/create" and "effect: undeclared" in
+             ask["params"]["message"], "an undeclared tool asks too (%s)" % action, ask)
+        c.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": action}})
+        r = c.wait_for(rid)
+        t.ok(r.get("result", {}).get("isError") is True and
+             ("declined" if action == "decline" else "cancelled") in text_of(r),
+             "%s refuses with a clear tool error" % action, r)
+    # every call asks again: no standing answer
+    c.next_id += 1
+    rid = c.next_id
+    c.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "w__echo", "arguments": {"text": "again"}}})
+    ask = c.read_message()
+    t.ok(ask.get("method") == "elicitation/create", "the next call asks again", ask)
+    c.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
+    c.wait_for(rid)
+    c.close()
+    confirms = [e["action"] for e in events(f.audit(), "tool.confirm")]
+    t.ok(confirms == ["accept", "decline", "cancel", "accept"], "each answer is recorded", confirms)
+
+    # a client that cannot ask
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    r = c.call("w__echo", {"text": "x"})
+    txt = r.get("result", {}).get("content", [{}])[0].get("text", "")
+    t.ok(r.get("result", {}).get("isError") is True and "elicitation" in txt and
+         "mcpgate approve w --tool echo --effect read" in txt,
+         "without elicitation a write tool is refused, saying how to allow it", r)
+    c.close()
+    f.cleanup()
+
+
+def test_list_changed():
+    f = Fixture(server("shifty", tools_on=("echo", "changed")) + server("steady"))
+    c = f.start()
+    c.initialize()
+    t.ok(tool_names(c.request("tools/list")) == ["shifty__echo", "shifty__changed",
+                                                  "steady__echo"], "both servers offer tools")
+    r = c.call("shifty__echo", {"text": "hi"})
+    t.ok(r["result"].get("_meta", {}).get("io.mcpgate/server") == "shifty",
+         "a result carries in _meta the server it came from", r)
+    r = c.call("shifty__changed")
+    t.ok("result" in r, "the server changes its manifest mid-session", r)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(
+            n["method"] == "notifications/tools/list_changed" for n in c.notifications):
+        c.request("ping")
+    t.ok(any(n["method"] == "notifications/tools/list_changed" for n in c.notifications),
+         "the client is told its list changed")
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["steady__echo"], "the changed server's tools are withdrawn", names)
+    r = c.call("shifty__echo", {"text": "x"})
+    t.ok("error" in r and "changed during the session" in r["error"]["message"],
+         "its tools can no longer be called, and the error says why", r)
+    r = c.call("steady__echo", {"text": "fine"})
+    t.ok(text_of(r) == "fine", "the rest keeps working", r)
+    c.close()
+    held = events(f.audit(), "server.withheld")
+    t.ok(held and held[0]["during"] == "session" and held[0]["approved"] == PROBE_HASH,
+         "server.withheld records the mid-session change", held)
+    t.ok(f.containers() == [], "and its container is gone", f.containers())
+    f.cleanup()
+
+
+def test_egress_host_side():
+    for runtime in ("podman", "docker"):
+        extra = ('network = ["api.example.com", "10.1.2.3:8443"]\n'
+                 'network_private = ["10.1.2.3:8443"]\n')
+        f = Fixture(server("net", tools_on=("echo", "env"), extra=extra) +
+                    server("quiet", tools_on=("echo", "env")),
+                    config='egress = "%s"\n' % os.path.join(FAKES, "mcpgate-probe"),
+                    runtime=runtime)
+        c = f.start()
+        c.initialize()
+        names = tool_names(c.request("tools/list"))
+        t.ok(names == ["net__echo", "net__env", "quiet__echo", "quiet__env"],
+             "%s: a server with hosts starts behind its proxy" % runtime, names)
+        env = {}
+        for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY",
+                    "no_proxy", "NODE_USE_ENV_PROXY"):
+            env[var] = text_of(c.call("net__env", {"name": var}))
+        t.ok(re.fullmatch(r"http://10\.99\.\d+\.\d+:3128", env["HTTP_PROXY"]) is not None and
+             env["HTTPS_PROXY"] == env["http_proxy"] == env["https_proxy"] == env["HTTP_PROXY"],
+             "%s: the server gets the proxy variables, the sidecar's inner address" % runtime, env)
+        t.ok(env["NO_PROXY"] == env["no_proxy"] == "localhost,127.0.0.1,::1" and
+             env["NODE_USE_ENV_PROXY"] == "1", "%s: NO_PROXY for loopback, NODE_USE_ENV_PROXY"
+             % runtime, env)
+        r = c.call("quiet__env", {"name": "HTTP_PROXY"})
+        t.ok(text_of(r) == "unset", "%s: a server without hosts gets none" % runtime, r)
+        log = f.runtime_log()
+        creates = [x["argv"] for x in log if x["argv"][1:3] == ["network", "create"]]
+        inner = [a for a in creates if "--internal" in a]
+        t.ok(len(creates) == 2 and len(inner) == 1 and inner[0][-1].endswith("-in") and
+             ("--disable-dns" in inner[0]) == (runtime == "podman") and
+             all("mcpgate.pid=%d" % c.proc.pid in a for a in creates),
+             "%s: two networks per server and session, the inner one internal, labelled"
+             % runtime, creates)
+        runs = {x["argv"][x["argv"].index("--name") + 1]: x["argv"] for x in log
+                if x["argv"][1:2] == ["run"]}
+        side = [a for n, a in runs.items() if n.endswith("-egress")]
+        srv = [a for n, a in runs.items() if n.startswith("mcpgate-net-") and
+               not n.endswith("-egress")]
+        t.ok(len(side) == 1 and "--user=65534:65534" in side[0] and
+             "--entrypoint=/mcpgate-egress" in side[0] and "--read-only" in side[0] and
+             "--cap-drop=ALL" in side[0] and
+             any(a.startswith("type=bind,source=") and "/egress/mcpgate-egress-" in a and
+                 a.endswith("target=/mcpgate-egress,readonly") for a in side[0]),
+             "%s: the sidecar: uid 65534, same isolation, the private copy as entrypoint"
+             % runtime, side)
+        args = side[0][side[0].index(IMAGE) + 1:] if side else []
+        t.ok(args[:2] == ["-listen", "0.0.0.0:3128"] and "-lifeline" in args and
+             args[args.index("-allow") + 1] == "api.example.com" and
+             args[args.index("-allow-private") + 1] == "10.1.2.3:8443" and
+             args.count("-deny-address") == 4,
+             "%s: it allows exactly the listed hosts, denies its own subnets and gateways"
+             % runtime, args)
+        t.ok(len(srv) == 1 and any(a.endswith("-in") and a.startswith("--network=")
+                                   for a in srv[0]) and
+             sum(a.startswith("--network") for a in srv[0]) == 1 and "--env=HTTP_PROXY" in srv[0],
+             "%s: the server is on the inner network alone" % runtime, srv)
+        connects = [x["argv"] for x in log if x["argv"][1:3] == ["network", "connect"]]
+        t.ok((len(connects) == 1) == (runtime == "docker"),
+             "%s: docker joins the sidecar to the inner network after its start" % runtime,
+             connects)
+        status = c.close()
+        t.ok(status == 0, "%s: the session ends" % runtime)
+        eg = events(f.audit(), "mcp.egress")
+        t.ok(len(eg) == 3 and eg[0]["server"] == "net" and eg[0]["host"] == "api.example.com" and
+             eg[0]["allowed"] is True and eg[2]["allowed"] is False and
+             eg[2]["reason"] == "not listed",
+             "%s: the sidecar's lines become mcp.egress records" % runtime, eg)
+        nets = os.listdir(os.path.join(f.rt, "networks")) if os.path.isdir(
+            os.path.join(f.rt, "networks")) else []
+        t.ok(nets == [] and f.containers() == [],
+             "%s: networks and sidecar are removed at the end" % runtime, (nets, f.containers()))
+        copies = glob.glob(os.path.join(f.dir, "data", "mcpgate", "egress", "mcpgate-egress-*"))
+        t.ok(len(copies) == 1 and os.access(copies[0], os.X_OK),
+             "%s: a private copy of the proxy named by its hash" % runtime, copies)
+        f.cleanup()
+
+    f = Fixture(server("net", extra='network = ["api.example.com"]\n') + server("quiet"),
+                config='egress = "/nonexistent/mcpgate-egress"\n')
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    un = [n["params"]["data"] for n in c.notifications if n["method"] == "notifications/message"]
+    t.ok(names == ["quiet__echo"] and any("/nonexistent/mcpgate-egress" in n for n in un),
+         "without its proxy a server with hosts is unavailable, and says why", (names, un))
+    c.close()
+    f.cleanup()
+
+
+PROBE_HASH = learn_probe_hash()
+for case in (test_egress_host_side, test_withheld, test_review_approve, test_confirmation,
+             test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
+             test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_bad_client_lines):
     try:
         case()

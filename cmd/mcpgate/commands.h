@@ -35,5 +35,9 @@ int cmd_list(int argc, char **argv, struct mg_err **err);
 int cmd_pull(int argc, char **argv, struct mg_err **err);
 int cmd_sweep(int argc, char **argv, struct mg_err **err);
 int cmd_serve(int argc, char **argv, struct mg_err **err);
+int cmd_review(int argc, char **argv, struct mg_err **err);
+int cmd_approve(int argc, char **argv, struct mg_err **err);
+int cmd_secret(int argc, char **argv, struct mg_err **err);
+int cmd_pack(int argc, char **argv, struct mg_err **err);
 
 #endif

@@ -7,13 +7,18 @@
 #include "cmd/mcpgate/commands.h"
 
 const struct command mg_commands[] = {
-    {"serve", cmd_serve, "mcpgate serve [--config DIR] [--workspace DIR]",
+    {"serve", cmd_serve, "mcpgate serve [--config DIR] [--workspace DIR] [--passthrough]",
      "the MCP server on stdin/stdout that an MCP client starts: the main job",
      "  --config DIR     the folder holding mcp.toml and config.toml\n"
      "  --workspace DIR  the workspace (default: the current folder); mounts resolve\n"
      "                   under it and `workspaces` in mcp.toml is matched against it\n"
+     "  --passthrough    offer the one server of this workspace under its own names:\n"
+     "                   tools and prompts without SERVER__, resource URIs as it writes\n"
+     "                   them (for protocol test suites); refused when more than one\n"
+     "                   server is offered here\n"
      "Every server offered here starts at once, contained; tools that are on are\n"
-     "offered as SERVER__TOOL. Logs go to stderr and to the session's audit log in\n"
+     "offered as SERVER__TOOL, prompts as SERVER__PROMPT, resources as\n"
+     "mcpgate://SERVER/URI. Logs go to stderr and to the session's audit log in\n"
      "$XDG_STATE_HOME/mcpgate/sessions/ID.jsonl; stdout carries only MCP.\n"},
     {"list", cmd_list, "mcpgate list [--config DIR] [--json]",
      "one line per server: transport, image present or not, manifest state",
@@ -24,11 +29,67 @@ const struct command mg_commands[] = {
      "  --config DIR  the folder holding mcp.toml and config.toml\n"
      "A session never pulls: a missing image makes its server unavailable with\n"
      "this command as the fix. Also spelled `mcpgate mcp pull NAME`.\n"},
+    {"review", cmd_review, "mcpgate review [--config DIR] [--workspace DIR] NAME",
+     "start NAME with its isolation, show its tools and what changed since approval",
+     "  --config DIR     the folder holding mcp.toml and config.toml\n"
+     "  --workspace DIR  where its mounts resolve (default: the current folder)\n"
+     "Shows each tool (name, declared effect, description, a summary of its input)\n"
+     "and, when an approved manifest is recorded, the tools added, removed and\n"
+     "changed field by field. The reviewed manifest is stored under the data dir;\n"
+     "the container is removed. Also spelled `mcpgate mcp review NAME`.\n"},
+    {"approve", cmd_approve,
+     "mcpgate approve [--config DIR] NAME [--tool T [--on|--off] [--effect read|write]]...",
+     "pin NAME's reviewed manifest in mcp.toml, with tool settings",
+     "  --config DIR        the folder holding mcp.toml and config.toml\n"
+     "  --workspace DIR     where its mounts resolve (default: the current folder)\n"
+     "  --tool T            the tool the following options set\n"
+     "  --on, --off         offer T to the client, or not\n"
+     "  --effect read|write what T does; write (and undeclared) tools ask every call\n"
+     "The live manifest is read again and must be the one reviewed; then its hash\n"
+     "and the settings are written into mcp.toml, keeping the rest of the file as\n"
+     "it was (comments, order), atomically. Also spelled `mcpgate mcp approve NAME`.\n"},
     {"sweep", cmd_sweep, "mcpgate sweep [--config DIR]",
      "remove containers and networks left by mcpgate processes that are gone",
      "  --config DIR  the folder holding mcp.toml and config.toml\n"
      "Only what carries the label mcpgate.pid=P, where P is not a running mcpgate,\n"
      "is removed: containers first, then networks. serve does this by itself.\n"},
+    {"secret", cmd_secret,
+     "mcpgate secret set|list|rm|bind|unbind [NAME] [--host H]... [--position P] [--data DIR]",
+     "the keychain: store secrets, and bind each to the hosts and position it may go to",
+     "  set NAME          store NAME's value, read from standard input (not an argument;\n"
+     "                    one trailing newline dropped; 1 byte to 64 KiB); replacing a\n"
+     "                    value keeps its bindings\n"
+     "  list              every secret's name and bindings, never a value\n"
+     "  rm NAME           remove NAME and its bindings\n"
+     "  bind NAME --host H [--host H2]... --position env:VAR|header:NAME\n"
+     "                    let NAME go to H (host or host:port, as in \"network\") in that\n"
+     "                    position; a server gets a secret only where a binding says so\n"
+     "  unbind NAME [--host H]\n"
+     "                    remove NAME's bindings (only those to H)\n"
+     "  --data DIR        the data folder (default $XDG_DATA_HOME/mcpgate, else\n"
+     "                    ~/.local/share/mcpgate)\n"
+     "Values are sealed in DIR/keychain with DIR/keychain.key (made on first use), or\n"
+     "with a passphrase read from the descriptor MCPGATE_PASSPHRASE_FD names.\n"},
+    {"pack", cmd_pack,
+     "mcpgate pack --output FILE.tar (--binary PATH | --folder DIR | --add SRC:DEST)... [OPTIONS]",
+     "build an image archive from a static binary or a folder, without a Dockerfile",
+     "  --output FILE          the archive to write (replaced only once it is whole)\n"
+     "  --binary PATH          a program (static, ideally) at /NAME, mode 0755; the entrypoint\n"
+     "  --path-in-image PATH   where --binary goes instead of /NAME\n"
+     "  --folder DIR           DIR's tree becomes the root filesystem\n"
+     "  --add SRC:DEST         also a file or folder SRC at absolute DEST (repeatable)\n"
+     "  --entrypoint JSON      the entrypoint, a JSON array: '[\"/server\",\"--stdio\"]'\n"
+     "  --entrypoint-arg ARG   one more argument after the entrypoint (repeatable)\n"
+     "  --env NAME=VALUE       an environment variable (repeatable; PATH has a default)\n"
+     "  --label KEY=VALUE      an image label (repeatable)\n"
+     "  --user UID[:GID]       numeric user to run as (default: the runtime's, root)\n"
+     "  --workdir DIR          the working directory (default /)\n"
+     "  --arch ARCH[/VARIANT]  the image's architecture (default: this machine's, amd64...)\n"
+     "  --name NAME[:TAG]      the name `podman load` and `docker load` give it\n"
+     "Prints the manifest digest (sha256:...) on stdout: pin it in mcp.toml. The\n"
+     "same inputs give the same archive byte for byte: times are SOURCE_DATE_EPOCH\n"
+     "or 0, owners 0:0, modes 0755 or 0644. Symlinks in a folder stay symlinks;\n"
+     "devices, pipes and sockets are refused. See docs/packing.md.\n"},
     {"check", cmd_check, "mcpgate check [--config DIR] [--mcp FILE] [--global FILE]",
      "validate the configuration; prints \"configuration OK\"",
      "  --config DIR   the folder holding mcp.toml and config.toml\n"

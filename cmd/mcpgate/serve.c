@@ -35,8 +35,11 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 {
 	const struct command *self = command_find("serve");
 	const char *dir = NULL, *workspace = NULL;
+	bool passthrough = false;
 	for (int i = 1; i < argc; i++) {
 		int r;
+		if (opt_flag(argv, i, "passthrough", &passthrough))
+			continue;
 		if ((r = opt_value(argc, argv, &i, "config", &dir)) != 0 ||
 		    (r = opt_value(argc, argv, &i, "workspace", &workspace)) != 0) {
 			if (r < 0)
@@ -54,10 +57,12 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	struct ctr_driver *driver = NULL;
 	struct session *s = NULL;
 	cleanup_free char *state = NULL;
+	cleanup_free char *data = NULL;
 	int status = EXIT_FAIL;
 	if (setup_config(dir, &cfg, err) < 0)
 		goto out;
-	if (cfg_default_state_dir(&state, err) < 0)
+	cfg->passthrough = passthrough;
+	if (cfg_default_state_dir(&state, err) < 0 || cfg_default_data_dir(&data, err) < 0)
 		goto out;
 	bool containers = false;
 	for (size_t i = 0; i < cfg->nservers; i++)
@@ -75,6 +80,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	    .cfg = cfg,
 	    .driver = driver,
 	    .state_dir = state,
+	    .data_dir = data,
 	    .workspace = ws,
 	    .client_in = in,
 	    .client_out = outfd,

@@ -14,6 +14,7 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/log.h"
 #include "internal/base/xalloc.h"
 
@@ -29,32 +30,10 @@ struct audit {
 	pthread_mutex_t lock;
 };
 
-static int mkdir_private(const char *path, struct mg_err **err)
-{
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return mg_err_sys(err, errno, "creating %s", path);
-	return 0;
-}
-
-/* mkdir -p with 0700 for each folder made */
-static int mkdirs_private(const char *path, struct mg_err **err)
-{
-	cleanup_free char *p = xstrdup(path);
-	for (char *s = p + 1; *s != '\0'; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir_private(p, err) < 0)
-			return -1;
-		*s = '/';
-	}
-	return mkdir_private(p, err);
-}
-
 int audit_open(const char *state_dir, const char *session, struct audit **out, struct mg_err **err)
 {
 	cleanup_free char *dir = xasprintf("%s/sessions", state_dir);
-	if (mkdirs_private(dir, err) < 0)
+	if (mg_mkdir_p(dir, 0700, err) < 0)
 		return mg_err_wrap(err, "audit log");
 	char *path = xasprintf("%s/%s.jsonl", dir, session);
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);

@@ -148,7 +148,7 @@ struct key_spec {
 	enum scope scope;
 };
 
-#define KEYS_MAX 16
+#define KEYS_MAX 24
 
 /* the keys of one table: kv[i] is set when spec i was written with the
  * right type; written[i] when it was written at all (present[i]) */
@@ -281,6 +281,7 @@ enum server_key {
 	K_URL,
 	K_WORKSPACES,
 	K_MANIFEST,
+	K_RELAY,
 	K_TOOLS,
 	K_SERVER_COUNT,
 };
@@ -301,6 +302,7 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_URL] = {"url", TOML_STRING, "a string", SCOPE_REMOTE},
     [K_WORKSPACES] = {"workspaces", TOML_ARRAY, "an array of strings", SCOPE_ANY},
     [K_MANIFEST] = {"manifest", TOML_STRING, "a string", SCOPE_ANY},
+    [K_RELAY] = {"relay", TOML_ARRAY, "an array of strings", SCOPE_ANY},
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
 
@@ -625,6 +627,31 @@ static void check_workspaces(struct ctx *c, const struct keys *k, struct cfg_ser
 	}
 }
 
+/* relay: which requests of the server reach the client */
+static void check_relay(struct ctx *c, const struct keys *k, struct cfg_server *s)
+{
+	if (k->kv[K_RELAY] == NULL)
+		return;
+	const struct toml_value *arr = k->kv[K_RELAY]->value;
+	for (size_t i = 0; i < arr->u.array.len; i++) {
+		const struct toml_value *v = arr->u.array.items[i];
+		const char *entry = entry_of(c, "relay", v);
+		if (entry == NULL)
+			continue;
+		bool *flag = strcmp(entry, "sampling") == 0      ? &s->relay_sampling
+		             : strcmp(entry, "elicitation") == 0 ? &s->relay_elicitation
+		             : strcmp(entry, "roots") == 0       ? &s->relay_roots
+		                                                 : NULL;
+		if (flag == NULL)
+			diag_value(c, v->pos, "\"relay\" entry", entry,
+			           "is not one of \"sampling\", \"elicitation\" and \"roots\"");
+		else if (*flag)
+			diag_value(c, v->pos, "\"relay\" entry", entry, "is listed twice");
+		else
+			*flag = true;
+	}
+}
+
 static void check_tool(struct ctx *c, const struct toml_kv *kv, struct cfg_server *s,
                        const char *server_name)
 {
@@ -768,6 +795,7 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 		else if (manifest != NULL)
 			s->manifest = xstrdup(manifest);
 	}
+	check_relay(c, &k, s);
 	if (k.kv[K_TOOLS] != NULL) {
 		const struct toml_value *tools = k.kv[K_TOOLS]->value;
 		const char *server_name = s->name;

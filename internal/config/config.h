@@ -133,6 +133,11 @@ struct cfg_server {
 	struct cfg_pos manifest_pos; /* the "manifest" key, {0, 0} when absent */
 	struct cfg_tool *tools;      /* in file order */
 	size_t ntools;
+	/* relay: the server's requests that may reach the client (each also
+	 * needs the client to have declared the capability) */
+	bool relay_sampling;    /* sampling/createMessage */
+	bool relay_elicitation; /* elicitation/create */
+	bool relay_roots;       /* roots/list */
 };
 
 /* config.toml's [mcp] table */
@@ -151,6 +156,10 @@ struct cfg {
 	struct cfg_mcp mcp;
 	char *mcp_path;    /* the name mcp.toml was read as */
 	char *config_path; /* the name config.toml was read as, or NULL when none was */
+	/* `mcpgate serve --passthrough`: the one server offered is served under
+	 * its own names (no SERVER__ prefix, URIs as it writes them). Set by
+	 * the command line, never read from a file. */
+	bool passthrough;
 };
 
 /* Read CONFIG_DIR/config.toml (optional: absent means the defaults) and

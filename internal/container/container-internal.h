@@ -9,4 +9,7 @@ extern const struct ctr_ops ctr_cli_ops;
 int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
                         struct strv *argv, struct strv *envp, struct mg_err **err);
 
+int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
+                            struct strv *argv, struct strv *envp, struct mg_err **err);
+
 #endif

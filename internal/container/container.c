@@ -176,6 +176,38 @@ bool ctr_owner_alive(pid_t pid)
 	return strncmp(base, "mcpgate", 7) == 0 && (base[7] == '\0' || base[7] == ' ');
 }
 
+static void push_labels(struct strv *a, const char *session, const char *server, pid_t owner)
+{
+	strv_push(a, "--label");
+	strv_pushf(a, CTR_LABEL_SESSION "=%s", session);
+	strv_push(a, "--label");
+	strv_pushf(a, CTR_LABEL_SERVER "=%s", server);
+	strv_push(a, "--label");
+	strv_pushf(a, CTR_LABEL_PID "=%d", (int)owner);
+}
+
+static char *memory_arg(uint64_t bytes);
+
+/* `run` and the flags every contained process gets, server or sidecar */
+static void push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t memory,
+                           unsigned pids)
+{
+	strv_push(a, "run");
+	strv_push(a, "--rm");
+	strv_push(a, "-i");
+	strv_push(a, "--pull=never");
+	strv_push(a, "--log-driver=none");
+	strv_push(a, "--read-only");
+	strv_push(a, "--cap-drop=ALL");
+	strv_push(a, "--security-opt=no-new-privileges");
+	strv_push_owned(a, memory_arg(memory));
+	strv_pushf(a, "--pids-limit=%u", pids);
+	strv_push(a, "--tmpfs");
+	strv_push(a, "/tmp:rw,noexec,nosuid,size=64m");
+	if (d->kind == CTR_PODMAN)
+		strv_push(a, "--http-proxy=false");
+}
+
 static char *memory_arg(uint64_t bytes)
 {
 	if (bytes % (1ull << 20) == 0)
@@ -192,32 +224,14 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	struct strv a = STRV_INIT, e = STRV_INIT;
 
 	strv_push(&a, d->path);
-	strv_push(&a, "run");
-	strv_push(&a, "--rm");
-	strv_push(&a, "-i");
-	strv_push(&a, "--pull=never");
-	strv_push(&a, "--log-driver=none");
-	strv_push(&a, "--read-only");
-	strv_push(&a, "--cap-drop=ALL");
-	strv_push(&a, "--security-opt=no-new-privileges");
-	strv_push_owned(&a, memory_arg(s->memory));
-	strv_pushf(&a, "--pids-limit=%u", s->pids);
-	strv_push(&a, "--tmpfs");
-	strv_push(&a, "/tmp:rw,noexec,nosuid,size=64m");
+	push_isolation(d, &a, s->memory, s->pids);
 	if (spec->network != NULL)
 		strv_pushf(&a, "--network=%s", spec->network);
 	else
 		strv_push(&a, "--network=none");
-	if (d->kind == CTR_PODMAN)
-		strv_push(&a, "--http-proxy=false");
 	strv_push(&a, "--name");
 	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
-	strv_push(&a, "--label");
-	strv_pushf(&a, CTR_LABEL_SESSION "=%s", spec->session);
-	strv_push(&a, "--label");
-	strv_pushf(&a, CTR_LABEL_SERVER "=%s", s->name);
-	strv_push(&a, "--label");
-	strv_pushf(&a, CTR_LABEL_PID "=%d", (int)spec->owner);
+	push_labels(&a, spec->session, s->name, spec->owner);
 
 	for (size_t i = 0; i < d->env.n; i++)
 		strv_push(&e, d->env.v[i]);
@@ -265,4 +279,42 @@ fail:
 	strv_free(&a);
 	strv_free(&e);
 	return -1;
+}
+
+/* The proxy needs little: a small memory and process limit of its own */
+#define SIDECAR_MEMORY (64ull << 20)
+#define SIDECAR_PIDS   32
+
+int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
+                            struct strv *argv, struct strv *envp, struct mg_err **err)
+{
+	if (strchr(spec->binary, ',') != NULL)
+		return mg_err_set(err, "the egress binary's path %s holds a comma", spec->binary);
+	struct strv a = STRV_INIT, e = STRV_INIT;
+	strv_push(&a, d->path);
+	push_isolation(d, &a, SIDECAR_MEMORY, SIDECAR_PIDS);
+	strv_pushf(&a, "--network=%s", spec->net_out);
+	if (d->kind == CTR_PODMAN)
+		strv_pushf(&a, "--network=%s", spec->net_in);
+	strv_push(&a, "--user=65534:65534");
+	strv_push(&a, "--name");
+	strv_push(&a, spec->name);
+	push_labels(&a, spec->session, spec->server->name, spec->owner);
+	/* read-only everywhere; relabelled (:z) where SELinux is on */
+	if (access("/sys/fs/selinux/enforce", F_OK) == 0) {
+		strv_push(&a, "--volume");
+		strv_pushf(&a, "%s:/mcpgate-egress:ro,z", spec->binary);
+	} else {
+		strv_push(&a, "--mount");
+		strv_pushf(&a, "type=bind,source=%s,target=/mcpgate-egress,readonly", spec->binary);
+	}
+	strv_push(&a, "--entrypoint=/mcpgate-egress");
+	strv_push(&a, spec->server->image);
+	for (size_t i = 0; spec->args[i] != NULL; i++)
+		strv_push(&a, spec->args[i]);
+	for (size_t i = 0; i < d->env.n; i++)
+		strv_push(&e, d->env.v[i]);
+	*argv = a;
+	*envp = e;
+	return 0;
 }

@@ -51,6 +51,18 @@ struct ctr_run_spec {
 	size_t nenv;
 };
 
+/* The egress sidecar of one server (docs/egress.md) */
+struct ctr_sidecar_spec {
+	const struct cfg_server *server; /* its image is the sidecar's root filesystem */
+	const char *session;
+	pid_t owner;
+	const char *name;        /* the container's name */
+	const char *binary;      /* host path of the private copy of mcpgate-egress */
+	const char *net_in;      /* the server's internal network */
+	const char *net_out;     /* the outer network */
+	const char *const *args; /* the proxy's arguments, NULL-terminated */
+};
+
 struct ctr_ops {
 	/* argv and environment of `run` for spec; argv[0] is the runtime's path */
 	int (*run_command)(const struct ctr_driver *d, const struct ctr_run_spec *spec,
@@ -61,6 +73,25 @@ struct ctr_ops {
 	int (*pull)(const struct ctr_driver *d, const char *image, struct mg_err **err);
 	/* remove a container now, whatever it is doing; absent is fine */
 	int (*remove)(const struct ctr_driver *d, const char *name, struct mg_err **err);
+	/* argv of `run` for an egress sidecar: the same isolation, uid 65534,
+	 * the binary mounted read-only as entrypoint. With docker it starts on
+	 * net_out only; network_connect then adds net_in. */
+	int (*sidecar_command)(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
+	                       struct strv *argv, struct strv *envp, struct mg_err **err);
+	/* a network of this session and server, labelled like containers;
+	 * internal: no route out (and no DNS on podman) */
+	int (*network_create)(const struct ctr_driver *d, const char *name, bool internal,
+	                      const char *session, const char *server, pid_t owner,
+	                      struct mg_err **err);
+	/* its subnets and gateways, as text ("10.89.0.0/24", "10.89.0.1") */
+	int (*network_addresses)(const struct ctr_driver *d, const char *name, struct strv *out,
+	                         struct mg_err **err);
+	int (*network_remove)(const struct ctr_driver *d, const char *name, struct mg_err **err);
+	int (*network_connect)(const struct ctr_driver *d, const char *network,
+	                       const char *container, struct mg_err **err);
+	/* the container's address on network (allocated), or an error */
+	int (*container_address)(const struct ctr_driver *d, const char *container,
+	                         const char *network, char **address, struct mg_err **err);
 	/* remove what dead mcpgate processes left: containers, then networks;
 	 * *removed counts what went */
 	int (*sweep)(const struct ctr_driver *d, unsigned *removed, struct mg_err **err);

@@ -96,6 +96,40 @@ static void test_argv(const struct cfg *cfg, enum ctr_kind kind)
 	ctr_driver_free(d);
 }
 
+static void test_sidecar(const struct cfg *cfg, enum ctr_kind kind)
+{
+	char *environment[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "SECRET=not-for-it", NULL};
+	struct ctr_driver *d = ctr_driver_for(
+	    kind, kind == CTR_PODMAN ? "/usr/bin/podman" : "/usr/bin/docker", environment);
+	const char *args[] = {"-listen",       "0.0.0.0:3128", "-allow",    "api.github.com",
+	                      "-deny-address", "10.89.0.0/24", "-lifeline", NULL};
+	struct ctr_sidecar_spec spec = {
+	    .server = cfg_find_server(cfg, "full"),
+	    .session = "s1",
+	    .owner = 4242,
+	    .name = "mcpgate-full-s1-egress",
+	    .binary = "/data/mcpgate/egress/mcpgate-egress-0123abcd",
+	    .net_in = "mcpgate-full-s1-in",
+	    .net_out = "mcpgate-full-s1-out",
+	    .args = args,
+	};
+	struct strv argv = STRV_INIT, envp = STRV_INIT;
+	struct mg_err *err = NULL;
+	T_INT(d->ops->sidecar_command(d, &spec, &argv, &envp, &err), 0, "%s: sidecar argv %s",
+	      d->name, mg_err_msg(err));
+	mg_err_clear(&err);
+	cleanup_free char *a = join_lines(strv_array(&argv), workspace);
+	cleanup_free char *g = xasprintf("testdata/container/sidecar.%s.argv", d->name);
+	check_golden(a, g);
+	T_OK(strv_find(&envp, "SECRET=not-for-it") < 0,
+	     "%s: the sidecar's runtime gets the fixed "
+	     "environment only",
+	     d->name);
+	strv_free(&argv);
+	strv_free(&envp);
+	ctr_driver_free(d);
+}
+
 static void test_reserved(const struct cfg *cfg)
 {
 	struct ctr_driver *d = ctr_driver_for(CTR_DOCKER, "/usr/bin/docker", NULL);
@@ -201,6 +235,8 @@ int main(void)
 	}
 	test_argv(cfg, CTR_PODMAN);
 	test_argv(cfg, CTR_DOCKER);
+	test_sidecar(cfg, CTR_PODMAN);
+	test_sidecar(cfg, CTR_DOCKER);
 	test_reserved(cfg);
 	test_mounts();
 	test_names_and_owner();

@@ -155,8 +155,10 @@ static int cli_remove(const struct ctr_driver *d, const char *name, struct mg_er
 	if (runtime_run(d, d->kind == CTR_PODMAN ? podman_args : docker_args, &res, err) < 0)
 		return -1;
 	int r = 0;
-	if (!exited_ok(&res) && strstr(mg_buf_str(&res.err), "No such container") == NULL &&
-	    strstr(mg_buf_str(&res.err), "no such container") == NULL) {
+	/* gone already, or going: docker's own --rm may be removing it right now */
+	const char *t = mg_buf_str(&res.err);
+	if (!exited_ok(&res) && strstr(t, "No such container") == NULL &&
+	    strstr(t, "no such container") == NULL && strstr(t, "already in progress") == NULL) {
 		runtime_failed(d, "rm", &res, err);
 		r = -1;
 	}
@@ -291,8 +293,159 @@ static int cli_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_er
 	return 0;
 }
 
+static int run_checked(const struct ctr_driver *d, const char *what, const char *const *args,
+                       struct proc_result *res, struct mg_err **err)
+{
+	if (runtime_run(d, args, res, err) < 0)
+		return -1;
+	if (!exited_ok(res)) {
+		runtime_failed(d, what, res, err);
+		proc_result_free(res);
+		return -1;
+	}
+	return 0;
+}
+
+static int cli_network_create(const struct ctr_driver *d, const char *name, bool internal,
+                              const char *session, const char *server, pid_t owner,
+                              struct mg_err **err)
+{
+	char l_session[128], l_server[128], l_pid[64];
+	snprintf(l_session, sizeof(l_session), CTR_LABEL_SESSION "=%s", session);
+	snprintf(l_server, sizeof(l_server), CTR_LABEL_SERVER "=%s", server);
+	snprintf(l_pid, sizeof(l_pid), CTR_LABEL_PID "=%d", (int)owner);
+	const char *args[16];
+	size_t n = 0;
+	args[n++] = "network";
+	args[n++] = "create";
+	if (internal) {
+		args[n++] = "--internal";
+		if (d->kind == CTR_PODMAN)
+			args[n++] = "--disable-dns";
+	}
+	args[n++] = "--label";
+	args[n++] = l_session;
+	args[n++] = "--label";
+	args[n++] = l_server;
+	args[n++] = "--label";
+	args[n++] = l_pid;
+	args[n++] = name;
+	args[n] = NULL;
+	struct proc_result res;
+	if (run_checked(d, "network create", args, &res, err) < 0)
+		return -1;
+	proc_result_free(&res);
+	return 0;
+}
+
+static int cli_network_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
+{
+	const char *args[] = {"network", "rm", name, NULL};
+	struct proc_result res;
+	if (runtime_run(d, args, &res, err) < 0)
+		return -1;
+	int r = 0;
+	const char *t = mg_buf_str(&res.err);
+	if (!exited_ok(&res) && strstr(t, "not found") == NULL && strstr(t, "No such") == NULL &&
+	    strstr(t, "unable to find") == NULL) {
+		runtime_failed(d, "network rm", &res, err);
+		r = -1;
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+static int cli_network_connect(const struct ctr_driver *d, const char *network,
+                               const char *container, struct mg_err **err)
+{
+	const char *args[] = {"network", "connect", network, container, NULL};
+	struct proc_result res;
+	if (run_checked(d, "network connect", args, &res, err) < 0)
+		return -1;
+	proc_result_free(&res);
+	return 0;
+}
+
+/* inspect NAME (a network or a container): the first element of its array */
+static struct json_value *inspect_one(const struct ctr_driver *d, const char *kind,
+                                      const char *name, struct mg_err **err)
+{
+	const char *net_args[] = {"network", "inspect", name, NULL};
+	const char *ctr_args[] = {"container", "inspect", name, NULL};
+	struct proc_result res;
+	if (run_checked(d, kind, strcmp(kind, "network") == 0 ? net_args : ctr_args, &res, err) < 0)
+		return NULL;
+	struct json_value *v = NULL;
+	int r = json_parse(res.out.data, res.out.len, NULL, &v, err);
+	proc_result_free(&res);
+	if (r < 0)
+		return NULL;
+	if (v->kind != JSON_ARRAY || v->u.arr.len != 1) {
+		json_free(v);
+		mg_err_set(err, "%s %s inspect %s: not one object", d->name, kind, name);
+		return NULL;
+	}
+	struct json_value *one = v->u.arr.items[0];
+	v->u.arr.len = 0;
+	json_free(v);
+	return one;
+}
+
+static void take_address(struct strv *out, const struct json_value *o, const char *a, const char *b)
+{
+	const char *v = json_get_string(o, a);
+	if (v == NULL)
+		v = json_get_string(o, b);
+	if (v != NULL && *v != '\0')
+		strv_push(out, v);
+}
+
+static int cli_network_addresses(const struct ctr_driver *d, const char *name, struct strv *out,
+                                 struct mg_err **err)
+{
+	struct json_value *net = inspect_one(d, "network", name, err);
+	if (net == NULL)
+		return -1;
+	/* podman: "subnets": [{subnet, gateway}]; docker: "IPAM": {"Config": [{Subnet, Gateway}]} */
+	const struct json_value *list = json_get(net, "subnets");
+	if (list == NULL)
+		list = json_get(json_get(net, "IPAM"), "Config");
+	size_t before = out->n;
+	for (size_t i = 0; list != NULL && list->kind == JSON_ARRAY && i < list->u.arr.len; i++) {
+		take_address(out, list->u.arr.items[i], "subnet", "Subnet");
+		take_address(out, list->u.arr.items[i], "gateway", "Gateway");
+	}
+	json_free(net);
+	if (out->n == before)
+		return mg_err_set(err, "%s network %s has no subnet", d->name, name);
+	return 0;
+}
+
+static int cli_container_address(const struct ctr_driver *d, const char *container,
+                                 const char *network, char **address, struct mg_err **err)
+{
+	struct json_value *c = inspect_one(d, "container", container, err);
+	if (c == NULL)
+		return -1;
+	const struct json_value *nets = json_get(json_get(c, "NetworkSettings"), "Networks");
+	const char *ip = json_get_string(json_get(nets, network), "IPAddress");
+	int r = 0;
+	if (ip != NULL && *ip != '\0')
+		*address = xstrdup(ip);
+	else
+		r = mg_err_set(err, "container %s has no address on %s yet", container, network);
+	json_free(c);
+	return r;
+}
+
 const struct ctr_ops ctr_cli_ops = {
     .run_command = ctr_cli_run_command,
+    .sidecar_command = ctr_cli_sidecar_command,
+    .network_create = cli_network_create,
+    .network_addresses = cli_network_addresses,
+    .network_remove = cli_network_remove,
+    .network_connect = cli_network_connect,
+    .container_address = cli_container_address,
     .image_present = cli_image_present,
     .pull = cli_pull,
     .remove = cli_remove,

@@ -75,6 +75,7 @@ void gw_call_free(struct gw_call *c)
 	free(c->client_key);
 	free(c->progress_token);
 	free(c->tool);
+	json_free(c->params);
 	free(c);
 }
 
@@ -129,23 +130,27 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 			gw_call_free(c);
 			return;
 		}
-		if (srv->state == GW_READY && srv->peer != NULL && rpc_peer_closed(srv->peer)) {
+		if (srv->state == GW_READY && srv->launch.peer != NULL &&
+		    rpc_peer_closed(srv->launch.peer)) {
 			/* the server is ending: answer once its exit status is known */
 			call_unlink(c);
 			c->next = srv->orphans;
 			srv->orphans = c;
 			return;
 		}
-		if (srv->state == GW_EXITED) {
-			gw_call_finish_error(c, RPC_SERVER_ERROR, "%s", srv->reason);
+		if (srv->state != GW_READY || srv->launch.peer == NULL) {
+			gw_call_finish_error(c, RPC_SERVER_ERROR, "%s",
+			                     srv->reason != NULL ? srv->reason
+			                                         : "its server is not running");
 			return;
 		}
 		/* a timeout: tell the server to stop working on it */
 		struct json_value *p =
 		    gw_fields("requestId", json_new_int(c->upstream_id), "reason",
 		              json_new_string("timed out in mcpgate"), NULL);
-		if (srv->peer != NULL)
-			rpc_peer_send_notification(srv->peer, "notifications/cancelled", p, NULL);
+		if (srv->launch.peer != NULL)
+			rpc_peer_send_notification(srv->launch.peer, "notifications/cancelled", p,
+			                           NULL);
 		json_free(p);
 		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: %s", srv->cfg->name,
 		                     c->tool, mg_err_msg(why));
@@ -159,14 +164,31 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 		                ? "tool-error"
 		                : "ok",
 		            NULL);
-		send_result(s, c->client_id, reply->result);
+		/* a result is data: it says where it came from, and changes nothing */
+		struct json_value *result = json_copy(reply->result);
+		const struct json_value *meta = json_get(result, "_meta");
+		struct json_value *m =
+		    meta != NULL && meta->kind == JSON_OBJECT ? json_copy(meta) : json_new_object();
+		json_object_set(m, "io.mcpgate/server", json_new_string(srv->cfg->name));
+		json_object_set(result, "_meta", m);
+		gw_secrets_redact(s, result);
+		send_result(s, c->client_id, result);
+		json_free(result);
 	} else {
-		cleanup_free char *text = mcp_error_text(reply);
+		cleanup_free char *raw = mcp_error_text(reply);
+		cleanup_free char *text = gw_secrets_redact_text(s, raw, strlen(raw));
 		call_record(c, "error", text);
 		struct mg_err *err = NULL;
-		cleanup_free char *msg = xstrndup(reply->error_message, reply->error_message_len);
-		if (rpc_peer_send_error(s->client, c->client_id, reply->error_code, msg,
-		                        reply->error_data, &err) < 0) {
+		cleanup_free char *msg = gw_secrets_redact_text(
+		    s, reply->error_message != NULL ? reply->error_message : "",
+		    reply->error_message_len);
+		struct json_value *edata =
+		    reply->error_data != NULL ? json_copy(reply->error_data) : NULL;
+		gw_secrets_redact(s, edata);
+		int sent = rpc_peer_send_error(s->client, c->client_id, reply->error_code, msg,
+		                               edata, &err);
+		json_free(edata);
+		if (sent < 0) {
 			mg_warn("client: %s", mg_err_msg(err));
 			mg_err_free(err);
 		}
@@ -214,6 +236,174 @@ static struct json_value *upstream_params(const struct json_value *params, const
 	return p;
 }
 
+static void call_link(struct gw_call *c)
+{
+	struct session *s = c->sess;
+	c->next = s->calls;
+	c->prev = NULL;
+	if (s->calls != NULL)
+		s->calls->prev = c;
+	s->calls = c;
+}
+
+/* Answer the client with a tool error (a result with isError: the model
+ * reads why) and forget the call. */
+static void call_refuse(struct gw_call *c, const char *outcome, const char *text)
+{
+	call_unlink(c);
+	call_record(c, outcome, text);
+	if (!c->sess->stopping) {
+		struct json_value *content = json_new_array();
+		json_array_push(content, gw_fields("type", json_new_string("text"), "text",
+		                                   json_new_string(text), NULL));
+		struct json_value *result =
+		    gw_fields("content", content, "isError", json_new_bool(true), NULL);
+		send_result(c->sess, c->client_id, result);
+		json_free(result);
+	}
+	gw_call_free(c);
+}
+
+/* Send the call to its server (it is in s->calls already). */
+static void call_send(struct gw_call *c)
+{
+	struct gw_server *srv = c->server;
+	struct session *s = c->sess;
+	if (srv->state != GW_READY || srv->launch.peer == NULL) {
+		gw_call_finish_error(
+		    c, RPC_SERVER_ERROR, "tool %s__%s is unavailable: %s", srv->cfg->name, c->tool,
+		    srv->reason != NULL ? srv->reason : "its server is not running");
+		return;
+	}
+	struct mg_err *err = NULL;
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	int r = rpc_peer_send_request(srv->launch.peer, "tools/call", c->params, deadline,
+	                              on_call_done, c, &c->upstream_id, &err);
+	json_free(c->params);
+	c->params = NULL;
+	if (r < 0) {
+		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: %s", srv->cfg->name,
+		                     c->tool, mg_err_msg(err));
+		mg_err_free(err);
+	}
+}
+
+static const char *effect_word(enum cfg_effect e)
+{
+	switch (e) {
+	case CFG_EFFECT_READ:
+		return "read";
+	case CFG_EFFECT_WRITE:
+		return "write";
+	case CFG_EFFECT_UNDECLARED:
+		break;
+	}
+	return "undeclared";
+}
+
+/* Where a server runs, in the person's words */
+static char *where_it_runs(const struct session *s, const struct cfg_server *c)
+{
+	struct mg_buf b = MG_BUF_INIT(4096);
+	mg_buf_printf(&b, NULL, "in a %s container, network: ",
+	              s->driver != NULL ? s->driver->name : "container");
+	if (c->nhosts == 0)
+		mg_buf_puts(&b, "none", NULL);
+	for (size_t i = 0; i < c->nhosts; i++) {
+		if (c->hosts[i].port != 0)
+			mg_buf_printf(&b, NULL, "%s%s:%u", i ? ", " : "", c->hosts[i].host,
+			              c->hosts[i].port);
+		else
+			mg_buf_printf(&b, NULL, "%s%s", i ? ", " : "", c->hosts[i].host);
+	}
+	return mg_buf_steal(&b, NULL);
+}
+
+#define ARGS_PREVIEW_MAX 600
+
+static void on_confirm(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
+                       void *data)
+{
+	(void)peer;
+	struct gw_call *c = data;
+	struct session *s = c->sess;
+	c->awaiting_confirm = false;
+	if (c->cancelled) {
+		gw_call_free(c); /* unlinked when it was cancelled */
+		return;
+	}
+	if (s->stopping) {
+		call_unlink(c);
+		gw_call_free(c);
+		return;
+	}
+	const char *action = NULL;
+	if (reply != NULL && reply->kind == RPC_RESULT)
+		action = json_get_string(reply->result, "action");
+	audit_record(s->audit, "tool.confirm",
+	             gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	                       json_new_string(c->tool), "action",
+	                       json_new_string(action != NULL ? action : "none"), NULL));
+	if (action != NULL && strcmp(action, "accept") == 0) {
+		call_send(c);
+		return;
+	}
+	cleanup_free char *text =
+	    action != NULL
+	        ? xasprintf("refused: the person %s running tool %s of server %s",
+	                    strcmp(action, "decline") == 0 ? "declined" : "cancelled", c->tool,
+	                    c->server->cfg->name)
+	        : xasprintf("refused: no confirmation for tool %s of server %s (%s)", c->tool,
+	                    c->server->cfg->name,
+	                    why != NULL ? mg_err_msg(why) : "the client's answer was an error");
+	call_refuse(c, "declined", text);
+}
+
+/* Ask the person, through the client, whether this call may run. */
+static void call_confirm(struct gw_call *c, const struct cfg_tool *set,
+                         const struct json_value *args)
+{
+	struct session *s = c->sess;
+	const struct cfg_server *srv = c->server->cfg;
+	struct mg_buf preview = MG_BUF_INIT(1 << 20);
+	if (args != NULL)
+		json_generate(args, &preview, NULL);
+	else
+		mg_buf_puts(&preview, "{}", NULL);
+	bool cut = preview.len > ARGS_PREVIEW_MAX;
+	cleanup_free char *where = where_it_runs(s, srv);
+	cleanup_free char *message = xasprintf(
+	    "Allow server %s to run its tool %s (effect: %s)? It runs %s. Arguments: %.*s%s",
+	    srv->name, c->tool, effect_word(set->effect), where,
+	    (int)(cut ? ARGS_PREVIEW_MAX : preview.len), mg_buf_str(&preview), cut ? " ..." : "");
+	mg_buf_free(&preview);
+	struct json_value *params = gw_fields(
+	    "message", json_new_string(message), "requestedSchema",
+	    gw_fields("type", json_new_string("object"), "properties", json_new_object(), NULL),
+	    NULL);
+	if (s->client_version != NULL && strcmp(s->client_version, "2025-11-25") == 0)
+		json_object_set(params, "mode", json_new_string("form"));
+	struct mg_err *err = NULL;
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	c->awaiting_confirm = true;
+	int r = rpc_peer_send_request(s->client, "elicitation/create", params, deadline, on_confirm,
+	                              c, NULL, &err);
+	json_free(params);
+	if (r < 0) {
+		c->awaiting_confirm = false;
+		cleanup_free char *text =
+		    xasprintf("refused: cannot ask for confirmation: %s", mg_err_msg(err));
+		mg_err_free(err);
+		call_refuse(c, "refused", text);
+	}
+}
+
+static bool client_can_elicit(const struct session *s)
+{
+	const struct json_value *e = json_get(s->client_caps, "elicitation");
+	return e != NULL && e->kind == JSON_OBJECT;
+}
+
 static void tools_call(struct session *s, struct rpc_msg *msg)
 {
 	const char *name = json_get_string(msg->params, "name");
@@ -238,9 +428,20 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 		return;
 	}
 	struct gw_server *srv = t->server;
-	if (srv->state != GW_READY || srv->peer == NULL) {
+	if (srv->state != GW_READY || srv->launch.peer == NULL) {
 		refuse_call(s, msg->id, name, RPC_SERVER_ERROR, "tool %s is unavailable: %s", name,
 		            srv->reason != NULL ? srv->reason : "its server is not running");
+		return;
+	}
+	struct mg_err *berr = NULL;
+	if (gw_secrets_recheck(srv, &berr) < 0) {
+		refuse_call(s, msg->id, name, RPC_SERVER_ERROR, "%s", mg_err_msg(berr));
+		mg_err_free(berr);
+		return;
+	}
+	cleanup_free char *leak = gw_secrets_check_leaving(srv, args);
+	if (leak != NULL) {
+		refuse_call(s, msg->id, name, RPC_SERVER_ERROR, "%s", leak);
 		return;
 	}
 	struct gw_call *c = xcalloc(1, sizeof(*c));
@@ -256,22 +457,24 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 		c->client_progress_token = json_copy(token);
 		c->progress_token = xasprintf("mcpgate-%lld", (long long)++s->next_token);
 	}
-	struct json_value *p = upstream_params(msg->params, t->name, c->progress_token);
-	struct mg_err *err = NULL;
-	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
-	int r = rpc_peer_send_request(srv->peer, "tools/call", p, deadline, on_call_done, c,
-	                              &c->upstream_id, &err);
-	json_free(p);
-	if (r < 0) {
-		send_error(s, msg->id, RPC_SERVER_ERROR, "tool %s: %s", name, mg_err_msg(err));
-		mg_err_free(err);
-		gw_call_free(c);
+	c->params = upstream_params(msg->params, t->name, c->progress_token);
+	call_link(c);
+	if (t->cfg->effect == CFG_EFFECT_READ) {
+		call_send(c);
 		return;
 	}
-	c->next = s->calls;
-	if (s->calls != NULL)
-		s->calls->prev = c;
-	s->calls = c;
+	/* write and undeclared tools: the person is asked every call */
+	if (!client_can_elicit(s)) {
+		cleanup_free char *text = xasprintf(
+		    "refused: tool %s of server %s has effect %s, so every call needs your "
+		    "confirmation, and this client cannot ask (it declared no elicitation "
+		    "capability). Use a client that supports elicitation; or, if the tool only "
+		    "reads, declare it: mcpgate approve %s --tool %s --effect read",
+		    t->name, srv->cfg->name, effect_word(t->cfg->effect), srv->cfg->name, t->name);
+		call_refuse(c, "refused", text);
+		return;
+	}
+	call_confirm(c, t->cfg, args);
 }
 
 /* ---- tools/list --------------------------------------------------------- */
@@ -293,17 +496,15 @@ static struct json_value *tools_list_result(const struct session *s)
 static void tools_list(struct session *s, const struct json_value *id,
                        const struct json_value *params)
 {
-	if (json_get(params, "cursor") != NULL) {
-		/* the whole list comes in one page: no cursor was ever given out */
-		send_error(s, id, RPC_INVALID_PARAMS, "tools/list: unknown cursor");
-		return;
-	}
-	if (!s->registered) {
+	/* pages of GW_PAGE_MAX with cursors of mcpgate's own (relay.c); a
+	 * cursor can only come after start-up */
+	const struct json_value *cursor = json_get(params, "cursor");
+	if (!s->registered && (cursor == NULL || cursor->kind == JSON_NULL)) {
 		json_array_push(s->deferred_lists, json_copy(id));
 		return;
 	}
 	struct json_value *result = tools_list_result(s);
-	send_result(s, id, result);
+	gw_relay_send_page(s, id, "tools", json_get(result, "tools"), cursor);
 	json_free(result);
 }
 
@@ -324,12 +525,18 @@ static void initialize(struct session *s, const struct rpc_msg *msg)
 	/* answer the client's version when we speak it, else our newest */
 	const char *version =
 	    asked != NULL && mcp_version_supported(asked) ? asked : MCP_PROTOCOL_LATEST;
+	free(s->client_version);
+	s->client_version = xstrdup(version);
 	json_free(s->client_caps);
 	const struct json_value *caps = json_get(msg->params, "capabilities");
 	s->client_caps = caps != NULL ? json_copy(caps) : json_new_object();
 	struct json_value *result = gw_fields(
 	    "protocolVersion", json_new_string(version), "capabilities",
-	    gw_fields("tools", gw_fields("listChanged", json_new_bool(true), NULL), NULL),
+	    gw_fields("tools", gw_fields("listChanged", json_new_bool(true), NULL), "prompts",
+	              gw_fields("listChanged", json_new_bool(true), NULL), "resources",
+	              gw_fields("subscribe", json_new_bool(true), "listChanged",
+	                        json_new_bool(true), NULL),
+	              "logging", json_new_object(), "completions", json_new_object(), NULL),
 	    "serverInfo",
 	    gw_fields("name", json_new_string("mcpgate"), "version", json_new_string("0.1.0"),
 	              NULL),
@@ -372,7 +579,7 @@ static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *
 	else if (strcmp(m, "tools/call") == 0)
 		tools_call(s, msg);
 	else
-		send_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s", m);
+		gw_relay_client_request(s, msg); /* answers, or refuses */
 }
 
 static void cancel_call(struct session *s, const struct json_value *params)
@@ -384,15 +591,23 @@ static void cancel_call(struct session *s, const struct json_value *params)
 		if (strcmp(c->client_key, key) != 0)
 			continue;
 		struct gw_server *srv = c->server;
-		if (srv->peer != NULL) {
+		if (c->awaiting_confirm) {
+			/* its confirmation callback frees it */
+			call_unlink(c);
+			call_record(c, "cancelled", "by the client, before confirmation");
+			c->cancelled = true;
+			return;
+		}
+		if (srv->launch.peer != NULL) {
 			cleanup_free char *up = rpc_id_key_int(c->upstream_id);
-			rpc_peer_cancel(srv->peer, up);
+			rpc_peer_cancel(srv->launch.peer, up);
 			const char *reason = json_get_string(params, "reason");
 			struct json_value *p =
 			    gw_fields("requestId", json_new_int(c->upstream_id), NULL);
 			if (reason != NULL)
 				json_object_set(p, "reason", json_new_string(reason));
-			rpc_peer_send_notification(srv->peer, "notifications/cancelled", p, NULL);
+			rpc_peer_send_notification(srv->launch.peer, "notifications/cancelled", p,
+			                           NULL);
 			json_free(p);
 		}
 		call_unlink(c);
@@ -410,6 +625,8 @@ static void on_client_notification(struct rpc_peer *peer, struct rpc_msg *msg, v
 		s->client_initialized = true;
 	else if (strcmp(msg->method, "notifications/cancelled") == 0)
 		cancel_call(s, msg->params);
+	else if (strcmp(msg->method, "notifications/roots/list_changed") == 0)
+		gw_relay_roots_changed(s);
 }
 
 static void on_client_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data)
@@ -480,8 +697,10 @@ void gw_server_on_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data
 		rpc_peer_send_result(peer, msg->id, NULL, NULL);
 		return;
 	}
-	/* sampling, elicitation and roots reach the client only once the trust
-	 * rules for relaying them exist; until then: refused */
+	/* sampling, elicitation and roots: relayed when the client declared
+	 * the capability and the server's entry allows it, else refused */
+	if (gw_relay_server_request(srv, msg))
+		return;
 	audit_record(srv->sess->audit, "server.request.refused",
 	             gw_fields("server", json_new_string(srv->cfg->name), "method",
 	                       json_new_string(msg->method), NULL));
@@ -499,6 +718,28 @@ static struct gw_call *call_by_token(struct session *s, struct gw_server *srv, c
 	return NULL;
 }
 
+void gw_client_tools_changed(struct session *s)
+{
+	if (s->client_initialized && !s->stopping)
+		rpc_peer_send_notification(s->client, "notifications/tools/list_changed", NULL,
+		                           NULL);
+}
+
+/* A server's log message reaches the client tagged with the server's name */
+static void relay_log(struct session *s, struct gw_server *srv, const struct json_value *params)
+{
+	if (!s->answered_initialize || params == NULL || params->kind != JSON_OBJECT)
+		return;
+	struct json_value *p = json_copy(params);
+	const char *logger = json_get_string(params, "logger");
+	cleanup_free char *tag = logger != NULL ? xasprintf("%s/%.64s", srv->cfg->name, logger)
+	                                        : xstrdup(srv->cfg->name);
+	json_object_set(p, "logger", json_new_string(tag));
+	gw_secrets_redact(s, p);
+	rpc_peer_send_notification(s->client, "notifications/message", p, NULL);
+	json_free(p);
+}
+
 void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
 {
 	(void)peer;
@@ -506,6 +747,15 @@ void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void 
 	struct session *s = srv->sess;
 	if (srv->state != GW_READY)
 		return; /* start-up runs on another thread: nothing to relay yet */
+	if (strcmp(msg->method, "notifications/tools/list_changed") == 0) {
+		if (s->registered)
+			gw_server_relist(srv);
+		return;
+	}
+	if (strcmp(msg->method, "notifications/message") == 0) {
+		relay_log(s, srv, msg->params);
+		return;
+	}
 	if (strcmp(msg->method, "notifications/progress") == 0) {
 		const char *token = json_get_string(msg->params, "progressToken");
 		struct gw_call *c = token != NULL ? call_by_token(s, srv, token) : NULL;
@@ -513,22 +763,34 @@ void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void 
 			return; /* not a token we handed out: dropped */
 		struct json_value *p = json_copy(msg->params);
 		json_object_set(p, "progressToken", json_copy(c->client_progress_token));
+		gw_secrets_redact(s, p);
 		rpc_peer_send_notification(s->client, "notifications/progress", p, NULL);
 		json_free(p);
 		gw_session_update_io(s);
+		return;
 	}
+	gw_relay_server_notification(srv, msg);
 }
 
 void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data)
 {
-	(void)peer;
 	struct gw_server *srv = data;
 	struct session *s = srv->sess;
 	audit_record(s->audit, "server.protocol_error",
 	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
 	                       json_new_string(bad->reason), "bytes",
 	                       json_new_int((int64_t)bad->len), NULL));
-	if (!bad->overflow || srv->state != GW_READY)
+	if (!bad->overflow)
+		return;
+	if (srv->state == GW_STARTING) {
+		/* start-up waits for an answer that was in that line: fail it now */
+		cleanup_free char *why =
+		    xasprintf("it sent a line of more than %llu bytes (line_max in config.toml)",
+		              (unsigned long long)s->cfg->mcp.line_max);
+		rpc_peer_fail_all(peer, why);
+		return;
+	}
+	if (srv->state != GW_READY)
 		return;
 	/* the line may have been any call's answer: none of them can be trusted
 	 * to arrive, so each fails now with the reason */
@@ -537,7 +799,7 @@ void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad
 		if (c->server != srv)
 			continue;
 		cleanup_free char *key = rpc_id_key_int(c->upstream_id);
-		rpc_peer_cancel(srv->peer, key);
+		rpc_peer_cancel(srv->launch.peer, key);
 		gw_call_finish_error(c, RPC_SERVER_ERROR,
 		                     "server %s sent a line of more than %llu bytes (the limit is "
 		                     "%llu, line_max in config.toml)",

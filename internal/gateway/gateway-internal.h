@@ -10,8 +10,11 @@
 #include "internal/base/buf.h"
 #include "internal/base/strv.h"
 #include "internal/gateway/gateway.h"
+#include "internal/gateway/launch.h"
 #include "internal/json/json.h"
 #include "internal/jsonrpc/jsonrpc.h"
+#include "internal/keychain/keychain.h"
+#include "internal/mcp/manifest.h"
 #include "internal/mcp/mcp.h"
 #include "internal/proc/loop.h"
 #include "internal/proc/proc.h"
@@ -29,6 +32,29 @@ enum gw_state {
 };
 
 struct gw_call;
+struct gw_relayed;
+
+/* A list the client asked for before start-up ended (relay.c): its id is
+ * kept here, in fixed room, until the list can be answered */
+#define GW_RELAY_WAITS_MAX 16
+struct gw_relay_wait {
+	int kind;
+	bool id_is_string;
+	int64_t id_num;
+	char id_str[64];
+	size_t id_len;
+};
+
+/* A server's way out, when it lists hosts (egress.c) */
+struct gw_egress {
+	char *net_in, *net_out; /* its two networks, once made */
+	char *sidecar;          /* the proxy's container */
+	struct proc proc;       /* its runtime process: stdin is the lifeline */
+	int out_fd;             /* its records, one JSON line each */
+	struct mg_buf line;
+	unsigned records, dropped;
+	char *proxy_url; /* http://ADDRESS:PORT on the internal network */
+};
 
 struct gw_server {
 	struct session *sess;
@@ -36,12 +62,12 @@ struct gw_server {
 	enum gw_state state;
 	char *reason;
 
-	/* the runtime process and its pipes */
-	struct proc proc;
+	/* the runtime process, its MCP peer, its stderr (read by the loop
+	 * thread from the start) */
+	struct gw_launch launch;
 	char *container; /* its name */
-	struct strv argv;
-	struct rpc_peer *peer;
-	int err_fd; /* read by the loop thread from the start */
+	struct gw_egress egress;
+	struct kc_secret *secret; /* its credential's value until it is started */
 	pthread_mutex_t err_lock;
 	struct mg_buf err_tail; /* the last GW_STDERR_KEEP bytes, under err_lock */
 	size_t err_total;
@@ -51,6 +77,8 @@ struct gw_server {
 	bool thread_started;
 	struct mcp_server_info info;
 	struct json_value *tools; /* the server's tool list, as listed */
+	char live_hash[MANIFEST_HASH_LEN];
+	bool relisting; /* a tools/list after list_changed is under way */
 	int64_t start_ms, ready_ms;
 	int exit_status; /* when the thread saw it end */
 	bool exit_known;
@@ -82,6 +110,9 @@ struct gw_call {
 	struct json_value *client_progress_token;
 	char *tool;
 	int64_t start_ms;
+	struct json_value *params; /* for the server, until sent */
+	bool awaiting_confirm;     /* elicitation/create is with the client */
+	bool cancelled;            /* the client cancelled it while we asked */
 	struct gw_call *next, *prev;
 };
 
@@ -94,12 +125,19 @@ struct session {
 	pid_t owner;
 	char *workspace;
 	char *state_dir;
+	char *data_dir;
+	char *egress_binary; /* the private copy of mcpgate-egress, or NULL */
+	char *egress_error;  /* why there is none */
+	struct kc *keychain; /* NULL when it cannot be read */
+	char *keychain_error;
+	struct gw_secrets *secrets; /* every stored value's forms, for the scanner */
 
 	struct rpc_peer *client;
 	bool client_initialized; /* it sent notifications/initialized */
 	bool answered_initialize;
 	struct json_value *client_caps;
-	struct strv notices; /* notifications/message texts held until initialize */
+	char *client_version; /* the protocol version agreed with the client */
+	struct strv notices;  /* notifications/message texts held until initialize */
 
 	struct gw_server *servers; /* in mcp.toml order, only those offered here */
 	size_t nservers;
@@ -113,6 +151,15 @@ struct session {
 	int64_t next_token;
 
 	struct loop_timer *expire_timer;
+
+	/* relay.c: nothing here needs freeing at the end (what is pending
+	 * frees itself when its peer fails it) */
+	struct gw_relayed *relayed; /* servers' requests with the client */
+	struct gw_relay_wait waits[GW_RELAY_WAITS_MAX];
+	size_t nwaits;
+	struct loop_timer *relay_timer; /* looks for the end of start-up */
+	char log_level[16];             /* the client's logging/setLevel, or "" */
+	bool log_level_pending;         /* to send once start-up is over */
 	bool stopping;
 	int signal;
 };
@@ -127,7 +174,34 @@ void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char
 char *gw_server_stderr_last_line(struct gw_server *srv);
 void gw_server_free(struct gw_server *srv);
 
+/* egress.c */
+int gw_egress_prepare(struct session *s, struct mg_err **err);
+int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err);
+size_t gw_egress_env(const struct gw_server *srv, struct ctr_env *env, size_t max);
+void gw_egress_watch(struct loop *loop, void *data);
+void gw_egress_stop(struct gw_server *srv, int64_t deadline_ms);
+void gw_egress_free(struct gw_egress *e);
+
+/* secrets.c */
+struct gw_secrets;
+int gw_secrets_open(struct session *s, struct mg_err **err);
+void gw_secrets_close(struct session *s);
+/* the binding rule at start: fills srv->secret, or says why not */
+int gw_secrets_for_server(struct gw_server *srv, struct mg_err **err);
+/* the binding rule again, before every call */
+int gw_secrets_recheck(struct gw_server *srv, struct mg_err **err);
+/* NULL when args may go to srv, else why not (allocated; names the credential) */
+char *gw_secrets_check_leaving(const struct gw_server *srv, const struct json_value *args);
+/* replace every stored value, in any of its forms, by [redacted:NAME];
+ * returns how many strings changed */
+size_t gw_secrets_redact(const struct session *s, struct json_value *v);
+char *gw_secrets_redact_text(const struct session *s, const char *text, size_t len);
+
+/* relist.c */
+void gw_server_relist(struct gw_server *srv);
+
 /* client.c */
+void gw_client_tools_changed(struct session *s); /* notifications/tools/list_changed */
 int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err);
 void gw_client_registered(struct session *s); /* start-up is over: answer what waited */
 void gw_client_notice(struct session *s, const char *level, const char *text);
@@ -139,12 +213,41 @@ void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void 
 void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data);
 void gw_server_on_closed(struct rpc_peer *peer, const struct mg_err *why, void *data);
 
+/* relay.c: resources, prompts, completion, logging, and the servers'
+ * sampling, elicitation and roots (docs/relay.md) */
+#define GW_PAGE_MAX 100 /* items in one page of a list the client gets */
+/* A request client.c does not serve itself: answered, or refused */
+void gw_relay_client_request(struct session *s, struct rpc_msg *msg);
+/* notifications/roots/list_changed from the client */
+void gw_relay_roots_changed(struct session *s);
+/* A server's request other than ping: true when relay.c took it (relayed to
+ * the client, or refused with the reason) */
+bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg);
+/* A server's notification client.c does not handle */
+void gw_relay_server_notification(struct gw_server *srv, struct rpc_msg *msg);
+/* One page of a merged list (items borrowed, in public form) for the
+ * client: key is the result's array ("tools"), cursor the client's (or NULL) */
+void gw_relay_send_page(struct session *s, const struct json_value *id, const char *key,
+                        const struct json_value *items, const struct json_value *cursor);
+/* What a server is offered under: SERVER__NAME, or NAME with --passthrough */
+char *gw_relay_public_name(const struct gw_server *srv, const char *name);
+/* mcpgate://SERVER/URI, or URI with --passthrough */
+char *gw_relay_public_uri(const struct gw_server *srv, const char *uri);
+/* --passthrough with more than one server offered here: -1 and why */
+int gw_relay_passthrough_check(const struct session *s, struct mg_err **err);
+/* The capabilities mcpgate declares in its initialize to a server: those its
+ * relay = [...] allows. Borrowed, shared, never freed; safe from any thread. */
+const struct json_value *gw_relay_server_capabilities(const struct cfg_server *c);
+
 /* session.c */
 void gw_session_update_io(struct session *s); /* watch for output where queued, arm timers */
 void gw_session_stop(struct session *s);
 /* start-up is over: build the tool table in mcp.toml order, retire servers
  * with no tool on, answer what waited */
 void gw_session_register(struct session *s);
+/* Stop a server mcpgate has no use for (withheld, no tool on); its tools are
+ * no longer offered */
+void gw_server_retire(struct gw_server *srv, const char *why);
 struct json_value *gw_fields(const char *key, ...); /* key, json_value*, ..., NULL */
 
 #endif

@@ -22,6 +22,7 @@ struct session_options {
 	struct cfg *cfg;           /* borrowed; outlives the session */
 	struct ctr_driver *driver; /* borrowed; NULL when no container server is offered */
 	const char *state_dir;     /* audit logs go under STATE_DIR/sessions/ */
+	const char *data_dir;      /* the egress proxy's private copy goes under DATA_DIR/egress/ */
 	const char *workspace;     /* absolute */
 	int client_in, client_out; /* the client's fds; the session owns them */
 	pid_t owner;               /* the pid on every label (getpid()) */

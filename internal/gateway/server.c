@@ -47,8 +47,8 @@ static void stderr_keep(struct gw_server *srv, const char *data, size_t n)
 static void stderr_drain(struct gw_server *srv)
 {
 	char chunk[4096];
-	while (srv->err_fd >= 0) {
-		ssize_t n = read(srv->err_fd, chunk, sizeof(chunk));
+	while (srv->launch.err_fd >= 0) {
+		ssize_t n = read(srv->launch.err_fd, chunk, sizeof(chunk));
 		if (n > 0) {
 			stderr_keep(srv, chunk, (size_t)n);
 			continue;
@@ -57,9 +57,9 @@ static void stderr_drain(struct gw_server *srv)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
-		loop_unwatch(srv->sess->loop, srv->err_fd);
-		close(srv->err_fd);
-		srv->err_fd = -1;
+		loop_unwatch(srv->sess->loop, srv->launch.err_fd);
+		close(srv->launch.err_fd);
+		srv->launch.err_fd = -1;
 	}
 }
 
@@ -74,10 +74,10 @@ static void on_stderr(struct loop *loop, int fd, uint32_t events, void *data)
 void gw_server_watch_stderr(struct loop *loop, void *data)
 {
 	struct gw_server *srv = data;
-	if (srv->err_fd < 0)
+	if (srv->launch.err_fd < 0)
 		return;
 	struct mg_err *err = NULL;
-	if (loop_watch(loop, srv->err_fd, EPOLLIN, on_stderr, srv, &err) < 0) {
+	if (loop_watch(loop, srv->launch.err_fd, EPOLLIN, on_stderr, srv, &err) < 0) {
 		mg_warn("server %s: cannot watch its stderr: %s", srv->cfg->name, mg_err_msg(err));
 		mg_err_free(err);
 	}
@@ -86,17 +86,11 @@ void gw_server_watch_stderr(struct loop *loop, void *data)
 char *gw_server_stderr_last_line(struct gw_server *srv)
 {
 	pthread_mutex_lock(&srv->err_lock);
-	const char *t = mg_buf_str(&srv->err_tail);
-	size_t end = srv->err_tail.len;
-	while (end > 0 && (t[end - 1] == '\n' || t[end - 1] == '\r' || t[end - 1] == ' '))
-		end--;
-	size_t start = end;
-	while (start > 0 && t[start - 1] != '\n')
-		start--;
-	if (end - start > 300)
-		start = end - 300;
-	char *line = end > start ? xstrndup(t + start, end - start) : NULL;
+	char *clean =
+	    gw_secrets_redact_text(srv->sess, mg_buf_str(&srv->err_tail), srv->err_tail.len);
 	pthread_mutex_unlock(&srv->err_lock);
+	char *line = gw_last_line(clean, strlen(clean));
+	free(clean);
 	return line;
 }
 
@@ -104,9 +98,11 @@ static struct json_value *stderr_json(struct gw_server *srv)
 {
 	pthread_mutex_lock(&srv->err_lock);
 	/* the kept bytes may cut a UTF-8 sequence: only valid text is recorded */
-	struct json_value *v = json_new_stringn(
-	    srv->err_tail.data != NULL ? srv->err_tail.data : "", srv->err_tail.len);
+	char *clean =
+	    gw_secrets_redact_text(srv->sess, mg_buf_str(&srv->err_tail), srv->err_tail.len);
 	pthread_mutex_unlock(&srv->err_lock);
+	struct json_value *v = json_new_stringn(clean, strlen(clean));
+	free(clean);
 	return v != NULL ? v : json_new_string("(stderr is not valid UTF-8)");
 }
 
@@ -130,63 +126,49 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 {
 	struct session *s = srv->sess;
 	const struct cfg_server *c = srv->cfg;
-	struct strv envp = STRV_INIT;
+	struct ctr_env env[8];
 	struct ctr_run_spec spec = {
 	    .server = c,
 	    .session = s->id,
 	    .owner = s->owner,
 	    .workspace = s->workspace,
-	    .network = NULL,
+	    .network = srv->egress.net_in,
+	    .env = env,
+	    .nenv = gw_egress_env(srv, env, sizeof(env) / sizeof(env[0])),
 	};
-	if (s->driver->ops->run_command(s->driver, &spec, &srv->argv, &envp, err) < 0)
-		return -1;
-	struct proc_spec ps = {
-	    .path = srv->argv.v[0],
-	    .argv = (const char *const *)srv->argv.v,
-	    .envp = (const char *const *)strv_array(&envp),
-	    .stdio = {{PROC_STDIO_PIPE, -1, false},
-	              {PROC_STDIO_PIPE, -1, false},
-	              {PROC_STDIO_PIPE, -1, true}},
-	};
-	int r = proc_spawn(&ps, &srv->proc, err);
-	strv_free(&envp);
-	if (r < 0)
-		return -1;
-	struct json_value *argv = json_new_array();
-	for (size_t i = 0; i < srv->argv.n; i++)
-		json_array_push(argv, json_new_string(srv->argv.v[i]));
-	audit_record(s->audit, "server.start",
-	             gw_fields("server", json_new_string(c->name), "container",
-	                       json_new_string(srv->container), "argv", argv, "pid",
-	                       json_new_int(srv->proc.pid), NULL));
-	srv->err_fd = srv->proc.err_fd;
-	srv->proc.err_fd = -1;
-	loop_post(s->loop, gw_server_watch_stderr, srv);
-
+	if (srv->secret != NULL && spec.nenv < sizeof(env) / sizeof(env[0]))
+		env[spec.nenv++] =
+		    (struct ctr_env){c->position_name, (const char *)srv->secret->bytes};
 	cleanup_free char *name = xasprintf("server %s", c->name);
 	struct rpc_peer_config pc = peer_config(srv, name);
-	int in = srv->proc.out_fd, out = srv->proc.in_fd;
-	srv->proc.out_fd = srv->proc.in_fd = -1; /* the peer owns them now */
-	return rpc_peer_new(in, out, &pc, &srv->peer, err);
+	struct gw_launch *l = &srv->launch;
+	int r = gw_launch_start(s->driver, &spec, &pc, l, err);
+	/* the runtime has it now; mcpgate keeps no copy */
+	kc_secret_free(srv->secret);
+	srv->secret = NULL;
+	if (l->proc.pid > 0) {
+		struct json_value *argv = json_new_array();
+		for (size_t i = 0; i < l->argv.n; i++)
+			json_array_push(argv, json_new_string(l->argv.v[i]));
+		audit_record(s->audit, "server.start",
+		             gw_fields("server", json_new_string(c->name), "container",
+		                       json_new_string(srv->container), "argv", argv, "pid",
+		                       json_new_int(l->proc.pid), NULL));
+	}
+	if (l->err_fd >= 0)
+		loop_post(s->loop, gw_server_watch_stderr, srv);
+	return r;
 }
 
 /* After a failed start: make sure nothing of it runs. */
 static void start_cleanup(struct gw_server *srv)
 {
-	struct session *s = srv->sess;
-	rpc_peer_free(srv->peer);
-	srv->peer = NULL;
-	if (srv->proc.pid <= 0)
-		return;
-	int status = 0;
+	bool forced;
 	/* it may have ended on its own: that exit status is the reason */
-	if (proc_wait(&srv->proc, proc_now_ms() + 300, &status, NULL) < 0) {
-		s->driver->ops->remove(s->driver, srv->container, NULL);
-		if (proc_wait(&srv->proc, proc_now_ms() + 5000, &status, NULL) < 0)
-			proc_stop(&srv->proc, 0, &status);
-	}
-	srv->exit_status = status;
-	srv->exit_known = true;
+	gw_launch_stop(srv->sess->driver, srv->container, &srv->launch, proc_now_ms() + 300,
+	               &srv->exit_status, &forced);
+	srv->exit_known = srv->launch.proc.pid == -1 && srv->launch.argv.n > 0;
+	gw_egress_stop(srv, proc_now_ms() + 1000);
 }
 
 void *gw_server_start_thread(void *arg)
@@ -206,9 +188,12 @@ void *gw_server_start_thread(void *arg)
 		                                   c->image, c->name);
 		goto done;
 	}
-	if (start_process(srv, &err) < 0 ||
-	    mcp_initialize(srv->peer, deadline, NULL, &srv->info, &err) < 0 ||
-	    mcp_list_tools(srv->peer, deadline, &srv->tools, &err) < 0) {
+	if ((c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
+	    start_process(srv, &err) < 0 ||
+	    mcp_initialize(srv->launch.peer, deadline, gw_relay_server_capabilities(c), &srv->info,
+	                   &err) < 0 ||
+	    mcp_list_tools(srv->launch.peer, deadline, &srv->tools, &err) < 0 ||
+	    manifest_hash(srv->tools, srv->live_hash, &err) < 0) {
 		srv->start_error = xstrdup(mg_err_msg(err));
 		start_cleanup(srv);
 		goto done;
@@ -249,7 +234,7 @@ static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 	(void)loop;
 	(void)pid;
 	struct gw_server *srv = data;
-	srv->proc.pid = -1; /* reaped by the loop */
+	srv->launch.proc.pid = -1; /* reaped by the loop */
 	stderr_drain(srv);
 	if (srv->state == GW_READY)
 		exit_reason(srv, status);
@@ -259,11 +244,11 @@ static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 	                                                      : 128 + WTERMSIG(status)),
 	                       "reason", json_new_string(srv->reason != NULL ? srv->reason : ""),
 	                       "stderr", stderr_json(srv), NULL));
-	if (srv->peer != NULL) {
-		loop_unwatch(srv->sess->loop, rpc_peer_in_fd(srv->peer));
-		loop_unwatch(srv->sess->loop, rpc_peer_out_fd(srv->peer));
-		rpc_peer_free(srv->peer); /* its pending calls learn the reason */
-		srv->peer = NULL;
+	if (srv->launch.peer != NULL) {
+		loop_unwatch(srv->sess->loop, rpc_peer_in_fd(srv->launch.peer));
+		loop_unwatch(srv->sess->loop, rpc_peer_out_fd(srv->launch.peer));
+		rpc_peer_free(
+		    steal_pointer(&srv->launch.peer)); /* its pending calls learn the reason */
 	}
 	answer_orphans(srv);
 	gw_session_update_io(srv->sess);
@@ -297,13 +282,13 @@ void gw_server_started(struct loop *loop, void *data)
 	} else {
 		srv->state = GW_READY;
 		struct mg_err *err = NULL;
-		if (loop_watch(loop, rpc_peer_in_fd(srv->peer), EPOLLIN, on_server_input, srv,
-		               &err) < 0 ||
-		    (rpc_peer_out_fd(srv->peer) != rpc_peer_in_fd(srv->peer) &&
-		     loop_watch(loop, rpc_peer_out_fd(srv->peer), 0, on_server_output, srv, &err) <
-		         0) ||
-		    loop_watch_child(loop, srv->proc.pid, srv->proc.pidfd, on_child_exit, srv) <
-		        0) {
+		if (loop_watch(loop, rpc_peer_in_fd(srv->launch.peer), EPOLLIN, on_server_input,
+		               srv, &err) < 0 ||
+		    (rpc_peer_out_fd(srv->launch.peer) != rpc_peer_in_fd(srv->launch.peer) &&
+		     loop_watch(loop, rpc_peer_out_fd(srv->launch.peer), 0, on_server_output, srv,
+		                &err) < 0) ||
+		    loop_watch_child(loop, srv->launch.proc.pid, srv->launch.proc.pidfd,
+		                     on_child_exit, srv) < 0) {
 			mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
 			mg_err_free(err);
 		}
@@ -331,11 +316,11 @@ static void on_server_input(struct loop *loop, int fd, uint32_t events, void *da
 	(void)events;
 	struct gw_server *srv = data;
 	struct mg_err *err = NULL;
-	if (srv->peer == NULL)
+	if (srv->launch.peer == NULL)
 		return;
-	int r = rpc_peer_read(srv->peer, &err);
+	int r = rpc_peer_read(srv->launch.peer, &err);
 	if (r == RPC_READ_CLOSED || r < 0) {
-		loop_unwatch(srv->sess->loop, rpc_peer_in_fd(srv->peer));
+		loop_unwatch(srv->sess->loop, rpc_peer_in_fd(srv->launch.peer));
 		if (r < 0)
 			mg_debug("server %s: %s", srv->cfg->name, mg_err_msg(err));
 	}
@@ -349,8 +334,8 @@ static void on_server_output(struct loop *loop, int fd, uint32_t events, void *d
 	(void)fd;
 	(void)events;
 	struct gw_server *srv = data;
-	if (srv->peer != NULL && rpc_peer_flush(srv->peer, NULL) < 0)
-		loop_modify(srv->sess->loop, rpc_peer_out_fd(srv->peer), 0, NULL);
+	if (srv->launch.peer != NULL && rpc_peer_flush(srv->launch.peer, NULL) < 0)
+		loop_modify(srv->sess->loop, rpc_peer_out_fd(srv->launch.peer), 0, NULL);
 	gw_session_update_io(srv->sess);
 }
 
@@ -363,28 +348,19 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
 		pthread_join(srv->thread, NULL);
 		srv->thread_started = false;
 	}
-	if (srv->peer != NULL) {
-		loop_unwatch(s->loop, rpc_peer_in_fd(srv->peer));
-		if (rpc_peer_out_fd(srv->peer) != rpc_peer_in_fd(srv->peer))
-			loop_unwatch(s->loop, rpc_peer_out_fd(srv->peer));
+	if (srv->launch.peer != NULL) {
+		loop_unwatch(s->loop, rpc_peer_in_fd(srv->launch.peer));
+		if (rpc_peer_out_fd(srv->launch.peer) != rpc_peer_in_fd(srv->launch.peer))
+			loop_unwatch(s->loop, rpc_peer_out_fd(srv->launch.peer));
 		/* closing its input asks it to end; many servers ignore that */
-		rpc_peer_free(srv->peer);
-		srv->peer = NULL;
+		rpc_peer_free(steal_pointer(&srv->launch.peer));
 	}
-	if (srv->proc.pid > 0) {
-		loop_unwatch_child(s->loop, srv->proc.pid);
+	if (srv->launch.proc.pid > 0) {
+		loop_unwatch_child(s->loop, srv->launch.proc.pid);
 		int status = 0;
 		bool forced = false;
-		if (proc_wait(&srv->proc, deadline_ms, &status, NULL) < 0) {
-			forced = true;
-			struct mg_err *err = NULL;
-			if (s->driver->ops->remove(s->driver, srv->container, &err) < 0) {
-				mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
-				mg_err_free(err);
-			}
-			if (proc_wait(&srv->proc, proc_now_ms() + 5000, &status, NULL) < 0)
-				proc_stop(&srv->proc, 0, &status);
-		}
+		gw_launch_stop(s->driver, srv->container, &srv->launch, deadline_ms, &status,
+		               &forced);
 		stderr_drain(srv);
 		if (srv->state == GW_READY)
 			gw_server_set_reason(srv, GW_STOPPED,
@@ -398,25 +374,23 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
 		                       json_new_string(srv->reason != NULL ? srv->reason : ""),
 		                       "stderr", stderr_json(srv), NULL));
 	}
-	if (srv->err_fd >= 0) {
-		loop_unwatch(s->loop, srv->err_fd);
-		close(srv->err_fd);
-		srv->err_fd = -1;
+	gw_egress_stop(srv, deadline_ms);
+	if (srv->launch.err_fd >= 0) {
+		loop_unwatch(s->loop, srv->launch.err_fd);
+		close(srv->launch.err_fd);
+		srv->launch.err_fd = -1;
 	}
-	proc_close(&srv->proc);
+	proc_close(&srv->launch.proc);
 }
 
 void gw_server_free(struct gw_server *srv)
 {
-	rpc_peer_free(srv->peer);
-	srv->peer = NULL;
-	proc_close(&srv->proc);
-	if (srv->err_fd >= 0)
-		close(srv->err_fd);
+	gw_launch_free(&srv->launch);
+	gw_egress_free(&srv->egress);
+	kc_secret_free(srv->secret);
 	free(srv->reason);
 	free(srv->container);
 	free(srv->start_error);
-	strv_free(&srv->argv);
 	mg_buf_free(&srv->err_tail);
 	pthread_mutex_destroy(&srv->err_lock);
 	mcp_server_info_free(&srv->info);

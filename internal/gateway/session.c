@@ -91,6 +91,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->owner = opt->owner;
 	s->workspace = xstrdup(opt->workspace);
 	s->state_dir = xstrdup(opt->state_dir);
+	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);
 	s->deferred_lists = json_new_array();
 	if (opt->session_id != NULL) {
 		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
@@ -125,8 +126,11 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 		srv->sess = s;
 		srv->cfg = c;
 		srv->state = GW_STARTING;
-		srv->proc = (struct proc)PROC_INIT;
-		srv->err_fd = -1;
+		srv->launch.proc = (struct proc)PROC_INIT;
+		srv->launch.err_fd = -1;
+		srv->egress.proc = (struct proc)PROC_INIT;
+		srv->egress.out_fd = -1;
+		mg_buf_init(&srv->egress.line, 8192);
 		srv->container = ctr_container_name(c->name, s->id);
 		pthread_mutex_init(&srv->err_lock, NULL);
 		mg_buf_init(&srv->err_tail, GW_STDERR_KEEP);
@@ -156,15 +160,16 @@ static const struct cfg_tool *tool_setting(const struct cfg_server *c, const cha
 }
 
 /* Stop a server mcpgate has no use for; its exit is recorded when it comes. */
-static void retire_server(struct gw_server *srv, const char *why)
+void gw_server_retire(struct gw_server *srv, const char *why)
 {
 	struct session *s = srv->sess;
-	gw_server_set_reason(srv, GW_STOPPED, "server %s stopped: %s", srv->cfg->name, why);
-	if (srv->peer != NULL) {
-		loop_unwatch(s->loop, rpc_peer_in_fd(srv->peer));
-		loop_unwatch(s->loop, rpc_peer_out_fd(srv->peer));
-		rpc_peer_free(srv->peer);
-		srv->peer = NULL;
+	if (why != NULL)
+		gw_server_set_reason(srv, GW_STOPPED, "server %s stopped: %s", srv->cfg->name, why);
+	srv->state = GW_STOPPED;
+	if (srv->launch.peer != NULL) {
+		loop_unwatch(s->loop, rpc_peer_in_fd(srv->launch.peer));
+		loop_unwatch(s->loop, rpc_peer_out_fd(srv->launch.peer));
+		rpc_peer_free(steal_pointer(&srv->launch.peer));
 	}
 	/* the container goes now: there is nothing to wait for */
 	struct mg_err *err = NULL;
@@ -172,9 +177,39 @@ static void retire_server(struct gw_server *srv, const char *why)
 		mg_warn("%s: %s", srv->reason, mg_err_msg(err));
 		mg_err_free(err);
 	}
+	gw_egress_stop(srv, proc_now_ms() + 1000);
 	audit_record(s->audit, "server.stopped",
 	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
 	                       json_new_string(srv->reason), NULL));
+}
+
+/* A server whose manifest is not the approved one offers nothing this
+ * session, and says why. Returns true when it was withheld. */
+static bool withhold_unpinned(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	const char *approved = srv->cfg->manifest;
+	if (approved != NULL && strcmp(approved, srv->live_hash) == 0)
+		return false;
+	const char *why = approved == NULL ? "unapproved" : "changed";
+	cleanup_free char *text =
+	    approved == NULL
+	        ? xasprintf("its manifest is not approved (live %s); review it with "
+	                    "`mcpgate review %s`, then `mcpgate approve %s`",
+	                    srv->live_hash, srv->cfg->name, srv->cfg->name)
+	        : xasprintf("its manifest changed since approval (approved %s, live %s); "
+	                    "see what changed with `mcpgate review %s`",
+	                    approved, srv->live_hash, srv->cfg->name);
+	audit_record(s->audit, "server.withheld",
+	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
+	                       json_new_string(why), "approved",
+	                       approved != NULL ? json_new_string(approved) : json_new_null(),
+	                       "live", json_new_string(srv->live_hash), NULL));
+	cleanup_free char *notice =
+	    xasprintf("server %s's tools are withheld: %s", srv->cfg->name, text);
+	gw_client_notice(s, "warning", notice);
+	gw_server_retire(srv, text);
+	return true;
 }
 
 void gw_session_register(struct session *s)
@@ -186,7 +221,7 @@ void gw_session_register(struct session *s)
 	s->tools = xcalloc(cap > 0 ? cap : 1, sizeof(*s->tools));
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
-		if (srv->state != GW_READY)
+		if (srv->state != GW_READY || withhold_unpinned(srv))
 			continue;
 		size_t on = 0;
 		for (size_t k = 0; k < srv->tools->u.arr.len; k++) {
@@ -216,7 +251,7 @@ void gw_session_register(struct session *s)
 		                       json_new_int((int64_t)srv->tools->u.arr.len), "offered",
 		                       json_new_int((int64_t)on), NULL));
 		if (on == 0) {
-			retire_server(srv, "none of its tools is on in mcp.toml");
+			gw_server_retire(srv, "none of its tools is on in mcp.toml");
 			gw_client_notice(s, "info", srv->reason);
 		}
 	}
@@ -237,14 +272,14 @@ void gw_session_update_io(struct session *s)
 {
 	watch_output(s, s->client);
 	for (size_t i = 0; i < s->nservers; i++)
-		watch_output(s, s->servers[i].peer);
+		watch_output(s, s->servers[i].launch.peer);
 }
 
 static int64_t next_deadline(const struct session *s)
 {
 	int64_t next = 0;
 	for (size_t i = 0; i < s->nservers; i++) {
-		const struct rpc_peer *p = s->servers[i].peer;
+		const struct rpc_peer *p = s->servers[i].launch.peer;
 		if (p == NULL || s->servers[i].state != GW_READY)
 			continue;
 		int64_t d = rpc_peer_next_deadline(p);
@@ -271,6 +306,7 @@ static void on_signal(struct loop *loop, int signo, void *data)
 
 static void start_servers(struct session *s)
 {
+	struct mg_err *serr = NULL;
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
 		const struct cfg_server *c = srv->cfg;
@@ -279,16 +315,14 @@ static void start_servers(struct session *s)
 			                     "server %s is unavailable: remote servers are not "
 			                     "supported by this build yet",
 			                     c->name);
-		} else if (c->nhosts > 0) {
-			gw_server_set_reason(
-			    srv, GW_UNAVAILABLE,
-			    "server %s is unavailable: it lists network hosts, and "
-			    "this build has no egress proxy yet (use network = [])",
-			    c->name);
 		} else if (s->driver == NULL) {
 			gw_server_set_reason(srv, GW_UNAVAILABLE,
 			                     "server %s is unavailable: no container runtime",
 			                     c->name);
+		} else if (gw_secrets_for_server(srv, &serr) < 0) {
+			gw_server_set_reason(srv, GW_UNAVAILABLE, "server %s is unavailable: %s",
+			                     c->name, mg_err_msg(serr));
+			mg_err_clear(&serr);
 		} else {
 			int e = pthread_create(&srv->thread, NULL, gw_server_start_thread, srv);
 			if (e == 0) {
@@ -327,11 +361,10 @@ static void stop_servers(struct session *s)
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.stop_timeout * 1000;
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
-		if (srv->peer != NULL) {
-			loop_unwatch(s->loop, rpc_peer_in_fd(srv->peer));
-			loop_unwatch(s->loop, rpc_peer_out_fd(srv->peer));
-			rpc_peer_free(srv->peer);
-			srv->peer = NULL;
+		if (srv->launch.peer != NULL) {
+			loop_unwatch(s->loop, rpc_peer_in_fd(srv->launch.peer));
+			loop_unwatch(s->loop, rpc_peer_out_fd(srv->launch.peer));
+			rpc_peer_free(steal_pointer(&srv->launch.peer));
 		}
 	}
 	for (size_t i = 0; i < s->nservers; i++)
@@ -352,6 +385,23 @@ int session_run(struct session *s, struct mg_err **err)
 	loop_on_signal(s->loop, on_signal, s);
 	if (s->driver != NULL)
 		sweep_once(s);
+	bool hosts = false;
+	for (size_t i = 0; i < s->nservers; i++)
+		hosts |= s->servers[i].cfg->nhosts > 0;
+	struct mg_err *eerr = NULL;
+	if (hosts && gw_egress_prepare(s, &eerr) < 0) {
+		/* servers with hosts will be unavailable with this reason */
+		s->egress_error = xstrdup(mg_err_msg(eerr));
+		mg_err_free(eerr);
+	}
+	struct mg_err *kerr = NULL;
+	if (gw_secrets_open(s, &kerr) < 0) {
+		/* servers with a credential will be unavailable with this reason */
+		s->keychain_error = xstrdup(mg_err_msg(kerr));
+		mg_warn("%s", s->keychain_error);
+		mg_err_free(kerr);
+		gw_secrets_close(s);
+	}
 	start_servers(s);
 	if (s->starting == 0)
 		gw_session_register(s);
@@ -368,8 +418,8 @@ int session_run(struct session *s, struct mg_err **err)
 		}
 		int64_t now = proc_now_ms();
 		for (size_t i = 0; i < s->nservers; i++)
-			if (s->servers[i].peer != NULL && s->servers[i].state == GW_READY)
-				rpc_peer_expire(s->servers[i].peer, now);
+			if (s->servers[i].launch.peer != NULL && s->servers[i].state == GW_READY)
+				rpc_peer_expire(s->servers[i].launch.peer, now);
 		gw_session_update_io(s);
 	}
 
@@ -398,6 +448,10 @@ void session_free(struct session *s)
 {
 	if (s == NULL)
 		return;
+	/* first: calls waiting on the client learn it is gone and free themselves */
+	s->stopping = true;
+	rpc_peer_free(s->client);
+	s->client = NULL;
 	while (s->calls != NULL) {
 		struct gw_call *c = s->calls;
 		s->calls = c->next;
@@ -416,13 +470,18 @@ void session_free(struct session *s)
 	for (size_t i = 0; i < s->ntools; i++)
 		free(s->tools[i].public_name);
 	free(s->tools);
-	rpc_peer_free(s->client);
 	json_free(s->client_caps);
+	free(s->client_version);
 	json_free(s->deferred_lists);
 	strv_free(&s->notices);
 	audit_close(s->audit);
 	loop_free(s->loop);
 	free(s->workspace);
 	free(s->state_dir);
+	free(s->data_dir);
+	free(s->egress_binary);
+	free(s->egress_error);
+	gw_secrets_close(s);
+	free(s->keychain_error);
 	free(s);
 }

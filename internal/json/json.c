@@ -17,7 +17,7 @@
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 
-const struct json_limits json_default_limits = {16u << 20, 64};
+const struct json_limits json_default_limits = {16u << 20, 64, JSON_VALUES_DEFAULT};
 
 /* Longest key prefix quoted in an error message. */
 #define KEY_IN_MESSAGE_MAX 64
@@ -459,6 +459,7 @@ struct parse_ctx {
 	/* open arrays and objects, innermost last; borrowed from root */
 	struct json_value **stack;
 	size_t depth;
+	size_t values; /* made so far, against limits->max_values */
 	size_t stack_cap;
 	/* the key read for the value that comes next in the innermost object */
 	char *key;
@@ -512,6 +513,12 @@ static int parse_fail(struct parse_ctx *c, const char *fmt, ...)
  * ownership of v. Returns 1 to continue, 0 to cancel. */
 static int add_value(struct parse_ctx *c, struct json_value *v)
 {
+	size_t cap = c->limits->max_values != 0 ? c->limits->max_values : JSON_VALUES_DEFAULT;
+	if (++c->values > cap) {
+		json_free(v);
+		return parse_fail(c, "JSON text holds more than %zu values (at byte %zu)", cap,
+		                  consumed(c));
+	}
 	if (c->depth == 0) {
 		if (c->root != NULL) {
 			json_free(v);

@@ -53,7 +53,13 @@ struct json_value {
 struct json_limits {
 	size_t max_bytes;   /* the whole text */
 	unsigned max_depth; /* nesting of arrays and objects */
+	/* values in the whole text; 0 means JSON_VALUES_DEFAULT. A tree costs
+	 * about 45 bytes a value: without this cap a 16 MiB line of [0,0,...]
+	 * would take some 700 MB. */
+	size_t max_values;
 };
+
+#define JSON_VALUES_DEFAULT ((size_t)1 << 20)
 
 /* 16 MiB and depth 64 */
 extern const struct json_limits json_default_limits;

@@ -147,16 +147,16 @@ static void test_parse_errors(void)
 	parse_fails("65 nested objects", deep, strlen(deep), NULL,
 	            (const char *const[]){"nesting depth", "limit of 64", NULL});
 	free(deep);
-	const struct json_limits depth2 = {1024, 2};
+	const struct json_limits depth2 = {1024, 2, 0};
 	PARSE_FAILS("depth 3 under a limit of 2", "{\"a\":[{}]}", &depth2, "nesting depth",
 	            "limit of 2", "byte 6");
-	const struct json_limits depth0 = {1024, 0};
+	const struct json_limits depth0 = {1024, 0, 0};
 	PARSE_FAILS("an array under a limit of 0", "[]", &depth0, "limit of 0");
 
-	const struct json_limits ten = {10, 64};
+	const struct json_limits ten = {10, 64, 0};
 	PARSE_FAILS("13 bytes under a limit of 10", "[1,2,3,4,5,6]", &ten, "13 bytes",
 	            "limit of 10 bytes");
-	const struct json_limits none = {0, 64};
+	const struct json_limits none = {0, 64, 0};
 	PARSE_FAILS("1 byte under a limit of 0", "1", &none, "limit of 0 bytes");
 }
 
@@ -171,15 +171,15 @@ static void test_parse_accepts(void)
 	v = NULL;
 	free(deep);
 
-	const struct json_limits depth2 = {1024, 2};
+	const struct json_limits depth2 = {1024, 2, 0};
 	T_OK(json_parse("{\"a\":[1]}", 9, &depth2, &v, &err) == 0, "depth 2 under a limit of 2");
 	json_free(v);
 	v = NULL;
-	const struct json_limits depth0 = {1024, 0};
+	const struct json_limits depth0 = {1024, 0, 0};
 	T_OK(json_parse("\"x\"", 3, &depth0, &v, &err) == 0, "a scalar under a limit of 0");
 	json_free(v);
 	v = NULL;
-	const struct json_limits ten = {10, 64};
+	const struct json_limits ten = {10, 64, 0};
 	T_OK(json_parse("[1,2,3,45]", 10, &ten, &v, &err) == 0, "10 bytes under a limit of 10");
 	json_free(v);
 	v = NULL;
@@ -694,5 +694,18 @@ int main(void)
 	test_builders();
 	test_number_int64();
 	test_copy();
+	{
+		/* the value cap: a flat array of many small values is refused */
+		const struct json_limits three = {1024, 64, 3};
+		struct json_value *v = NULL;
+		struct mg_err *e = NULL;
+		T_INT(json_parse("[0,0]", 5, &three, &v, &e), 0, "three values fit a cap of three");
+		json_free(v);
+		v = NULL;
+		T_INT(json_parse("[0,0,0]", 7, &three, &v, &e), -1, "a fourth value is refused");
+		T_OK(e != NULL && strstr(e->msg, "more than 3 values") != NULL, "naming the cap: %s",
+		     mg_err_msg(e));
+		mg_err_free(e);
+	}
 	return t_done();
 }

@@ -220,7 +220,9 @@ struct rpc_peer_config {
 /* A peer reading in_fd and writing out_fd (they may be the same fd). The peer
  * owns both fds from this call on, even when it fails: it sets them
  * non-blocking and closes them in rpc_peer_free(). SIGPIPE must be ignored by
- * the process: a closed output is an error for this peer only. */
+ * the process: a closed output is an error for this peer only. A peer is used
+ * by one thread at a time (say a start-up thread with rpc_peer_call_sync(),
+ * then the loop's thread); it has no locks. */
 int rpc_peer_new(int in_fd, int out_fd, const struct rpc_peer_config *cfg, struct rpc_peer **out,
                  struct mg_err **err);
 /* Fails every pending request ("... was closed"), closes both fds, frees.
@@ -232,7 +234,7 @@ int rpc_peer_in_fd(const struct rpc_peer *peer);
 int rpc_peer_out_fd(const struct rpc_peer *peer);
 
 #define RPC_READ_DRAINED 0 /* read everything available; wait for input */
-#define RPC_READ_CLOSED  1 /* the input ended; nothing more will come */
+#define RPC_READ_CLOSED  1 /* the input ended: stop watching in_fd */
 #define RPC_READ_MORE    2 /* stopped after a fair share; input may remain */
 
 /* Read what is available and dispatch every complete line to the callbacks

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "internal/base/err.h"
+#include "internal/base/strv.h"
 #include "internal/json/json.h"
 #include "internal/jsonrpc/jsonrpc.h"
 
@@ -54,6 +55,16 @@ int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
  * pages or MCP_TOOLS_MAX tools is an error naming what is wrong. */
 int mcp_list_tools(struct rpc_peer *peer, int64_t deadline_ms, struct json_value **tools,
                    struct mg_err **err);
+
+/* One page of tools/list: check each tool of reply (as mcp_list_tools does)
+ * and append it to tools. Returns 1 with *next_cursor (borrowed from
+ * cursors, which remembers every cursor given) when another page follows,
+ * 0 after the last page, -1 on a bad page. page counts from 1. */
+int mcp_tools_page(struct json_value *tools, const struct rpc_msg *reply, size_t page,
+                   struct strv *cursors, const char **next_cursor, struct mg_err **err);
+
+/* {"cursor": cursor}, or NULL for the first page */
+struct json_value *mcp_cursor_params(const char *cursor);
 
 /* The message of a JSON-RPC error reply, for errors ("code -32601: Method not found") */
 char *mcp_error_text(const struct rpc_msg *reply);

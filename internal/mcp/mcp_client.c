@@ -157,74 +157,72 @@ static bool has_tool(const struct json_value *tools, const char *name)
 	return false;
 }
 
+int mcp_tools_page(struct json_value *tools, const struct rpc_msg *reply, size_t page,
+                   struct strv *cursors, const char **next_cursor, struct mg_err **err)
+{
+	*next_cursor = NULL;
+	if (page > MCP_LIST_PAGES_MAX)
+		return mg_err_set(err, "tools/list: more than %d pages", MCP_LIST_PAGES_MAX);
+	if (expect_result(reply, "tools/list", err) < 0)
+		return -1;
+	const struct json_value *list = json_get(reply->result, "tools");
+	if (list == NULL || list->kind != JSON_ARRAY)
+		return mg_err_set(err, "tools/list page %zu: no tools array", page);
+	for (size_t i = 0; i < list->u.arr.len; i++) {
+		const struct json_value *t = list->u.arr.items[i];
+		if (check_tool(t, page, err) < 0)
+			return -1;
+		if (has_tool(tools, json_get_string(t, "name")))
+			return mg_err_set(err, "tools/list: tool \"%s\" is listed twice",
+			                  json_get_string(t, "name"));
+		if (tools->u.arr.len >= MCP_TOOLS_MAX)
+			return mg_err_set(err, "tools/list: more than %d tools", MCP_TOOLS_MAX);
+		json_array_push(tools, json_copy(t));
+	}
+	const struct json_value *next = json_get(reply->result, "nextCursor");
+	if (next == NULL || next->kind == JSON_NULL)
+		return 0;
+	if (next->kind != JSON_STRING || strv_find(cursors, next->u.str.ptr) >= 0)
+		return mg_err_set(err, "tools/list page %zu: the nextCursor is %s", page,
+		                  next->kind != JSON_STRING ? "not a string"
+		                                            : "one already given (a loop)");
+	strv_push(cursors, next->u.str.ptr);
+	*next_cursor = cursors->v[cursors->n - 1];
+	return 1;
+}
+
+struct json_value *mcp_cursor_params(const char *cursor)
+{
+	if (cursor == NULL)
+		return NULL;
+	struct json_value *params = json_new_object();
+	json_object_set(params, "cursor", json_new_string(cursor));
+	return params;
+}
+
 int mcp_list_tools(struct rpc_peer *peer, int64_t deadline_ms, struct json_value **tools_out,
                    struct mg_err **err)
 {
 	struct json_value *tools = json_new_array();
 	struct strv cursors = STRV_INIT;
-	char *cursor = NULL;
-	int r = -1;
-	for (size_t page = 1;; page++) {
-		if (page > MCP_LIST_PAGES_MAX) {
-			mg_err_set(err, "tools/list: more than %d pages", MCP_LIST_PAGES_MAX);
-			goto out;
-		}
-		struct json_value *params = NULL;
-		if (cursor != NULL) {
-			params = json_new_object();
-			json_object_set(params, "cursor", json_new_string(cursor));
-		}
+	const char *cursor = NULL;
+	int r;
+	size_t page = 0;
+	do {
+		struct json_value *params = mcp_cursor_params(cursor);
 		struct rpc_msg reply;
 		memset(&reply, 0, sizeof(reply));
-		int c = rpc_peer_call_sync(peer, "tools/list", params, deadline_ms, &reply, err);
+		r = rpc_peer_call_sync(peer, "tools/list", params, deadline_ms, &reply, err);
 		json_free(params);
-		if (c < 0)
-			goto out;
-		if (expect_result(&reply, "tools/list", err) < 0) {
-			rpc_msg_free(&reply);
-			goto out;
-		}
-		const struct json_value *list = json_get(reply.result, "tools");
-		if (list == NULL || list->kind != JSON_ARRAY) {
-			rpc_msg_free(&reply);
-			mg_err_set(err, "tools/list page %zu: no tools array", page);
-			goto out;
-		}
-		for (size_t i = 0; i < list->u.arr.len; i++) {
-			const struct json_value *t = list->u.arr.items[i];
-			if (check_tool(t, page, err) < 0 ||
-			    (has_tool(tools, json_get_string(t, "name")) &&
-			     mg_err_set(err, "tools/list: tool \"%s\" is listed twice",
-			                json_get_string(t, "name")) < 0) ||
-			    (tools->u.arr.len >= MCP_TOOLS_MAX &&
-			     mg_err_set(err, "tools/list: more than %d tools", MCP_TOOLS_MAX) <
-			         0)) {
-				rpc_msg_free(&reply);
-				goto out;
-			}
-			json_array_push(tools, json_copy(t));
-		}
-		const struct json_value *next = json_get(reply.result, "nextCursor");
-		if (next == NULL || next->kind == JSON_NULL) {
-			rpc_msg_free(&reply);
-			break;
-		}
-		if (next->kind != JSON_STRING || strv_find(&cursors, next->u.str.ptr) >= 0) {
-			rpc_msg_free(&reply);
-			mg_err_set(err, "tools/list page %zu: the nextCursor is %s", page,
-			           next->kind != JSON_STRING ? "not a string"
-			                                     : "one already given (a loop)");
-			goto out;
-		}
-		strv_push(&cursors, next->u.str.ptr);
-		cursor = cursors.v[cursors.n - 1];
+		if (r == 0)
+			r = mcp_tools_page(tools, &reply, ++page, &cursors, &cursor, err);
 		rpc_msg_free(&reply);
+	} while (r > 0);
+	strv_free(&cursors);
+	if (r < 0) {
+		json_free(tools);
+		return -1;
 	}
 	*tools_out = tools;
-	tools = NULL;
-	r = 0;
-out:
-	json_free(tools);
-	strv_free(&cursors);
-	return r;
+	return 0;
 }

@@ -11,6 +11,7 @@ network this test made. Everything it makes is removed at the end.
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -102,6 +103,7 @@ class Session:
             fh.write('[mcp]\nruntime = "%s"\n%s' % (RT, config))
         self.env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
                     "XDG_STATE_HOME": self.state, "MCPGATE_LOG": "info",
+                    "XDG_DATA_HOME": os.path.join(base, "data"),  # shared: approvals persist
                     "MCPGATE_ITEST_CANARY": "must-not-reach-the-server"}
         for k in ("XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST"):
             if k in os.environ:
@@ -109,7 +111,15 @@ class Session:
 
     def mcpgate(self, *args, timeout=600):
         return subprocess.run([MCPGATE] + list(args) + ["--config", self.conf], env=self.env,
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, cwd=self.ws)
+
+    def pinned(self, server):
+        """The manifest hash mcp.toml holds for server (after approve)."""
+        with open(os.path.join(self.conf, "mcp.toml")) as fh:
+            text = fh.read()
+        section = text.split('name = "%s"' % server, 1)[1].split("[[server]]", 1)[0]
+        m = re.search(r'^manifest = "(sha256:[0-9a-f]{64})"', section, re.M)
+        return m.group(1) if m else None
 
     def serve(self):
         self.stderr = open(os.path.join(self.dir, "serve.stderr"), "wb")
@@ -126,13 +136,15 @@ class Session:
 
 
 def probe_server(name, image, args=None, tools=("echo", "env", "write_file", "connect", "status"),
-                 extra=""):
+                 extra="", manifest=None):
     s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, image)
+    if manifest:
+        s += 'manifest = "%s"\n' % manifest
     if args:
         s += "args = %s\n" % json.dumps(args)
     s += extra
     for tool in tools:
-        s += "[server.tools.%s]\non = true\n" % tool
+        s += "[server.tools.%s]\non = true\neffect = \"read\"\n" % tool
     return s
 
 
@@ -198,6 +210,16 @@ def test_session(base, probe_image, busybox_image):
          listed.get("ghost", {}).get("image_state") == "missing",
          "list --json: the pulled image is present, the other missing", r.stdout)
 
+    r = s.mcpgate("approve", "probe")
+    t.ok(r.returncode == 1 and "has not been reviewed" in r.stderr,
+         "approve before review is refused", r.stderr)
+    r = s.mcpgate("review", "probe")
+    t.ok(r.returncode == 0 and "approved: none yet" in r.stdout and "  status  [" in r.stdout,
+         "review starts it with its isolation and shows its tools", r.stdout + r.stderr)
+    r = s.mcpgate("approve", "probe")
+    hash_ = s.pinned("probe")
+    t.ok(r.returncode == 0 and hash_ is not None, "approve pins the reviewed manifest", r.stderr)
+
     ip, up = upstream(busybox_image, probe_image)
     t.ok(up, "the test's own upstream answers from a container on its network (%s)" % ip)
 
@@ -246,10 +268,32 @@ def test_session(base, probe_image, busybox_image):
     kinds = [e["event"] for e in s.audit(sid)]
     t.ok("server.start" in kinds and "server.unavailable" in kinds and "session.end" in kinds,
          "the audit log tells the story", kinds)
+    return hash_
 
 
-def test_kill_and_sweep(base, probe_image):
-    s = Session(base, probe_server("stubborn", probe_image, args=["--ignore-eof"]))
+def test_second_build_withheld(base, probe2_image, hash_):
+    """A second build of the probe whose one description differs, under the
+    first build's approval: withheld."""
+    s = Session(base, probe_server("probe", probe2_image, manifest=hash_))
+    r = s.mcpgate("pull", "probe")
+    t.ok(r.returncode == 0, "the second build is pulled", r.stderr[-500:])
+    c = s.serve()
+    c.initialize()
+    names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
+    t.ok(names == [], "a second build whose description differs is withheld", names)
+    c.close(timeout=60)
+    sid = s.session_ids()[0]
+    held = [e for e in s.audit(sid) if e["event"] == "server.withheld"]
+    t.ok(held and held[0]["reason"] == "changed" and held[0]["approved"] == hash_ and
+         held[0]["live"] != hash_, "recorded as changed, with both hashes", held)
+    r = s.mcpgate("review", "probe")
+    t.ok("DIFFERENT" in r.stdout and "changed echo: description" in r.stdout,
+         "review of it shows what changed against the approved manifest", r.stdout)
+
+
+def test_kill_and_sweep(base, probe_image, hash_):
+    s = Session(base, probe_server("stubborn", probe_image, args=["--ignore-eof"],
+                                   manifest=hash_))
     c = s.serve()
     c.initialize()
     c.request("tools/list", timeout=120)
@@ -297,9 +341,16 @@ def main():
                                     {"/bin/busybox": busybox,
                                      "/www/index.html": b"upstream-answer\n"},
                                     ["/bin/busybox"])
+        probe2_image = build_image("mcpgate-itest-probe2", {"/mcpgate-probe": PROBE},
+                                   ["/mcpgate-probe", "--describe-suffix", " (second build)"])
         rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [busybox_image]))
-        for case in (lambda: test_session(base, probe_image, busybox_image),
-                     lambda: test_kill_and_sweep(base, probe_image)):
+        hash_ = None
+        try:
+            hash_ = test_session(base, probe_image, busybox_image)
+        except Exception as e:
+            t.ok(False, "the session case raised %s: %s" % (type(e).__name__, e))
+        for case in (lambda: test_second_build_withheld(base, probe2_image, hash_),
+                     lambda: test_kill_and_sweep(base, probe_image, hash_)):
             try:
                 case()
             except Exception as e:

@@ -1,0 +1,398 @@
+/* mcpgate review NAME / mcpgate approve NAME: a person looks at what a server
+ * offers before its tools reach a model, and pins it (docs/trust.md). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/mcpgate/commands.h"
+#include "cmd/mcpgate/opts.h"
+#include "cmd/mcpgate/setup.h"
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
+#include "internal/base/xalloc.h"
+#include "internal/config/edit.h"
+#include "internal/gateway/launch.h"
+#include "internal/mcp/manifest.h"
+
+/* ---- the files under the data dir -------------------------------------- */
+
+static char *review_path(const char *data, const char *server)
+{
+	return xasprintf("%s/reviews/%s.json", data, server);
+}
+
+static int read_small_file(const char *path, char **text, size_t *len, struct mg_err **err)
+{
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return mg_err_sys(err, errno, "%s", path);
+	struct mg_buf b = MG_BUF_INIT((size_t)64 << 20);
+	char chunk[65536];
+	size_t n;
+	int r = 0;
+	while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		r = mg_buf_append(&b, chunk, n, err);
+	if (r == 0 && ferror(f))
+		r = mg_err_sys(err, errno, "reading %s", path);
+	fclose(f);
+	if (r < 0) {
+		mg_buf_free(&b);
+		return mg_err_wrap(err, "%s", path);
+	}
+	*text = mg_buf_steal(&b, len);
+	return 0;
+}
+
+/* A manifest record: {"server", "image", "hash", "tools"} */
+static int save_record(const char *dir, const char *file, const struct cfg_server *s,
+                       const char *hash, const struct json_value *tools, struct mg_err **err)
+{
+	if (mg_mkdir_p(dir, 0700, err) < 0)
+		return -1;
+	struct json_value *rec = json_new_object();
+	json_object_set(rec, "server", json_new_string(s->name));
+	json_object_set(rec, "image", json_new_string(s->image));
+	json_object_set(rec, "hash", json_new_string(hash));
+	json_object_set(rec, "tools", json_copy(tools));
+	struct mg_buf b = MG_BUF_INIT((size_t)64 << 20);
+	int r = json_generate(rec, &b, err);
+	json_free(rec);
+	if (r == 0)
+		r = mg_buf_putc(&b, '\n', err);
+	cleanup_free char *path = xasprintf("%s/%s", dir, file);
+	if (r == 0)
+		r = cfg_write_atomic(path, b.data, b.len, err);
+	mg_buf_free(&b);
+	return r;
+}
+
+static struct json_value *load_record(const char *path, struct mg_err **err)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	if (read_small_file(path, &text, &len, err) < 0)
+		return NULL;
+	struct json_value *v = NULL;
+	if (json_parse(text, len, NULL, &v, err) < 0) {
+		mg_err_wrap(err, "%s", path);
+		return NULL;
+	}
+	if (json_get_string(v, "hash") == NULL || json_get(v, "tools") == NULL ||
+	    json_get(v, "tools")->kind != JSON_ARRAY) {
+		json_free(v);
+		mg_err_set(err, "%s is not a manifest record", path);
+		return NULL;
+	}
+	return v;
+}
+
+/* ---- showing a manifest -------------------------------------------------- */
+
+static const char *effect_name(const struct cfg_server *s, const char *tool, bool *on)
+{
+	*on = false;
+	for (size_t i = 0; i < s->ntools; i++) {
+		if (strcmp(s->tools[i].name, tool) != 0)
+			continue;
+		*on = s->tools[i].on;
+		switch (s->tools[i].effect) {
+		case CFG_EFFECT_READ:
+			return "read";
+		case CFG_EFFECT_WRITE:
+			return "write";
+		case CFG_EFFECT_UNDECLARED:
+			break;
+		}
+	}
+	return "undeclared";
+}
+
+/* "text: string (required), count: integer" */
+static void schema_summary(const struct json_value *schema, struct mg_buf *out)
+{
+	const struct json_value *props = json_get(schema, "properties");
+	const struct json_value *req = json_get(schema, "required");
+	if (props == NULL || props->kind != JSON_OBJECT || props->u.obj.len == 0) {
+		mg_buf_puts(out, "(no arguments)", NULL);
+		return;
+	}
+	for (size_t i = 0; i < props->u.obj.len; i++) {
+		const struct json_member *m = &props->u.obj.items[i];
+		const char *type = json_get_string(m->value, "type");
+		bool required = false;
+		for (size_t k = 0; req != NULL && req->kind == JSON_ARRAY && k < req->u.arr.len;
+		     k++)
+			if (req->u.arr.items[k]->kind == JSON_STRING &&
+			    strcmp(req->u.arr.items[k]->u.str.ptr, m->key) == 0)
+				required = true;
+		mg_buf_printf(out, NULL, "%s%s: %s%s", i > 0 ? ", " : "", m->key,
+		              type != NULL ? type : "any", required ? " (required)" : "");
+	}
+}
+
+static void show_tools(const struct cfg_server *s, const struct json_value *tools)
+{
+	struct json_value *m = manifest_of(tools);
+	printf("tools (%zu):\n", m->u.arr.len);
+	for (size_t i = 0; i < m->u.arr.len; i++) {
+		const struct json_value *t = m->u.arr.items[i];
+		const char *name = json_get_string(t, "name");
+		bool on;
+		const char *effect = effect_name(s, name, &on);
+		const char *desc = json_get_string(t, "description");
+		printf("  %s  [effect: %s, %s]\n", name, effect, on ? "on" : "off");
+		printf("      %s\n", desc != NULL ? desc : "(no description)");
+		struct mg_buf sum = MG_BUF_INIT(1 << 16);
+		schema_summary(json_get(t, "inputSchema"), &sum);
+		printf("      input: %s\n", mg_buf_str(&sum));
+		mg_buf_free(&sum);
+	}
+	json_free(m);
+}
+
+/* ---- shared start -------------------------------------------------------- */
+
+struct target {
+	struct cfg *cfg;
+	struct ctr_driver *driver;
+	const struct cfg_server *server;
+	char *data_dir;
+	char workspace[PATH_MAX];
+};
+
+static int target_open(const char *dir, const char *name, const char *workspace, struct target *t,
+                       struct mg_err **err)
+{
+	memset(t, 0, sizeof(*t));
+	if (realpath(workspace != NULL ? workspace : ".", t->workspace) == NULL)
+		return mg_err_sys(err, errno, "workspace %s", workspace != NULL ? workspace : ".");
+	if (setup_config(dir, &t->cfg, err) < 0 ||
+	    (t->server = setup_server(t->cfg, name, err)) == NULL ||
+	    cfg_default_data_dir(&t->data_dir, err) < 0)
+		return -1;
+	if (t->server->transport != CFG_TRANSPORT_CONTAINER)
+		return mg_err_set(err, "server %s is remote: review starts container servers only",
+		                  name);
+	return setup_driver(t->cfg, &t->driver, err);
+}
+
+static void target_close(struct target *t)
+{
+	ctr_driver_free(t->driver);
+	cfg_free(t->cfg);
+	free(t->data_dir);
+}
+
+static int parse_common(int argc, char **argv, int *i, const char **dir, const char **ws)
+{
+	int r = opt_value(argc, argv, i, "config", dir);
+	if (r == 0)
+		r = opt_value(argc, argv, i, "workspace", ws);
+	return r;
+}
+
+/* ---- review -------------------------------------------------------------- */
+
+int cmd_review(int argc, char **argv, struct mg_err **err)
+{
+	const struct command *self = command_find("review");
+	const char *dir = NULL, *ws = NULL, *name = NULL;
+	for (int i = 1; i < argc; i++) {
+		int r = parse_common(argc, argv, &i, &dir, &ws);
+		if (r < 0)
+			return EXIT_USAGE;
+		if (r > 0)
+			continue;
+		if (argv[i][0] == '-' || name != NULL)
+			return usage_error(self, "unexpected argument \"%s\"", argv[i]);
+		name = argv[i];
+	}
+	if (name == NULL)
+		return usage_error(self, "which server? (see: mcpgate list)");
+	struct target t;
+	struct gw_manifest_fetch f = {0};
+	int status = EXIT_FAIL;
+	char hash[MANIFEST_HASH_LEN];
+	cleanup_free char *reviews = NULL, *file = NULL, *path = NULL;
+	if (target_open(dir, name, ws, &t, err) < 0)
+		goto out;
+	fprintf(stderr, "mcpgate: starting %s with its isolation to read its manifest\n", name);
+	if (gw_fetch_manifest(t.cfg, t.driver, t.server, t.workspace, &f, err) < 0 ||
+	    manifest_hash(f.tools, hash, err) < 0)
+		goto out;
+	const struct cfg_server *s = t.server;
+	printf("server %s: %s\n", s->name, s->image);
+	printf("runs in: a %s container, network: %s\n", t.driver->name,
+	       s->nhosts == 0 ? "none" : "its listed hosts, through the egress proxy");
+	printf("says it is: %s %s (MCP %s)\n", f.info.name ? f.info.name : "(unnamed)",
+	       f.info.version ? f.info.version : "", f.info.protocol_version);
+	printf("manifest: %s\n", hash);
+	if (s->manifest == NULL)
+		printf("approved: none yet\n");
+	else if (strcmp(s->manifest, hash) == 0)
+		printf("approved: %s (the same)\n", s->manifest);
+	else
+		printf("approved: %s (DIFFERENT)\n", s->manifest);
+	show_tools(s, f.tools);
+
+	if (s->manifest != NULL && strcmp(s->manifest, hash) != 0) {
+		cleanup_free char *old_path =
+		    xasprintf("%s/manifests/%s/%s.json", t.data_dir, s->name, s->manifest + 7);
+		struct mg_err *lerr = NULL;
+		struct json_value *old = load_record(old_path, &lerr);
+		if (old == NULL) {
+			printf("changes: the approved manifest's content is not stored here (%s), "
+			       "so only the hashes can be compared\n",
+			       mg_err_msg(lerr));
+			mg_err_free(lerr);
+		} else {
+			struct mg_buf diff = MG_BUF_INIT(1 << 20);
+			size_t n = manifest_diff(json_get(old, "tools"), f.tools, &diff);
+			printf("changes since the approved manifest (%zu):\n", n);
+			for (char *line = diff.data; line != NULL && *line != '\0';) {
+				char *nl = strchr(line, '\n');
+				printf("  %.*s\n",
+				       (int)(nl != NULL ? nl - line : (long)strlen(line)), line);
+				line = nl != NULL ? nl + 1 : NULL;
+			}
+			mg_buf_free(&diff);
+			json_free(old);
+		}
+	}
+	reviews = xasprintf("%s/reviews", t.data_dir);
+	file = xasprintf("%s.json", s->name);
+	if (save_record(reviews, file, s, hash, f.tools, err) < 0)
+		goto out;
+	path = review_path(t.data_dir, s->name);
+	printf("reviewed manifest stored in %s\n", path);
+	printf("to approve it: mcpgate approve %s [--tool TOOL --on --effect read|write]...\n",
+	       s->name);
+	status = EXIT_OK;
+out:
+	gw_manifest_fetch_free(&f);
+	target_close(&t);
+	return status;
+}
+
+/* ---- approve ------------------------------------------------------------- */
+
+static bool manifest_has(const struct json_value *tools, const char *name)
+{
+	for (size_t i = 0; i < tools->u.arr.len; i++)
+		if (strcmp(json_get_string(tools->u.arr.items[i], "name"), name) == 0)
+			return true;
+	return false;
+}
+
+int cmd_approve(int argc, char **argv, struct mg_err **err)
+{
+	const struct command *self = command_find("approve");
+	const char *dir = NULL, *ws = NULL, *name = NULL;
+	struct cfg_tool_change changes[256];
+	size_t n = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		int r = parse_common(argc, argv, &i, &dir, &ws);
+		if (r < 0)
+			return EXIT_USAGE;
+		if (r > 0)
+			continue;
+		if ((r = opt_value(argc, argv, &i, "tool", &v)) != 0) {
+			if (r < 0)
+				return EXIT_USAGE;
+			if (n == sizeof(changes) / sizeof(changes[0]))
+				return usage_error(self, "too many --tool options");
+			changes[n++] = (struct cfg_tool_change){v, -1, -1};
+			continue;
+		}
+		bool on = false, off = false;
+		if (opt_flag(argv, i, "on", &on) || opt_flag(argv, i, "off", &off)) {
+			if (n == 0)
+				return usage_error(self, "%s needs a --tool before it", argv[i]);
+			changes[n - 1].on = on ? 1 : 0;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "effect", &v)) != 0) {
+			if (r < 0)
+				return EXIT_USAGE;
+			if (n == 0)
+				return usage_error(self, "--effect needs a --tool before it");
+			if (strcmp(v, "read") == 0)
+				changes[n - 1].effect = CFG_EFFECT_READ;
+			else if (strcmp(v, "write") == 0)
+				changes[n - 1].effect = CFG_EFFECT_WRITE;
+			else
+				return usage_error(self, "--effect is read or write, not \"%s\"",
+				                   v);
+			continue;
+		}
+		if (argv[i][0] == '-' || name != NULL)
+			return usage_error(self, "unexpected argument \"%s\"", argv[i]);
+		name = argv[i];
+	}
+	if (name == NULL)
+		return usage_error(self, "which server? (see: mcpgate list)");
+
+	struct target t;
+	struct gw_manifest_fetch f = {0};
+	struct json_value *reviewed = NULL;
+	cleanup_free char *text = NULL, *edited = NULL, *rpath = NULL, *mdir = NULL, *mfile = NULL;
+	int status = EXIT_FAIL;
+	char hash[MANIFEST_HASH_LEN];
+	if (target_open(dir, name, ws, &t, err) < 0)
+		goto out;
+	rpath = review_path(t.data_dir, name);
+	if (access(rpath, F_OK) != 0) {
+		mg_err_set(err, "server %s has not been reviewed: run mcpgate review %s first",
+		           name, name);
+		goto out;
+	}
+	if ((reviewed = load_record(rpath, err)) == NULL)
+		goto out;
+	fprintf(stderr, "mcpgate: starting %s again to check its manifest is the one reviewed\n",
+	        name);
+	if (gw_fetch_manifest(t.cfg, t.driver, t.server, t.workspace, &f, err) < 0 ||
+	    manifest_hash(f.tools, hash, err) < 0)
+		goto out;
+	const char *was = json_get_string(reviewed, "hash");
+	if (strcmp(was, hash) != 0 ||
+	    strcmp(json_get_string(reviewed, "image") ? json_get_string(reviewed, "image") : "",
+	           t.server->image) != 0) {
+		mg_err_set(
+		    err,
+		    "refused: the live manifest of %s (%s) is not the one reviewed (%s); run "
+		    "mcpgate review %s again",
+		    name, hash, was, name);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!manifest_has(f.tools, changes[i].tool)) {
+			mg_err_set(err, "server %s offers no tool \"%s\" (see: mcpgate review %s)",
+			           name, changes[i].tool, name);
+			goto out;
+		}
+	}
+	size_t len = 0, out_len = 0;
+	if (read_small_file(t.cfg->mcp_path, &text, &len, err) < 0 ||
+	    cfg_edit_server(text, len, t.cfg->mcp_path, name, hash, changes, n, &edited, &out_len,
+	                    err) < 0 ||
+	    cfg_write_atomic(t.cfg->mcp_path, edited, out_len, err) < 0)
+		goto out;
+	mdir = xasprintf("%s/manifests/%s", t.data_dir, name);
+	mfile = xasprintf("%s.json", hash + 7);
+	if (save_record(mdir, mfile, t.server, hash, f.tools, err) < 0)
+		goto out;
+	printf("approved %s: manifest = \"%s\" written to %s\n", name, hash, t.cfg->mcp_path);
+	status = EXIT_OK;
+out:
+	json_free(reviewed);
+	gw_manifest_fetch_free(&f);
+	target_close(&t);
+	return status;
+}

@@ -1,0 +1,539 @@
+/* Names and addresses: see addr.h for the contracts. */
+#define _GNU_SOURCE
+#include "egress/addr.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool is_hex(char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static bool is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+int egr_parse_uint(const char *s, size_t n, uint64_t min, uint64_t max, uint64_t *out)
+{
+	if (n == 0 || n > 20 || (n > 1 && s[0] == '0'))
+		return -1;
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!is_digit(s[i]))
+			return -1;
+		unsigned d = (unsigned)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* a.b.c.d exactly: four parts, 1-3 digits, no leading zero, each <= 255 */
+static bool parse_dotted_quad(const char *s, size_t n, unsigned char out[4])
+{
+	size_t i = 0;
+	for (int part = 0; part < 4; part++) {
+		size_t start = i;
+		while (i < n && is_digit(s[i]))
+			i++;
+		uint64_t v;
+		if (i - start > 3 || egr_parse_uint(s + start, i - start, 0, 255, &v) < 0)
+			return false;
+		out[part] = (unsigned char)v;
+		if (part < 3) {
+			if (i >= n || s[i] != '.')
+				return false;
+			i++;
+		}
+	}
+	return i == n;
+}
+
+/* The WHATWG URL rule, which is also what inet_aton-style parsers do: when
+ * the last label is a number (decimal, octal with a leading 0, or hex with
+ * 0x), the whole host is read as an IPv4 address by somebody. */
+static bool last_label_numeric(const char *s, size_t n)
+{
+	size_t start = n;
+	while (start > 0 && s[start - 1] != '.')
+		start--;
+	const char *l = s + start;
+	size_t ln = n - start;
+	if (ln == 0)
+		return false;
+	if (ln >= 2 && l[0] == '0' && (l[1] == 'x' || l[1] == 'X')) {
+		for (size_t i = 2; i < ln; i++)
+			if (!is_hex(l[i]))
+				return false;
+		return true;
+	}
+	for (size_t i = 0; i < ln; i++)
+		if (!is_digit(l[i]))
+			return false;
+	return true;
+}
+
+static int parse_ipv6_literal(const char *s, size_t n, struct egr_host *out, const char **why)
+{
+	/* s is the text inside the brackets */
+	if (memchr(s, '%', n) != NULL) {
+		*why = "IPv6 zone id";
+		return -1;
+	}
+	char tmp[INET6_ADDRSTRLEN];
+	if (n == 0 || n >= sizeof(tmp)) {
+		*why = "bad IPv6 literal";
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!is_hex(s[i]) && s[i] != ':' && s[i] != '.') {
+			*why = "bad IPv6 literal";
+			return -1;
+		}
+	}
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	struct in6_addr a6;
+	if (inet_pton(AF_INET6, tmp, &a6) != 1) {
+		*why = "bad IPv6 literal";
+		return -1;
+	}
+	out->kind = EGR_HOST_IPV6;
+	out->addr.family = 6;
+	memcpy(out->addr.b, &a6, 16);
+	egr_addr_format(&out->addr, out->name, sizeof(out->name));
+	return 0;
+}
+
+int egr_host_parse(const char *s, size_t n, struct egr_host *out, const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	if (n == 0) {
+		*why = "empty host";
+		return -1;
+	}
+	if (s[0] == '[') {
+		if (n < 2 || s[n - 1] != ']') {
+			*why = "bad IPv6 literal";
+			return -1;
+		}
+		return parse_ipv6_literal(s + 1, n - 2, out, why);
+	}
+	if (s[n - 1] == '.')
+		n--;
+	if (n == 0) {
+		*why = "empty host";
+		return -1;
+	}
+	if (n > EGR_HOST_MAX) {
+		*why = "host name longer than 253 characters";
+		return -1;
+	}
+	size_t label = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '.') {
+			if (label == 0 || s[i - 1] == '-') {
+				*why =
+				    label == 0 ? "empty label in host" : "label ends with a hyphen";
+				return -1;
+			}
+			label = 0;
+		} else if (is_alpha(c) || is_digit(c) || c == '-') {
+			if (label == 0 && c == '-') {
+				*why = "label starts with a hyphen";
+				return -1;
+			}
+			if (++label > 63) {
+				*why = "label longer than 63 characters";
+				return -1;
+			}
+		} else {
+			*why = c == '%'   ? "IPv6 zone id or percent-encoding in host"
+			       : c == ':' ? "IPv6 literal without brackets"
+			                  : "bad character in host";
+			return -1;
+		}
+		out->name[i] = lower(c);
+	}
+	if (label == 0 || s[n - 1] == '-') {
+		*why = label == 0 ? "empty label in host" : "label ends with a hyphen";
+		return -1;
+	}
+	out->name[n] = '\0';
+	if (!last_label_numeric(s, n)) {
+		out->kind = EGR_HOST_NAME;
+		return 0;
+	}
+	if (parse_dotted_quad(s, n, out->addr.b)) {
+		out->kind = EGR_HOST_IPV4;
+		out->addr.family = 4;
+		return 0;
+	}
+	out->kind = EGR_HOST_NUMERIC;
+	return 0;
+}
+
+/* Split an authority into host text and optional port text. */
+static int authority_split(const char *s, size_t n, size_t *host_n, const char **port_s,
+                           size_t *port_n, bool *has_port, const char **why)
+{
+	if (memchr(s, '@', n) != NULL) {
+		*why = "userinfo in authority";
+		return -1;
+	}
+	size_t hn;
+	if (n > 0 && s[0] == '[') {
+		const char *close = memchr(s, ']', n);
+		if (close == NULL) {
+			*why = "bad IPv6 literal";
+			return -1;
+		}
+		hn = (size_t)(close - s) + 1;
+		if (hn < n && s[hn] != ':') {
+			*why = "junk after IPv6 literal";
+			return -1;
+		}
+	} else {
+		const char *colon = memchr(s, ':', n);
+		hn = colon != NULL ? (size_t)(colon - s) : n;
+		if (colon != NULL && memchr(colon + 1, ':', n - hn - 1) != NULL) {
+			*why = "IPv6 literal without brackets";
+			return -1;
+		}
+	}
+	*host_n = hn;
+	*has_port = hn < n;
+	*port_s = *has_port ? s + hn + 1 : s + n;
+	*port_n = *has_port ? n - hn - 1 : 0;
+	return 0;
+}
+
+static int parse_port(const char *s, size_t n, uint16_t *port, const char **why)
+{
+	uint64_t v;
+	if (n == 0) {
+		*why = "empty port";
+		return -1;
+	}
+	if (egr_parse_uint(s, n, 1, 65535, &v) < 0) {
+		*why = "bad port (decimal 1-65535)";
+		return -1;
+	}
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int egr_authority_parse(const char *s, size_t n, uint16_t default_port, struct egr_host *host,
+                        uint16_t *port, const char **why)
+{
+	size_t hn, pn;
+	const char *ps;
+	bool has_port;
+	if (authority_split(s, n, &hn, &ps, &pn, &has_port, why) < 0)
+		return -1;
+	if (egr_host_parse(s, hn, host, why) < 0)
+		return -1;
+	if (has_port)
+		return parse_port(ps, pn, port, why);
+	if (default_port == 0) {
+		*why = "port missing";
+		return -1;
+	}
+	*port = default_port;
+	return 0;
+}
+
+bool egr_name_always_refused(const char *name)
+{
+	static const char *const aliases[] = {
+	    "host.containers.internal",
+	    "host.docker.internal",
+	    "gateway.docker.internal",
+	    "localhost",
+	};
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (strcmp(name, aliases[i]) == 0)
+			return true;
+	size_t n = strlen(name);
+	static const char suffix[] = ".localhost";
+	return n >= sizeof(suffix) - 1 && strcmp(name + n - (sizeof(suffix) - 1), suffix) == 0;
+}
+
+void egr_addr_unmap(struct egr_addr *a)
+{
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	if (a->family == 6 && memcmp(a->b, mapped, 12) == 0) {
+		unsigned char v4[4];
+		memcpy(v4, a->b + 12, 4);
+		memset(a->b, 0, sizeof(a->b));
+		memcpy(a->b, v4, 4);
+		a->family = 4;
+	}
+}
+
+static bool prefix_match(const unsigned char *a, const unsigned char *net, unsigned bits)
+{
+	unsigned whole = bits / 8, rest = bits % 8;
+	if (memcmp(a, net, whole) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	unsigned char mask = (unsigned char)(0xff << (8 - rest));
+	return (a[whole] & mask) == (net[whole] & mask);
+}
+
+struct range {
+	unsigned char net[16];
+	unsigned bits;
+	enum egr_addr_class cls;
+	const char *name;
+};
+
+/* Most specific first: the first match decides. */
+static const struct range v4_ranges[] = {
+    {{0, 0, 0, 0}, 8, EGR_ADDR_SPECIAL, "0.0.0.0/8 this network"},
+    {{10, 0, 0, 0}, 8, EGR_ADDR_PRIVATE, "10.0.0.0/8 private"},
+    {{100, 64, 0, 0}, 10, EGR_ADDR_SPECIAL, "100.64.0.0/10 shared address space"},
+    {{127, 0, 0, 0}, 8, EGR_ADDR_SPECIAL, "127.0.0.0/8 loopback"},
+    {{169, 254, 0, 0}, 16, EGR_ADDR_SPECIAL, "169.254.0.0/16 link-local"},
+    {{172, 16, 0, 0}, 12, EGR_ADDR_PRIVATE, "172.16.0.0/12 private"},
+    {{192, 0, 0, 0}, 24, EGR_ADDR_SPECIAL, "192.0.0.0/24 IETF protocol assignments"},
+    {{192, 0, 2, 0}, 24, EGR_ADDR_SPECIAL, "192.0.2.0/24 documentation"},
+    {{192, 88, 99, 0}, 24, EGR_ADDR_SPECIAL, "192.88.99.0/24 6to4 relay anycast"},
+    {{192, 168, 0, 0}, 16, EGR_ADDR_PRIVATE, "192.168.0.0/16 private"},
+    {{198, 18, 0, 0}, 15, EGR_ADDR_SPECIAL, "198.18.0.0/15 benchmarking"},
+    {{198, 51, 100, 0}, 24, EGR_ADDR_SPECIAL, "198.51.100.0/24 documentation"},
+    {{203, 0, 113, 0}, 24, EGR_ADDR_SPECIAL, "203.0.113.0/24 documentation"},
+    {{224, 0, 0, 0}, 4, EGR_ADDR_SPECIAL, "224.0.0.0/4 multicast"},
+    {{255, 255, 255, 255}, 32, EGR_ADDR_SPECIAL, "255.255.255.255 broadcast"},
+    {{240, 0, 0, 0}, 4, EGR_ADDR_SPECIAL, "240.0.0.0/4 reserved"},
+};
+
+static const struct range v6_ranges[] = {
+    {{0}, 128, EGR_ADDR_SPECIAL, ":: unspecified"},
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128, EGR_ADDR_SPECIAL, "::1 loopback"},
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, EGR_ADDR_SPECIAL, "::ffff:0:0/96 IPv4-mapped"},
+    {{0}, 96, EGR_ADDR_SPECIAL, "::/96 IPv4-compatible"},
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0},
+     96,
+     EGR_ADDR_SPECIAL,
+     "::ffff:0:0:0/96 IPv4-translated"},
+    {{0, 0x64, 0xff, 0x9b}, 96, EGR_ADDR_SPECIAL, "64:ff9b::/96 NAT64"},
+    {{0, 0x64, 0xff, 0x9b, 0, 1}, 48, EGR_ADDR_SPECIAL, "64:ff9b:1::/48 NAT64"},
+    {{0x01, 0x00}, 64, EGR_ADDR_SPECIAL, "100::/64 discard-only"},
+    {{0x20, 0x01, 0, 0}, 32, EGR_ADDR_SPECIAL, "2001::/32 Teredo"},
+    {{0x20, 0x01, 0x0d, 0xb8}, 32, EGR_ADDR_SPECIAL, "2001:db8::/32 documentation"},
+    {{0x20, 0x02}, 16, EGR_ADDR_SPECIAL, "2002::/16 6to4"},
+    {{0xfc}, 7, EGR_ADDR_PRIVATE, "fc00::/7 unique local"},
+    {{0xfe, 0x80}, 10, EGR_ADDR_SPECIAL, "fe80::/10 link-local"},
+    {{0xfe, 0xc0}, 10, EGR_ADDR_SPECIAL, "fec0::/10 site-local"},
+    {{0xff}, 8, EGR_ADDR_SPECIAL, "ff00::/8 multicast"},
+};
+
+enum egr_addr_class egr_addr_classify(const struct egr_addr *in, const char **range)
+{
+	struct egr_addr a = *in;
+	egr_addr_unmap(&a);
+	const struct range *r = a.family == 4 ? v4_ranges : v6_ranges;
+	size_t n = a.family == 4 ? sizeof(v4_ranges) / sizeof(v4_ranges[0])
+	                         : sizeof(v6_ranges) / sizeof(v6_ranges[0]);
+	if (a.family != 4 && a.family != 6) {
+		*range = "unknown address family";
+		return EGR_ADDR_SPECIAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (prefix_match(a.b, r[i].net, r[i].bits)) {
+			*range = r[i].name;
+			return r[i].cls;
+		}
+	}
+	/* IPv6 global unicast is 2000::/3; everything else is unassigned or
+	 * special, and a proxy has no business there */
+	if (a.family == 6 && (a.b[0] & 0xe0) != 0x20) {
+		*range = "outside 2000::/3 global unicast";
+		return EGR_ADDR_SPECIAL;
+	}
+	*range = "public";
+	return EGR_ADDR_PUBLIC;
+}
+
+void egr_addr_format(const struct egr_addr *a, char *buf, size_t size)
+{
+	if (inet_ntop(a->family == 4 ? AF_INET : AF_INET6, a->b, buf, (socklen_t)size) == NULL &&
+	    size > 0)
+		buf[0] = '\0';
+}
+
+int egr_cidr_parse(const char *s, size_t n, struct egr_cidr *out, const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	const char *slash = memchr(s, '/', n);
+	size_t an = slash != NULL ? (size_t)(slash - s) : n;
+	*why = "bad address (want ADDR or ADDR/PREFIX)";
+	if (an == 0)
+		return -1;
+	unsigned maxbits;
+	if (parse_dotted_quad(s, an, out->addr.b)) {
+		out->addr.family = 4;
+		maxbits = 32;
+	} else {
+		struct egr_host h;
+		const char *ignored;
+		const char *a = s;
+		size_t len = an;
+		if (len >= 2 && a[0] == '[' && a[len - 1] == ']') {
+			a++;
+			len -= 2;
+		}
+		if (parse_ipv6_literal(a, len, &h, &ignored) < 0)
+			return -1;
+		out->addr = h.addr;
+		maxbits = 128;
+	}
+	uint64_t bits = maxbits;
+	if (slash != NULL && egr_parse_uint(slash + 1, n - an - 1, 0, maxbits, &bits) < 0) {
+		*why = "bad prefix length";
+		return -1;
+	}
+	out->prefix = (unsigned)bits;
+	if (out->addr.family == 6 && out->prefix >= 96) {
+		struct egr_addr a = out->addr;
+		egr_addr_unmap(&a);
+		if (a.family == 4) {
+			out->addr = a;
+			out->prefix -= 96;
+		}
+	}
+	/* clear the bits past the prefix so matching is a plain compare */
+	unsigned nbytes = out->addr.family == 4 ? 4 : 16;
+	for (unsigned i = 0; i < nbytes; i++) {
+		unsigned keep = out->prefix > i * 8 ? out->prefix - i * 8 : 0;
+		if (keep < 8)
+			out->addr.b[i] &= (unsigned char)(0xff << (8 - keep));
+	}
+	return 0;
+}
+
+bool egr_cidr_match(const struct egr_cidr *c, const struct egr_addr *in)
+{
+	struct egr_addr a = *in;
+	egr_addr_unmap(&a);
+	return a.family == c->addr.family && prefix_match(a.b, c->addr.b, c->prefix);
+}
+
+int egr_allow_parse(const char *s, bool private_ok, struct egr_allow *out, const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	size_t n = strlen(s), hn, pn;
+	const char *ps;
+	bool has_port;
+	if (authority_split(s, n, &hn, &ps, &pn, &has_port, why) < 0)
+		return -1;
+	if (egr_host_parse(s, hn, &out->host, why) < 0)
+		return -1;
+	if (has_port && parse_port(ps, pn, &out->port, why) < 0)
+		return -1;
+	out->private_ok = private_ok;
+	const char *range;
+	switch (out->host.kind) {
+	case EGR_HOST_NUMERIC:
+		*why = "numeric-looking name (write an IPv4 address as a.b.c.d)";
+		return -1;
+	case EGR_HOST_NAME:
+		if (egr_name_always_refused(out->host.name)) {
+			*why = "the runtime's host alias and localhost are always refused";
+			return -1;
+		}
+		return 0;
+	case EGR_HOST_IPV4:
+	case EGR_HOST_IPV6:
+		switch (egr_addr_classify(&out->host.addr, &range)) {
+		case EGR_ADDR_SPECIAL:
+			*why = "a special address is always refused";
+			return -1;
+		case EGR_ADDR_PRIVATE:
+			if (!private_ok) {
+				*why = "a private address needs -allow-private";
+				return -1;
+			}
+			return 0;
+		case EGR_ADDR_PUBLIC:
+			return 0;
+		}
+	}
+	*why = "bad host";
+	return -1;
+}
+
+enum egr_match egr_allow_match(const struct egr_allow *list, size_t n, const struct egr_host *h,
+                               uint16_t port, bool *private_ok)
+{
+	enum egr_match best = EGR_MATCH_NONE;
+	*private_ok = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct egr_allow *e = &list[i];
+		if (e->host.kind != h->kind || strcmp(e->host.name, h->name) != 0)
+			continue;
+		if (e->port == port || (e->port == 0 && (port == 80 || port == 443))) {
+			best = EGR_MATCH_OK;
+			*private_ok = *private_ok || e->private_ok;
+		} else if (best == EGR_MATCH_NONE) {
+			best = EGR_MATCH_PORT;
+		}
+	}
+	return best;
+}
+
+int egr_addrs_check(const struct egr_policy *pol, bool private_ok, struct egr_addr *addrs, size_t n,
+                    size_t *bad, const char **reason, const char **range)
+{
+	for (size_t i = 0; i < n; i++) {
+		egr_addr_unmap(&addrs[i]);
+		*bad = i;
+		switch (egr_addr_classify(&addrs[i], range)) {
+		case EGR_ADDR_SPECIAL:
+			*reason = "special address";
+			return -1;
+		case EGR_ADDR_PRIVATE:
+			if (!private_ok) {
+				*reason = "private address (not -allow-private)";
+				return -1;
+			}
+			break;
+		case EGR_ADDR_PUBLIC:
+			break;
+		}
+		for (size_t j = 0; j < pol->nown; j++) {
+			if (egr_cidr_match(&pol->own[j], &addrs[i])) {
+				*reason = "own address";
+				*range = "the proxy's own address";
+				return -1;
+			}
+		}
+		for (size_t j = 0; j < pol->ndeny; j++) {
+			if (egr_cidr_match(&pol->deny[j], &addrs[i])) {
+				*reason = "denied address";
+				*range = "-deny-address";
+				return -1;
+			}
+		}
+	}
+	return 0;
+}

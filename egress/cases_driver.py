@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""The driver of egress/cases_test.sh; runs inside the proxy's network and
+mount namespaces, which cases_test.sh made (the upstream lives in another
+namespace at 10.233.0.2 and fd00:233::2; /etc/hosts and /etc/resolv.conf are
+the test's own).
+
+For each testdata/egress/NNN-name/ folder (format: egress/README.md) it starts
+the proxy with the case's arguments, sends the request as a client, and checks
+the answer, what the upstream received, what the fake DNS server was asked,
+the records on the proxy's stdout, and that the proxy exits cleanly (status 0,
+no sanitizer report) when its lifeline ends. Then a few scripted checks that
+are about time and numbers rather than bytes: timeouts, the tunnel cap, many
+tunnels at once, a large transfer.
+
+Usage: cases_driver.py EGRESS CASES_DIR UPSTREAM_DIR
+Environment: EGRESS_WRAPPER (e.g. "valgrind --error-exitcode=99") runs the
+proxy under a tool; EGRESS_CASES (a glob) picks cases.
+"""
+import codecs
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+EGRESS, CASES, UPDIR = sys.argv[1], sys.argv[2], sys.argv[3]
+WRAPPER = shlex.split(os.environ.get("EGRESS_WRAPPER", ""))
+PICK = os.environ.get("EGRESS_CASES", "*")
+LISTEN = ("10.233.0.1", 3128)
+SLOW = 4 if WRAPPER else 1
+
+DEFAULT_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+
+count = {"n": 0, "pass": 0, "fail": 0}
+
+
+def ok(cond, name, detail=""):
+    count["n"] += 1
+    if cond:
+        count["pass"] += 1
+        print("ok %d - %s" % (count["n"], name))
+    else:
+        count["fail"] += 1
+        print("not ok %d - %s" % (count["n"], name))
+        for line in str(detail).splitlines()[:40]:
+            print("#   " + line)
+    sys.stdout.flush()
+    return cond
+
+
+def unescape(text):
+    """Case files: line ends are ignored, escapes (\\r \\n \\t \\0 \\xHH
+    \\\\) are decoded, so every byte is visible and CRLF is written out."""
+    return codecs.escape_decode("".join(text.splitlines()).encode())[0]
+
+
+class FakeDNS(threading.Thread):
+    """127.0.0.1:53 in the proxy's namespace: records every name asked;
+    answers NXDOMAIN, except for slow.test, which it never answers."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 53))
+        self.names = []
+
+    def run(self):
+        while True:
+            try:
+                data, peer = self.sock.recvfrom(4096)
+            except OSError:
+                return
+            name, i = [], 12
+            while i < len(data) and data[i] != 0:
+                n = data[i]
+                name.append(data[i + 1:i + 1 + n].decode("ascii", "replace"))
+                i += 1 + n
+            qname = ".".join(name).lower()
+            self.names.append(qname)
+            if qname == "slow.test":
+                continue
+            flags = b"\x81\x83"  # response, RD, RA, NXDOMAIN
+            reply = data[:2] + flags + data[4:6] + b"\x00\x00\x00\x00\x00\x00" + data[12:i + 5]
+            self.sock.sendto(reply, peer)
+
+
+dns = FakeDNS()
+dns.start()
+
+
+def up_reset(answer=DEFAULT_ANSWER, extra=None):
+    for f in os.listdir(UPDIR):
+        if f.startswith("conn-") or f.startswith("answer"):
+            os.unlink(os.path.join(UPDIR, f))
+    with open(os.path.join(UPDIR, "answer"), "wb") as f:
+        f.write(answer)
+    for name, data in (extra or {}).items():
+        with open(os.path.join(UPDIR, name), "wb") as f:
+            f.write(data)
+
+
+def up_received():
+    got = []
+    for f in sorted(os.listdir(UPDIR)):
+        if f.startswith("conn-"):
+            with open(os.path.join(UPDIR, f), "rb") as fh:
+                got.append(fh.read())
+    return got
+
+
+def start_proxy(args):
+    argv = WRAPPER + [EGRESS, "-listen", "%s:%d" % LISTEN, "-lifeline"] + args
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    deadline = time.time() + 5 * SLOW
+    while time.time() < deadline:
+        try:
+            socket.create_connection(LISTEN, timeout=1).close()
+            return p
+        except OSError:
+            if p.poll() is not None:
+                return p
+            time.sleep(0.02)
+    return p
+
+
+def stop_proxy(p):
+    """End the lifeline; returns (status, records, stdout lines that are not
+    JSON, stderr)."""
+    try:
+        out, err = p.communicate(timeout=10 * SLOW)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return -999, [], [], err.decode("utf-8", "replace")
+    records, junk = [], []
+    for line in out.decode("utf-8", "replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            junk.append(line)
+    return p.returncode, records, junk, err.decode("utf-8", "replace")
+
+
+def clean_exit(rc, junk, err):
+    bad = [m for m in ("AddressSanitizer", "LeakSanitizer", "runtime error:",
+                       r"ERROR SUMMARY: [1-9]", r"definitely lost: [1-9]") if re.search(m, err)]
+    return rc == 0 and not junk and not bad
+
+
+def client(request, tunnel=None, timeout=5.0, addr=LISTEN):
+    """Send the request; with a tunnel, wait for the proxy's answer head and
+    send the tunnel bytes; then read until the proxy closes."""
+    got = b""
+    try:
+        with socket.create_connection(addr, timeout=timeout * SLOW) as s:
+            s.sendall(request)
+            if tunnel is not None:
+                while b"\r\n\r\n" not in got:
+                    data = s.recv(65536)
+                    if not data:
+                        return got
+                    got += data
+                if got.startswith(b"HTTP/1.1 200"):
+                    s.sendall(tunnel)
+            while True:
+                data = s.recv(1 << 20)
+                if not data:
+                    break
+                got += data
+    except OSError as e:
+        got += ("<client: %s>" % e).encode()
+    return got
+
+
+def records_match(want, got):
+    if len(want) != len(got):
+        return False
+    for w, g in zip(want, got):
+        for k, v in w.items():
+            got = g.get(k, "<missing>")
+            if isinstance(v, str) and v.endswith("*") and isinstance(got, str):
+                if not got.startswith(v[:-1]):
+                    return False
+            elif got != v:
+                return False
+    return True
+
+
+def run_case(path):
+    name = os.path.basename(path)
+
+    def read(f, default=None):
+        p = os.path.join(path, f)
+        if not os.path.exists(p):
+            return default
+        with open(p, encoding="utf-8") as fh:
+            return fh.read()
+
+    args = shlex.split(read("args", ""))
+    request = unescape(read("request"))
+    tunnel = read("tunnel")
+    tunnel = unescape(tunnel) if tunnel is not None else None
+    answer = read("upstream")
+    up_reset(unescape(answer) if answer is not None else DEFAULT_ANSWER)
+    want_records = [json.loads(l) for l in read("records", "").splitlines() if l.strip()]
+    dns_before = len(dns.names)
+    p = start_proxy(args)
+    got = client(request, tunnel)
+    time.sleep(0.05)
+    rc, records, junk, err = stop_proxy(p)
+    asked = dns.names[dns_before:]
+    received = up_received()
+    all_up = b"".join(received)
+    checks = []
+    for line in read("expect", "").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        if word == "status":
+            checks.append((got.startswith(b"HTTP/1.1 " + rest.encode() + b" "),
+                           "status " + rest))
+        elif word == "client-has":
+            checks.append((unescape(rest) in got, "the client got " + rest))
+        elif word == "client-lacks":
+            checks.append((unescape(rest) not in got, "the client did not get " + rest))
+        elif word == "upstream-has":
+            checks.append((unescape(rest) in all_up, "the upstream got " + rest))
+        elif word == "upstream-lacks":
+            checks.append((unescape(rest) not in all_up, "the upstream did not get " + rest))
+        elif word == "upstream-none":
+            checks.append((not received, "no connection reached the upstream"))
+        elif word == "upstream-empty":
+            checks.append((all_up == b"", "no byte reached the upstream"))
+        elif word == "dns-none":
+            checks.append((not asked, "no name went to DNS"))
+        elif word == "dns-has":
+            checks.append((rest in asked, "DNS was asked for " + rest))
+        else:
+            checks.append((False, "unknown directive " + word))
+    detail = "client got: %r\nupstream got: %r\ndns asked: %r\nrecords: %r\nstderr: %s" % (
+        got[:600], [r[:400] for r in received], asked, records, err[-3000:])
+    for cond, what in checks:
+        ok(cond, "%s: %s" % (name, what), detail)
+    ok(records_match(want_records, records), "%s: records" % name,
+       "want: %r\n%s" % (want_records, detail))
+    ok(clean_exit(rc, junk, err), "%s: the proxy exits cleanly on its lifeline" % name,
+       "status %s, junk on stdout %r\n%s" % (rc, junk, err[-3000:]))
+
+
+def scripted():
+    # -h and a bad option, against the binary itself
+    r = subprocess.run(WRAPPER + [EGRESS, "-h"], capture_output=True)
+    ok(r.returncode == 0 and b"-allow-private" in r.stdout and b"-max-tunnels" in r.stdout,
+       "-h prints the options and exits 0")
+    r = subprocess.run(WRAPPER + [EGRESS, "-listen", "10.233.0.1:3128", "-max-tunnels", "7x"],
+                       capture_output=True)
+    ok(r.returncode == 2 and b"-max-tunnels 7x" in r.stderr and r.stdout == b"",
+       "a bad number exits 2 naming the option", r.stderr)
+    r = subprocess.run(WRAPPER + [EGRESS, "-listen", "10.233.0.1:3128", "-frob"],
+                       capture_output=True)
+    ok(r.returncode == 2 and b"-frob" in r.stderr, "an unknown option exits 2 naming it")
+
+    # the lifeline: the proxy ends when its standard input does
+    p = start_proxy(["-allow", "example.com"])
+    t0 = time.time()
+    p.stdin.close()
+    try:
+        rc = p.wait(timeout=5 * SLOW)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait()
+    p.stdout.read()
+    p.stderr.read()
+    ok(rc == 0 and time.time() - t0 < 3 * SLOW, "the proxy exits when its lifeline ends")
+
+    # the header timeout: a client that never finishes its request gets 408
+    up_reset()
+    p = start_proxy(["-header-timeout", str(300 * SLOW), "-allow-private", "upstream.test"])
+    t0 = time.time()
+    got = client(b"CONNECT upstream.test:443 HTTP/1.1\r\nHost: ups")
+    took = time.time() - t0
+    rc, records, junk, err = stop_proxy(p)
+    ok(got.startswith(b"HTTP/1.1 408 ") and took < 2 * SLOW, "header timeout: 408", got)
+    ok(records_match([{"event": "attempt", "allowed": False, "reason": "header timeout",
+                       "method": None}], records), "header timeout: record", records)
+    ok(clean_exit(rc, junk, err) and not up_received(), "header timeout: clean, nothing upstream",
+       err)
+
+    # the idle timeout closes a quiet tunnel
+    up_reset()
+    # (not scaled under a tool: the upstream answers a quiet client after 1 s)
+    p = start_proxy(["-idle-timeout", "300", "-allow-private", "upstream.test:8443"])
+    t0 = time.time()
+    got = client(b"CONNECT upstream.test:8443 HTTP/1.1\r\n\r\n", tunnel=b"")
+    took = time.time() - t0
+    rc, records, junk, err = stop_proxy(p)
+    ok(got.startswith(b"HTTP/1.1 200 ") and b"hello" not in got and took < 0.95,
+       "idle timeout: the quiet tunnel is closed (%.2fs)" % took, got)
+    ok(records_match([{"event": "attempt", "allowed": True},
+                      {"event": "close", "bytes_up": 0, "bytes_down": 0}], records),
+       "idle timeout: attempt and close records", records)
+    ok(clean_exit(rc, junk, err), "idle timeout: clean exit", err)
+
+    # the tunnel cap: the second connection at -max-tunnels 1 gets 503
+    p = start_proxy(["-max-tunnels", "1", "-allow", "example.com"])
+    time.sleep(0.2 * SLOW)  # the readiness probe's connection is gone
+    hold = socket.create_connection(LISTEN, timeout=5)
+    hold.sendall(b"CONNECT exa")
+    time.sleep(0.1 * SLOW)
+    got = client(b"CONNECT example.com:443 HTTP/1.1\r\n\r\n")
+    hold.close()
+    time.sleep(0.1)
+    got2 = client(b"CONNECT example.com:22 HTTP/1.1\r\n\r\n")
+    rc, records, junk, err = stop_proxy(p)
+    ok(got.startswith(b"HTTP/1.1 503 "), "max-tunnels: over the cap gets 503", got)
+    ok(got2.startswith(b"HTTP/1.1 403 "), "max-tunnels: a slot frees when a client leaves", got2)
+    ok(clean_exit(rc, junk, err), "max-tunnels: clean exit", err)
+
+    # many tunnels at once on the one loop
+    up_reset()
+    p = start_proxy(["-allow-private", "upstream.test:8443"])
+    results = [None] * 60
+
+    def one(i):
+        results[i] = client(b"CONNECT upstream.test:8443 HTTP/1.1\r\n\r\n",
+                            tunnel=b"GET /%d HTTP/1.1\r\nHost: x\r\n\r\n" % i, timeout=20)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(results))]
+    t0 = time.time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.time() - t0
+    rc, records, junk, err = stop_proxy(p)
+    good = sum(1 for r in results if r is not None and r.endswith(b"hello"))
+    ok(good == len(results), "60 concurrent tunnels all answered (%.2fs)" % took,
+       [r[:100] for r in results if r is None or not r.endswith(b"hello")][:3])
+    closes = [r for r in records if r.get("event") == "close"]
+    ok(len(records) == 120 and len(closes) == 60 and
+       all(c["bytes_down"] == len(DEFAULT_ANSWER) for c in closes),
+       "60 attempt and 60 close records with the right byte counts")
+    ok(clean_exit(rc, junk, err), "many tunnels: clean exit", err)
+
+    # a large transfer both ways through a tunnel (splice)
+    big = os.urandom(8 << 20)
+    up_reset(answer=big)
+    p = start_proxy(["-allow-private", "upstream.test:8443"])
+    upload = b"PUT / HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (4 << 20) + os.urandom(4 << 20)
+    t0 = time.time()
+    got = client(b"CONNECT upstream.test:8443 HTTP/1.1\r\n\r\n", tunnel=upload, timeout=60)
+    took = time.time() - t0
+    rc, records, junk, err = stop_proxy(p)
+    body = got[got.find(b"\r\n\r\n") + 4:]
+    ok(hashlib.sha256(body).digest() == hashlib.sha256(big).digest(),
+       "8 MiB down a tunnel arrives intact (%.0f ms)" % (took * 1000))
+    ok(hashlib.sha256(b"".join(up_received())).digest() == hashlib.sha256(upload).digest(),
+       "4 MiB up a tunnel arrives intact")
+    closes = [r for r in records if r.get("event") == "close"]
+    ok(len(closes) == 1 and closes[0]["bytes_down"] == len(big) and
+       closes[0]["bytes_up"] == len(upload), "the close record counts both ways", closes)
+    ok(clean_exit(rc, junk, err), "large transfer: clean exit", err)
+
+
+def main():
+    for d in sorted(os.listdir(CASES)):
+        path = os.path.join(CASES, d)
+        if os.path.isdir(path) and fnmatch.fnmatch(d, PICK):
+            run_case(path)
+    if PICK == "*":
+        scripted()
+    print("%d passed, %d failed" % (count["pass"], count["fail"]))
+    sys.exit(1 if count["fail"] else 0)
+
+
+if __name__ == "__main__":
+    main()

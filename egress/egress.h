@@ -1,0 +1,64 @@
+/* mcpgate-egress internals shared by main.c, opts.c, relay.c, log.c and
+ * tls.c. The proxy is self-contained: libc only, so it links statically
+ * against musl. */
+#ifndef MG_EGRESS_EGRESS_H
+#define MG_EGRESS_EGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "egress/addr.h"
+#include "egress/parse.h"
+
+struct egr_opts {
+	struct sockaddr_storage listen;
+	socklen_t listen_len;
+	bool have_listen;
+	struct egr_allow *allow; /* owned; -allow and -allow-private in order */
+	size_t nallow;
+	struct egr_cidr *deny; /* owned; -deny-address */
+	size_t ndeny;
+	bool lifeline;
+	bool sni_check; /* CONNECT to 443 must carry a ClientHello whose SNI is the host */
+	struct egr_limits lim;
+	unsigned header_timeout_ms, dns_timeout_ms, connect_timeout_ms, idle_timeout_ms;
+	unsigned max_tunnels;
+};
+
+/* Parse the command line into *o (defaults first). Returns 0 to run, 1 when
+ * -h asked for help (the caller prints egr_usage), -1 on a bad option with a
+ * message naming it in errbuf. egr_opts_free releases what it allocated,
+ * also after a failure. */
+int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size_t errsz);
+void egr_opts_free(struct egr_opts *o);
+extern const char egr_usage[];
+
+/* Records: one JSON line each on standard output, written whole and at once.
+ * Nothing else goes to standard output. method, host and address may be
+ * NULL (written as null); port < 0 is null. */
+void egr_log_attempt(const char *method, const char *host, int port, const char *address,
+                     bool allowed, const char *reason);
+void egr_log_close(const char *host, int port, uint64_t bytes_up, uint64_t bytes_down, uint64_t ms);
+/* The same lines into buf, NUL-terminated; returns the length (newline
+ * included, NUL not), or -1 if cap is too small. */
+int egr_format_attempt(char *buf, size_t cap, const char *method, const char *host, int port,
+                       const char *address, bool allowed, const char *reason);
+int egr_format_close(char *buf, size_t cap, const char *host, int port, uint64_t bytes_up,
+                     uint64_t bytes_down, uint64_t ms);
+
+/* TLS ClientHello: the SNI host name of the first handshake record.
+ * 1: found, *name and *name_len point into buf; 0: need more bytes; -1: not a
+ * ClientHello, no host name, or malformed (*why). Only the first record is
+ * read: a ClientHello split across records is refused. */
+#define EGR_TLS_RECORD_MAX (5 + 16384)
+int egr_tls_sni(const unsigned char *buf, size_t len, const char **name, size_t *name_len,
+                const char **why);
+
+/* The event loop: listens, serves until a signal or (with -lifeline) the end
+ * of standard input. Returns the exit status. `own` are the proxy's own
+ * interface addresses, refused like -deny-address entries. */
+int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own, size_t nown);
+
+#endif

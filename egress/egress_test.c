@@ -1,0 +1,925 @@
+/* Unit tests of mcpgate-egress: canonical hosts, numeric-looking names,
+ * every special range, allowlist matching, each parser refusal, chunked
+ * framing, the forwarded header, SNI, records and options. Tables first,
+ * so a new case is a new line. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "egress/egress.h"
+#include "internal/base/testing.h"
+
+static const struct egr_limits lim = {16384, 8192};
+
+/* ---- hosts ---------------------------------------------------------------- */
+
+struct host_case {
+	const char *in;
+	int ok; /* 0: refused (400) */
+	enum egr_host_kind kind;
+	const char *canon;
+};
+
+static const struct host_case host_cases[] = {
+    {"Example.COM", 1, EGR_HOST_NAME, "example.com"},
+    {"example.com.", 1, EGR_HOST_NAME, "example.com"},
+    {"example.com..", 0, EGR_HOST_NAME, NULL},
+    {".example.com", 0, EGR_HOST_NAME, NULL},
+    {"a..b", 0, EGR_HOST_NAME, NULL},
+    {"xn--bcher-kva.example", 1, EGR_HOST_NAME, "xn--bcher-kva.example"},
+    {"-a.example", 0, EGR_HOST_NAME, NULL},
+    {"a-.example", 0, EGR_HOST_NAME, NULL},
+    {"a_b.example", 0, EGR_HOST_NAME, NULL},
+    {"b\xc3\xbc"
+     "cher.example",
+     0, EGR_HOST_NAME, NULL},
+    {"exa mple.com", 0, EGR_HOST_NAME, NULL},
+    {"example.com%2f", 0, EGR_HOST_NAME, NULL},
+    {"", 0, EGR_HOST_NAME, NULL},
+    {".", 0, EGR_HOST_NAME, NULL},
+    {"1.2.3.4", 1, EGR_HOST_IPV4, "1.2.3.4"},
+    {"1.2.3.4.", 1, EGR_HOST_IPV4, "1.2.3.4"},
+    {"255.255.255.255", 1, EGR_HOST_IPV4, "255.255.255.255"},
+    {"2130706433", 1, EGR_HOST_NUMERIC, "2130706433"},
+    {"0x7f.1", 1, EGR_HOST_NUMERIC, "0x7f.1"},
+    {"0X7F.0.0.1", 1, EGR_HOST_NUMERIC, "0x7f.0.0.1"},
+    {"0177.0.0.1", 1, EGR_HOST_NUMERIC, "0177.0.0.1"},
+    {"127.1", 1, EGR_HOST_NUMERIC, "127.1"},
+    {"127.0.1", 1, EGR_HOST_NUMERIC, "127.0.1"},
+    {"0x7f000001", 1, EGR_HOST_NUMERIC, "0x7f000001"},
+    {"256.1.1.1", 1, EGR_HOST_NUMERIC, "256.1.1.1"},
+    {"1.2.3.4.5", 1, EGR_HOST_NUMERIC, "1.2.3.4.5"},
+    {"01.2.3.4", 1, EGR_HOST_NUMERIC, "01.2.3.4"},
+    {"foo.0x10", 1, EGR_HOST_NUMERIC, "foo.0x10"},
+    {"foo.123", 1, EGR_HOST_NUMERIC, "foo.123"},
+    {"0x", 1, EGR_HOST_NUMERIC, "0x"},
+    {"123.example", 1, EGR_HOST_NAME, "123.example"},
+    {"0x7f.example", 1, EGR_HOST_NAME, "0x7f.example"},
+    {"deadbeef", 1, EGR_HOST_NAME, "deadbeef"},
+    {"[::1]", 1, EGR_HOST_IPV6, "::1"},
+    {"[2001:DB8:0:0::1]", 1, EGR_HOST_IPV6, "2001:db8::1"},
+    {"[::ffff:127.0.0.1]", 1, EGR_HOST_IPV6, "::ffff:127.0.0.1"},
+    {"[fe80::1%eth0]", 0, EGR_HOST_IPV6, NULL},
+    {"[fe80::1%25eth0]", 0, EGR_HOST_IPV6, NULL},
+    {"[v1.fe]", 0, EGR_HOST_IPV6, NULL},
+    {"[1.2.3.4]", 0, EGR_HOST_IPV6, NULL},
+    {"[::1", 0, EGR_HOST_IPV6, NULL},
+    {"::1", 0, EGR_HOST_IPV6, NULL},
+    {"[]", 0, EGR_HOST_IPV6, NULL},
+};
+
+static void test_hosts(void)
+{
+	for (size_t i = 0; i < sizeof(host_cases) / sizeof(host_cases[0]); i++) {
+		const struct host_case *t = &host_cases[i];
+		struct egr_host h;
+		const char *why = NULL;
+		int r = egr_host_parse(t->in, strlen(t->in), &h, &why);
+		if (!t->ok) {
+			T_OK(r < 0 && why != NULL, "host \"%s\" is refused (%s)", t->in,
+			     why != NULL ? why : "-");
+			continue;
+		}
+		T_OK(r == 0 && h.kind == t->kind && strcmp(h.name, t->canon) == 0,
+		     "host \"%s\" -> kind %d \"%s\"", t->in, (int)t->kind, t->canon);
+	}
+	/* 253 characters pass, 254 do not; a label of 63 passes, 64 does not */
+	char longname[300];
+	memset(longname, 'a', sizeof(longname));
+	for (size_t i = 63; i < sizeof(longname); i += 64)
+		longname[i] = '.';
+	struct egr_host h;
+	const char *why;
+	T_OK(egr_host_parse(longname, 253, &h, &why) == 0, "a 253-character name passes");
+	T_OK(egr_host_parse(longname, 254, &h, &why) < 0, "a 254-character name is refused");
+	longname[253] = '.';
+	T_OK(egr_host_parse(longname, 254, &h, &why) == 0,
+	     "253 characters and a trailing dot pass");
+	char label[70];
+	memset(label, 'b', sizeof(label));
+	T_OK(egr_host_parse(label, 63, &h, &why) == 0, "a 63-character label passes");
+	T_OK(egr_host_parse(label, 64, &h, &why) < 0, "a 64-character label is refused");
+}
+
+static void test_refused_names(void)
+{
+	static const char *const refused[] = {"host.containers.internal", "host.docker.internal",
+	                                      "gateway.docker.internal", "localhost",
+	                                      "a.localhost"};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		T_OK(egr_name_always_refused(refused[i]), "%s is always refused", refused[i]);
+	T_OK(!egr_name_always_refused("localhost.example"),
+	     "localhost.example is an ordinary name");
+	T_OK(!egr_name_always_refused("xlocalhost"), "xlocalhost is an ordinary name");
+}
+
+/* ---- authorities and numbers --------------------------------------------- */
+
+struct auth_case {
+	const char *in;
+	uint16_t def;
+	int ok;
+	const char *host;
+	uint16_t port;
+};
+
+static const struct auth_case auth_cases[] = {
+    {"example.com:443", 0, 1, "example.com", 443},
+    {"EXAMPLE.com.:8443", 0, 1, "example.com", 8443},
+    {"example.com", 0, 0, NULL, 0},
+    {"example.com", 80, 1, "example.com", 80},
+    {"example.com:", 80, 0, NULL, 0},
+    {"example.com:0", 0, 0, NULL, 0},
+    {"example.com:65535", 0, 1, "example.com", 65535},
+    {"example.com:65536", 0, 0, NULL, 0},
+    {"example.com:0443", 0, 0, NULL, 0},
+    {"example.com:+443", 0, 0, NULL, 0},
+    {"example.com:44 3", 0, 0, NULL, 0},
+    {"example.com:443x", 0, 0, NULL, 0},
+    {"example.com:0x1bb", 0, 0, NULL, 0},
+    {"user@example.com:443", 0, 0, NULL, 0},
+    {"user:pw@example.com:443", 0, 0, NULL, 0},
+    {"[2001:db8::1]:443", 0, 1, "2001:db8::1", 443},
+    {"[2001:db8::1]", 80, 1, "2001:db8::1", 80},
+    {"[2001:db8::1]x:443", 0, 0, NULL, 0},
+    {"2001:db8::1:443", 0, 0, NULL, 0},
+    {"[fe80::1%25lo]:443", 0, 0, NULL, 0},
+    {":443", 0, 0, NULL, 0},
+};
+
+static void test_authorities(void)
+{
+	for (size_t i = 0; i < sizeof(auth_cases) / sizeof(auth_cases[0]); i++) {
+		const struct auth_case *t = &auth_cases[i];
+		struct egr_host h;
+		uint16_t port = 0;
+		const char *why = NULL;
+		int r = egr_authority_parse(t->in, strlen(t->in), t->def, &h, &port, &why);
+		if (!t->ok)
+			T_OK(r < 0, "authority \"%s\" is refused (%s)", t->in,
+			     why != NULL ? why : "-");
+		else
+			T_OK(r == 0 && strcmp(h.name, t->host) == 0 && port == t->port,
+			     "authority \"%s\" -> %s port %u", t->in, t->host, t->port);
+	}
+	uint64_t v;
+	T_OK(egr_parse_uint("0", 1, 0, 10, &v) == 0 && v == 0, "number: 0");
+	T_OK(egr_parse_uint("18446744073709551615", 20, 0, UINT64_MAX, &v) == 0 && v == UINT64_MAX,
+	     "number: the largest");
+	T_OK(egr_parse_uint("18446744073709551616", 20, 0, UINT64_MAX, &v) < 0,
+	     "number: overflow refused");
+	T_OK(egr_parse_uint("", 0, 0, 10, &v) < 0, "number: empty refused");
+	T_OK(egr_parse_uint("-1", 2, 0, 10, &v) < 0, "number: sign refused");
+	T_OK(egr_parse_uint("11", 2, 0, 10, &v) < 0, "number: over the range refused");
+}
+
+/* ---- addresses ----------------------------------------------------------- */
+
+struct addr_case {
+	const char *addr;
+	enum egr_addr_class cls;
+};
+
+static const struct addr_case addr_cases[] = {
+    /* IPv4 special */
+    {"0.0.0.0", EGR_ADDR_SPECIAL},
+    {"0.255.255.255", EGR_ADDR_SPECIAL},
+    {"127.0.0.1", EGR_ADDR_SPECIAL},
+    {"127.255.255.254", EGR_ADDR_SPECIAL},
+    {"169.254.169.254", EGR_ADDR_SPECIAL},
+    {"224.0.0.1", EGR_ADDR_SPECIAL},
+    {"239.255.255.255", EGR_ADDR_SPECIAL},
+    {"240.0.0.1", EGR_ADDR_SPECIAL},
+    {"255.255.255.254", EGR_ADDR_SPECIAL},
+    {"255.255.255.255", EGR_ADDR_SPECIAL},
+    {"192.0.0.8", EGR_ADDR_SPECIAL},
+    {"192.0.0.255", EGR_ADDR_SPECIAL},
+    {"198.18.0.1", EGR_ADDR_SPECIAL},
+    {"198.19.255.255", EGR_ADDR_SPECIAL},
+    {"100.64.0.1", EGR_ADDR_SPECIAL},
+    {"100.127.255.255", EGR_ADDR_SPECIAL},
+    {"192.0.2.1", EGR_ADDR_SPECIAL},
+    {"198.51.100.7", EGR_ADDR_SPECIAL},
+    {"203.0.113.9", EGR_ADDR_SPECIAL},
+    {"192.88.99.1", EGR_ADDR_SPECIAL},
+    /* IPv4 private */
+    {"10.0.0.1", EGR_ADDR_PRIVATE},
+    {"10.255.255.255", EGR_ADDR_PRIVATE},
+    {"172.16.0.1", EGR_ADDR_PRIVATE},
+    {"172.31.255.255", EGR_ADDR_PRIVATE},
+    {"192.168.1.1", EGR_ADDR_PRIVATE},
+    /* IPv4 edges that are public */
+    {"1.1.1.1", EGR_ADDR_PUBLIC},
+    {"100.63.255.255", EGR_ADDR_PUBLIC},
+    {"100.128.0.0", EGR_ADDR_PUBLIC},
+    {"126.255.255.255", EGR_ADDR_PUBLIC},
+    {"128.0.0.1", EGR_ADDR_PUBLIC},
+    {"169.253.255.255", EGR_ADDR_PUBLIC},
+    {"172.15.255.255", EGR_ADDR_PUBLIC},
+    {"172.32.0.0", EGR_ADDR_PUBLIC},
+    {"192.0.1.1", EGR_ADDR_PUBLIC},
+    {"192.167.255.255", EGR_ADDR_PUBLIC},
+    {"198.17.255.255", EGR_ADDR_PUBLIC},
+    {"198.20.0.0", EGR_ADDR_PUBLIC},
+    {"223.255.255.255", EGR_ADDR_PUBLIC},
+    {"11.0.0.1", EGR_ADDR_PUBLIC},
+    /* IPv6 special */
+    {"::", EGR_ADDR_SPECIAL},
+    {"::1", EGR_ADDR_SPECIAL},
+    {"::2", EGR_ADDR_SPECIAL},
+    {"::1.2.3.4", EGR_ADDR_SPECIAL},
+    {"fe80::1", EGR_ADDR_SPECIAL},
+    {"febf:ffff::1", EGR_ADDR_SPECIAL},
+    {"fec0::1", EGR_ADDR_SPECIAL},
+    {"feff::1", EGR_ADDR_SPECIAL},
+    {"ff02::1", EGR_ADDR_SPECIAL},
+    {"ff0e::1", EGR_ADDR_SPECIAL},
+    {"64:ff9b::1.2.3.4", EGR_ADDR_SPECIAL},
+    {"64:ff9b::7f00:1", EGR_ADDR_SPECIAL},
+    {"64:ff9b:1::1", EGR_ADDR_SPECIAL},
+    {"64:ff9b:1:ffff::1", EGR_ADDR_SPECIAL},
+    {"2002::1", EGR_ADDR_SPECIAL},
+    {"2002:7f00:1::1", EGR_ADDR_SPECIAL},
+    {"2001::1", EGR_ADDR_SPECIAL},
+    {"2001:0:ffff::1", EGR_ADDR_SPECIAL},
+    {"2001:db8::1", EGR_ADDR_SPECIAL},
+    {"100::1", EGR_ADDR_SPECIAL},
+    {"100::ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL},
+    {"::ffff:0:1.2.3.4", EGR_ADDR_SPECIAL},
+    {"4000::1", EGR_ADDR_SPECIAL},
+    {"1::1", EGR_ADDR_SPECIAL},
+    /* IPv6 private */
+    {"fc00::1", EGR_ADDR_PRIVATE},
+    {"fd12:3456::1", EGR_ADDR_PRIVATE},
+    /* IPv6 public */
+    {"2001:1::1", EGR_ADDR_PUBLIC},
+    {"2001:4860:4860::8888", EGR_ADDR_PUBLIC},
+    {"2606:4700::1111", EGR_ADDR_PUBLIC},
+    {"2003::1", EGR_ADDR_PUBLIC},
+    {"64:ff9b:2::1", EGR_ADDR_SPECIAL}, /* outside 2000::/3 */
+    {"100:0:0:1::1", EGR_ADDR_SPECIAL}, /* outside 2000::/3 */
+    /* IPv4-mapped: judged as the IPv4 address */
+    {"::ffff:127.0.0.1", EGR_ADDR_SPECIAL},
+    {"::ffff:0.0.0.0", EGR_ADDR_SPECIAL},
+    {"::ffff:169.254.169.254", EGR_ADDR_SPECIAL},
+    {"::ffff:10.1.2.3", EGR_ADDR_PRIVATE},
+    {"::ffff:192.168.0.1", EGR_ADDR_PRIVATE},
+    {"::ffff:1.1.1.1", EGR_ADDR_PUBLIC},
+    {"::ffff:7f00:1", EGR_ADDR_SPECIAL},
+};
+
+static int to_addr(const char *s, struct egr_addr *a)
+{
+	struct egr_cidr c;
+	const char *why;
+	if (egr_cidr_parse(s, strlen(s), &c, &why) < 0)
+		return -1;
+	*a = c.addr;
+	return 0;
+}
+
+static void test_classifier(void)
+{
+	static const char *const names[] = {"public", "private", "special"};
+	for (size_t i = 0; i < sizeof(addr_cases) / sizeof(addr_cases[0]); i++) {
+		const struct addr_case *t = &addr_cases[i];
+		struct egr_addr a;
+		const char *range = NULL;
+		if (to_addr(t->addr, &a) < 0) {
+			T_OK(0, "address %s parses", t->addr);
+			continue;
+		}
+		enum egr_addr_class got = egr_addr_classify(&a, &range);
+		T_OK(got == t->cls, "%s is %s (%s)", t->addr, names[t->cls],
+		     range != NULL ? range : "-");
+	}
+	/* a mapped address unmaps to IPv4 */
+	struct egr_addr a;
+	memset(&a, 0, sizeof(a));
+	a.family = 6;
+	a.b[10] = a.b[11] = 0xff;
+	a.b[12] = 8;
+	a.b[15] = 8;
+	egr_addr_unmap(&a);
+	char text[64];
+	egr_addr_format(&a, text, sizeof(text));
+	T_OK(a.family == 4, "::ffff:8.0.0.8 unmaps to IPv4");
+	T_STR(text, "8.0.0.8", "and formats as a dotted quad");
+}
+
+static void test_cidr(void)
+{
+	struct egr_cidr c;
+	struct egr_addr a;
+	const char *why;
+	T_OK(egr_cidr_parse("10.88.0.0/16", 12, &c, &why) == 0, "cidr 10.88.0.0/16");
+	to_addr("10.88.3.4", &a);
+	T_OK(egr_cidr_match(&c, &a), "10.88.3.4 is inside");
+	to_addr("::ffff:10.88.3.4", &a);
+	T_OK(egr_cidr_match(&c, &a), "::ffff:10.88.3.4 is inside too");
+	to_addr("10.89.0.1", &a);
+	T_OK(!egr_cidr_match(&c, &a), "10.89.0.1 is outside");
+	T_OK(egr_cidr_parse("10.88.7.9/16", 12, &c, &why) == 0 && c.addr.b[2] == 0 &&
+	         c.addr.b[3] == 0,
+	     "host bits past the prefix are cleared");
+	T_OK(egr_cidr_parse("10.0.0.1", 8, &c, &why) == 0 && c.prefix == 32, "no prefix is /32");
+	T_OK(egr_cidr_parse("[fd00::1]/64", 12, &c, &why) == 0 && c.prefix == 64,
+	     "bracketed IPv6 with a prefix");
+	T_OK(egr_cidr_parse("fd00::/8", 8, &c, &why) == 0, "bare IPv6 with a prefix");
+	T_OK(egr_cidr_parse("::ffff:10.0.0.0/104", 19, &c, &why) == 0 && c.addr.family == 4 &&
+	         c.prefix == 8,
+	     "a mapped range is stored as IPv4");
+	static const char *const bad[] = {"10.0.0.0/33", "10.0.0.0/",   "10.0.0/8", "fd00::/129",
+	                                  "example.com", "10.0.0.0/08", "",         "/8",
+	                                  "fe80::1%lo"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		T_OK(egr_cidr_parse(bad[i], strlen(bad[i]), &c, &why) < 0, "cidr \"%s\" is refused",
+		     bad[i]);
+}
+
+/* ---- allowlist ----------------------------------------------------------- */
+
+static void test_allowlist(void)
+{
+	struct egr_allow list[6];
+	const char *why = NULL;
+	T_OK(egr_allow_parse("api.example.com", false, &list[0], &why) == 0, "allow a bare host");
+	T_OK(egr_allow_parse("Files.Example.com.:8443", false, &list[1], &why) == 0,
+	     "allow host:port, canonicalised");
+	T_OK(egr_allow_parse("1.1.1.1:853", false, &list[2], &why) == 0, "allow an IPv4 literal");
+	T_OK(egr_allow_parse("[2606:4700::1111]", false, &list[3], &why) == 0,
+	     "allow an IPv6 literal");
+	T_OK(egr_allow_parse("internal.test", true, &list[4], &why) == 0, "allow-private a name");
+	T_OK(egr_allow_parse("internal.test:9000", false, &list[5], &why) == 0,
+	     "the same name on another port, not private");
+	size_t n = 6;
+	struct match {
+		const char *authority;
+		enum egr_match want;
+		bool private_ok;
+	};
+	static const struct match cases[] = {
+	    {"api.example.com:443", EGR_MATCH_OK, false},
+	    {"api.example.com:80", EGR_MATCH_OK, false},
+	    {"API.EXAMPLE.COM.:443", EGR_MATCH_OK, false},
+	    {"api.example.com:8443", EGR_MATCH_PORT, false},
+	    {"api.example.com:22", EGR_MATCH_PORT, false},
+	    {"example.com:443", EGR_MATCH_NONE, false},
+	    {"x.api.example.com:443", EGR_MATCH_NONE, false},
+	    {"api.example.com.evil:443", EGR_MATCH_NONE, false},
+	    {"files.example.com:8443", EGR_MATCH_OK, false},
+	    {"files.example.com:443", EGR_MATCH_PORT, false},
+	    {"1.1.1.1:853", EGR_MATCH_OK, false},
+	    {"1.1.1.1:443", EGR_MATCH_PORT, false},
+	    {"1.0.0.1:853", EGR_MATCH_NONE, false},
+	    {"[2606:4700:0::1111]:443", EGR_MATCH_OK, false},
+	    {"[::ffff:1.1.1.1]:853", EGR_MATCH_NONE, false},
+	    {"internal.test:443", EGR_MATCH_OK, true},
+	    {"internal.test:9000", EGR_MATCH_OK, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct egr_host h;
+		uint16_t port;
+		bool private_ok = false;
+		const char *a = cases[i].authority;
+		if (egr_authority_parse(a, strlen(a), 0, &h, &port, &why) < 0) {
+			T_OK(0, "authority %s parses", a);
+			continue;
+		}
+		enum egr_match m = egr_allow_match(list, n, &h, port, &private_ok);
+		T_OK(m == cases[i].want && private_ok == cases[i].private_ok, "match %s -> %d%s", a,
+		     (int)cases[i].want, cases[i].private_ok ? " (private ok)" : "");
+	}
+	struct refused {
+		const char *entry;
+		bool private_ok;
+	};
+	static const struct refused bad[] = {
+	    {"2130706433", false},
+	    {"127.1", false},
+	    {"0x7f.0.0.1", false},
+	    {"localhost", true},
+	    {"host.docker.internal", true},
+	    {"host.containers.internal:80", true},
+	    {"127.0.0.1:80", true},
+	    {"169.254.169.254", true},
+	    {"[::1]:443", true},
+	    {"10.0.0.1:80", false},
+	    {"[fd00::1]:80", false},
+	    {"example.com:0", false},
+	    {"example.com:", false},
+	    {"*.example.com", false},
+	    {"user@example.com", false},
+	    {"", false},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct egr_allow e;
+		T_OK(egr_allow_parse(bad[i].entry, bad[i].private_ok, &e, &why) < 0,
+		     "-allow%s %s is refused (%s)", bad[i].private_ok ? "-private" : "",
+		     bad[i].entry, why);
+	}
+	struct egr_allow e;
+	T_OK(egr_allow_parse("10.0.0.1:80", true, &e, &why) == 0,
+	     "-allow-private takes a private literal");
+}
+
+static void test_addrs_check(void)
+{
+	struct egr_cidr deny[1], own[1];
+	const char *why;
+	egr_cidr_parse("10.89.0.0/24", 12, &deny[0], &why);
+	egr_cidr_parse("10.90.0.5", 9, &own[0], &why);
+	struct egr_policy pol = {deny, 1, own, 1};
+	struct set {
+		const char *addrs[3];
+		bool private_ok;
+		int ok;
+		size_t bad;
+		const char *reason;
+	};
+	static const struct set sets[] = {
+	    {{"1.1.1.1", "2606:4700::1111", NULL}, false, 1, 0, NULL},
+	    {{"1.1.1.1", "127.0.0.1", NULL}, false, 0, 1, "special address"},
+	    {{"::ffff:127.0.0.1", NULL, NULL}, true, 0, 0, "special address"},
+	    {{"1.1.1.1", "10.0.0.1", NULL}, false, 0, 1, "private address (not -allow-private)"},
+	    {{"1.1.1.1", "10.0.0.1", NULL}, true, 1, 0, NULL},
+	    {{"10.0.0.1", "::1", NULL}, true, 0, 1, "special address"},
+	    {{"10.89.0.7", NULL, NULL}, true, 0, 0, "denied address"},
+	    {{"::ffff:10.89.0.7", NULL, NULL}, true, 0, 0, "denied address"},
+	    {{"10.90.0.5", NULL, NULL}, true, 0, 0, "own address"},
+	    {{"fd00::5", "1.1.1.1", "fe80::1"}, true, 0, 2, "special address"},
+	};
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		struct egr_addr a[3];
+		size_t n = 0;
+		for (; n < 3 && sets[i].addrs[n] != NULL; n++)
+			to_addr(sets[i].addrs[n], &a[n]);
+		size_t bad = 99;
+		const char *reason = NULL, *range = NULL;
+		int r = egr_addrs_check(&pol, sets[i].private_ok, a, n, &bad, &reason, &range);
+		if (sets[i].ok)
+			T_OK(r == 0, "address set %zu passes", i);
+		else
+			T_OK(r < 0 && bad == sets[i].bad && strcmp(reason, sets[i].reason) == 0,
+			     "address set %zu: #%zu refused as %s (%s)", i, sets[i].bad,
+			     sets[i].reason, range != NULL ? range : "-");
+	}
+}
+
+/* ---- the request parser -------------------------------------------------- */
+
+struct req_case {
+	const char *name;
+	const char *req;
+	int want;        /* 1 complete, 0 need more, -1 refused */
+	const char *why; /* a piece of the reason, for refusals */
+};
+
+static const struct req_case req_cases[] = {
+    {"CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 1, NULL},
+    {"CONNECT without Host", "CONNECT example.com:443 HTTP/1.1\r\n\r\n", 1, NULL},
+    {"CONNECT HTTP/1.0", "CONNECT example.com:443 HTTP/1.0\r\n\r\n", 1, NULL},
+    {"CONNECT IPv6", "CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n", 1, NULL},
+    {"GET absolute", "GET http://example.com/a?b=c HTTP/1.1\r\nHost: example.com\r\n\r\n", 1, NULL},
+    {"GET Host with :80", "GET http://example.com/ HTTP/1.1\r\nHost: example.com:80\r\n\r\n", 1,
+     NULL},
+    {"POST with a length", "POST http://example.com/ HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", 1,
+     NULL},
+    {"POST chunked",
+     "POST http://example.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 1, NULL},
+    {"incomplete line", "CONNECT example.com:443 HTTP/1.1\r\nHost: exa", 0, NULL},
+    {"incomplete CR", "CONNECT example.com:443 HTTP/1.1\r", 0, NULL},
+    {"incomplete end", "CONNECT example.com:443 HTTP/1.1\r\n\r", 0, NULL},
+    {"origin-form", "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", -1, "origin-form"},
+    {"asterisk", "OPTIONS * HTTP/1.1\r\n\r\n", -1, "origin-form"},
+    {"https absolute", "GET https://example.com/ HTTP/1.1\r\n\r\n", -1, "https"},
+    {"ftp absolute", "GET ftp://example.com/ HTTP/1.1\r\n\r\n", -1, "bad request target"},
+    {"no path", "GET http://example.com HTTP/1.1\r\n\r\n", -1, "without a path"},
+    {"query without path", "GET http://example.com?x HTTP/1.1\r\n\r\n", -1, "without a path"},
+    {"fragment", "GET http://example.com/#x HTTP/1.1\r\n\r\n", -1, "fragment"},
+    {"CONNECT without port", "CONNECT example.com HTTP/1.1\r\n\r\n", -1, "port"},
+    {"CONNECT port 0", "CONNECT example.com:0 HTTP/1.1\r\n\r\n", -1, "port"},
+    {"CONNECT port 65536", "CONNECT example.com:65536 HTTP/1.1\r\n\r\n", -1, "port"},
+    {"CONNECT hex port", "CONNECT example.com:0x1bb HTTP/1.1\r\n\r\n", -1, "port"},
+    {"CONNECT absolute", "CONNECT http://example.com:443/ HTTP/1.1\r\n\r\n", -1, NULL},
+    {"userinfo CONNECT", "CONNECT user@example.com:443 HTTP/1.1\r\n\r\n", -1, "userinfo"},
+    {"userinfo GET", "GET http://u:p@example.com/ HTTP/1.1\r\n\r\n", -1, "userinfo"},
+    {"zone id", "CONNECT [fe80::1%25eth0]:443 HTTP/1.1\r\n\r\n", -1, "zone"},
+    {"obs-fold", "GET http://example.com/ HTTP/1.1\r\nX-A: 1\r\n 2\r\n\r\n", -1, "obs-fold"},
+    {"obs-fold tab", "GET http://example.com/ HTTP/1.1\r\nX-A: 1\r\n\t2\r\n\r\n", -1, "obs-fold"},
+    {"space before colon", "GET http://example.com/ HTTP/1.1\r\nHost : example.com\r\n\r\n", -1,
+     "whitespace before a colon"},
+    {"tab before colon", "GET http://example.com/ HTTP/1.1\r\nHost\t: example.com\r\n\r\n", -1,
+     "whitespace before a colon"},
+    {"bare LF", "GET http://example.com/ HTTP/1.1\nHost: example.com\r\n\r\n", -1, "bare LF"},
+    {"bare LF in header", "GET http://example.com/ HTTP/1.1\r\nA: b\nC: d\r\n\r\n", -1, "bare LF"},
+    {"bare CR", "GET http://example.com/ HTTP/1.1\r\nA: b\rC: d\r\n\r\n", -1, "bare CR"},
+    {"LF LF", "GET http://example.com/ HTTP/1.1\n\n", -1, "bare LF"},
+    {"CL and TE",
+     "POST http://example.com/ HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: "
+     "chunked\r\n\r\n",
+     -1, "Content-Length together with Transfer-Encoding"},
+    {"TE gzip", "POST http://example.com/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", -1,
+     "other than chunked"},
+    {"TE gzip, chunked",
+     "POST http://example.com/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", -1,
+     "other than chunked"},
+    {"TE chunked twice",
+     "POST http://example.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+     "chunked\r\n\r\n",
+     -1, "duplicate Transfer-Encoding"},
+    {"TE in HTTP/1.0", "POST http://example.com/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+     -1, "HTTP/1.0"},
+    {"CL twice",
+     "POST http://example.com/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", -1,
+     "duplicate Content-Length"},
+    {"CL list", "POST http://example.com/ HTTP/1.1\r\nContent-Length: 1, 1\r\n\r\n", -1,
+     "bad Content-Length"},
+    {"CL sign", "POST http://example.com/ HTTP/1.1\r\nContent-Length: +1\r\n\r\n", -1,
+     "bad Content-Length"},
+    {"CL huge", "POST http://example.com/ HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+     -1, "bad Content-Length"},
+    {"CONNECT with a body", "CONNECT example.com:443 HTTP/1.1\r\nContent-Length: 4\r\n\r\n", -1,
+     "CONNECT with a body"},
+    {"duplicate Host",
+     "GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\nhost: example.com\r\n\r\n", -1,
+     "duplicate Host"},
+    {"Host mismatch", "GET http://example.com/ HTTP/1.1\r\nHost: evil.example\r\n\r\n", -1,
+     "does not match"},
+    {"Host port mismatch", "GET http://example.com/ HTTP/1.1\r\nHost: example.com:8080\r\n\r\n", -1,
+     "does not match"},
+    {"Host garbage", "GET http://example.com/ HTTP/1.1\r\nHost: exa mple\r\n\r\n", -1,
+     "does not match"},
+    {"CONNECT Host mismatch", "CONNECT example.com:443 HTTP/1.1\r\nHost: evil.example\r\n\r\n", -1,
+     "does not match"},
+    {"NUL in line", "GET http://example.com/ HTTP/1.1\r\nX: a\0b\r\n\r\n", -1, "NUL"},
+    {"control in value",
+     "GET http://example.com/ HTTP/1.1\r\nX: a\x01"
+     "b\r\n\r\n",
+     -1, "control character"},
+    {"DEL in value",
+     "GET http://example.com/ HTTP/1.1\r\nX: a\x7f"
+     "b\r\n\r\n",
+     -1, "control character"},
+    {"empty name", "GET http://example.com/ HTTP/1.1\r\n: x\r\n\r\n", -1, "bad header field"},
+    {"no colon", "GET http://example.com/ HTTP/1.1\r\nHost\r\n\r\n", -1, "bad header field"},
+    {"bad name char", "GET http://example.com/ HTTP/1.1\r\nX(y): z\r\n\r\n", -1,
+     "bad header field"},
+    {"HTTP/2.0", "GET http://example.com/ HTTP/2.0\r\n\r\n", -1, "version"},
+    {"http/1.1", "GET http://example.com/ http/1.1\r\n\r\n", -1, "version"},
+    {"two spaces", "GET  http://example.com/ HTTP/1.1\r\n\r\n", -1, "request line"},
+    {"trailing space", "GET http://example.com/ HTTP/1.1 \r\n\r\n", -1, "version"},
+    {"no version", "GET http://example.com/\r\n\r\n", -1, "request line"},
+    {"empty request line", "\r\nGET http://example.com/ HTTP/1.1\r\n\r\n", -1, "empty"},
+    {"space in target", "GET http://example.com/a b HTTP/1.1\r\n\r\n", -1, "version"},
+    {"numeric name passes parsing", "CONNECT 2130706433:443 HTTP/1.1\r\n\r\n", 1, NULL},
+};
+
+static void test_parser(void)
+{
+	for (size_t i = 0; i < sizeof(req_cases) / sizeof(req_cases[0]); i++) {
+		const struct req_case *t = &req_cases[i];
+		size_t len = strlen(t->req);
+		if (strcmp(t->name, "NUL in line") == 0)
+			len = sizeof("GET http://example.com/ HTTP/1.1\r\nX: a\0b\r\n\r\n") - 1;
+		char *copy = malloc(len + 1);
+		memcpy(copy, t->req, len);
+		const char *p = copy, *why = NULL;
+		struct egr_request req;
+		int r = egr_parse_request(&p, copy + len, &lim, &req, &why);
+		int ok = r == t->want;
+		if (r <= 0)
+			ok = ok && p == copy;
+		if (r < 0 && t->why != NULL)
+			ok = ok && why != NULL && strstr(why, t->why) != NULL;
+		T_OK(ok, "parse: %s -> %d%s%s", t->name, t->want, r < 0 ? ": " : "",
+		     r < 0 && why != NULL ? why : "");
+		/* the incremental scan agrees on where the header section ends */
+		struct egr_scan sc = {0};
+		size_t head_len = 0;
+		const char *swhy = NULL;
+		int s = 0;
+		for (size_t k = 1; k <= len && s == 0; k++)
+			s = egr_scan_head(&sc, copy, k, &lim, &head_len, &swhy);
+		if (r == 1)
+			T_OK(s == 1 && copy + head_len == p, "scan: %s ends where the parser does",
+			     t->name);
+		free(copy);
+	}
+}
+
+static void test_parser_fields(void)
+{
+	const char *s = "POST http://Example.COM:8080/up?x=1 HTTP/1.1\r\nHost: example.com:8080\r\n"
+	                "Content-Length: 5\r\n\r\nhello";
+	const char *p = s, *why;
+	struct egr_request req;
+	T_INT(egr_parse_request(&p, s + strlen(s), &lim, &req, &why), 1, "parse a POST");
+	T_STR(req.method, "POST", "method");
+	T_STR(req.host.name, "example.com", "canonical host");
+	T_INT(req.port, 8080, "port");
+	T_OK(req.path.n == 7 && memcmp(req.path.p, "/up?x=1", 7) == 0, "path and query");
+	T_OK(req.body == EGR_BODY_LENGTH && req.content_length == 5, "Content-Length 5");
+	T_STR(p, "hello", "*p is at the body");
+
+	/* the caps: request line and header section */
+	struct egr_limits small = {1024, 256};
+	char big[2048];
+	int n = snprintf(big, sizeof(big), "GET http://example.com/%0250d HTTP/1.1\r\n\r\n", 0);
+	p = big;
+	T_INT(egr_parse_request(&p, big + n, &small, &req, &why), -1, "request line over the cap");
+	T_OK(strstr(why, "request line") != NULL, "and says so (%s)", why);
+	struct egr_scan sc = {0};
+	size_t hl;
+	T_INT(egr_scan_head(&sc, big, (size_t)n, &small, &hl, &why), -1,
+	      "scan: request line over the cap");
+	n = snprintf(big, sizeof(big), "GET http://example.com/ HTTP/1.1\r\nX: %01000d\r\n\r\n", 0);
+	p = big;
+	T_INT(egr_parse_request(&p, big + n, &small, &req, &why), -1,
+	      "header section over the cap");
+	T_OK(strstr(why, "header section") != NULL, "and says so (%s)", why);
+	memset(&sc, 0, sizeof(sc));
+	T_INT(egr_scan_head(&sc, big, (size_t)n, &small, &hl, &why), -1,
+	      "scan: header section over the cap");
+	/* a head of exactly the cap passes */
+	n = snprintf(big, sizeof(big), "GET http://example.com/ HTTP/1.1\r\nX: %0*d\r\n\r\n",
+	             (int)(1024 - 33 - 4 - 4), 0);
+	p = big;
+	T_INT(n, 1024, "a head of exactly 1024 bytes");
+	T_INT(egr_parse_request(&p, big + n, &small, &req, &why), 1, "passes the 1024 cap");
+	memset(&sc, 0, sizeof(sc));
+	T_INT(egr_scan_head(&sc, big, (size_t)n, &small, &hl, &why), 1, "and the scan agrees");
+
+	/* too many fields */
+	size_t off = (size_t)snprintf(big, sizeof(big), "GET http://example.com/ HTTP/1.1\r\n");
+	char many[8192];
+	memcpy(many, big, off);
+	for (int i = 0; i < EGR_MAX_HEADERS + 1; i++)
+		off += (size_t)snprintf(many + off, sizeof(many) - off, "X: %d\r\n", i % 10);
+	off += (size_t)snprintf(many + off, sizeof(many) - off, "\r\n");
+	p = many;
+	T_INT(egr_parse_request(&p, many + off, &lim, &req, &why), -1, "too many header fields");
+}
+
+static void test_forward(void)
+{
+	const char *s = "GET http://example.com:8080/x HTTP/1.1\r\n"
+	                "Host: example.com:8080\r\n"
+	                "Proxy-Authorization: Basic c2VjcmV0\r\n"
+	                "Proxy-Connection: keep-alive\r\n"
+	                "Connection: keep-alive, X-Secret\r\n"
+	                "X-Secret: 1\r\n"
+	                "Keep-Alive: 300\r\n"
+	                "TE: trailers\r\n"
+	                "Upgrade: websocket\r\n"
+	                "Trailer: X\r\n"
+	                "Proxy: http://evil.example:3128\r\n"
+	                "Accept:   */*  \r\n"
+	                "\r\n";
+	const char *p = s, *why;
+	struct egr_request req;
+	T_INT(egr_parse_request(&p, s + strlen(s), &lim, &req, &why), 1, "parse for forwarding");
+	char out[4096];
+	ssize_t n = egr_build_forward(&req, out, sizeof(out));
+	T_OK(n > 0, "build the forwarded head");
+	out[n > 0 ? n : 0] = '\0';
+	T_STR(
+	    out,
+	    "GET /x HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+	    "hop-by-hop and Proxy-* dropped, Host rewritten, Connection: close");
+	T_OK(egr_build_forward(&req, out, 20) < 0, "a head that does not fit is refused");
+
+	s = "GET http://[2001:db8::1]/ HTTP/1.0\r\n\r\n";
+	p = s;
+	egr_parse_request(&p, s + strlen(s), &lim, &req, &why);
+	n = egr_build_forward(&req, out, sizeof(out));
+	out[n > 0 ? n : 0] = '\0';
+	T_STR(out, "GET / HTTP/1.1\r\nHost: [2001:db8::1]\r\nConnection: close\r\n\r\n",
+	      "an IPv6 host is bracketed, port 80 left out");
+}
+
+struct chunk_case {
+	const char *name, *in;
+	ssize_t want; /* bytes of body, -1 refused */
+	bool done;
+};
+
+static void test_chunked(void)
+{
+	static const struct chunk_case cases[] = {
+	    {"one chunk", "5\r\nhello\r\n0\r\n\r\nGET /smuggled", 15, true},
+	    {"two chunks", "1\r\na\r\n2\r\nbc\r\n0\r\n\r\n", 18, true},
+	    {"extension", "1;x=y\r\na\r\n0\r\n\r\n", 15, true},
+	    {"trailer", "0\r\nX-T: 1\r\n\r\nrest", 13, true},
+	    {"upper hex", "A\r\n0123456789\r\n0\r\n\r\n", 20, true},
+	    {"partial", "5\r\nhel", 6, false},
+	    {"bad size", "x\r\n", -1, false},
+	    {"empty size", "\r\n", -1, false},
+	    {"size then space", "5 \r\n", -1, false},
+	    {"bare LF", "5\nhello\r\n", -1, false},
+	    {"data without CRLF", "1\r\nab", -1, false},
+	    {"huge size", "10000000000000000\r\n", -1, false},
+	    {"bare LF in trailer", "0\r\nX: 1\n\r\n", -1, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct egr_chunked c;
+		memset(&c, 0, sizeof(c));
+		bool done = false;
+		const char *why;
+		ssize_t r = egr_chunked_feed(&c, cases[i].in, strlen(cases[i].in), &done, &why);
+		T_OK(r == cases[i].want && done == cases[i].done, "chunked: %s -> %zd%s",
+		     cases[i].name, cases[i].want, cases[i].done ? " done" : "");
+	}
+	/* byte by byte gives the same answer */
+	const char *in = "3\r\nabc\r\n0\r\nA: b\r\n\r\nNEXT";
+	struct egr_chunked c;
+	memset(&c, 0, sizeof(c));
+	size_t body = 0;
+	bool done = false;
+	const char *why;
+	for (size_t i = 0; i < strlen(in) && !done; i++) {
+		ssize_t r = egr_chunked_feed(&c, in + i, 1, &done, &why);
+		body += r > 0 ? (size_t)r : 0;
+	}
+	T_OK(done && body == strlen(in) - 4, "chunked byte by byte stops before NEXT");
+}
+
+/* ---- TLS ----------------------------------------------------------------- */
+
+static size_t client_hello(unsigned char *out, const char *sni)
+{
+	unsigned char body[512];
+	size_t n = 0;
+	body[n++] = 3; /* legacy version */
+	body[n++] = 3;
+	memset(body + n, 7, 32); /* random */
+	n += 32;
+	body[n++] = 0; /* session id */
+	body[n++] = 0; /* cipher suites: 2 bytes */
+	body[n++] = 2;
+	body[n++] = 0x13;
+	body[n++] = 0x01;
+	body[n++] = 1; /* compression */
+	body[n++] = 0;
+	size_t ext_at = n;
+	n += 2;
+	if (sni != NULL) {
+		size_t sl = strlen(sni);
+		body[n++] = 0; /* server_name */
+		body[n++] = 0;
+		body[n++] = (unsigned char)((sl + 5) >> 8);
+		body[n++] = (unsigned char)(sl + 5);
+		body[n++] = (unsigned char)((sl + 3) >> 8);
+		body[n++] = (unsigned char)(sl + 3);
+		body[n++] = 0; /* host_name */
+		body[n++] = (unsigned char)(sl >> 8);
+		body[n++] = (unsigned char)sl;
+		memcpy(body + n, sni, sl);
+		n += sl;
+	}
+	body[ext_at] = (unsigned char)((n - ext_at - 2) >> 8);
+	body[ext_at + 1] = (unsigned char)(n - ext_at - 2);
+	size_t k = 0;
+	out[k++] = 0x16;
+	out[k++] = 3;
+	out[k++] = 1;
+	out[k++] = (unsigned char)((n + 4) >> 8);
+	out[k++] = (unsigned char)(n + 4);
+	out[k++] = 1;
+	out[k++] = 0;
+	out[k++] = (unsigned char)(n >> 8);
+	out[k++] = (unsigned char)n;
+	memcpy(out + k, body, n);
+	return k + n;
+}
+
+static void test_tls(void)
+{
+	unsigned char hello[600];
+	size_t n = client_hello(hello, "api.example.com");
+	const char *name, *why;
+	size_t nl;
+	T_INT(egr_tls_sni(hello, n, &name, &nl, &why), 1, "SNI found");
+	T_OK(nl == 15 && memcmp(name, "api.example.com", 15) == 0, "SNI is api.example.com");
+	int need_more = 1;
+	for (size_t k = 0; k < n; k++)
+		need_more = need_more && egr_tls_sni(hello, k, &name, &nl, &why) == 0;
+	T_OK(need_more, "every prefix asks for more bytes");
+	n = client_hello(hello, NULL);
+	T_INT(egr_tls_sni(hello, n, &name, &nl, &why), -1, "no SNI is refused");
+	T_INT(egr_tls_sni((const unsigned char *)"GET / HTTP/1.1\r\n", 16, &name, &nl, &why), -1,
+	      "plain HTTP is not a ClientHello");
+	n = client_hello(hello, "a.example");
+	hello[8] = (unsigned char)(hello[8] + 50); /* handshake longer than the record */
+	T_INT(egr_tls_sni(hello, n, &name, &nl, &why), -1, "a ClientHello past its record");
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+static void test_records(void)
+{
+	char line[1024];
+	int n = egr_format_attempt(line, sizeof(line), "CONNECT", "example.com", 443, "1.2.3.4",
+	                           true, "ok");
+	T_OK(n > 0, "attempt record");
+	T_STR(line,
+	      "{\"event\":\"attempt\",\"method\":\"CONNECT\",\"host\":\"example.com\",\"port\":443,"
+	      "\"address\":\"1.2.3.4\",\"allowed\":true,\"reason\":\"ok\"}\n",
+	      "attempt record text");
+	n = egr_format_attempt(line, sizeof(line), NULL, NULL, -1, NULL, false,
+	                       "bad \"x\"\\\n\x01\xff");
+	T_STR(line,
+	      "{\"event\":\"attempt\",\"method\":null,\"host\":null,\"port\":null,\"address\":null,"
+	      "\"allowed\":false,\"reason\":\"bad \\\"x\\\"\\\\\\u000a\\u0001\\u00ff\"}\n",
+	      "nulls and escapes");
+	n = egr_format_close(line, sizeof(line), "example.com", 80, 10, 20, 30);
+	T_STR(line,
+	      "{\"event\":\"close\",\"host\":\"example.com\",\"port\":80,\"bytes_up\":10,"
+	      "\"bytes_down\":20,\"ms\":30}\n",
+	      "close record text");
+	T_INT(egr_format_close(line, 10, "example.com", 80, 1, 2, 3), -1,
+	      "a short buffer is refused");
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static int opts(const char *const *args, struct egr_opts *o, char *err, size_t errsz)
+{
+	char *argv[32];
+	int argc = 0;
+	argv[argc++] = (char *)"mcpgate-egress";
+	for (; args[argc - 1] != NULL; argc++)
+		argv[argc] = (char *)args[argc - 1];
+	return egr_opts_parse(argc, argv, o, err, errsz);
+}
+
+static void test_options(void)
+{
+	struct egr_opts o;
+	char err[256];
+	static const char *const good[] = {
+	    "-listen",      "127.0.0.1:3128", "-allow",       "example.com", "-allow-private",
+	    "db.test:5432", "-deny-address",  "10.89.0.0/24", "-lifeline",   "-max-tunnels",
+	    "10",           "-idle-timeout",  "1000",         NULL};
+	T_INT(opts(good, &o, err, sizeof(err)), 0, "good options");
+	T_OK(o.nallow == 2 && o.allow[1].private_ok && o.allow[1].port == 5432 && o.ndeny == 1 &&
+	         o.lifeline && o.max_tunnels == 10 && o.idle_timeout_ms == 1000 &&
+	         o.lim.max_header_bytes == 16384 && o.lim.max_request_line == 8192,
+	     "options land in the struct, defaults elsewhere");
+	egr_opts_free(&o);
+	static const char *const v6[] = {"-listen", "[::]:8080", NULL};
+	T_INT(opts(v6, &o, err, sizeof(err)), 0, "IPv6 listen");
+	egr_opts_free(&o);
+	static const char *const help[] = {"-h", NULL};
+	T_INT(opts(help, &o, err, sizeof(err)), 1, "-h asks for help");
+	egr_opts_free(&o);
+	struct bad {
+		const char *args[5];
+		const char *names;
+	};
+	static const struct bad bad[] = {
+	    {{"-allow", "example.com", NULL}, "-listen"},
+	    {{"-listen", "example.com:80", NULL}, "-listen"},
+	    {{"-listen", "127.0.0.1", NULL}, "-listen"},
+	    {{"-listen", "127.0.0.1:99999", NULL}, "-listen"},
+	    {{"-listen", NULL}, "-listen"},
+	    {{"-listen", "127.0.0.1:1", "-bogus", NULL}, "-bogus"},
+	    {{"-listen", "127.0.0.1:1", "-allow", "127.1", NULL}, "-allow"},
+	    {{"-listen", "127.0.0.1:1", "-allow", "10.0.0.1", NULL}, "-allow"},
+	    {{"-listen", "127.0.0.1:1", "-deny-address", "10.0.0.0/40", NULL}, "-deny-address"},
+	    {{"-listen", "127.0.0.1:1", "-max-tunnels", "0", NULL}, "-max-tunnels"},
+	    {{"-listen", "127.0.0.1:1", "-max-tunnels", "12x", NULL}, "-max-tunnels"},
+	    {{"-listen", "127.0.0.1:1", "-max-tunnels", " 12", NULL}, "-max-tunnels"},
+	    {{"-listen", "127.0.0.1:1", "-max-tunnels", "-1", NULL}, "-max-tunnels"},
+	    {{"-listen", "127.0.0.1:1", "-max-header-bytes", "99999999999", NULL},
+	     "-max-header-bytes"},
+	    {{"-listen", "127.0.0.1:1", "-dns-timeout", "", NULL}, "-dns-timeout"},
+	    {{"-listen", "127.0.0.1:1", "-max-request-line", "20000", NULL}, "-max-request-line"},
+	    {{"-listen", "127.0.0.1:1", "-connect-timeout", NULL}, "-connect-timeout"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = opts(bad[i].args, &o, err, sizeof(err));
+		T_OK(r == -1 && strstr(err, bad[i].names) != NULL, "bad options #%zu: %s", i, err);
+		egr_opts_free(&o);
+	}
+}
+
+int main(void)
+{
+	test_hosts();
+	test_refused_names();
+	test_authorities();
+	test_classifier();
+	test_cidr();
+	test_allowlist();
+	test_addrs_check();
+	test_parser();
+	test_parser_fields();
+	test_forward();
+	test_chunked();
+	test_tls();
+	test_records();
+	test_options();
+	return t_done();
+}

@@ -1,0 +1,152 @@
+/* Records: JSON lines on standard output, one write per line. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "egress/egress.h"
+
+struct jbuf {
+	char *p;
+	size_t n, cap;
+	bool full;
+};
+
+static void jraw(struct jbuf *b, const char *s, size_t n)
+{
+	if (b->full || n > b->cap - b->n) {
+		b->full = true;
+		return;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+}
+
+static void jlit(struct jbuf *b, const char *s)
+{
+	jraw(b, s, strlen(s));
+}
+
+/* A JSON string. Bytes outside printable ASCII become \u00XX, so the line
+ * is valid JSON (and ASCII) whatever a peer managed to put in a field. */
+static void jstr(struct jbuf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (s == NULL) {
+		jlit(b, "null");
+		return;
+	}
+	jlit(b, "\"");
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			char e[2] = {'\\', (char)c};
+			jraw(b, e, 2);
+		} else if (c < 0x20 || c >= 0x7f) {
+			char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			jraw(b, e, 6);
+		} else {
+			jraw(b, (const char *)&c, 1);
+		}
+	}
+	jlit(b, "\"");
+}
+
+static void juint(struct jbuf *b, uint64_t v)
+{
+	char d[24];
+	size_t n = 0;
+	do {
+		d[sizeof(d) - 1 - n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	jraw(b, d + sizeof(d) - n, n);
+}
+
+static void jport(struct jbuf *b, int port)
+{
+	if (port < 0)
+		jlit(b, "null");
+	else
+		juint(b, (uint64_t)port);
+}
+
+/* NUL after the line (not counted), so tests can compare it as a string */
+static int terminate(struct jbuf *b)
+{
+	jraw(b, "", 1);
+	return b->full ? -1 : (int)b->n - 1;
+}
+
+int egr_format_attempt(char *buf, size_t cap, const char *method, const char *host, int port,
+                       const char *address, bool allowed, const char *reason)
+{
+	struct jbuf b = {buf, 0, cap, false};
+	jlit(&b, "{\"event\":\"attempt\",\"method\":");
+	jstr(&b, method);
+	jlit(&b, ",\"host\":");
+	jstr(&b, host);
+	jlit(&b, ",\"port\":");
+	jport(&b, port);
+	jlit(&b, ",\"address\":");
+	jstr(&b, address);
+	jlit(&b, allowed ? ",\"allowed\":true,\"reason\":" : ",\"allowed\":false,\"reason\":");
+	jstr(&b, reason);
+	jlit(&b, "}\n");
+	return terminate(&b);
+}
+
+int egr_format_close(char *buf, size_t cap, const char *host, int port, uint64_t bytes_up,
+                     uint64_t bytes_down, uint64_t ms)
+{
+	struct jbuf b = {buf, 0, cap, false};
+	jlit(&b, "{\"event\":\"close\",\"host\":");
+	jstr(&b, host);
+	jlit(&b, ",\"port\":");
+	jport(&b, port);
+	jlit(&b, ",\"bytes_up\":");
+	juint(&b, bytes_up);
+	jlit(&b, ",\"bytes_down\":");
+	juint(&b, bytes_down);
+	jlit(&b, ",\"ms\":");
+	juint(&b, ms);
+	jlit(&b, "}\n");
+	return terminate(&b);
+}
+
+static void emit(const char *line, int n)
+{
+	if (n < 0) {
+		/* every field is bounded well under the buffer; this is a broken invariant */
+		fputs("mcpgate-egress: record too long, dropped\n", stderr);
+		return;
+	}
+	size_t off = 0;
+	while (off < (size_t)n) {
+		ssize_t w = write(STDOUT_FILENO, line + off, (size_t)n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return; /* the reader is gone; -lifeline ends us soon */
+		off += (size_t)w;
+	}
+}
+
+/* method <= 31, host <= 253, address <= 45, reason <= ~400 bytes: even
+ * with every byte escaped six-fold this fits */
+#define LINE_MAX_BYTES 8192
+
+void egr_log_attempt(const char *method, const char *host, int port, const char *address,
+                     bool allowed, const char *reason)
+{
+	char line[LINE_MAX_BYTES];
+	emit(line,
+	     egr_format_attempt(line, sizeof(line), method, host, port, address, allowed, reason));
+}
+
+void egr_log_close(const char *host, int port, uint64_t bytes_up, uint64_t bytes_down, uint64_t ms)
+{
+	char line[LINE_MAX_BYTES];
+	emit(line, egr_format_close(line, sizeof(line), host, port, bytes_up, bytes_down, ms));
+}

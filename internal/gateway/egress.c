@@ -1,0 +1,442 @@
+/* The host side of egress (docs/egress.md): for a server with hosts, its own
+ * internal and outer networks, the mcpgate-egress sidecar on both with its
+ * standard input held as a lifeline, the proxy variables for the server, and
+ * the sidecar's JSON lines into the audit log. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
+#include "internal/base/log.h"
+#include "internal/base/xalloc.h"
+#include "internal/gateway/gateway-internal.h"
+
+#define EGRESS_PORT        3128
+#define EGRESS_RECORDS_MAX 1000
+#define EGRESS_LINE_MAX    8192
+
+/* ---- the binary: a private copy named by its content hash --------------- */
+
+static int hash_file(const char *path, char hex[65], struct mg_err **err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return mg_err_sys(err, errno, "%s", path);
+	crypto_hash_sha256_state st;
+	crypto_hash_sha256_init(&st);
+	unsigned char buf[65536];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		crypto_hash_sha256_update(&st, buf, (unsigned long long)n);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return mg_err_sys(err, e, "reading %s", path);
+	unsigned char digest[crypto_hash_sha256_BYTES];
+	crypto_hash_sha256_final(&st, digest);
+	sodium_bin2hex(hex, 65, digest, sizeof(digest));
+	return 0;
+}
+
+static int copy_file(const char *from, const char *to, struct mg_err **err)
+{
+	cleanup_free char *tmp = xasprintf("%s.tmp.%d", to, (int)getpid());
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return mg_err_sys(err, errno, "%s", from);
+	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	if (out < 0) {
+		int e = errno;
+		close(in);
+		return mg_err_sys(err, e, "creating %s", tmp);
+	}
+	char buf[65536];
+	ssize_t n;
+	int r = 0;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			r = mg_err_sys(err, errno, "writing %s", tmp);
+			break;
+		}
+	if (n < 0)
+		r = mg_err_sys(err, errno, "reading %s", from);
+	close(in);
+	if (fsync(out) < 0 && r == 0)
+		r = mg_err_sys(err, errno, "writing %s", tmp);
+	close(out);
+	if (r == 0 && rename(tmp, to) < 0)
+		r = mg_err_sys(err, errno, "renaming %s", tmp);
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/* Where the proxy binary is: config.toml's egress, else beside mcpgate */
+static char *find_binary(const struct cfg *cfg)
+{
+	if (cfg->mcp.egress != NULL)
+		return xstrdup(cfg->mcp.egress);
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			char *beside = xasprintf("%s/mcpgate-egress", self);
+			if (access(beside, X_OK) == 0)
+				return beside;
+			free(beside);
+			/* a build tree: build/san/mcpgate has the proxy two levels up */
+			char *top = xasprintf("%s/../../mcpgate-egress", self);
+			if (access(top, X_OK) == 0)
+				return top;
+			free(top);
+		}
+	}
+	return NULL;
+}
+
+int gw_egress_prepare(struct session *s, struct mg_err **err)
+{
+	cleanup_free char *src = find_binary(s->cfg);
+	if (src == NULL)
+		return mg_err_set(err,
+		                  "no mcpgate-egress: set egress = \"/path/to/mcpgate-egress\" "
+		                  "under [mcp] in config.toml, or install it beside mcpgate");
+	char hex[65];
+	if (hash_file(src, hex, err) < 0)
+		return -1;
+	cleanup_free char *dir = xasprintf("%s/egress", s->data_dir);
+	if (mg_mkdir_p(dir, 0700, err) < 0)
+		return -1;
+	char *dst = xasprintf("%s/mcpgate-egress-%s", dir, hex);
+	char check[65];
+	/* a copy that exists is used only if its content still has its name */
+	if (access(dst, X_OK) != 0 || hash_file(dst, check, NULL) < 0 || strcmp(check, hex) != 0) {
+		if (copy_file(src, dst, err) < 0) {
+			free(dst);
+			return mg_err_wrap(err, "copying the egress proxy");
+		}
+	}
+	s->egress_binary = dst;
+	return 0;
+}
+
+/* ---- start-up, on the server's thread ----------------------------------- */
+
+static int wait_address(struct gw_server *srv, int64_t deadline, struct mg_err **err)
+{
+	struct session *s = srv->sess;
+	struct gw_egress *e = &srv->egress;
+	for (;;) {
+		char *ip = NULL;
+		struct mg_err *lerr = NULL;
+		if (s->driver->ops->container_address(s->driver, e->sidecar, e->net_in, &ip,
+		                                      &lerr) == 0) {
+			e->proxy_url = xasprintf("http://%s:%d", ip, EGRESS_PORT);
+			free(ip);
+			return 0;
+		}
+		if (proc_now_ms() >= deadline) {
+			mg_err_set(err, "the egress sidecar has no address: %s", mg_err_msg(lerr));
+			mg_err_free(lerr);
+			return -1;
+		}
+		mg_err_free(lerr);
+		usleep(50 * 1000);
+	}
+}
+
+int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err)
+{
+	struct session *s = srv->sess;
+	const struct cfg_server *c = srv->cfg;
+	const struct ctr_driver *d = s->driver;
+	struct gw_egress *e = &srv->egress;
+	if (s->egress_binary == NULL)
+		return mg_err_set(err, "%s",
+		                  s->egress_error != NULL ? s->egress_error : "no egress proxy");
+	char *in = xasprintf("%s-in", srv->container), *out = xasprintf("%s-out", srv->container);
+	if (d->ops->network_create(d, in, true, s->id, c->name, s->owner, err) < 0) {
+		free(in);
+		free(out);
+		return -1;
+	}
+	e->net_in = in;
+	if (d->ops->network_create(d, out, false, s->id, c->name, s->owner, err) < 0) {
+		free(out);
+		return -1;
+	}
+	e->net_out = out;
+
+	struct strv args = STRV_INIT, addrs = STRV_INIT;
+	if (d->ops->network_addresses(d, in, &addrs, err) < 0 ||
+	    d->ops->network_addresses(d, out, &addrs, err) < 0) {
+		strv_free(&addrs);
+		return -1;
+	}
+	strv_push(&args, "-listen");
+	strv_pushf(&args, "0.0.0.0:%d", EGRESS_PORT);
+	for (size_t i = 0; i < c->nhosts; i++) {
+		const struct cfg_host *h = &c->hosts[i];
+		strv_push(&args, h->private_ok ? "-allow-private" : "-allow");
+		if (h->port != 0)
+			strv_pushf(&args, "%s:%u", h->host, h->port);
+		else
+			strv_push(&args, h->host);
+	}
+	/* its own networks' subnets and gateways: never a destination */
+	for (size_t i = 0; i < addrs.n; i++) {
+		strv_push(&args, "-deny-address");
+		strv_push(&args, addrs.v[i]);
+	}
+	strv_push(&args, "-lifeline");
+	strv_free(&addrs);
+
+	e->sidecar = xasprintf("%s-egress", srv->container);
+	struct ctr_sidecar_spec spec = {
+	    .server = c,
+	    .session = s->id,
+	    .owner = s->owner,
+	    .name = e->sidecar,
+	    .binary = s->egress_binary,
+	    .net_in = in,
+	    .net_out = out,
+	    .args = (const char *const *)strv_array(&args),
+	};
+	struct strv argv = STRV_INIT, envp = STRV_INIT;
+	int r = d->ops->sidecar_command(d, &spec, &argv, &envp, err);
+	strv_free(&args);
+	if (r < 0)
+		return -1;
+	struct proc_spec ps = {
+	    .path = argv.v[0],
+	    .argv = (const char *const *)argv.v,
+	    .envp = (const char *const *)strv_array(&envp),
+	    .stdio = {{PROC_STDIO_PIPE, -1, false},
+	              {PROC_STDIO_PIPE, -1, true},
+	              {PROC_STDIO_PIPE, -1, true}},
+	};
+	r = proc_spawn(&ps, &e->proc, err);
+	struct json_value *jargv = json_new_array();
+	for (size_t i = 0; i < argv.n; i++)
+		json_array_push(jargv, json_new_string(argv.v[i]));
+	strv_free(&argv);
+	strv_free(&envp);
+	if (r < 0) {
+		json_free(jargv);
+		return mg_err_wrap(err, "starting the egress sidecar");
+	}
+	audit_record(s->audit, "egress.start",
+	             gw_fields("server", json_new_string(c->name), "container",
+	                       json_new_string(e->sidecar), "argv", jargv, NULL));
+	loop_post(s->loop, gw_egress_watch, srv);
+	if (d->kind == CTR_DOCKER) {
+		/* docker starts a container on one network; the inner one joins now */
+		int64_t until = deadline;
+		struct mg_err *cerr = NULL;
+		while (d->ops->network_connect(d, in, e->sidecar, &cerr) < 0) {
+			if (proc_now_ms() >= until) {
+				mg_err_set(err, "connecting the egress sidecar to %s: %s", in,
+				           mg_err_msg(cerr));
+				mg_err_free(cerr);
+				return -1;
+			}
+			mg_err_clear(&cerr);
+			usleep(50 * 1000);
+		}
+	}
+	return wait_address(srv, deadline, err);
+}
+
+/* The server's variables: every client that honours them goes through the
+ * proxy; one that does not reaches nothing (its network has no way out). */
+size_t gw_egress_env(const struct gw_server *srv, struct ctr_env *env, size_t max)
+{
+	static const char *const names[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+	                                    "https_proxy"};
+	size_t n = 0;
+	const char *url = srv->egress.proxy_url;
+	if (url == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && n < max; i++)
+		env[n++] = (struct ctr_env){names[i], url};
+	if (n + 3 <= max) {
+		env[n++] = (struct ctr_env){"NO_PROXY", "localhost,127.0.0.1,::1"};
+		env[n++] = (struct ctr_env){"no_proxy", "localhost,127.0.0.1,::1"};
+		env[n++] = (struct ctr_env){"NODE_USE_ENV_PROXY", "1"};
+	}
+	return n;
+}
+
+/* ---- its records, on the loop thread ------------------------------------ */
+
+static void record_line(struct gw_server *srv, const char *line, size_t len)
+{
+	struct gw_egress *e = &srv->egress;
+	if (e->records >= EGRESS_RECORDS_MAX) {
+		e->dropped++;
+		return;
+	}
+	struct json_value *v = NULL;
+	if (json_parse(line, len, NULL, &v, NULL) < 0 || v->kind != JSON_OBJECT) {
+		json_free(v);
+		return;
+	}
+	e->records++;
+	const char *event = json_get_string(v, "event");
+	bool close = event != NULL && strcmp(event, "close") == 0;
+	struct json_value *f = gw_fields("server", json_new_string(srv->cfg->name), NULL);
+	static const char *const attempt_keys[] = {"method",  "host",    "port",
+	                                           "address", "allowed", "reason"};
+	static const char *const close_keys[] = {"host", "port", "bytes_up", "bytes_down", "ms"};
+	const char *const *keys = close ? close_keys : attempt_keys;
+	size_t nkeys = close ? 5 : 6;
+	for (size_t i = 0; i < nkeys; i++) {
+		const struct json_value *x = json_get(v, keys[i]);
+		json_object_set(f, keys[i], x != NULL ? json_copy(x) : json_new_null());
+	}
+	json_free(v);
+	audit_record(srv->sess->audit, close ? "mcp.egress.close" : "mcp.egress", f);
+}
+
+static void drain_records(struct gw_server *srv)
+{
+	struct gw_egress *e = &srv->egress;
+	char chunk[4096];
+	while (e->out_fd >= 0) {
+		ssize_t n = read(e->out_fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			loop_unwatch(srv->sess->loop, e->out_fd);
+			close(e->out_fd);
+			e->out_fd = -1;
+			return;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			if (chunk[i] != '\n') {
+				/* an overlong line is cut; the proxy writes short ones */
+				if (e->line.len < EGRESS_LINE_MAX)
+					mg_buf_putc(&e->line, chunk[i], NULL);
+				continue;
+			}
+			record_line(srv, mg_buf_str(&e->line), e->line.len);
+			mg_buf_reset(&e->line);
+		}
+	}
+}
+
+static void on_records(struct loop *loop, int fd, uint32_t events, void *data)
+{
+	(void)loop;
+	(void)fd;
+	(void)events;
+	drain_records(data);
+}
+
+static void on_sidecar_stderr(struct loop *loop, int fd, uint32_t events, void *data)
+{
+	(void)events;
+	struct gw_server *srv = data;
+	char chunk[4096];
+	ssize_t n = read(fd, chunk, sizeof(chunk));
+	if (n > 0) {
+		mg_debug("egress %s: %.*s", srv->cfg->name, (int)n, chunk);
+		return;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	loop_unwatch(loop, fd);
+	close(fd);
+	srv->egress.proc.err_fd = -1;
+}
+
+void gw_egress_watch(struct loop *loop, void *data)
+{
+	struct gw_server *srv = data;
+	struct gw_egress *e = &srv->egress;
+	e->out_fd = e->proc.out_fd;
+	e->proc.out_fd = -1;
+	if (e->out_fd >= 0)
+		loop_watch(loop, e->out_fd, EPOLLIN, on_records, srv, NULL);
+	if (e->proc.err_fd >= 0)
+		loop_watch(loop, e->proc.err_fd, EPOLLIN, on_sidecar_stderr, srv, NULL);
+}
+
+/* ---- the end: after its server ------------------------------------------ */
+
+void gw_egress_stop(struct gw_server *srv, int64_t deadline_ms)
+{
+	struct session *s = srv->sess;
+	struct gw_egress *e = &srv->egress;
+	const struct ctr_driver *d = s->driver;
+	if (e->proc.pid > 0) {
+		/* the lifeline: its input ends and it exits */
+		if (e->proc.in_fd >= 0) {
+			close(e->proc.in_fd);
+			e->proc.in_fd = -1;
+		}
+		int status;
+		if (proc_wait(&e->proc, deadline_ms, &status, NULL) < 0) {
+			d->ops->remove(d, e->sidecar, NULL);
+			if (proc_wait(&e->proc, proc_now_ms() + 5000, &status, NULL) < 0)
+				proc_stop(&e->proc, 0, &status);
+		}
+	}
+	if (e->out_fd >= 0)
+		drain_records(srv);
+	if (e->out_fd >= 0) {
+		loop_unwatch(s->loop, e->out_fd);
+		close(e->out_fd);
+		e->out_fd = -1;
+	}
+	if (e->dropped > 0)
+		audit_record(s->audit, "mcp.egress.dropped",
+		             gw_fields("server", json_new_string(srv->cfg->name), "count",
+		                       json_new_int(e->dropped), NULL));
+	if (e->proc.err_fd >= 0)
+		loop_unwatch(s->loop, e->proc.err_fd);
+	proc_close(&e->proc);
+	if (e->sidecar != NULL)
+		d->ops->remove(d, e->sidecar, NULL);
+	/* the networks go last: nothing may be attached to them */
+	const char *nets[] = {e->net_in, e->net_out};
+	for (size_t i = 0; i < 2; i++) {
+		if (nets[i] == NULL)
+			continue;
+		struct mg_err *err = NULL;
+		if (d->ops->network_remove(d, nets[i], &err) < 0) {
+			mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
+			mg_err_free(err);
+		}
+	}
+	free(e->net_in);
+	free(e->net_out);
+	e->net_in = e->net_out = NULL;
+}
+
+void gw_egress_free(struct gw_egress *e)
+{
+	proc_close(&e->proc);
+	if (e->out_fd >= 0)
+		close(e->out_fd);
+	e->out_fd = -1;
+	free(e->sidecar);
+	free(e->proxy_url);
+	free(e->net_in);
+	free(e->net_out);
+	mg_buf_free(&e->line);
+}

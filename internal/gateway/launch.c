@@ -1,0 +1,187 @@
+/* One contained server's runtime process with an MCP peer on its pipes. */
+#define _GNU_SOURCE
+#include "internal/gateway/launch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/xalloc.h"
+
+int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
+                    const struct rpc_peer_config *pc, struct gw_launch *l, struct mg_err **err)
+{
+	struct strv envp = STRV_INIT;
+	if (d->ops->run_command(d, spec, &l->argv, &envp, err) < 0)
+		return -1;
+	struct proc_spec ps = {
+	    .path = l->argv.v[0],
+	    .argv = (const char *const *)l->argv.v,
+	    .envp = (const char *const *)strv_array(&envp),
+	    .stdio = {{PROC_STDIO_PIPE, -1, false},
+	              {PROC_STDIO_PIPE, -1, false},
+	              {PROC_STDIO_PIPE, -1, true}},
+	};
+	int r = proc_spawn(&ps, &l->proc, err);
+	/* the environment may hold a secret's value: gone as soon as it is used */
+	for (size_t i = 0; i < envp.n; i++)
+		sodium_memzero(envp.v[i], strlen(envp.v[i]));
+	strv_free(&envp);
+	if (r < 0)
+		return -1;
+	l->err_fd = l->proc.err_fd;
+	l->proc.err_fd = -1;
+	int in = l->proc.out_fd, out = l->proc.in_fd;
+	l->proc.out_fd = l->proc.in_fd = -1; /* the peer owns them now */
+	return rpc_peer_new(in, out, pc, &l->peer, err);
+}
+
+void gw_launch_stop(const struct ctr_driver *d, const char *container, struct gw_launch *l,
+                    int64_t deadline_ms, int *status, bool *forced)
+{
+	*status = 0;
+	*forced = false;
+	/* closing its input asks it to end; many servers ignore that */
+	rpc_peer_free(steal_pointer(&l->peer));
+	if (l->proc.pid <= 0)
+		return;
+	if (proc_wait(&l->proc, deadline_ms, status, NULL) == 0)
+		return;
+	*forced = true;
+	d->ops->remove(d, container, NULL);
+	if (proc_wait(&l->proc, proc_now_ms() + 5000, status, NULL) < 0)
+		proc_stop(&l->proc, 0, status);
+}
+
+char *gw_last_line(const char *text, size_t len)
+{
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+		len--;
+	size_t start = len;
+	while (start > 0 && text[start - 1] != '\n')
+		start--;
+	if (len - start > 300)
+		start = len - 300;
+	return len > start ? xstrndup(text + start, len - start) : NULL;
+}
+
+void gw_launch_free(struct gw_launch *l)
+{
+	rpc_peer_free(steal_pointer(&l->peer));
+	proc_close(&l->proc);
+	if (l->err_fd >= 0)
+		close(l->err_fd);
+	l->err_fd = -1;
+	strv_free(&l->argv);
+}
+
+/* ---- review: a manifest without a session ------------------------------- */
+
+static void review_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
+{
+	(void)data;
+	if (strcmp(msg->method, "ping") == 0)
+		rpc_peer_send_result(peer, msg->id, NULL, NULL);
+	else
+		rpc_peer_send_error(peer, msg->id, RPC_METHOD_NOT_FOUND,
+		                    "mcpgate is reviewing this server and relays nothing", NULL,
+		                    NULL);
+}
+
+static char *read_stderr(int fd)
+{
+	struct mg_buf b = MG_BUF_INIT(8192);
+	char chunk[4096];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		/* the last 8 KiB are kept; chunk is smaller than that */
+		if (b.len + (size_t)n > 8192)
+			mg_buf_consume(&b, b.len + (size_t)n - 8192);
+		mg_buf_append(&b, chunk, (size_t)n, NULL);
+	}
+	if (b.len == 0) {
+		mg_buf_free(&b);
+		return NULL;
+	}
+	return mg_buf_steal(&b, NULL);
+}
+
+int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
+                      const struct cfg_server *server, const char *workspace,
+                      struct gw_manifest_fetch *out, struct mg_err **err)
+{
+	memset(out, 0, sizeof(*out));
+	if (server->transport != CFG_TRANSPORT_CONTAINER)
+		return mg_err_set(err, "server %s is not a container server", server->name);
+	int present = d->ops->image_present(d, server->image, err);
+	if (present < 0)
+		return -1;
+	if (present == 0)
+		return mg_err_set(err, "image %s is not present; run: mcpgate pull %s",
+		                  server->image, server->name);
+	if (sodium_init() < 0)
+		return mg_err_set(err, "libsodium cannot start");
+	unsigned char raw[6];
+	char session[13];
+	randombytes_buf(raw, sizeof(raw));
+	sodium_bin2hex(session, sizeof(session), raw, sizeof(raw));
+	cleanup_free char *container = ctr_container_name(server->name, session);
+	cleanup_free char *name = xasprintf("server %s", server->name);
+	struct ctr_run_spec spec = {
+	    .server = server,
+	    .session = session,
+	    .owner = getpid(),
+	    .workspace = workspace,
+	};
+	struct rpc_peer_config pc = {
+	    .name = name,
+	    .line_max = (size_t)cfg->mcp.line_max,
+	    .on_request = review_request,
+	};
+	struct gw_launch l = GW_LAUNCH_INIT;
+	int64_t deadline = proc_now_ms() + (int64_t)cfg->mcp.start_timeout * 1000;
+	int r = gw_launch_start(d, &spec, &pc, &l, err);
+	if (r == 0)
+		r = mcp_initialize(l.peer, deadline, NULL, &out->info, err);
+	if (r == 0)
+		r = mcp_list_tools(l.peer, deadline, &out->tools, err);
+	int status;
+	bool forced;
+	gw_launch_stop(d, container, &l, proc_now_ms() + (int64_t)cfg->mcp.stop_timeout * 1000,
+	               &status, &forced);
+	if (l.err_fd >= 0)
+		out->stderr_text = read_stderr(l.err_fd);
+	gw_launch_free(&l);
+	if (r < 0) {
+		cleanup_free char *last =
+		    out->stderr_text != NULL
+		        ? gw_last_line(out->stderr_text, strlen(out->stderr_text))
+		        : NULL;
+		if (last != NULL)
+			mg_err_wrap(err, "server %s (its last words: %s)", server->name, last);
+		else
+			mg_err_wrap(err, "server %s", server->name);
+		gw_manifest_fetch_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+void gw_manifest_fetch_free(struct gw_manifest_fetch *f)
+{
+	json_free(f->tools);
+	f->tools = NULL;
+	mcp_server_info_free(&f->info);
+	free(f->stderr_text);
+	f->stderr_text = NULL;
+}

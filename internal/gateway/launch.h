@@ -1,0 +1,62 @@
+/* Starting one contained server and ending it: shared by a session and by
+ * `mcpgate review`/`approve`, which start a server with the same isolation
+ * to read its manifest. */
+#ifndef MG_GATEWAY_LAUNCH_H
+#define MG_GATEWAY_LAUNCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal/base/err.h"
+#include "internal/base/strv.h"
+#include "internal/config/config.h"
+#include "internal/container/container.h"
+#include "internal/json/json.h"
+#include "internal/jsonrpc/jsonrpc.h"
+#include "internal/mcp/mcp.h"
+#include "internal/proc/proc.h"
+
+/* A started runtime process: the peer owns its stdin and stdout, err_fd
+ * (non-blocking) is its stderr. */
+struct gw_launch {
+	struct proc proc;
+	struct strv argv;
+	struct rpc_peer *peer;
+	int err_fd;
+};
+
+#define GW_LAUNCH_INIT                         \
+	{                                      \
+		PROC_INIT, STRV_INIT, NULL, -1 \
+	}
+
+/* Run spec's server and put an MCP peer (configured by pc) on its pipes. */
+int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
+                    const struct rpc_peer_config *pc, struct gw_launch *l, struct mg_err **err);
+
+/* Close its input, wait for it until deadline_ms, then remove the container
+ * at once and reap. *status is the wait status; *forced says whether it had
+ * to be removed. */
+void gw_launch_stop(const struct ctr_driver *d, const char *container, struct gw_launch *l,
+                    int64_t deadline_ms, int *status, bool *forced);
+
+/* The last non-empty line of text (at most 300 bytes), allocated; NULL if none */
+char *gw_last_line(const char *text, size_t len);
+
+/* Close what is left (not the process) */
+void gw_launch_free(struct gw_launch *l);
+
+/* What `review` learns of a server: start it alone with the session's
+ * isolation, initialize, list every tool, stop it. */
+struct gw_manifest_fetch {
+	struct json_value *tools; /* the tools/list array */
+	struct mcp_server_info info;
+	char *stderr_text; /* the last bytes it wrote to stderr, or NULL */
+};
+
+int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
+                      const struct cfg_server *server, const char *workspace,
+                      struct gw_manifest_fetch *out, struct mg_err **err);
+void gw_manifest_fetch_free(struct gw_manifest_fetch *f);
+
+#endif

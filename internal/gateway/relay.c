@@ -1,0 +1,1263 @@
+/* The rest of the protocol, relayed between the client and the servers:
+ * resources, prompts, completion and logging from the client to the server
+ * that owns the name or URI; sampling, elicitation and roots from a server to
+ * the client when both the client and the server's entry allow it; merged
+ * lists paged with cursors of mcpgate's own. Ids are mapped both ways: each
+ * side only ever sees ids of its own peer. See docs/relay.md. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/log.h"
+#include "internal/base/xalloc.h"
+#include "internal/gateway/gateway-internal.h"
+
+#define URI_PREFIX     "mcpgate://"
+#define CURSOR_PREFIX  "mcpgate-"
+#define WAIT_POLL_MS   20
+#define META_SERVER    "io.mcpgate/server"
+#define LEVEL_NAME_MAX 15
+
+/* ---- answering the client ---------------------------------------------- */
+
+static void reply_error_data(struct session *s, const struct json_value *id, int64_t code,
+                             const struct json_value *data, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void reply_error_data(struct session *s, const struct json_value *id, int64_t code,
+                             const struct json_value *data, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cleanup_free char *text = xvasprintf(fmt, ap);
+	va_end(ap);
+	struct mg_err *err = NULL;
+	if (rpc_peer_send_error(s->client, id, code, text, data, &err) < 0) {
+		mg_warn("client: %s", mg_err_msg(err));
+		mg_err_free(err);
+	}
+}
+
+#define reply_error(s, id, code, ...) reply_error_data(s, id, code, NULL, __VA_ARGS__)
+
+static void reply_result(struct session *s, const struct json_value *id,
+                         const struct json_value *result)
+{
+	struct mg_err *err = NULL;
+	if (rpc_peer_send_result(s->client, id, result, &err) < 0) {
+		mg_warn("client: %s", mg_err_msg(err));
+		mg_err_free(err);
+	}
+}
+
+/* The client hears about changes once it said it is initialized */
+static void notify_client(struct session *s, const char *method, const struct json_value *params)
+{
+	if (!s->client_initialized || s->stopping || s->client == NULL)
+		return;
+	rpc_peer_send_notification(s->client, method, params, NULL);
+}
+
+/* ---- names and URIs ------------------------------------------------------ */
+
+char *gw_relay_public_name(const struct gw_server *srv, const char *name)
+{
+	if (srv->sess->cfg->passthrough)
+		return xstrdup(name);
+	return xasprintf("%s__%s", srv->cfg->name, name);
+}
+
+char *gw_relay_public_uri(const struct gw_server *srv, const char *uri)
+{
+	if (srv->sess->cfg->passthrough)
+		return xstrdup(uri);
+	return xasprintf(URI_PREFIX "%s/%s", srv->cfg->name, uri);
+}
+
+static bool ready(const struct gw_server *srv)
+{
+	return srv->state == GW_READY && srv->launch.peer != NULL;
+}
+
+/* The ready server called name[0..len), or with --passthrough the one server */
+static struct gw_server *ready_server(struct session *s, const char *name, size_t len)
+{
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_server *srv = &s->servers[i];
+		if (!ready(srv))
+			continue;
+		if (s->cfg->passthrough ||
+		    (strlen(srv->cfg->name) == len && memcmp(srv->cfg->name, name, len) == 0))
+			return srv;
+	}
+	return NULL;
+}
+
+/* mcpgate://SERVER/URI: the server named up to the first "/", and the rest
+ * verbatim in *rest. NULL when it names no ready server. */
+static struct gw_server *server_of_uri(struct session *s, const char *uri, const char **rest)
+{
+	if (s->cfg->passthrough) {
+		*rest = uri;
+		return ready_server(s, NULL, 0);
+	}
+	size_t n = strlen(URI_PREFIX);
+	if (strncmp(uri, URI_PREFIX, n) != 0)
+		return NULL;
+	const char *name = uri + n;
+	const char *slash = strchr(name, '/');
+	if (slash == NULL || slash == name)
+		return NULL;
+	*rest = slash + 1;
+	return ready_server(s, name, (size_t)(slash - name));
+}
+
+/* SERVER__NAME: server names hold no "__", so the first one splits */
+static struct gw_server *server_of_name(struct session *s, const char *pub, const char **rest)
+{
+	if (s->cfg->passthrough) {
+		*rest = pub;
+		return ready_server(s, NULL, 0);
+	}
+	const char *sep = strstr(pub, "__");
+	if (sep == NULL || sep == pub)
+		return NULL;
+	*rest = sep + 2;
+	return ready_server(s, pub, (size_t)(sep - pub));
+}
+
+/* What the server declared in its initialize answer */
+static const struct json_value *server_cap(const struct gw_server *srv, const char *cap)
+{
+	const struct json_value *v = json_get(srv->info.capabilities, cap);
+	return v != NULL && v->kind == JSON_OBJECT ? v : NULL;
+}
+
+static bool cap_flag(const struct json_value *cap, const char *key)
+{
+	const struct json_value *v = json_get(cap, key);
+	return v != NULL && v->kind == JSON_BOOL && v->u.boolean;
+}
+
+/* Set field of obj (a string) to its public form */
+static void publish_uri(const struct gw_server *srv, struct json_value *obj, const char *field)
+{
+	const char *uri = json_get_string(obj, field);
+	if (uri == NULL)
+		return;
+	cleanup_free char *pub = gw_relay_public_uri(srv, uri);
+	json_object_set(obj, field, json_new_string(pub));
+}
+
+static void tag_server(const struct gw_server *srv, struct json_value *obj)
+{
+	const struct json_value *meta = json_get(obj, "_meta");
+	struct json_value *m =
+	    meta != NULL && meta->kind == JSON_OBJECT ? json_copy(meta) : json_new_object();
+	json_object_set(m, META_SERVER, json_new_string(srv->cfg->name));
+	json_object_set(obj, "_meta", m);
+}
+
+/* ---- --passthrough --------------------------------------------------------- */
+
+int gw_relay_passthrough_check(const struct session *s, struct mg_err **err)
+{
+	if (!s->cfg->passthrough || s->nservers <= 1)
+		return 0;
+	struct mg_buf names = MG_BUF_INIT(1 << 16);
+	for (size_t i = 0; i < s->nservers; i++)
+		mg_buf_printf(&names, NULL, "%s%s", i ? ", " : "", s->servers[i].cfg->name);
+	mg_err_set(err,
+	           "--passthrough serves exactly one server under its own names, and %zu are "
+	           "offered in workspace %s (%s): limit the others with \"workspaces\" in "
+	           "mcp.toml, or use a --config folder whose mcp.toml lists one server",
+	           s->nservers, s->workspace, mg_buf_str(&names));
+	mg_buf_free(&names);
+	return -1;
+}
+
+/* ---- the capabilities mcpgate declares to a server ------------------------- */
+
+static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
+static struct json_value *caps_by_relay[8]; /* bit 0 sampling, 1 elicitation, 2 roots */
+
+static void caps_build(void)
+{
+	for (int i = 0; i < 8; i++) {
+		struct json_value *c = json_new_object();
+		if (i & 1)
+			json_object_set(c, "sampling", json_new_object());
+		if (i & 2)
+			json_object_set(c, "elicitation", json_new_object());
+		if (i & 4)
+			json_object_set(c, "roots",
+			                gw_fields("listChanged", json_new_bool(true), NULL));
+		caps_by_relay[i] = c;
+	}
+}
+
+const struct json_value *gw_relay_server_capabilities(const struct cfg_server *c)
+{
+	pthread_once(&caps_once, caps_build);
+	return caps_by_relay[(c->relay_sampling ? 1 : 0) | (c->relay_elicitation ? 2 : 0) |
+	                     (c->relay_roots ? 4 : 0)];
+}
+
+/* ---- lists and pages ------------------------------------------------------- */
+
+enum list_kind { LIST_TOOLS, LIST_RESOURCES, LIST_TEMPLATES, LIST_PROMPTS, LIST_KINDS };
+
+static const struct list_spec {
+	const char *method; /* asked of servers, and by the client */
+	const char *key;    /* the result's array */
+	const char *cap;    /* the capability a server declares for it */
+	const char *field;  /* what names an item */
+	char tag;           /* in cursors */
+} lists[LIST_KINDS] = {
+    [LIST_TOOLS] = {"tools/list", "tools", "tools", "name", 't'},
+    [LIST_RESOURCES] = {"resources/list", "resources", "resources", "uri", 'r'},
+    [LIST_TEMPLATES] = {"resources/templates/list", "resourceTemplates", "resources", "uriTemplate",
+                        'u'},
+    [LIST_PROMPTS] = {"prompts/list", "prompts", "prompts", "name", 'p'},
+};
+
+/* FNV-1a over the names of the items, in order: a cursor is good only for
+ * the list it was made for */
+static uint64_t fingerprint(const struct json_value *items, const char *field)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < items->u.arr.len; i++) {
+		const char *name = json_get_string(items->u.arr.items[i], field);
+		for (const char *p = name != NULL ? name : ""; *p != '\0'; p++) {
+			h ^= (unsigned char)*p;
+			h *= 0x100000001b3ull;
+		}
+		h ^= 0xff; /* the separator: no name holds this byte */
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* "mcpgate-" TAG OFFSET "-" 16 hex */
+static char *cursor_make(enum list_kind kind, size_t offset, uint64_t fp)
+{
+	return xasprintf(CURSOR_PREFIX "%c%zu-%016" PRIx64, lists[kind].tag, offset, fp);
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* 0 with the offset and fingerprint of one of our cursors for kind; -1 when
+ * it is not one */
+static int cursor_parse(const struct json_value *cursor, enum list_kind kind, size_t *offset,
+                        uint64_t *fp)
+{
+	if (cursor == NULL || cursor->kind != JSON_STRING ||
+	    strlen(cursor->u.str.ptr) != cursor->u.str.len)
+		return -1;
+	const char *p = cursor->u.str.ptr;
+	size_t n = strlen(CURSOR_PREFIX);
+	if (strncmp(p, CURSOR_PREFIX, n) != 0 || p[n] != lists[kind].tag)
+		return -1;
+	p += n + 1;
+	size_t off = 0, digits = 0;
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		if (digits >= 9)
+			return -1; /* far more than any list holds */
+		off = off * 10 + (size_t)(*p - '0');
+	}
+	if (digits == 0 || *p++ != '-')
+		return -1;
+	uint64_t h = 0;
+	for (int i = 0; i < 16; i++, p++) {
+		int d = hex_digit(*p);
+		if (d < 0)
+			return -1;
+		h = h << 4 | (uint64_t)d;
+	}
+	if (*p != '\0')
+		return -1;
+	*offset = off;
+	*fp = h;
+	return 0;
+}
+
+/* A cursor the client may send: absent or null means the first page */
+static bool cursor_given(const struct json_value *cursor)
+{
+	return cursor != NULL && cursor->kind != JSON_NULL;
+}
+
+/* Answer one page of items (a public list, borrowed) */
+static void send_page(struct session *s, const struct json_value *id, enum list_kind kind,
+                      const struct json_value *items, const struct json_value *cursor)
+{
+	const struct list_spec *spec = &lists[kind];
+	uint64_t fp = fingerprint(items, spec->field);
+	size_t len = items->u.arr.len, offset = 0;
+	if (cursor_given(cursor)) {
+		uint64_t was = 0;
+		if (cursor_parse(cursor, kind, &offset, &was) < 0 || offset == 0 || offset >= len) {
+			reply_error(s, id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
+			            spec->method);
+			return;
+		}
+		if (was != fp) {
+			reply_error(s, id, RPC_INVALID_PARAMS,
+			            "%s: the list changed since this cursor was given; list again "
+			            "from the start",
+			            spec->method);
+			return;
+		}
+	}
+	size_t end = len - offset > GW_PAGE_MAX ? offset + GW_PAGE_MAX : len;
+	struct json_value *page = json_new_array();
+	for (size_t i = offset; i < end; i++)
+		json_array_push(page, json_copy(items->u.arr.items[i]));
+	struct json_value *result = gw_fields(spec->key, page, NULL);
+	if (end < len) {
+		cleanup_free char *next = cursor_make(kind, end, fp);
+		json_object_set(result, "nextCursor", json_new_string(next));
+	}
+	reply_result(s, id, result);
+	json_free(result);
+}
+
+void gw_relay_send_page(struct session *s, const struct json_value *id, const char *key,
+                        const struct json_value *items, const struct json_value *cursor)
+{
+	enum list_kind kind = LIST_TOOLS;
+	while (kind < LIST_KINDS - 1 && strcmp(lists[kind].key, key) != 0)
+		kind++;
+	struct json_value *empty = NULL;
+	if (items == NULL || items->kind != JSON_ARRAY)
+		items = empty = json_new_array();
+	send_page(s, id, kind, items, cursor);
+	json_free(empty);
+}
+
+/* One server's part of a merged list */
+struct list_part {
+	struct list_op *op;
+	struct gw_server *srv;
+	struct json_value *items; /* as the server listed them */
+	struct strv cursors;      /* every cursor it gave, to catch a loop */
+	size_t page;
+	bool failed;
+};
+
+/* A client's list in the making: every server that offers the kind is read
+ * over every page, at once; the answer goes out when the last one is in */
+struct list_op {
+	struct session *s;
+	enum list_kind kind;
+	struct json_value *client_id;
+	struct json_value *cursor; /* the client's, or NULL */
+	size_t pending;
+	size_t nparts;
+	struct list_part parts[];
+};
+
+/* The item in its public form, or NULL when it has no usable name */
+static struct json_value *public_item(enum list_kind kind, const struct gw_server *srv,
+                                      const struct json_value *item)
+{
+	const char *field = lists[kind].field;
+	const char *name = json_get_string(item, field);
+	if (name == NULL)
+		return NULL;
+	struct json_value *pub = json_copy(item);
+	if (kind == LIST_PROMPTS) {
+		cleanup_free char *n = gw_relay_public_name(srv, name);
+		json_object_set(pub, field, json_new_string(n));
+	} else {
+		publish_uri(srv, pub, field);
+	}
+	return pub;
+}
+
+static void list_finish(struct list_op *op)
+{
+	struct session *s = op->s;
+	if (!s->stopping && s->client != NULL) {
+		struct json_value *merged = json_new_array();
+		for (size_t i = 0; i < op->nparts; i++) {
+			struct list_part *part = &op->parts[i];
+			if (part->failed || !ready(part->srv))
+				continue;
+			for (size_t k = 0; k < part->items->u.arr.len; k++) {
+				struct json_value *pub =
+				    public_item(op->kind, part->srv, part->items->u.arr.items[k]);
+				if (pub != NULL)
+					json_array_push(merged, pub);
+			}
+		}
+		gw_secrets_redact(s, merged);
+		send_page(s, op->client_id, op->kind, merged, op->cursor);
+		json_free(merged);
+	}
+	for (size_t i = 0; i < op->nparts; i++) {
+		json_free(op->parts[i].items);
+		strv_free(&op->parts[i].cursors);
+	}
+	json_free(op->client_id);
+	json_free(op->cursor);
+	free(op);
+}
+
+/* One page of a server's list into part->items. 1 with *next when another
+ * page follows, 0 after the last, -1 on a bad page (err says why). */
+static int read_page(struct list_part *part, const struct rpc_msg *reply, const char **next,
+                     struct mg_err **err)
+{
+	const struct list_spec *spec = &lists[part->op->kind];
+	*next = NULL;
+	if (++part->page > MCP_LIST_PAGES_MAX)
+		return mg_err_set(err, "%s: more than %d pages", spec->method, MCP_LIST_PAGES_MAX);
+	if (reply->kind == RPC_ERROR) {
+		cleanup_free char *text = mcp_error_text(reply);
+		return mg_err_set(err, "%s failed: %s", spec->method, text);
+	}
+	const struct json_value *list = json_get(reply->result, spec->key);
+	if (list == NULL || list->kind != JSON_ARRAY)
+		return mg_err_set(err, "%s page %zu: no %s array", spec->method, part->page,
+		                  spec->key);
+	for (size_t i = 0; i < list->u.arr.len; i++) {
+		const struct json_value *item = list->u.arr.items[i];
+		if (json_get_string(item, spec->field) == NULL)
+			continue; /* nothing to call it by: not offered */
+		if (part->items->u.arr.len >= MCP_TOOLS_MAX)
+			return mg_err_set(err, "%s: more than %d items", spec->method,
+			                  MCP_TOOLS_MAX);
+		json_array_push(part->items, json_copy(item));
+	}
+	const struct json_value *cursor = json_get(reply->result, "nextCursor");
+	if (cursor == NULL || cursor->kind == JSON_NULL)
+		return 0;
+	if (json_get_string(reply->result, "nextCursor") == NULL ||
+	    strv_find(&part->cursors, cursor->u.str.ptr) >= 0)
+		return mg_err_set(
+		    err, "%s page %zu: the nextCursor is %s", spec->method, part->page,
+		    cursor->kind != JSON_STRING ? "not a string" : "one already given (a loop)");
+	strv_push(&part->cursors, cursor->u.str.ptr);
+	*next = part->cursors.v[part->cursors.n - 1];
+	return 1;
+}
+
+static int part_send(struct list_part *part, const char *cursor);
+
+static void on_list_page(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
+                         void *data)
+{
+	(void)peer;
+	struct list_part *part = data;
+	struct list_op *op = part->op;
+	struct mg_err *err = NULL;
+	const char *next = NULL;
+	int more = -1;
+	if (reply != NULL)
+		more = read_page(part, reply, &next, &err);
+	if (more > 0 && ready(part->srv) && part_send(part, next) == 0)
+		return;
+	if (more != 0) {
+		part->failed = true;
+		if (!op->s->stopping)
+			mg_warn("server %s: %s is left out: %s", part->srv->cfg->name,
+			        lists[op->kind].method,
+			        why != NULL   ? mg_err_msg(why)
+			        : err != NULL ? mg_err_msg(err)
+			                      : "its server is not running");
+	}
+	mg_err_free(err);
+	if (--op->pending == 0)
+		list_finish(op);
+}
+
+static int part_send(struct list_part *part, const char *cursor)
+{
+	struct gw_server *srv = part->srv;
+	struct session *s = srv->sess;
+	struct json_value *params = mcp_cursor_params(cursor);
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	struct mg_err *err = NULL;
+	int r = rpc_peer_send_request(srv->launch.peer, lists[part->op->kind].method, params,
+	                              deadline, on_list_page, part, NULL, &err);
+	json_free(params);
+	if (r < 0) {
+		mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
+		mg_err_free(err);
+	}
+	return r;
+}
+
+/* Read every server's list of kind, merge them in mcp.toml order, answer
+ * the page the cursor names */
+static void list_start(struct session *s, enum list_kind kind, const struct json_value *id,
+                       const struct json_value *cursor)
+{
+	size_t offset;
+	uint64_t fp;
+	if (cursor_given(cursor) && cursor_parse(cursor, kind, &offset, &fp) < 0) {
+		reply_error(s, id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
+		            lists[kind].method);
+		return;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < s->nservers; i++)
+		n += ready(&s->servers[i]) && server_cap(&s->servers[i], lists[kind].cap) != NULL;
+	struct list_op *op = xcalloc(1, sizeof(*op) + n * sizeof(op->parts[0]));
+	op->s = s;
+	op->kind = kind;
+	op->client_id = json_copy(id);
+	op->cursor = cursor_given(cursor) ? json_copy(cursor) : NULL;
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_server *srv = &s->servers[i];
+		if (!ready(srv) || server_cap(srv, lists[kind].cap) == NULL)
+			continue;
+		struct list_part *part = &op->parts[op->nparts++];
+		part->op = op;
+		part->srv = srv;
+		part->items = json_new_array();
+		part->cursors = (struct strv)STRV_INIT;
+		if (part_send(part, NULL) == 0)
+			op->pending++;
+		else
+			part->failed = true;
+	}
+	if (op->pending == 0)
+		list_finish(op);
+}
+
+/* ---- waiting for start-up ---------------------------------------------------- */
+
+/* Lists asked before start-up ended are answered once it has: until then a
+ * timer looks every WAIT_POLL_MS. What waits is held in the session itself
+ * (ids copied into fixed room), so nothing is left to free when the session
+ * ends first. */
+static void relay_tick(struct loop *loop, void *data);
+
+static void arm_wait(struct session *s)
+{
+	if (s->relay_timer == NULL)
+		s->relay_timer = loop_timer_add(s->loop, WAIT_POLL_MS, relay_tick, s);
+}
+
+static bool wait_add(struct session *s, enum list_kind kind, const struct json_value *id)
+{
+	if (s->nwaits >= GW_RELAY_WAITS_MAX)
+		return false;
+	struct gw_relay_wait *w = &s->waits[s->nwaits];
+	memset(w, 0, sizeof(*w));
+	w->kind = (int)kind;
+	if (id->kind == JSON_STRING) {
+		if (id->u.str.len >= sizeof(w->id_str))
+			return false;
+		w->id_is_string = true;
+		memcpy(w->id_str, id->u.str.ptr, id->u.str.len);
+		w->id_len = id->u.str.len;
+	} else if (json_number_int64(id, &w->id_num) < 0) {
+		return false;
+	}
+	s->nwaits++;
+	arm_wait(s);
+	return true;
+}
+
+static void send_level(struct session *s);
+
+static void relay_tick(struct loop *loop, void *data)
+{
+	(void)loop;
+	struct session *s = data;
+	s->relay_timer = NULL;
+	if (s->stopping)
+		return;
+	if (!s->registered) {
+		arm_wait(s);
+		return;
+	}
+	if (s->log_level_pending) {
+		s->log_level_pending = false;
+		send_level(s);
+	}
+	size_t n = s->nwaits;
+	s->nwaits = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct gw_relay_wait *w = &s->waits[i];
+		struct json_value *id = w->id_is_string ? json_new_stringn(w->id_str, w->id_len)
+		                                        : json_new_int(w->id_num);
+		list_start(s, (enum list_kind)w->kind, id, NULL);
+		json_free(id);
+	}
+}
+
+/* ---- client requests to one server ---------------------------------------- */
+
+enum fwd_kind { FWD_PLAIN, FWD_READ, FWD_PROMPT };
+
+/* A client's request with a server */
+struct fwd {
+	struct session *s;
+	struct gw_server *srv;
+	struct json_value *client_id;
+	const char *method;
+	enum fwd_kind kind;
+	int64_t upstream_id;
+	int64_t start_ms;
+};
+
+static void fwd_record(const struct fwd *f, const char *outcome, const char *detail)
+{
+	struct json_value *fields =
+	    gw_fields("server", json_new_string(f->srv->cfg->name), "method",
+	              json_new_string(f->method), "outcome", json_new_string(outcome), "ms",
+	              json_new_int(proc_now_ms() - f->start_ms), NULL);
+	if (detail != NULL)
+		json_object_set(fields, "detail", json_new_string(detail));
+	audit_record(f->s->audit, "client.request", fields);
+}
+
+/* URIs in a result, to their public form */
+static void publish_result(const struct gw_server *srv, enum fwd_kind kind,
+                           struct json_value *result)
+{
+	const char *key = kind == FWD_READ ? "contents" : kind == FWD_PROMPT ? "messages" : NULL;
+	const struct json_value *arr = json_get(result, key);
+	if (arr == NULL || arr->kind != JSON_ARRAY)
+		return;
+	for (size_t i = 0; i < arr->u.arr.len; i++) {
+		struct json_value *item = arr->u.arr.items[i];
+		if (kind == FWD_READ) {
+			publish_uri(srv, item, "uri");
+			continue;
+		}
+		/* a prompt's message: embedded resources and resource links */
+		struct json_value *content = (struct json_value *)json_get(item, "content");
+		const char *type = json_get_string(content, "type");
+		if (type != NULL && strcmp(type, "resource") == 0)
+			publish_uri(srv, (struct json_value *)json_get(content, "resource"), "uri");
+		else if (type != NULL && strcmp(type, "resource_link") == 0)
+			publish_uri(srv, content, "uri");
+	}
+}
+
+static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
+                        void *data)
+{
+	(void)peer;
+	struct fwd *f = data;
+	struct session *s = f->s;
+	struct gw_server *srv = f->srv;
+	if (s->stopping) {
+		fwd_record(f, "cancelled", "the session ended");
+	} else if (reply == NULL) {
+		const char *reason = srv->state != GW_READY && srv->reason != NULL
+		                         ? srv->reason
+		                         : (why != NULL ? mg_err_msg(why) : "no answer");
+		if (srv->state == GW_READY && srv->launch.peer != NULL &&
+		    !rpc_peer_closed(srv->launch.peer)) {
+			/* a timeout: tell the server to stop working on it */
+			struct json_value *p =
+			    gw_fields("requestId", json_new_int(f->upstream_id), "reason",
+			              json_new_string("timed out in mcpgate"), NULL);
+			rpc_peer_send_notification(srv->launch.peer, "notifications/cancelled", p,
+			                           NULL);
+			json_free(p);
+		}
+		fwd_record(f, "error", reason);
+		reply_error(s, f->client_id, RPC_SERVER_ERROR, "%s (server %s): %s", f->method,
+		            srv->cfg->name, reason);
+	} else if (reply->kind == RPC_RESULT) {
+		fwd_record(f, "ok", NULL);
+		/* a result is data: it says where it came from, and changes nothing */
+		struct json_value *result =
+		    reply->result != NULL && reply->result->kind == JSON_OBJECT
+		        ? json_copy(reply->result)
+		        : json_new_object();
+		publish_result(srv, f->kind, result);
+		tag_server(srv, result);
+		gw_secrets_redact(s, result);
+		reply_result(s, f->client_id, result);
+		json_free(result);
+	} else {
+		cleanup_free char *raw = mcp_error_text(reply);
+		cleanup_free char *text = gw_secrets_redact_text(s, raw, strlen(raw));
+		fwd_record(f, "error", text);
+		cleanup_free char *msg = gw_secrets_redact_text(
+		    s, reply->error_message != NULL ? reply->error_message : "",
+		    reply->error_message_len);
+		struct json_value *edata =
+		    reply->error_data != NULL ? json_copy(reply->error_data) : NULL;
+		gw_secrets_redact(s, edata);
+		reply_error_data(s, f->client_id, reply->error_code, edata, "%s", msg);
+		json_free(edata);
+	}
+	json_free(f->client_id);
+	free(f);
+}
+
+/* Send params (owned; already in the server's own names) to srv */
+static void forward(struct session *s, struct gw_server *srv, const struct json_value *id,
+                    const char *method, struct json_value *params, enum fwd_kind kind)
+{
+	struct fwd *f = xcalloc(1, sizeof(*f));
+	f->s = s;
+	f->srv = srv;
+	f->client_id = json_copy(id);
+	f->method = method;
+	f->kind = kind;
+	f->start_ms = proc_now_ms();
+	cleanup_free char *leak = gw_secrets_check_leaving(srv, params);
+	if (leak != NULL) {
+		fwd_record(f, "refused", leak);
+		reply_error(s, id, RPC_SERVER_ERROR, "%s", leak);
+		json_free(params);
+		json_free(f->client_id);
+		free(f);
+		return;
+	}
+	struct mg_err *err = NULL;
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	int r = rpc_peer_send_request(srv->launch.peer, method, params, deadline, on_fwd_done, f,
+	                              &f->upstream_id, &err);
+	json_free(params);
+	if (r < 0) {
+		fwd_record(f, "error", mg_err_msg(err));
+		reply_error(s, id, RPC_SERVER_ERROR, "%s (server %s): %s", method, srv->cfg->name,
+		            mg_err_msg(err));
+		mg_err_free(err);
+		json_free(f->client_id);
+		free(f);
+	}
+}
+
+static bool still_starting(struct session *s, const struct rpc_msg *msg, const char *what)
+{
+	if (s->registered)
+		return false;
+	reply_error(s, msg->id, RPC_SERVER_ERROR, "servers are still starting; list the %s first",
+	            what);
+	return true;
+}
+
+/* resources/read, resources/subscribe, resources/unsubscribe */
+static void resource_request(struct session *s, const struct rpc_msg *msg)
+{
+	const char *uri = json_get_string(msg->params, "uri");
+	bool read = strcmp(msg->method, "resources/read") == 0;
+	if (uri == NULL) {
+		reply_error(s, msg->id, RPC_INVALID_PARAMS, "%s needs a uri (a string)",
+		            msg->method);
+		return;
+	}
+	if (still_starting(s, msg, "resources"))
+		return;
+	const char *own = NULL;
+	struct gw_server *srv = server_of_uri(s, uri, &own);
+	if (srv == NULL || server_cap(srv, "resources") == NULL) {
+		struct json_value *data = gw_fields("uri", json_new_string(uri), NULL);
+		reply_error_data(
+		    s, msg->id, read ? RPC_RESOURCE_NOT_FOUND : RPC_INVALID_PARAMS, data,
+		    "%s: no server offered here has the resource \"%.300s\"%s", msg->method, uri,
+		    s->cfg->passthrough
+		        ? ""
+		        : " (resource URIs read mcpgate://SERVER/ and the server's own URI)");
+		json_free(data);
+		return;
+	}
+	if (!read && !cap_flag(server_cap(srv, "resources"), "subscribe")) {
+		reply_error(s, msg->id, RPC_INVALID_PARAMS,
+		            "%s: server %s does not offer subscriptions", msg->method,
+		            srv->cfg->name);
+		return;
+	}
+	struct json_value *params = json_copy(msg->params);
+	json_object_set(params, "uri", json_new_string(own));
+	const char *method = read ? "resources/read"
+	                     : strcmp(msg->method, "resources/subscribe") == 0
+	                         ? "resources/subscribe"
+	                         : "resources/unsubscribe";
+	forward(s, srv, msg->id, method, params, read ? FWD_READ : FWD_PLAIN);
+}
+
+static void prompt_get(struct session *s, const struct rpc_msg *msg)
+{
+	const char *name = json_get_string(msg->params, "name");
+	if (name == NULL) {
+		reply_error(s, msg->id, RPC_INVALID_PARAMS, "prompts/get needs a name (a string)");
+		return;
+	}
+	if (still_starting(s, msg, "prompts"))
+		return;
+	const char *own = NULL;
+	struct gw_server *srv = server_of_name(s, name, &own);
+	if (srv == NULL || server_cap(srv, "prompts") == NULL) {
+		reply_error(s, msg->id, RPC_INVALID_PARAMS, "unknown prompt \"%.128s\"", name);
+		return;
+	}
+	struct json_value *params = json_copy(msg->params);
+	json_object_set(params, "name", json_new_string(own));
+	forward(s, srv, msg->id, "prompts/get", params, FWD_PROMPT);
+}
+
+static void complete(struct session *s, const struct rpc_msg *msg)
+{
+	const struct json_value *ref = json_get(msg->params, "ref");
+	const char *type = json_get_string(ref, "type");
+	bool prompt = type != NULL && strcmp(type, "ref/prompt") == 0;
+	bool resource = type != NULL && strcmp(type, "ref/resource") == 0;
+	const char *field = prompt ? "name" : "uri";
+	const char *pub = json_get_string(ref, field);
+	if ((!prompt && !resource) || pub == NULL || json_get(msg->params, "argument") == NULL) {
+		reply_error(s, msg->id, RPC_INVALID_PARAMS,
+		            "completion/complete needs a ref (ref/prompt with a name, or "
+		            "ref/resource with a uri) and an argument");
+		return;
+	}
+	if (still_starting(s, msg, prompt ? "prompts" : "resources"))
+		return;
+	const char *own = NULL;
+	struct gw_server *srv = prompt ? server_of_name(s, pub, &own) : server_of_uri(s, pub, &own);
+	if (srv == NULL || server_cap(srv, prompt ? "prompts" : "resources") == NULL) {
+		reply_error(s, msg->id, RPC_INVALID_PARAMS,
+		            "completion/complete: unknown %s \"%.300s\"",
+		            prompt ? "prompt" : "resource", pub);
+		return;
+	}
+	if (server_cap(srv, "completions") == NULL) {
+		/* the server completes nothing: no suggestions */
+		struct json_value *none = gw_fields(
+		    "completion",
+		    gw_fields("values", json_new_array(), "hasMore", json_new_bool(false), NULL),
+		    NULL);
+		reply_result(s, msg->id, none);
+		json_free(none);
+		return;
+	}
+	struct json_value *params = json_copy(msg->params);
+	struct json_value *r = json_copy(ref);
+	json_object_set(r, field, json_new_string(own));
+	json_object_set(params, "ref", r);
+	forward(s, srv, msg->id, "completion/complete", params, FWD_PLAIN);
+}
+
+/* ---- logging/setLevel ------------------------------------------------------ */
+
+static const char *const levels[] = {"debug", "info",     "notice", "warning",
+                                     "error", "critical", "alert",  "emergency"};
+
+static void on_level_done(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
+                          void *data)
+{
+	(void)peer;
+	struct gw_server *srv = data;
+	if (reply != NULL && reply->kind == RPC_ERROR) {
+		cleanup_free char *text = mcp_error_text(reply);
+		mg_info("server %s: logging/setLevel: %s", srv->cfg->name, text);
+	} else if (reply == NULL && !srv->sess->stopping) {
+		mg_info("server %s: logging/setLevel: %s", srv->cfg->name, mg_err_msg(why));
+	}
+}
+
+/* The client's level to every ready server that declared logging */
+static void send_level(struct session *s)
+{
+	struct json_value *params = gw_fields("level", json_new_string(s->log_level), NULL);
+	struct json_value *sent = json_new_array();
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_server *srv = &s->servers[i];
+		if (!ready(srv) || server_cap(srv, "logging") == NULL)
+			continue;
+		struct mg_err *err = NULL;
+		if (rpc_peer_send_request(srv->launch.peer, "logging/setLevel", params, deadline,
+		                          on_level_done, srv, NULL, &err) < 0) {
+			mg_warn("server %s: logging/setLevel: %s", srv->cfg->name, mg_err_msg(err));
+			mg_err_free(err);
+			continue;
+		}
+		json_array_push(sent, json_new_string(srv->cfg->name));
+	}
+	audit_record(s->audit, "client.set_level",
+	             gw_fields("level", json_new_string(s->log_level), "servers", sent, NULL));
+	json_free(params);
+}
+
+static void set_level(struct session *s, const struct rpc_msg *msg)
+{
+	const char *level = json_get_string(msg->params, "level");
+	size_t i = 0;
+	while (level != NULL && i < sizeof(levels) / sizeof(levels[0]) && strcmp(level, levels[i]))
+		i++;
+	if (level == NULL || i == sizeof(levels) / sizeof(levels[0])) {
+		reply_error(s, msg->id, RPC_INVALID_PARAMS,
+		            "logging/setLevel needs a level: debug, info, notice, warning, error, "
+		            "critical, alert or emergency");
+		return;
+	}
+	snprintf(s->log_level, sizeof(s->log_level), "%s", levels[i]);
+	reply_result(s, msg->id, NULL);
+	if (s->registered) {
+		send_level(s);
+	} else {
+		s->log_level_pending = true;
+		arm_wait(s);
+	}
+}
+
+/* ---- the client's requests ------------------------------------------------- */
+
+static void list_request(struct session *s, const struct rpc_msg *msg, enum list_kind kind)
+{
+	const struct json_value *cursor = json_get(msg->params, "cursor");
+	if (s->registered) {
+		list_start(s, kind, msg->id, cursor);
+		return;
+	}
+	if (cursor_given(cursor))
+		reply_error(s, msg->id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
+		            lists[kind].method);
+	else if (!wait_add(s, kind, msg->id))
+		reply_error(s, msg->id, RPC_SERVER_ERROR, "servers are still starting; ask again");
+}
+
+void gw_relay_client_request(struct session *s, struct rpc_msg *msg)
+{
+	const char *m = msg->method;
+	if (msg->params != NULL && msg->params->kind != JSON_OBJECT)
+		reply_error(s, msg->id, RPC_INVALID_PARAMS, "%.64s: params must be an object", m);
+	else if (strcmp(m, "logging/setLevel") == 0)
+		set_level(s, msg);
+	else if (strcmp(m, "resources/list") == 0)
+		list_request(s, msg, LIST_RESOURCES);
+	else if (strcmp(m, "resources/templates/list") == 0)
+		list_request(s, msg, LIST_TEMPLATES);
+	else if (strcmp(m, "prompts/list") == 0)
+		list_request(s, msg, LIST_PROMPTS);
+	else if (strcmp(m, "resources/read") == 0 || strcmp(m, "resources/subscribe") == 0 ||
+	         strcmp(m, "resources/unsubscribe") == 0)
+		resource_request(s, msg);
+	else if (strcmp(m, "prompts/get") == 0)
+		prompt_get(s, msg);
+	else if (strcmp(m, "completion/complete") == 0)
+		complete(s, msg);
+	else
+		reply_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s", m);
+}
+
+static bool client_declared(const struct session *s, const char *cap)
+{
+	const struct json_value *v = json_get(s->client_caps, cap);
+	return v != NULL && v->kind == JSON_OBJECT;
+}
+
+void gw_relay_roots_changed(struct session *s)
+{
+	for (size_t i = 0; i < s->nservers; i++) {
+		struct gw_server *srv = &s->servers[i];
+		if (ready(srv) && srv->cfg->relay_roots)
+			rpc_peer_send_notification(srv->launch.peer,
+			                           "notifications/roots/list_changed", NULL, NULL);
+	}
+}
+
+/* ---- the servers' requests to the client ------------------------------------ */
+
+enum relay_cap { RELAY_SAMPLING, RELAY_ELICITATION, RELAY_ROOTS };
+
+static const struct relay_spec {
+	const char *method;
+	const char *cap; /* the client's capability, and the word in relay = [...] */
+} relays[] = {
+    [RELAY_SAMPLING] = {"sampling/createMessage", "sampling"},
+    [RELAY_ELICITATION] = {"elicitation/create", "elicitation"},
+    [RELAY_ROOTS] = {"roots/list", "roots"},
+};
+
+/* A server's request with the client */
+struct gw_relayed {
+	struct session *s;
+	struct gw_server *srv;
+	struct json_value *server_id; /* the server's id, a copy */
+	char *server_key;
+	int64_t client_id; /* ours, on the client's peer */
+	enum relay_cap which;
+	int64_t start_ms;
+	struct gw_relayed *next, *prev;
+};
+
+static void relayed_unlink(struct gw_relayed *r)
+{
+	struct session *s = r->s;
+	if (r->prev != NULL)
+		r->prev->next = r->next;
+	else if (s->relayed == r)
+		s->relayed = r->next;
+	if (r->next != NULL)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+}
+
+static void relayed_free(struct gw_relayed *r)
+{
+	json_free(r->server_id);
+	free(r->server_key);
+	free(r);
+}
+
+static void answered_record(const struct gw_relayed *r, const char *outcome, const char *action)
+{
+	struct json_value *f =
+	    gw_fields("server", json_new_string(r->srv->cfg->name), "method",
+	              json_new_string(relays[r->which].method), "outcome", json_new_string(outcome),
+	              "ms", json_new_int(proc_now_ms() - r->start_ms), NULL);
+	if (action != NULL)
+		json_object_set(f, "action", json_new_string(action));
+	audit_record(r->s->audit, "server.request.answered", f);
+}
+
+/* The answer goes to the server with its own id */
+static void answer_server(struct gw_relayed *r, const struct rpc_msg *reply,
+                          const struct mg_err *why)
+{
+	struct gw_server *srv = r->srv;
+	struct rpc_peer *peer = srv->launch.peer;
+	const char *method = relays[r->which].method;
+	if (reply != NULL && reply->kind == RPC_RESULT) {
+		cleanup_free char *leak = gw_secrets_check_leaving(srv, reply->result);
+		if (leak != NULL) {
+			answered_record(r, "withheld", NULL);
+			audit_record(r->s->audit, "server.request.refused",
+			             gw_fields("server", json_new_string(srv->cfg->name), "method",
+			                       json_new_string(method), "reason",
+			                       json_new_string(leak), NULL));
+			rpc_peer_send_error(
+			    peer, r->server_id, RPC_INTERNAL_ERROR,
+			    "mcpgate withheld the client's answer: it holds a stored "
+			    "secret this server may not receive",
+			    NULL, NULL);
+			return;
+		}
+		answered_record(r, "result",
+		                r->which == RELAY_ELICITATION
+		                    ? json_get_string(reply->result, "action")
+		                    : NULL);
+		rpc_peer_send_result(peer, r->server_id, reply->result, NULL);
+	} else if (reply != NULL) {
+		answered_record(r, "error", NULL);
+		cleanup_free char *msg =
+		    xstrndup(reply->error_message != NULL ? reply->error_message : "",
+		             reply->error_message_len);
+		rpc_peer_send_error(peer, r->server_id, reply->error_code, msg, reply->error_data,
+		                    NULL);
+	} else {
+		answered_record(r, "failed", why != NULL ? mg_err_msg(why) : NULL);
+		cleanup_free char *msg =
+		    xasprintf("no answer from the client to %s: %s", method,
+		              why != NULL ? mg_err_msg(why) : "the client is gone");
+		rpc_peer_send_error(peer, r->server_id, RPC_INTERNAL_ERROR, msg, NULL, NULL);
+	}
+}
+
+static void on_client_answer(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
+                             void *data)
+{
+	(void)peer;
+	struct gw_relayed *r = data;
+	relayed_unlink(r);
+	if (!r->s->stopping && ready(r->srv))
+		answer_server(r, reply, why);
+	else
+		answered_record(r, "dropped",
+		                r->s->stopping ? "the session ended" : "the server is not running");
+	relayed_free(r);
+}
+
+static void refuse_request(struct gw_server *srv, const struct rpc_msg *msg, const char *reason,
+                           const char *text)
+{
+	audit_record(srv->sess->audit, "server.request.refused",
+	             gw_fields("server", json_new_string(srv->cfg->name), "method",
+	                       json_new_string(msg->method), "reason", json_new_string(reason),
+	                       NULL));
+	rpc_peer_send_error(srv->launch.peer, msg->id, RPC_METHOD_NOT_FOUND, text, NULL, NULL);
+}
+
+/* The server's params as the client gets them: the person sees which server
+ * asks, and a server never widens what the client shares */
+static struct json_value *client_params(const struct gw_server *srv, enum relay_cap which,
+                                        const struct json_value *params)
+{
+	struct json_value *p =
+	    params != NULL && params->kind == JSON_OBJECT ? json_copy(params) : json_new_object();
+	if (which == RELAY_SAMPLING) {
+		/* the client sees one server, mcpgate: "thisServer" or "allServers"
+		 * would hand this server what the others said */
+		const char *ctx = json_get_string(p, "includeContext");
+		if (ctx != NULL && strcmp(ctx, "none") != 0)
+			json_object_set(p, "includeContext", json_new_string("none"));
+	} else if (which == RELAY_ELICITATION) {
+		const char *message = json_get_string(p, "message");
+		cleanup_free char *tagged =
+		    xasprintf("Server %s asks: %s", srv->cfg->name, message != NULL ? message : "");
+		json_object_set(p, "message", json_new_string(tagged));
+	}
+	tag_server(srv, p);
+	gw_secrets_redact(srv->sess, p);
+	return p;
+}
+
+bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg)
+{
+	enum relay_cap which = RELAY_SAMPLING;
+	while (which <= RELAY_ROOTS && strcmp(msg->method, relays[which].method) != 0)
+		which++;
+	if (which > RELAY_ROOTS)
+		return false;
+	const struct relay_spec *spec = &relays[which];
+	const char *name = srv->cfg->name;
+	if (srv->state != GW_READY) {
+		/* during start-up this runs on the server's own thread: the
+		 * client's side is not to be touched from here */
+		cleanup_free char *text = xasprintf(
+		    "mcpgate refused %s from server %s: it asked before its start-up finished",
+		    spec->method, name);
+		refuse_request(srv, msg, "starting", text);
+		return true;
+	}
+	struct session *s = srv->sess;
+	bool allowed = which == RELAY_SAMPLING      ? srv->cfg->relay_sampling
+	               : which == RELAY_ELICITATION ? srv->cfg->relay_elicitation
+	                                            : srv->cfg->relay_roots;
+	bool declared = s->answered_initialize && client_declared(s, spec->cap);
+	const char *mode = which == RELAY_ELICITATION ? json_get_string(msg->params, "mode") : NULL;
+	bool url = mode != NULL && strcmp(mode, "url") == 0;
+	if (declared && which == RELAY_ELICITATION) {
+		/* {} is the form mode alone; url mode is declared by name */
+		const struct json_value *e = json_get(s->client_caps, "elicitation");
+		declared = url ? json_get(e, "url") != NULL
+		               : e->u.obj.len == 0 || json_get(e, "form") != NULL;
+	}
+	if (!declared || !allowed) {
+		cleanup_free char *cap =
+		    which == RELAY_ELICITATION
+		        ? xasprintf("elicitation (%s mode)", url ? "url" : "form")
+		        : xstrdup(spec->cap);
+		cleanup_free char *text =
+		    xasprintf("mcpgate refused %s from server %s: %s%s%s", spec->method, name,
+		              declared ? "" : "the client did not declare the ",
+		              declared ? "" : cap, declared ? "" : " capability");
+		if (!allowed) {
+			char *more = xasprintf("%s%sits entry in mcp.toml does not allow it (add "
+			                       "\"%s\" to relay = [...])",
+			                       text, declared ? "" : ", and ", spec->cap);
+			free(text);
+			text = more;
+		}
+		refuse_request(srv, msg,
+		               !declared && !allowed ? "client and mcp.toml"
+		               : !declared           ? "client"
+		                                     : "mcp.toml",
+		               text);
+		return true;
+	}
+	struct gw_relayed *r = xcalloc(1, sizeof(*r));
+	r->s = s;
+	r->srv = srv;
+	r->server_id = json_copy(msg->id);
+	r->server_key = rpc_id_key(msg->id);
+	r->which = which;
+	r->start_ms = proc_now_ms();
+	struct json_value *params = client_params(srv, which, msg->params);
+	struct mg_err *err = NULL;
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	int rc = rpc_peer_send_request(s->client, spec->method, params, deadline, on_client_answer,
+	                               r, &r->client_id, &err);
+	json_free(params);
+	if (rc < 0) {
+		cleanup_free char *text =
+		    xasprintf("mcpgate cannot reach the client: %s", mg_err_msg(err));
+		mg_err_free(err);
+		refuse_request(srv, msg, "client unreachable", text);
+		relayed_free(r);
+		return true;
+	}
+	audit_record(s->audit, "server.request.relayed",
+	             gw_fields("server", json_new_string(name), "method",
+	                       json_new_string(spec->method), NULL));
+	r->next = s->relayed;
+	if (s->relayed != NULL)
+		s->relayed->prev = r;
+	s->relayed = r;
+	return true;
+}
+
+/* notifications/cancelled from a server, for a request of its with the client */
+static void cancel_relayed(struct gw_server *srv, const struct json_value *params)
+{
+	struct session *s = srv->sess;
+	cleanup_free char *key = rpc_id_key(json_get(params, "requestId"));
+	if (key == NULL)
+		return;
+	for (struct gw_relayed *r = s->relayed; r != NULL; r = r->next) {
+		if (r->srv != srv || strcmp(r->server_key, key) != 0)
+			continue;
+		cleanup_free char *ours = rpc_id_key_int(r->client_id);
+		rpc_peer_cancel(s->client, ours);
+		struct json_value *p = gw_fields("requestId", json_new_int(r->client_id), NULL);
+		const char *reason = json_get_string(params, "reason");
+		if (reason != NULL)
+			json_object_set(p, "reason", json_new_string(reason));
+		gw_secrets_redact(s, p);
+		rpc_peer_send_notification(s->client, "notifications/cancelled", p, NULL);
+		json_free(p);
+		relayed_unlink(r);
+		answered_record(r, "cancelled", NULL);
+		relayed_free(r);
+		return;
+	}
+}
+
+/* ---- what servers say --------------------------------------------------------- */
+
+void gw_relay_server_notification(struct gw_server *srv, struct rpc_msg *msg)
+{
+	struct session *s = srv->sess;
+	const char *m = msg->method;
+	if (strcmp(m, "notifications/cancelled") == 0) {
+		cancel_relayed(srv, msg->params);
+	} else if (strcmp(m, "notifications/resources/updated") == 0) {
+		if (json_get_string(msg->params, "uri") == NULL)
+			return;
+		struct json_value *p = json_copy(msg->params);
+		publish_uri(srv, p, "uri");
+		gw_secrets_redact(s, p);
+		notify_client(s, m, p);
+		json_free(p);
+	} else if (strcmp(m, "notifications/resources/list_changed") == 0 ||
+	           strcmp(m, "notifications/prompts/list_changed") == 0) {
+		notify_client(s, m, NULL);
+	} else if (strcmp(m, "notifications/elicitation/complete") == 0) {
+		const struct json_value *e = json_get(s->client_caps, "elicitation");
+		if (!srv->cfg->relay_elicitation || json_get(e, "url") == NULL ||
+		    msg->params == NULL || msg->params->kind != JSON_OBJECT)
+			return;
+		struct json_value *p = json_copy(msg->params);
+		gw_secrets_redact(s, p);
+		notify_client(s, m, p);
+		json_free(p);
+	} else {
+		mg_debug("server %s: %.64s is not relayed", srv->cfg->name, m);
+	}
+}

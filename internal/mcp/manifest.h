@@ -1,0 +1,29 @@
+/* A server's tool manifest and its pin (docs/trust.md).
+ *
+ * The manifest is the JSON array of every tool's name, title, description,
+ * inputSchema, outputSchema and annotations (those present; nothing else),
+ * sorted by name. Its hash is "sha256:" and the lower-case hex SHA-256 of the
+ * manifest's canonical JSON (docs/canonical-json.md). */
+#ifndef MG_MCP_MANIFEST_H
+#define MG_MCP_MANIFEST_H
+
+#include "internal/base/err.h"
+#include "internal/json/json.h"
+
+/* "sha256:" + 64 hex + NUL */
+#define MANIFEST_HASH_LEN (7 + 64 + 1)
+
+/* The manifest of a tools/list result (an array of tool objects), owned by
+ * the caller. */
+struct json_value *manifest_of(const struct json_value *tools);
+
+/* The hash of tools (a tools/list array; the manifest is made from it). */
+int manifest_hash(const struct json_value *tools, char out[MANIFEST_HASH_LEN], struct mg_err **err);
+
+/* One line per difference between two manifests (arrays as manifest_of
+ * makes them): "added TOOL", "removed TOOL", "changed TOOL: FIELD". Returns
+ * the number of differences; lines are appended to out (one per line). */
+size_t manifest_diff(const struct json_value *old_tools, const struct json_value *new_tools,
+                     struct mg_buf *out);
+
+#endif

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Build an image of the published MCP server @modelcontextprotocol/server-everything
+# (the version pinned in tests/e2e/everything/package-lock.json), push it to the
+# local registry on 127.0.0.1:5000, and print the one line to pin in mcp.toml:
+#
+#   localhost:5000/NAME@sha256:...
+#
+# The image is this machine's /usr/bin/node with the shared libraries it loads
+# (ldd, copied to the same paths, the dynamic loader too), the pinned
+# node_modules at /app/node_modules and an empty /tmp, packed by
+# `mcpgate pack` (no Dockerfile, no base image), loaded with `RUNTIME load`,
+# tagged and pushed. The manifest digest comes from the registry's
+# Docker-Content-Digest header. The local tags are removed again, so fetching
+# the image by its digest (`mcpgate pull`) is left to the person.
+#
+# usage: tests/e2e/build-everything-image.sh [--runtime podman|docker] [--name NAME] [--tag TAG]
+#
+#   --runtime  default: podman when it is on PATH, else docker
+#   --name     the repository in the registry (default mcpgate-e2e-everything)
+#   --tag      the tag pushed (default 2026.8.31, the server's version)
+# Environment: MCPGATE (default ./mcpgate, built by make), NODE (default
+# /usr/bin/node). Needs npm, a running registry on 127.0.0.1:5000, and the
+# npm registry for the first install (into build/e2e/everything, kept for the
+# next run and for tests/e2e/client.mjs). Progress goes to stderr; stdout gets
+# only the pinned reference.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+
+runtime=
+name=mcpgate-e2e-everything
+tag=2026.8.31
+while [ $# -gt 0 ]; do
+	case $1 in
+	--runtime) runtime=${2:?--runtime needs podman or docker}; shift 2 ;;
+	--name) name=${2:?--name needs a value}; shift 2 ;;
+	--tag) tag=${2:?--tag needs a value}; shift 2 ;;
+	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "build-everything-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+say() { printf 'build-everything-image: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+if [ -z "$runtime" ]; then
+	if command -v podman >/dev/null; then runtime=podman; else runtime=docker; fi
+fi
+case $runtime in podman | docker) ;; *) die "--runtime must be podman or docker, not $runtime" ;; esac
+command -v "$runtime" >/dev/null || die "$runtime is not installed (scripts/setup installs podman and docker.io)"
+mcpgate=${MCPGATE:-$top/mcpgate}
+[ -x "$mcpgate" ] || die "$mcpgate is not built: run make"
+node=${NODE:-/usr/bin/node}
+[ -x "$node" ] || die "$node is missing: apt-get install nodejs npm (scripts/setup does)"
+command -v npm >/dev/null || die "npm is missing: apt-get install npm (scripts/setup does)"
+registry=http://127.0.0.1:5000
+curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
+	die "no registry answers on $registry (start one: docker-registry serve CONFIG, as tests/integration/run.sh and scripts/demo do)"
+
+work=$(mktemp -d /tmp/mcpgate-everything-image-XXXXXX)
+loaded=()
+cleanup() {
+	local ref
+	for ref in "${loaded[@]}"; do "$runtime" rmi "$ref" >/dev/null 2>&1 || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# 1. the pinned packages, installed exactly as the lockfile says (npm ci),
+#    only when the lockfile changed since the last install
+modules=$top/build/e2e/everything
+if ! cmp -s "$here/everything/package-lock.json" "$modules/package-lock.json" ||
+	! cmp -s "$here/everything/package.json" "$modules/package.json" ||
+	[ ! -f "$modules/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+	say "installing the pinned packages into $modules (npm ci)"
+	mkdir -p "$modules"
+	rm -f "$modules/package-lock.json"
+	cp "$here/everything/package.json" "$modules/package.json"
+	cp "$here/everything/package-lock.json" "$modules/package-lock.json.new"
+	mv "$modules/package-lock.json.new" "$modules/package-lock.json"
+	timeout 600 npm ci --prefix "$modules" --ignore-scripts --no-audit --no-fund --loglevel=error >&2 ||
+		{ rm -f "$modules/package-lock.json"; die "npm ci failed"; }
+else
+	say "the pinned packages are installed in $modules"
+fi
+entry=/app/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+[ -f "$modules/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ] ||
+	die "the install has no ${entry#/app/}"
+version=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' \
+	"$modules/node_modules/@modelcontextprotocol/server-everything/package.json" | head -1)
+
+# 2. the root filesystem: node, every library it loads and the loader, at
+#    the paths it was linked with; /tmp for the tmpfs mcpgate mounts there
+root=$work/rootfs
+mkdir -p "$root/usr/bin" "$root/tmp" "$root/app"
+cp -L "$node" "$root/usr/bin/node"
+libs=$(ldd "$node" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u)
+[ -n "$libs" ] || die "ldd lists no libraries for $node (a static node needs none: remove this check)"
+for lib in $libs; do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+say "node $("$node" --version) and $(echo "$libs" | wc -l) libraries: $(echo $libs)"
+
+# 3. pack, load, tag, push
+tar=$work/everything.tar
+say "packing server-everything $version with mcpgate pack"
+"$mcpgate" pack --output "$tar" --folder "$root" \
+	--add "$modules/node_modules:/app/node_modules" \
+	--entrypoint "[\"/usr/bin/node\",\"$entry\",\"stdio\"]" \
+	--label "org.opencontainers.image.title=@modelcontextprotocol/server-everything" \
+	--label "org.opencontainers.image.version=$version" \
+	--name "$name:$tag" >/dev/null 2>"$work/pack.err" ||
+	{ cat "$work/pack.err" >&2; die "mcpgate pack failed"; }
+say "$(head -1 "$work/pack.err")"
+
+say "loading it into $runtime"
+out=$("$runtime" load -i "$tar" 2>&1) || { echo "$out" >&2; die "$runtime load failed"; }
+local_ref=$(printf '%s\n' "$out" | sed -n 's/^Loaded image[^:]*: *//p' | tail -1)
+[ -n "$local_ref" ] || { echo "$out" >&2; die "$runtime load named no image"; }
+loaded+=("$local_ref")
+push_ref=localhost:5000/$name:$tag
+"$runtime" tag "$local_ref" "$push_ref"
+loaded+=("$push_ref")
+say "pushing $push_ref"
+tls=()
+[ "$runtime" = podman ] && tls=(--tls-verify=false)
+"$runtime" push "${tls[@]}" "$push_ref" >"$work/push.log" 2>&1 ||
+	{ tail -20 "$work/push.log" >&2; die "$runtime push failed"; }
+
+digest=$(curl -fsS --max-time 10 -I \
+	-H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
+	"$registry/v2/$name/manifests/$tag" | tr -d '\r' |
+	awk 'tolower($1) == "docker-content-digest:" {print $2}')
+case $digest in
+sha256:????????????????????????????????????????????????????????????????) ;;
+*) die "the registry gave no manifest digest for $name:$tag" ;;
+esac
+say "pushed; the local tags are removed again (mcpgate pull fetches it by digest)"
+echo "localhost:5000/$name@$digest"

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Egress on a real runtime (MCPGATE_CONTAINER_TEST_RUNTIME=podman|docker).
+
+A probe server with one listed host gets its own internal and outer networks
+and the mcpgate-egress sidecar. From inside the probe's container every way
+out is tried: its routes and DNS, a direct connection to the upstream that
+bypasses the proxy, the listed upstream through the proxy (200), and the
+refusals (an unlisted name, another port, an address, the proxy itself,
+localhost, a Host header naming another host). Each attempt must be in the
+audit log as mcp.egress. Killing mcpgate stops the proxy; nothing is left.
+The upstream is a busybox httpd container of the test's own; no other
+address is ever dialled.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import containers_test as ct  # noqa: E402  (images, registry, sessions: one way to do them)
+from mcpclient import text_of  # noqa: E402
+
+t = ct.t
+RT = ct.RT
+EGRESS = os.path.abspath(os.environ.get("MCPGATE_EGRESS", "mcpgate-egress"))
+
+
+def raw(c, host, port, data, timeout=60):
+    r = c.call("probe__raw", {"host": host, "port": port, "data": data}, timeout=timeout)
+    return text_of(r) if "result" in r else json.dumps(r)
+
+
+def status_of(reply):
+    m = re.match(r"HTTP/1\.[01] (\d{3})", reply)
+    return int(m.group(1)) if m else None
+
+
+def test_egress(base, probe_image, busybox_image):
+    up = "mcpgate-itest-up-" + ct.TAG
+    server = ct.probe_server("probe", probe_image,
+                             tools=("echo", "raw", "read_file", "connect", "env"),
+                             extra='network = ["%s:8080"]\nnetwork_private = ["%s:8080"]\n'
+                                   % (up, up))
+    s = ct.Session(base, server, config='egress = "%s"\n' % EGRESS)
+    r = s.mcpgate("pull", "probe")
+    s.mcpgate("review", "probe")
+    r = s.mcpgate("approve", "probe")
+    t.ok(r.returncode == 0, "the probe with one listed host is approved", r.stderr)
+
+    # the upstream: its own network first; joined to the session's outer one below
+    net = "mcpgate-itest-upnet-" + ct.TAG
+    ct.rt("network", "create", net)
+    ct.made["networks"].append(net)
+    ct.rt("run", "-d", "--rm", "--name", up, "--network", net, busybox_image,
+          "httpd", "-f", "-p", "8080", "-h", "/www")
+    ct.made["containers"].append(up)
+
+    c = s.serve()
+    c.initialize()
+    names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
+    t.ok("probe__raw" in names, "the server with hosts starts behind its proxy", names)
+    sid = s.session_ids()[0]
+    out_net = "mcpgate-probe-%s-out" % sid
+    in_net = "mcpgate-probe-%s-in" % sid
+    nets = ct.labelled("networks", "mcpgate.session=" + sid)
+    t.ok(sorted(nets) == sorted([in_net, out_net]), "two networks of its own, labelled", nets)
+    ct.rt("network", "connect", out_net, up)
+    up_ip = ct.rt("inspect", "-f", '{{(index .NetworkSettings.Networks "%s").IPAddress}}' % out_net,
+                  up).stdout.strip()
+
+    proxy = text_of(c.call("probe__env", {"name": "HTTP_PROXY"}))
+    m = re.fullmatch(r"http://([0-9.]+):(\d+)", proxy)
+    t.ok(m is not None, "the server's HTTP_PROXY names the sidecar", proxy)
+    p_host, p_port = (m.group(1), int(m.group(2))) if m else ("0.0.0.0", 1)
+
+    routes = text_of(c.call("probe__read_file", {"path": "/proc/net/route"}))
+    lines = [ln.split() for ln in routes.splitlines()[1:] if ln.strip()]
+    t.ok(lines and all(f[1] != "00000000" for f in lines),
+         "inside: no default route, only its own subnet's", routes)
+    resolv = c.call("probe__read_file", {"path": "/etc/resolv.conf"})
+    nameservers = re.findall(r"^nameserver\s+(\S+)", text_of(resolv) if "result" in resolv else "",
+                             re.M)
+    r = c.call("probe__connect", {"host": up, "port": 8080}, timeout=60)
+    t.ok(r["result"].get("isError") is True,
+         "inside: the upstream's name does not resolve or connect directly (nameservers %s)"
+         % nameservers, r)
+    r = c.call("probe__connect", {"host": up_ip, "port": 8080}, timeout=60)
+    t.ok(r["result"].get("isError") is True,
+         "inside: a direct connection to the upstream's address, bypassing the proxy, fails", r)
+
+    get = "GET http://%s:8080/ HTTP/1.1\r\nHost: %s:8080\r\nConnection: close\r\n\r\n" % (up, up)
+    reply = raw(c, p_host, p_port, get)
+    t.ok(status_of(reply) == 200 and "upstream-answer" in reply,
+         "through the proxy the listed upstream answers 200 (plain HTTP)", reply[:300])
+    reply = raw(c, p_host, p_port, "CONNECT %s:8080 HTTP/1.1\r\nHost: %s:8080\r\n\r\n"
+                "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (up, up, up))
+    t.ok(status_of(reply) == 200 and "upstream-answer" in reply,
+         "through a CONNECT tunnel too", reply[:300])
+
+    refused = {
+        "an unlisted name on CONNECT": "CONNECT unlisted.invalid:443 HTTP/1.1\r\nHost: unlisted.invalid:443\r\n\r\n",
+        "an unlisted name on plain HTTP": "GET http://unlisted.invalid/ HTTP/1.1\r\nHost: unlisted.invalid\r\n\r\n",
+        "the listed host on another port": "CONNECT %s:8081 HTTP/1.1\r\nHost: %s:8081\r\n\r\n" % (up, up),
+        "an address": "CONNECT %s:8080 HTTP/1.1\r\nHost: %s:8080\r\n\r\n" % (up_ip, up_ip),
+        "the proxy itself": "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (p_host, p_port, p_host, p_port),
+        "localhost": "CONNECT localhost:8080 HTTP/1.1\r\nHost: localhost:8080\r\n\r\n",
+    }
+    for what, req in refused.items():
+        reply = raw(c, p_host, p_port, req)
+        t.ok(status_of(reply) == 403, "%s is refused with 403" % what, reply[:200])
+    reply = raw(c, p_host, p_port, "GET http://%s:8080/ HTTP/1.1\r\nHost: unlisted.invalid\r\n"
+                "Connection: close\r\n\r\n" % up)
+    t.ok(status_of(reply) in (400, 403) or ("upstream-answer" in reply and status_of(reply) == 200),
+         "a Host header naming another host does not move the request", reply[:200])
+    c.close(timeout=60)
+
+    eg = [e for e in s.audit(sid) if e["event"] == "mcp.egress"]
+    allowed = [e for e in eg if e["allowed"]]
+    denied = [e for e in eg if not e["allowed"]]
+    t.ok(len(allowed) >= 2 and all(e["host"] == up and e["server"] == "probe" for e in allowed),
+         "each allowed attempt is an mcp.egress record", allowed)
+    t.ok(len(denied) >= len(refused) and all(e.get("reason") for e in denied),
+         "each refused attempt is recorded with its reason", denied)
+    left = ct.labelled("containers", "mcpgate.session=" + sid)
+    nets = ct.labelled("networks", "mcpgate.session=" + sid)
+    t.ok(left == [] and nets == [], "no container or network is left after the session",
+         (left, nets))
+
+    # lifeline: kill -9 of mcpgate, the proxy goes
+    c = s.serve()
+    c.initialize()
+    c.request("tools/list", timeout=120)
+    sid2 = [x for x in s.session_ids() if x != sid][0]
+    side = "mcpgate-probe-%s-egress" % sid2
+    t.ok(side in ct.labelled("containers", "mcpgate.session=" + sid2), "the sidecar runs", side)
+    c.proc.send_signal(signal.SIGKILL)
+    c.proc.wait(30)
+    gone = False
+    for _ in range(100):
+        if side not in ct.labelled("containers", "mcpgate.session=" + sid2):
+            gone = True
+            break
+        time.sleep(0.2)
+    t.ok(gone, "killing mcpgate stops the proxy (its lifeline ends)")
+    c2 = s.serve()  # the next mcpgate sweeps the rest (the probe, the networks)
+    c2.initialize()
+    c2.request("tools/list", timeout=120)
+    c2.close(timeout=60)
+    t.ok(ct.labelled("networks", "mcpgate.session=" + sid2) == [] and
+         ct.labelled("containers", "mcpgate.session=" + sid2) == [],
+         "and the sweep removes its networks too")
+
+
+def main():
+    if shutil.which(RT) is None:
+        print("ok 1 # SKIP %s is not installed" % RT)
+        print("0 passed, 0 failed")
+        return 77
+    if not os.access(EGRESS, os.X_OK):
+        print("not ok 1 - no mcpgate-egress at %s (make)" % EGRESS)
+        print("0 passed, 1 failed")
+        return 1
+    print("# runtime: %s (egress)" % RT, flush=True)
+    base = tempfile.mkdtemp(prefix="mcpgate-itest-egress-")
+    try:
+        probe_image = ct.build_image("mcpgate-itest-probe", {"/mcpgate-probe": ct.PROBE},
+                                     ["/mcpgate-probe"])
+        busybox = shutil.which("busybox") or "/bin/busybox"
+        busybox_image = ct.build_image("mcpgate-itest-busybox",
+                                       {"/bin/busybox": busybox,
+                                        "/www/index.html": b"upstream-answer\n"},
+                                       ["/bin/busybox"])
+        ct.rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [busybox_image]))
+        try:
+            test_egress(base, probe_image, busybox_image)
+        except Exception as e:
+            t.ok(False, "the egress case raised %s: %s" % (type(e).__name__, e))
+    except Exception as e:
+        t.ok(False, "setting up on %s failed: %s" % (RT, e))
+    finally:
+        ct.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""A gateway session on the fake runtime, for tests of `mcpgate serve`.
+
+Each Fixture makes its own folder with a copy of fake-runtime named podman,
+the probe beside it, a config and a state folder; start() runs `mcpgate serve`
+as an MCP client would. Environment: MCPGATE (the binary), FAKES (the folder
+holding fake-runtime and mcpgate-probe).
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from mcpclient import Client
+
+MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
+FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
+DIGEST = "sha256:" + "ab" * 32
+IMAGE = "localhost:5000/probe@" + DIGEST
+
+
+class Fixture:
+    def __init__(self, servers, config="", images=(IMAGE,)):
+        self.dir = tempfile.mkdtemp(prefix="mcpgate-gw-test-")
+        self.rt = os.path.join(self.dir, "rt")
+        self.conf = os.path.join(self.dir, "conf")
+        self.state = os.path.join(self.dir, "state")
+        self.ws = os.path.join(self.dir, "ws")
+        for d in (self.rt, self.conf, self.state, self.ws):
+            os.makedirs(d)
+        shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.rt, "podman"))
+        shutil.copy(os.path.join(FAKES, "mcpgate-probe"), os.path.join(self.rt, "mcpgate-probe"))
+        with open(os.path.join(self.rt, "images"), "w") as f:
+            f.write("".join(i + "\n" for i in images))
+        with open(os.path.join(self.conf, "mcp.toml"), "w") as f:
+            f.write(servers)
+        with open(os.path.join(self.conf, "config.toml"), "w") as f:
+            f.write('[mcp]\nruntime = "podman"\n' + config)
+        self.stderr = None
+
+    def env(self):
+        return {
+            "PATH": self.rt + ":/usr/bin:/bin",
+            "HOME": self.dir,
+            "XDG_STATE_HOME": self.state,
+            "XDG_DATA_HOME": os.path.join(self.dir, "data"),
+            "XDG_CONFIG_HOME": os.path.join(self.dir, "nowhere"),
+            "MCPGATE_LOG": "debug",
+        }
+
+    def argv(self, *extra):
+        return [MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws] + list(extra)
+
+    def mcpgate(self, *args):
+        return subprocess.run([MCPGATE] + list(args) + ["--config", self.conf],
+                              env=self.env(), capture_output=True, text=True, timeout=60,
+                              cwd=self.ws)
+
+    def start(self, *extra):
+        self.stderr = open(os.path.join(self.dir, "stderr.log"), "wb")
+        return Client(self.argv(*extra), env=self.env(), stderr=self.stderr)
+
+    def run(self, *extra, timeout=60):
+        """serve with no client: its status and stderr"""
+        return subprocess.run(self.argv(*extra), env=self.env(), input="",
+                              capture_output=True, text=True, timeout=timeout)
+
+    def audit(self):
+        """Every session's records, the sessions in the order they began"""
+        sessions = []
+        for path in glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl")):
+            with open(path) as fh:
+                records = [json.loads(line) for line in fh]
+            if records:
+                sessions.append(records)
+        sessions.sort(key=lambda records: records[0]["ts"])
+        return [r for records in sessions for r in records]
+
+    def stderr_text(self):
+        self.stderr.flush()
+        with open(os.path.join(self.dir, "stderr.log"), errors="replace") as fh:
+            return fh.read()
+
+    def containers(self):
+        d = os.path.join(self.rt, "containers")
+        return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+    def cleanup(self):
+        if self.stderr is not None:
+            self.stderr.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def learn_probe_hash():
+    """The probe's manifest hash, through `mcpgate review`"""
+    f = Fixture('[[server]]\nname = "probe"\ntransport = "container"\nimage = "%s"\n' % IMAGE)
+    r = f.mcpgate("review", "probe")
+    f.cleanup()
+    m = re.search(r"^manifest: (sha256:[0-9a-f]{64})$", r.stdout, re.M)
+    if not m:
+        raise RuntimeError("mcpgate review printed no manifest: %s %s" % (r.stdout, r.stderr))
+    return m.group(1)
+
+
+def server(name, manifest, tools_on=("echo",), args=None, extra="", effect="read"):
+    """A [[server]] running the probe, pinned to manifest, with tools_on on"""
+    s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, IMAGE)
+    if manifest is not None:
+        s += 'manifest = "%s"\n' % manifest
+    if args:
+        s += "args = [%s]\n" % ", ".join(json.dumps(a) for a in args)
+    s += extra
+    for tool in tools_on:
+        s += "[server.tools.%s]\non = true\neffect = \"%s\"\n" % (tool, effect)
+    return s
+
+
+def events(audit, name):
+    return [r for r in audit if r["event"] == name]
