@@ -50,17 +50,18 @@ CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/co
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c
 AUDIT_SRC = internal/audit/audit.c
+REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
 MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
-GATEWAY_SRC = internal/gateway/launch.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/client.c internal/gateway/relay.c
+GATEWAY_SRC = internal/gateway/launch.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
           cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c
 
-MCPGATE_SRC = $(CMD_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
+MCPGATE_SRC = $(CMD_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
               $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
-MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) -lpthread
+MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) -lpthread
 TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links

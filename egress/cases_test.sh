@@ -95,6 +95,7 @@ done
 [ -e "$tmp/up/ready" ] || { echo "not ok 1 - the upstream did not start"; echo "0 passed, 1 failed"; exit 1; }
 
 # the proxy's namespace, with a mount namespace of its own for /etc/hosts
+# shellcheck disable=SC2016 # $1 and $2 are the inner shell's arguments
 ip netns exec "$px" unshare -m --propagation private sh -c '
 	mount --bind "$1/hosts" /etc/hosts &&
 	mount --bind "$1/resolv.conf" /etc/resolv.conf &&

@@ -56,6 +56,16 @@ static const struct tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"host\":{\"type\":\"string\"},\"port\":{\"type\":"
      "\"integer\",\"minimum\":1,\"maximum\":65535}},\"required\":[\"host\",\"port\"]}",
      "{\"readOnlyHint\":true,\"openWorldHint\":true}"},
+    {"raw", "Connects to host:port, sends data (and then, once an answer's header ended, "
+            "then), and returns what came back (64 KiB at most, 3 s idle).",
+     "{\"type\":\"object\",\"properties\":{\"host\":{\"type\":\"string\"},\"port\":{\"type\":"
+     "\"integer\",\"minimum\":1,\"maximum\":65535},\"data\":{\"type\":\"string\"},\"then\":{"
+     "\"type\":\"string\"}},\"required\":[\"host\",\"port\",\"data\"]}",
+     "{\"readOnlyHint\":true,\"openWorldHint\":true}"},
+    {"read_file", "Returns the first 64 KiB of a file.",
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\"required\":["
+     "\"path\"]}",
+     READ_ONLY},
     {"status", "Returns uid, effective capabilities, no_new_privs, hostname and pid as JSON.",
      NO_ARGS, READ_ONLY},
     {"slow", "Sleeps ms milliseconds, then answers.",
@@ -446,7 +456,15 @@ static void tool_write_file(struct pj_span id, struct pj_span args)
 }
 
 /* 0 when connected within the deadline, else an errno value. */
+static int try_connect_fd(const struct addrinfo *ai, long long deadline, int *out);
+
 static int try_connect(const struct addrinfo *ai, long long deadline)
+{
+	return try_connect_fd(ai, deadline, NULL);
+}
+
+/* Connect; with out, the connected fd is handed over instead of closed. */
+static int try_connect_fd(const struct addrinfo *ai, long long deadline, int *out)
 {
 	int fd, err = 0;
 	socklen_t len = sizeof err;
@@ -483,8 +501,129 @@ static int try_connect(const struct addrinfo *ai, long long deadline)
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 out:
+	if (out != NULL && err == 0) {
+		*out = fd;
+		return 0;
+	}
 	close(fd);
 	return err;
+}
+
+#define RAW_MAX     (64 * 1024)
+#define RAW_IDLE_MS 3000
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pfd = {fd, POLLOUT, 0};
+			poll(&pfd, 1, RAW_IDLE_MS);
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void tool_raw(struct pj_span id, struct pj_span args)
+{
+	char *host = NULL, *data = NULL, *then = NULL;
+	char port_text[16];
+	long long port;
+	struct addrinfo hints, *res = NULL, *ai;
+	int fd = -1, err = EHOSTUNREACH, rc;
+	if (arg_string(args, "host", &host) != 1 || arg_integer(args, "port", 1, 65535, &port) != 1 ||
+	    arg_string(args, "data", &data) != 1) {
+		free(host);
+		free(data);
+		bad_argument(&id, "host, port, data", "a host, a port and a string");
+		return;
+	}
+	if (arg_string(args, "then", &then) != 1)
+		then = NULL;
+	rc = snprintf(port_text, sizeof port_text, "%lld", port);
+	if (rc < 0 || (size_t)rc >= sizeof port_text)
+		abort();
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	rc = getaddrinfo(host, port_text, &hints, &res);
+	free(host);
+	if (rc != 0) {
+		send_tool_ctext(&id, "error: cannot resolve the host", 1);
+		free(data);
+		free(then);
+		return;
+	}
+	for (ai = res; ai != NULL && fd < 0; ai = ai->ai_next)
+		err = try_connect_fd(ai, now_ms() + CONNECT_TIMEOUT, &fd);
+	freeaddrinfo(res);
+	if (fd < 0) {
+		send_tool_errno(&id, err);
+		free(data);
+		free(then);
+		return;
+	}
+	struct pj_buf got = {0};
+	if (send_all(fd, data, strlen(data)) == 0) {
+		for (;;) {
+			char chunk[4096];
+			struct pollfd pfd = {fd, POLLIN, 0};
+			rc = poll(&pfd, 1, RAW_IDLE_MS);
+			if (rc < 0 && errno == EINTR)
+				continue;
+			if (rc <= 0)
+				break;
+			ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n <= 0)
+				break;
+			if (got.len < RAW_MAX)
+				pj_buf_add(&got, chunk, (size_t)n > RAW_MAX - got.len ? RAW_MAX - got.len
+										 : (size_t)n);
+			if (then != NULL && got.len >= 4 && memmem(got.p, got.len, "\r\n\r\n", 4) != NULL) {
+				if (send_all(fd, then, strlen(then)) < 0)
+					break;
+				free(then);
+				then = NULL;
+			}
+		}
+	}
+	close(fd);
+	send_tool_text(&id, got.p != NULL ? got.p : "", got.len, 0);
+	pj_buf_free(&got);
+	free(data);
+	free(then);
+}
+
+static void tool_read_file(struct pj_span id, struct pj_span args)
+{
+	char *path = NULL;
+	if (arg_string(args, "path", &path) != 1) {
+		bad_argument(&id, "path", "a string");
+		return;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd < 0) {
+		send_tool_errno(&id, errno);
+		return;
+	}
+	struct pj_buf b = {0};
+	char chunk[4096];
+	ssize_t n;
+	while (b.len < RAW_MAX && (n = read(fd, chunk, sizeof chunk)) > 0)
+		pj_buf_add(&b, chunk, (size_t)n > RAW_MAX - b.len ? RAW_MAX - b.len : (size_t)n);
+	close(fd);
+	send_tool_text(&id, b.p != NULL ? b.p : "", b.len, 0);
+	pj_buf_free(&b);
 }
 
 static void tool_connect(struct pj_span id, struct pj_span args)
@@ -1449,6 +1588,10 @@ static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span
 			tool_write_file(id, args);
 		else if (strcmp(name, "connect") == 0)
 			tool_connect(id, args);
+		else if (strcmp(name, "raw") == 0)
+			tool_raw(id, args);
+		else if (strcmp(name, "read_file") == 0)
+			tool_read_file(id, args);
 		else if (strcmp(name, "status") == 0)
 			tool_status(id);
 		else if (strcmp(name, "slow") == 0)

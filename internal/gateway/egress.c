@@ -179,12 +179,21 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 	}
 	e->net_out = out;
 
-	struct strv args = STRV_INIT, addrs = STRV_INIT;
+	/* Always refused: the inner network whole (the server and the sidecar)
+	 * and both gateways (the host). The outer subnet is a private range:
+	 * refused like any other unless a listed host opts in (network_private),
+	 * which is how a person lets a server reach a host next door. */
+	struct strv args = STRV_INIT, addrs = STRV_INIT, out_addrs = STRV_INIT;
 	if (d->ops->network_addresses(d, in, &addrs, err) < 0 ||
-	    d->ops->network_addresses(d, out, &addrs, err) < 0) {
+	    d->ops->network_addresses(d, out, &out_addrs, err) < 0) {
 		strv_free(&addrs);
+		strv_free(&out_addrs);
 		return -1;
 	}
+	for (size_t i = 0; i < out_addrs.n; i++)
+		if (strchr(out_addrs.v[i], '/') == NULL)
+			strv_push(&addrs, out_addrs.v[i]);
+	strv_free(&out_addrs);
 	strv_push(&args, "-listen");
 	strv_pushf(&args, "0.0.0.0:%d", EGRESS_PORT);
 	for (size_t i = 0; i < c->nhosts; i++) {

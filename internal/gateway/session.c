@@ -135,6 +135,10 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 		pthread_mutex_init(&srv->err_lock, NULL);
 		mg_buf_init(&srv->err_tail, GW_STDERR_KEEP);
 	}
+	if (gw_relay_passthrough_check(s, err) < 0) {
+		session_free(s);
+		return -1;
+	}
 	*out = s;
 	return 0;
 }
@@ -230,7 +234,7 @@ void gw_session_register(struct session *s)
 			const struct cfg_tool *set = tool_setting(srv->cfg, name);
 			if (set == NULL || !set->on)
 				continue;
-			char *public_name = xasprintf("%s__%s", srv->cfg->name, name);
+			char *public_name = gw_relay_public_name(srv, name);
 			if (strlen(public_name) > 128) {
 				mg_warn(
 				    "server %s: tool %s is not offered: %s is over 128 characters",

@@ -114,7 +114,7 @@ static int process_line(struct sse_parser *p, const char *line, size_t n, sse_ev
 {
 	if (n == 0)
 		return dispatch(p, cb, data);
-	if (p->discarding || line[0] == ':')
+	if (p->discarding || line[0] == ':') /* a dropped event, or a comment */
 		return 0;
 	const char *colon = memchr(line, ':', n);
 	size_t name_len = colon != NULL ? (size_t)(colon - line) : n;
@@ -175,16 +175,20 @@ int sse_feed(struct sse_parser *p, const char *buf, size_t n, sse_event_cb cb, v
 		size_t j = i;
 		while (j < n && buf[j] != '\n' && buf[j] != '\r')
 			j++;
+		size_t seg = j - i;
 		int r = 0;
-		if (p->line.len + (j - i) > p->line.max) {
-			/* too long a line: the event is dropped; the rest of the
-			 * line is skipped without being kept */
-			r = overflow(p, cb, data);
-		} else if (!p->discarding || j < n) {
-			mg_buf_append(&p->line, buf + i, j - i, NULL);
-		}
+		if (!p->discarding && p->line.len + seg > p->line.max)
+			r = overflow(p, cb, data); /* the event is dropped */
 		if (r < 0)
 			return r;
+		if (p->discarding) {
+			/* only whether the line is empty matters (a blank line
+			 * ends the dropped event): one byte stands for the rest */
+			if (seg > 0 && p->line.len == 0)
+				mg_buf_putc(&p->line, 'x', NULL);
+		} else {
+			mg_buf_append(&p->line, buf + i, seg, NULL);
+		}
 		if (j == n)
 			break;
 		p->skip_lf = buf[j] == '\r';

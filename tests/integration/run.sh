@@ -16,6 +16,7 @@ fi
 work=$(mktemp -d /tmp/mcpgate-services-XXXXXX)
 started=()
 stop_all() {
+	[ "${added_rule:-0}" = 1 ] && iptables -D "${rule[@]}" 2>/dev/null
 	for pid in "${started[@]}"; do
 		kill "$pid" 2>/dev/null
 		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -51,6 +52,17 @@ YML
 	curl -sf -o /dev/null --max-time 2 http://127.0.0.1:5000/v2/ ||
 		{ echo "not ok - the local registry did not start:"; sed 's/^/# /' "$work/registry.log"; exit 1; }
 	echo "# started a registry on 127.0.0.1:5000"
+fi
+
+# docker sets the FORWARD policy to DROP and loads br_netfilter, after which
+# traffic between two containers on one podman --internal bridge is dropped
+# too (netavark adds no accept rule for internal networks): let what stays on
+# a podman bridge through, as it would be without docker (docs/operations.md)
+rule=(FORWARD -i podman+ -o podman+ -j ACCEPT)
+added_rule=0
+if command -v iptables >/dev/null && iptables -S FORWARD 2>/dev/null | grep -q '^-P FORWARD DROP' &&
+	! iptables -C "${rule[@]}" 2>/dev/null; then
+	iptables -I "${rule[@]}" && added_rule=1 && echo "# allowed traffic within podman bridges (FORWARD is DROP)"
 fi
 
 status=0
