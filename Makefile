@@ -46,7 +46,8 @@ TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
-CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c
+CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
+             egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c
 AUDIT_SRC = internal/audit/audit.c
@@ -66,7 +67,7 @@ TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
 UNIT_TESTS = base_test toml_test json_test config_test proc_test container_test jsonrpc_test mcp_test \
-	     keychain_test pack_test egress_test
+	     keychain_test pack_test egress_test remote_test
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_SRC = internal/json/json_test.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -85,6 +86,7 @@ keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_S
 keychain_test_LIBS = $(SODIUM_LIBS)
 pack_test_SRC = internal/pack/pack_test.c $(PACK_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 pack_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
+remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c $(BASE_SRC) $(TESTING_SRC)
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
 FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz
@@ -104,6 +106,7 @@ LINT_HDR = internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h
 	   internal/container/container-internal.h internal/audit/audit.h \
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h \
 	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
+	   internal/remote/remote.h \
 	   $(EGRESS_HDR)
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
@@ -114,7 +117,8 @@ FAKES_CFLAGS = -std=gnu11 -O2 -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 	       -Wmissing-prototypes -Wstrict-prototypes
 PROBE_SRC = fakes/probe.c fakes/probe_json.c
 FAKE_RUNTIME_SRC = fakes/fake_runtime.c fakes/probe_json.c
-FAKES_SRC = fakes/probe.c fakes/probe_json.c fakes/fake_runtime.c
+FAKES_SRC = fakes/probe.c fakes/probe_json.c fakes/fake_runtime.c fakes/mcp_http.c
+MCP_HTTP_SRC = fakes/mcp_http.c fakes/probe_json.c
 FAKES_HDR = fakes/probe_json.h
 
 # ---- egress: mcpgate-egress, the static proxy (musl, libc only) ------------
@@ -154,8 +158,9 @@ endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
-	fakes/fakes_test.sh tests/serve_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh
-INTEGRATION_PROGRAMS = tests/integration/run.sh
+	fakes/fakes_test.sh tests/serve_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
+	tests/remote_test.py
+INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
 
@@ -182,8 +187,12 @@ build/fakes/fake-runtime: $(FAKE_RUNTIME_SRC) $(FAKES_HDR)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(FAKES_CFLAGS) -o $@ $(FAKE_RUNTIME_SRC)
+build/fakes/mcp-http: $(MCP_HTTP_SRC) $(FAKES_HDR)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(FAKES_CFLAGS) -o $@ $(MCP_HTTP_SRC)
 .PHONY: fakes
-fakes: build/fakes/mcpgate-probe build/fakes/fake-runtime
+fakes: build/fakes/mcpgate-probe build/fakes/fake-runtime build/fakes/mcp-http
 
 # mcpgate-egress: the release is static against musl; the sanitized build
 # (gcc, ASan+UBSan, make SAN=1) is what egress/cases_test.sh runs

@@ -314,6 +314,16 @@ def scripted():
     hold = socket.create_connection(LISTEN, timeout=5)
     hold.sendall(b"CONNECT exa")
     time.sleep(0.1 * SLOW)
+    if not WRAPPER:
+        # every descriptor the proxy made is close-on-exec (O_CLOEXEC is 02000000)
+        open_fds = {}
+        for fd in os.listdir("/proc/%d/fdinfo" % p.pid):
+            if int(fd) > 2:
+                with open("/proc/%d/fdinfo/%s" % (p.pid, fd)) as f:
+                    flags = int(f.read().split("flags:")[1].split()[0], 8)
+                open_fds[fd] = flags
+        ok(len(open_fds) >= 5 and all(fl & 0o2000000 for fl in open_fds.values()),
+           "every descriptor is close-on-exec (%d checked)" % len(open_fds), open_fds)
     got = client(b"CONNECT example.com:443 HTTP/1.1\r\n\r\n")
     hold.close()
     time.sleep(0.1)
@@ -369,6 +379,37 @@ def scripted():
     ok(clean_exit(rc, junk, err), "large transfer: clean exit", err)
 
 
+def reset_mid_tunnel():
+    """A client that resets its connection in the middle of a download: the
+    proxy (SIGPIPE ignored) closes that tunnel, records it, and goes on."""
+    import struct
+    up_reset(answer=os.urandom(32 << 20))
+    p = start_proxy(["-allow-private", "upstream.test:8443"])
+    got = 0
+    try:
+        s = socket.create_connection(LISTEN, timeout=10)
+        s.sendall(b"CONNECT upstream.test:8443 HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+        while got < (1 << 20):
+            data = s.recv(65536)
+            if not data:
+                break
+            got += len(data)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    except OSError:
+        pass
+    time.sleep(0.3)
+    up_reset()
+    after = client(b"CONNECT upstream.test:8443 HTTP/1.1\r\n\r\n", tunnel=b"GET / HTTP/1.1\r\n\r\n")
+    rc, records, junk, err = stop_proxy(p)
+    closes = [r for r in records if r.get("event") == "close"]
+    ok(got >= (1 << 20) and after.endswith(b"hello"),
+       "a client reset mid-download: the proxy goes on serving", after[:200])
+    ok(len(closes) == 2 and 0 < closes[0]["bytes_down"] < (32 << 20),
+       "the reset tunnel is recorded as closed", records)
+    ok(clean_exit(rc, junk, err), "client reset: clean exit", err)
+
+
 def main():
     for d in sorted(os.listdir(CASES)):
         path = os.path.join(CASES, d)
@@ -376,6 +417,7 @@ def main():
             run_case(path)
     if PICK == "*":
         scripted()
+        reset_mid_tunnel()
     print("%d passed, %d failed" % (count["pass"], count["fail"]))
     sys.exit(1 if count["fail"] else 0)
 

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "internal/config/config.h"
 
+#include "egress/addr.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -376,6 +378,33 @@ static enum transport_seen check_transport(struct ctx *c, const struct keys *k,
 }
 
 /* network and network_private */
+/* The proxy refuses some entries at its start (localhost, host aliases,
+ * special addresses, a private literal without network_private): the same
+ * rules, from the same code, refuse them here with their file:line:col. */
+static void check_hosts_against_proxy(struct ctx *c, const struct cfg_server *s)
+{
+	for (size_t i = 0; i < s->nhosts; i++) {
+		const struct cfg_host *h = &s->hosts[i];
+		char text[300];
+		if (h->port != 0)
+			snprintf(text, sizeof(text), "%s:%u", h->host, h->port);
+		else
+			snprintf(text, sizeof(text), "%s", h->host);
+		struct egr_allow a;
+		const char *why = NULL;
+		if (egr_allow_parse(text, h->private_ok, &a, &why) < 0) {
+			struct toml_pos p = {h->pos.line, h->pos.col};
+			if (strstr(why, "-allow-private") != NULL)
+				diag_value(c, p, "\"network\" entry", text,
+				           "is a private address: list it in network_private too to "
+				           "allow it");
+			else
+				diag_value(c, p, "\"network\" entry", text,
+				           "is refused by the egress proxy: %s", why);
+		}
+	}
+}
+
 static void check_network(struct ctx *c, struct keys *k, struct cfg_server *s)
 {
 	cleanup_err struct mg_err *e = NULL;
@@ -447,6 +476,7 @@ static void check_network(struct ctx *c, struct keys *k, struct cfg_server *s)
 		}
 	}
 	free(failed);
+	check_hosts_against_proxy(c, s);
 }
 
 static void check_mounts(struct ctx *c, const struct keys *k, struct cfg_server *s)

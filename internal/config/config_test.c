@@ -160,7 +160,7 @@ static void test_full(void)
 		T_STR(s->hosts[1].host, "10.1.2.3", "full: IPv4 host");
 		T_INT(s->hosts[1].port, 8443, "full: IPv4 port");
 		T_OK(s->hosts[1].private_ok, "full: network_private marks the host");
-		T_STR(s->hosts[2].host, "[2001:db8::1]", "full: IPv6 in inet_ntop form");
+		T_STR(s->hosts[2].host, "[2606:4700::1111]", "full: IPv6 in inet_ntop form");
 		T_INT(s->hosts[2].port, 8443, "full: IPv6 port");
 		T_INT(s->hosts[2].pos.line, 6, "full: host line");
 		T_INT(s->hosts[2].pos.col, 49, "full: host column");

@@ -15,25 +15,22 @@
 
 #define CLIENT_NOTICES_MAX 64
 
-static void send_error(struct session *s, const struct json_value *id, int64_t code,
-                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void send_error(struct session *s, const struct json_value *id, int64_t code,
-                       const char *fmt, ...)
+void gw_client_error_data(struct session *s, const struct json_value *id, int64_t code,
+                          const struct json_value *data, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	cleanup_free char *text = xvasprintf(fmt, ap);
 	va_end(ap);
 	struct mg_err *err = NULL;
-	if (rpc_peer_send_error(s->client, id, code, text, NULL, &err) < 0) {
+	if (rpc_peer_send_error(s->client, id, code, text, data, &err) < 0) {
 		mg_warn("client: %s", mg_err_msg(err));
 		mg_err_free(err);
 	}
 }
 
-static void send_result(struct session *s, const struct json_value *id,
-                        const struct json_value *result)
+void gw_client_result(struct session *s, const struct json_value *id,
+                      const struct json_value *result)
 {
 	struct mg_err *err = NULL;
 	if (rpc_peer_send_result(s->client, id, result, &err) < 0) {
@@ -112,7 +109,7 @@ void gw_call_finish_error(struct gw_call *c, int64_t code, const char *fmt, ...)
 	call_unlink(c);
 	call_record(c, "error", text);
 	if (!c->sess->stopping)
-		send_error(c->sess, c->client_id, code, "%s", text);
+		gw_client_error(c->sess, c->client_id, code, "%s", text);
 	gw_call_free(c);
 }
 
@@ -172,28 +169,29 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 		json_object_set(m, "io.mcpgate/server", json_new_string(srv->cfg->name));
 		json_object_set(result, "_meta", m);
 		gw_secrets_redact(s, result);
-		send_result(s, c->client_id, result);
+		gw_client_result(s, c->client_id, result);
 		json_free(result);
 	} else {
-		cleanup_free char *raw = mcp_error_text(reply);
-		cleanup_free char *text = gw_secrets_redact_text(s, raw, strlen(raw));
+		cleanup_free char *text = gw_client_forward_error(s, c->client_id, reply);
 		call_record(c, "error", text);
-		struct mg_err *err = NULL;
-		cleanup_free char *msg = gw_secrets_redact_text(
-		    s, reply->error_message != NULL ? reply->error_message : "",
-		    reply->error_message_len);
-		struct json_value *edata =
-		    reply->error_data != NULL ? json_copy(reply->error_data) : NULL;
-		gw_secrets_redact(s, edata);
-		int sent = rpc_peer_send_error(s->client, c->client_id, reply->error_code, msg,
-		                               edata, &err);
-		json_free(edata);
-		if (sent < 0) {
-			mg_warn("client: %s", mg_err_msg(err));
-			mg_err_free(err);
-		}
 	}
 	gw_call_free(c);
+}
+
+char *gw_client_forward_error(struct session *s, const struct json_value *client_id,
+                              const struct rpc_msg *reply)
+{
+	cleanup_free char *msg = gw_secrets_redact_text(
+	    s, reply->error_message != NULL ? reply->error_message : "", reply->error_message_len);
+	struct json_value *data = reply->error_data != NULL ? json_copy(reply->error_data) : NULL;
+	gw_secrets_redact(s, data);
+	if (!s->stopping)
+		gw_client_error_data(s, client_id, reply->error_code, data, "%s", msg);
+	json_free(data);
+	char *raw = mcp_error_text(reply);
+	char *text = gw_secrets_redact_text(s, raw, strlen(raw));
+	free(raw);
+	return text;
 }
 
 static const struct gw_tool *find_tool(const struct session *s, const char *name)
@@ -218,7 +216,7 @@ static void refuse_call(struct session *s, const struct json_value *id, const ch
 	audit_record(s->audit, "tool.call",
 	             gw_fields("tool", json_new_string(tool), "outcome", json_new_string("refused"),
 	                       "detail", json_new_string(text), NULL));
-	send_error(s, id, code, "%s", text);
+	gw_client_error(s, id, code, "%s", text);
 }
 
 /* The params for the server: its own tool name, and our progress token */
@@ -258,7 +256,7 @@ static void call_refuse(struct gw_call *c, const char *outcome, const char *text
 		                                   json_new_string(text), NULL));
 		struct json_value *result =
 		    gw_fields("content", content, "isError", json_new_bool(true), NULL);
-		send_result(c->sess, c->client_id, result);
+		gw_client_result(c->sess, c->client_id, result);
 		json_free(result);
 	}
 	gw_call_free(c);
@@ -408,18 +406,18 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 {
 	const char *name = json_get_string(msg->params, "name");
 	if (name == NULL) {
-		send_error(s, msg->id, RPC_INVALID_PARAMS, "tools/call needs a tool name");
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "tools/call needs a tool name");
 		return;
 	}
 	const struct json_value *args = json_get(msg->params, "arguments");
 	if (args != NULL && args->kind != JSON_OBJECT) {
-		send_error(s, msg->id, RPC_INVALID_PARAMS,
-		           "tools/call: arguments must be an object");
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+		                "tools/call: arguments must be an object");
 		return;
 	}
 	if (!s->registered) {
-		send_error(s, msg->id, RPC_SERVER_ERROR,
-		           "servers are still starting; list the tools first");
+		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
+		                "servers are still starting; list the tools first");
 		return;
 	}
 	const struct gw_tool *t = find_tool(s, name);
@@ -543,7 +541,7 @@ static void initialize(struct session *s, const struct rpc_msg *msg)
 	    "instructions",
 	    json_new_string("Tools are offered as SERVER__TOOL; each server runs contained."),
 	    NULL);
-	send_result(s, msg->id, result);
+	gw_client_result(s, msg->id, result);
 	json_free(result);
 	s->answered_initialize = true;
 	const struct json_value *info = json_get(msg->params, "clientInfo");
@@ -571,9 +569,9 @@ static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *
 	if (strcmp(m, "initialize") == 0)
 		initialize(s, msg);
 	else if (strcmp(m, "ping") == 0)
-		send_result(s, msg->id, NULL);
+		gw_client_result(s, msg->id, NULL);
 	else if (!s->answered_initialize)
-		send_error(s, msg->id, RPC_INVALID_REQUEST, "initialize first");
+		gw_client_error(s, msg->id, RPC_INVALID_REQUEST, "initialize first");
 	else if (strcmp(m, "tools/list") == 0)
 		tools_list(s, msg->id, msg->params);
 	else if (strcmp(m, "tools/call") == 0)
@@ -634,7 +632,7 @@ static void on_client_bad_line(struct rpc_peer *peer, const struct rpc_bad_line 
 	(void)peer;
 	struct session *s = data;
 	/* a request we could not read still gets an answer */
-	send_error(s, bad->id, bad->code, "%s", bad->reason);
+	gw_client_error(s, bad->id, bad->code, "%s", bad->reason);
 }
 
 static void on_client_closed(struct rpc_peer *peer, const struct mg_err *why, void *data)

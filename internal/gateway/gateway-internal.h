@@ -68,6 +68,7 @@ struct gw_server {
 	char *container; /* its name */
 	struct gw_egress egress;
 	struct kc_secret *secret; /* its credential's value until it is started */
+	struct gw_remote *remote; /* a remote server's bridge (remote_side.c) */
 	pthread_mutex_t err_lock;
 	struct mg_buf err_tail; /* the last GW_STDERR_KEEP bytes, under err_lock */
 	size_t err_total;
@@ -174,6 +175,10 @@ void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char
 char *gw_server_stderr_last_line(struct gw_server *srv);
 void gw_server_free(struct gw_server *srv);
 
+/* remote_side.c: a remote server's bridge and peer, instead of a container */
+int gw_remote_start(struct gw_server *srv, struct mg_err **err); /* start thread */
+void gw_remote_stop(struct gw_server *srv);                      /* loop thread; idempotent */
+
 /* egress.c */
 int gw_egress_prepare(struct session *s, struct mg_err **err);
 int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err);
@@ -201,6 +206,17 @@ char *gw_secrets_redact_text(const struct session *s, const char *text, size_t l
 void gw_server_relist(struct gw_server *srv);
 
 /* client.c */
+/* Answers to the client; a failure to send is logged, nothing more */
+void gw_client_error_data(struct session *s, const struct json_value *id, int64_t code,
+                          const struct json_value *data, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define gw_client_error(s, id, code, ...) gw_client_error_data(s, id, code, NULL, __VA_ARGS__)
+void gw_client_result(struct session *s, const struct json_value *id,
+                      const struct json_value *result);
+/* A server's error reply, passed to the client under client_id with every
+ * stored secret redacted; returns the (redacted) text for the audit log */
+char *gw_client_forward_error(struct session *s, const struct json_value *client_id,
+                              const struct rpc_msg *reply);
 void gw_client_tools_changed(struct session *s); /* notifications/tools/list_changed */
 int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err);
 void gw_client_registered(struct session *s); /* start-up is over: answer what waited */

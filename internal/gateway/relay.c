@@ -25,36 +25,6 @@
 
 /* ---- answering the client ---------------------------------------------- */
 
-static void reply_error_data(struct session *s, const struct json_value *id, int64_t code,
-                             const struct json_value *data, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static void reply_error_data(struct session *s, const struct json_value *id, int64_t code,
-                             const struct json_value *data, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	cleanup_free char *text = xvasprintf(fmt, ap);
-	va_end(ap);
-	struct mg_err *err = NULL;
-	if (rpc_peer_send_error(s->client, id, code, text, data, &err) < 0) {
-		mg_warn("client: %s", mg_err_msg(err));
-		mg_err_free(err);
-	}
-}
-
-#define reply_error(s, id, code, ...) reply_error_data(s, id, code, NULL, __VA_ARGS__)
-
-static void reply_result(struct session *s, const struct json_value *id,
-                         const struct json_value *result)
-{
-	struct mg_err *err = NULL;
-	if (rpc_peer_send_result(s->client, id, result, &err) < 0) {
-		mg_warn("client: %s", mg_err_msg(err));
-		mg_err_free(err);
-	}
-}
-
 /* The client hears about changes once it said it is initialized */
 static void notify_client(struct session *s, const char *method, const struct json_value *params)
 {
@@ -309,15 +279,16 @@ static void send_page(struct session *s, const struct json_value *id, enum list_
 	if (cursor_given(cursor)) {
 		uint64_t was = 0;
 		if (cursor_parse(cursor, kind, &offset, &was) < 0 || offset == 0 || offset >= len) {
-			reply_error(s, id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
-			            spec->method);
+			gw_client_error(s, id, RPC_INVALID_PARAMS,
+			                "%s: not a cursor mcpgate gave out", spec->method);
 			return;
 		}
 		if (was != fp) {
-			reply_error(s, id, RPC_INVALID_PARAMS,
-			            "%s: the list changed since this cursor was given; list again "
-			            "from the start",
-			            spec->method);
+			gw_client_error(
+			    s, id, RPC_INVALID_PARAMS,
+			    "%s: the list changed since this cursor was given; list again "
+			    "from the start",
+			    spec->method);
 			return;
 		}
 	}
@@ -330,7 +301,7 @@ static void send_page(struct session *s, const struct json_value *id, enum list_
 		cleanup_free char *next = cursor_make(kind, end, fp);
 		json_object_set(result, "nextCursor", json_new_string(next));
 	}
-	reply_result(s, id, result);
+	gw_client_result(s, id, result);
 	json_free(result);
 }
 
@@ -509,8 +480,8 @@ static void list_start(struct session *s, enum list_kind kind, const struct json
 	size_t offset;
 	uint64_t fp;
 	if (cursor_given(cursor) && cursor_parse(cursor, kind, &offset, &fp) < 0) {
-		reply_error(s, id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
-		            lists[kind].method);
+		gw_client_error(s, id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
+		                lists[kind].method);
 		return;
 	}
 	size_t n = 0;
@@ -676,8 +647,8 @@ static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const stru
 			json_free(p);
 		}
 		fwd_record(f, "error", reason);
-		reply_error(s, f->client_id, RPC_SERVER_ERROR, "%s (server %s): %s", f->method,
-		            srv->cfg->name, reason);
+		gw_client_error(s, f->client_id, RPC_SERVER_ERROR, "%s (server %s): %s", f->method,
+		                srv->cfg->name, reason);
 	} else if (reply->kind == RPC_RESULT) {
 		fwd_record(f, "ok", NULL);
 		/* a result is data: it says where it came from, and changes nothing */
@@ -688,20 +659,11 @@ static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const stru
 		publish_result(srv, f->kind, result);
 		tag_server(srv, result);
 		gw_secrets_redact(s, result);
-		reply_result(s, f->client_id, result);
+		gw_client_result(s, f->client_id, result);
 		json_free(result);
 	} else {
-		cleanup_free char *raw = mcp_error_text(reply);
-		cleanup_free char *text = gw_secrets_redact_text(s, raw, strlen(raw));
+		cleanup_free char *text = gw_client_forward_error(s, f->client_id, reply);
 		fwd_record(f, "error", text);
-		cleanup_free char *msg = gw_secrets_redact_text(
-		    s, reply->error_message != NULL ? reply->error_message : "",
-		    reply->error_message_len);
-		struct json_value *edata =
-		    reply->error_data != NULL ? json_copy(reply->error_data) : NULL;
-		gw_secrets_redact(s, edata);
-		reply_error_data(s, f->client_id, reply->error_code, edata, "%s", msg);
-		json_free(edata);
 	}
 	json_free(f->client_id);
 	free(f);
@@ -721,7 +683,7 @@ static void forward(struct session *s, struct gw_server *srv, const struct json_
 	cleanup_free char *leak = gw_secrets_check_leaving(srv, params);
 	if (leak != NULL) {
 		fwd_record(f, "refused", leak);
-		reply_error(s, id, RPC_SERVER_ERROR, "%s", leak);
+		gw_client_error(s, id, RPC_SERVER_ERROR, "%s", leak);
 		json_free(params);
 		json_free(f->client_id);
 		free(f);
@@ -734,8 +696,8 @@ static void forward(struct session *s, struct gw_server *srv, const struct json_
 	json_free(params);
 	if (r < 0) {
 		fwd_record(f, "error", mg_err_msg(err));
-		reply_error(s, id, RPC_SERVER_ERROR, "%s (server %s): %s", method, srv->cfg->name,
-		            mg_err_msg(err));
+		gw_client_error(s, id, RPC_SERVER_ERROR, "%s (server %s): %s", method,
+		                srv->cfg->name, mg_err_msg(err));
 		mg_err_free(err);
 		json_free(f->client_id);
 		free(f);
@@ -746,8 +708,8 @@ static bool still_starting(struct session *s, const struct rpc_msg *msg, const c
 {
 	if (s->registered)
 		return false;
-	reply_error(s, msg->id, RPC_SERVER_ERROR, "servers are still starting; list the %s first",
-	            what);
+	gw_client_error(s, msg->id, RPC_SERVER_ERROR,
+	                "servers are still starting; list the %s first", what);
 	return true;
 }
 
@@ -757,8 +719,8 @@ static void resource_request(struct session *s, const struct rpc_msg *msg)
 	const char *uri = json_get_string(msg->params, "uri");
 	bool read = strcmp(msg->method, "resources/read") == 0;
 	if (uri == NULL) {
-		reply_error(s, msg->id, RPC_INVALID_PARAMS, "%s needs a uri (a string)",
-		            msg->method);
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "%s needs a uri (a string)",
+		                msg->method);
 		return;
 	}
 	if (still_starting(s, msg, "resources"))
@@ -767,7 +729,7 @@ static void resource_request(struct session *s, const struct rpc_msg *msg)
 	struct gw_server *srv = server_of_uri(s, uri, &own);
 	if (srv == NULL || server_cap(srv, "resources") == NULL) {
 		struct json_value *data = gw_fields("uri", json_new_string(uri), NULL);
-		reply_error_data(
+		gw_client_error_data(
 		    s, msg->id, read ? RPC_RESOURCE_NOT_FOUND : RPC_INVALID_PARAMS, data,
 		    "%s: no server offered here has the resource \"%.300s\"%s", msg->method, uri,
 		    s->cfg->passthrough
@@ -777,9 +739,9 @@ static void resource_request(struct session *s, const struct rpc_msg *msg)
 		return;
 	}
 	if (!read && !cap_flag(server_cap(srv, "resources"), "subscribe")) {
-		reply_error(s, msg->id, RPC_INVALID_PARAMS,
-		            "%s: server %s does not offer subscriptions", msg->method,
-		            srv->cfg->name);
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+		                "%s: server %s does not offer subscriptions", msg->method,
+		                srv->cfg->name);
 		return;
 	}
 	struct json_value *params = json_copy(msg->params);
@@ -795,7 +757,8 @@ static void prompt_get(struct session *s, const struct rpc_msg *msg)
 {
 	const char *name = json_get_string(msg->params, "name");
 	if (name == NULL) {
-		reply_error(s, msg->id, RPC_INVALID_PARAMS, "prompts/get needs a name (a string)");
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+		                "prompts/get needs a name (a string)");
 		return;
 	}
 	if (still_starting(s, msg, "prompts"))
@@ -803,7 +766,7 @@ static void prompt_get(struct session *s, const struct rpc_msg *msg)
 	const char *own = NULL;
 	struct gw_server *srv = server_of_name(s, name, &own);
 	if (srv == NULL || server_cap(srv, "prompts") == NULL) {
-		reply_error(s, msg->id, RPC_INVALID_PARAMS, "unknown prompt \"%.128s\"", name);
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "unknown prompt \"%.128s\"", name);
 		return;
 	}
 	struct json_value *params = json_copy(msg->params);
@@ -820,9 +783,9 @@ static void complete(struct session *s, const struct rpc_msg *msg)
 	const char *field = prompt ? "name" : "uri";
 	const char *pub = json_get_string(ref, field);
 	if ((!prompt && !resource) || pub == NULL || json_get(msg->params, "argument") == NULL) {
-		reply_error(s, msg->id, RPC_INVALID_PARAMS,
-		            "completion/complete needs a ref (ref/prompt with a name, or "
-		            "ref/resource with a uri) and an argument");
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+		                "completion/complete needs a ref (ref/prompt with a name, or "
+		                "ref/resource with a uri) and an argument");
 		return;
 	}
 	if (still_starting(s, msg, prompt ? "prompts" : "resources"))
@@ -830,9 +793,9 @@ static void complete(struct session *s, const struct rpc_msg *msg)
 	const char *own = NULL;
 	struct gw_server *srv = prompt ? server_of_name(s, pub, &own) : server_of_uri(s, pub, &own);
 	if (srv == NULL || server_cap(srv, prompt ? "prompts" : "resources") == NULL) {
-		reply_error(s, msg->id, RPC_INVALID_PARAMS,
-		            "completion/complete: unknown %s \"%.300s\"",
-		            prompt ? "prompt" : "resource", pub);
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+		                "completion/complete: unknown %s \"%.300s\"",
+		                prompt ? "prompt" : "resource", pub);
 		return;
 	}
 	if (server_cap(srv, "completions") == NULL) {
@@ -841,7 +804,7 @@ static void complete(struct session *s, const struct rpc_msg *msg)
 		    "completion",
 		    gw_fields("values", json_new_array(), "hasMore", json_new_bool(false), NULL),
 		    NULL);
-		reply_result(s, msg->id, none);
+		gw_client_result(s, msg->id, none);
 		json_free(none);
 		return;
 	}
@@ -901,13 +864,14 @@ static void set_level(struct session *s, const struct rpc_msg *msg)
 	while (level != NULL && i < sizeof(levels) / sizeof(levels[0]) && strcmp(level, levels[i]))
 		i++;
 	if (level == NULL || i == sizeof(levels) / sizeof(levels[0])) {
-		reply_error(s, msg->id, RPC_INVALID_PARAMS,
-		            "logging/setLevel needs a level: debug, info, notice, warning, error, "
-		            "critical, alert or emergency");
+		gw_client_error(
+		    s, msg->id, RPC_INVALID_PARAMS,
+		    "logging/setLevel needs a level: debug, info, notice, warning, error, "
+		    "critical, alert or emergency");
 		return;
 	}
 	snprintf(s->log_level, sizeof(s->log_level), "%s", levels[i]);
-	reply_result(s, msg->id, NULL);
+	gw_client_result(s, msg->id, NULL);
 	if (s->registered) {
 		send_level(s);
 	} else {
@@ -926,17 +890,19 @@ static void list_request(struct session *s, const struct rpc_msg *msg, enum list
 		return;
 	}
 	if (cursor_given(cursor))
-		reply_error(s, msg->id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
-		            lists[kind].method);
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
+		                lists[kind].method);
 	else if (!wait_add(s, kind, msg->id))
-		reply_error(s, msg->id, RPC_SERVER_ERROR, "servers are still starting; ask again");
+		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
+		                "servers are still starting; ask again");
 }
 
 void gw_relay_client_request(struct session *s, struct rpc_msg *msg)
 {
 	const char *m = msg->method;
 	if (msg->params != NULL && msg->params->kind != JSON_OBJECT)
-		reply_error(s, msg->id, RPC_INVALID_PARAMS, "%.64s: params must be an object", m);
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "%.64s: params must be an object",
+		                m);
 	else if (strcmp(m, "logging/setLevel") == 0)
 		set_level(s, msg);
 	else if (strcmp(m, "resources/list") == 0)
@@ -953,7 +919,8 @@ void gw_relay_client_request(struct session *s, struct rpc_msg *msg)
 	else if (strcmp(m, "completion/complete") == 0)
 		complete(s, msg);
 	else
-		reply_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s", m);
+		gw_client_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s",
+		                m);
 }
 
 static bool client_declared(const struct session *s, const char *cap)

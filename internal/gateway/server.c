@@ -180,7 +180,9 @@ void *gw_server_start_thread(void *arg)
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.start_timeout * 1000;
 	srv->start_ms = proc_now_ms();
 
-	int present = s->driver->ops->image_present(s->driver, c->image, &err);
+	int present = c->transport == CFG_TRANSPORT_REMOTE
+	                  ? 1
+	                  : s->driver->ops->image_present(s->driver, c->image, &err);
 	if (present <= 0) {
 		srv->start_error = present < 0
 		                       ? xasprintf("cannot check its image: %s", mg_err_msg(err))
@@ -189,7 +191,8 @@ void *gw_server_start_thread(void *arg)
 		goto done;
 	}
 	if ((c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
-	    start_process(srv, &err) < 0 ||
+	    (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
+	                                          : start_process(srv, &err)) < 0 ||
 	    mcp_initialize(srv->launch.peer, deadline, gw_relay_server_capabilities(c), &srv->info,
 	                   &err) < 0 ||
 	    mcp_list_tools(srv->launch.peer, deadline, &srv->tools, &err) < 0 ||
@@ -287,8 +290,9 @@ void gw_server_started(struct loop *loop, void *data)
 		    (rpc_peer_out_fd(srv->launch.peer) != rpc_peer_in_fd(srv->launch.peer) &&
 		     loop_watch(loop, rpc_peer_out_fd(srv->launch.peer), 0, on_server_output, srv,
 		                &err) < 0) ||
-		    loop_watch_child(loop, srv->launch.proc.pid, srv->launch.proc.pidfd,
-		                     on_child_exit, srv) < 0) {
+		    (srv->launch.proc.pid > 0 &&
+		     loop_watch_child(loop, srv->launch.proc.pid, srv->launch.proc.pidfd,
+		                      on_child_exit, srv) < 0)) {
 			mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
 			mg_err_free(err);
 		}
@@ -355,6 +359,7 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
 		/* closing its input asks it to end; many servers ignore that */
 		rpc_peer_free(steal_pointer(&srv->launch.peer));
 	}
+	gw_remote_stop(srv); /* a remote server: DELETE its session */
 	if (srv->launch.proc.pid > 0) {
 		loop_unwatch_child(s->loop, srv->launch.proc.pid);
 		int status = 0;

@@ -177,7 +177,9 @@ void gw_server_retire(struct gw_server *srv, const char *why)
 	}
 	/* the container goes now: there is nothing to wait for */
 	struct mg_err *err = NULL;
-	if (s->driver->ops->remove(s->driver, srv->container, &err) < 0) {
+	if (srv->cfg->transport == CFG_TRANSPORT_REMOTE)
+		gw_remote_stop(srv); /* DELETE its session */
+	else if (s->driver->ops->remove(s->driver, srv->container, &err) < 0) {
 		mg_warn("%s: %s", srv->reason, mg_err_msg(err));
 		mg_err_free(err);
 	}
@@ -314,12 +316,7 @@ static void start_servers(struct session *s)
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
 		const struct cfg_server *c = srv->cfg;
-		if (c->transport == CFG_TRANSPORT_REMOTE) {
-			gw_server_set_reason(srv, GW_UNAVAILABLE,
-			                     "server %s is unavailable: remote servers are not "
-			                     "supported by this build yet",
-			                     c->name);
-		} else if (s->driver == NULL) {
+		if (s->driver == NULL && c->transport != CFG_TRANSPORT_REMOTE) {
 			gw_server_set_reason(srv, GW_UNAVAILABLE,
 			                     "server %s is unavailable: no container runtime",
 			                     c->name);

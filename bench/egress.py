@@ -1,0 +1,1434 @@
+#!/usr/bin/env python3
+"""Benchmarks of mcpgate-egress beside tinyproxy and squid, and no proxy.
+
+One upstream, a small HTTP server (this file, run with --upstream) in a
+network namespace of the bench's own, joined to the host by a veth pair:
+10.233.77.1 on the host side, 10.233.77.2 (the upstream) and 10.233.77.3
+(the same server, never listed) in the namespace. The proxies run on the
+host, each on its own port of 127.0.0.1, each allowed 10.233.77.2:8080 and
+nothing else. Printed side by side in one run, medians and ratios
+(bench/README.md says what each figure means):
+
+  0. allowlist check: the listed upstream answers through each proxy, the
+     unlisted address is refused (CONNECT and plain HTTP).
+  1. memory: each proxy's RSS idle (fresh), with 100 tunnels open, after they
+     close, and idle at the end of the run.
+  2. download of 1 GiB: direct, and through each proxy as plain HTTP
+     (absolute-form GET) and through a CONNECT tunnel; 3 runs each.
+  3. CONNECT handshakes per second (CONNECT, wait for 200, close) with 1 and
+     with 100 concurrent clients; direct: TCP connect + close.
+
+Needs root (a network namespace). Traffic goes only over loopback and the
+veth pair. Nothing asserts on time; what misbehaved is listed under
+"anomalies" and makes the exit status 1. Every loop is bounded in count and
+time; the namespace, the veth pair and every process are removed at the
+end, also on Ctrl-C, SIGTERM or SIGHUP.
+
+Environment: MCPGATE_EGRESS (the binary, default ./mcpgate-egress).
+`--quick`: 64 MiB downloads, one run, 1 s handshake rounds: to try the script.
+"""
+import ctypes
+import datetime
+import errno
+import gc
+import hashlib
+import json
+import math
+import os
+import platform
+import pwd
+import re
+import select
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+EGRESS = os.path.abspath(os.environ.get("MCPGATE_EGRESS", os.path.join(TOP, "mcpgate-egress")))
+QUICK = "--quick" in sys.argv[1:]
+
+ME = os.getpid()
+NS = "mcpgate-bench-up-%d" % ME
+NS_PREFIX = "mcpgate-bench-up-"
+VETH_HOST = "mgbh%d" % ME        # at most 11 characters (a pid has at most 7 digits)
+VETH_NS = "mgbn%d" % ME
+HOST_ADDR = "10.233.77.1"
+UP_ADDR = "10.233.77.2"          # the upstream, the one listed destination
+OTHER_ADDR = "10.233.77.3"       # the same server, never listed: the allowlist check
+NET_PREFIX = 29
+UP_PORT = 8080
+UP = (UP_ADDR, UP_PORT)
+AUTHORITY = "%s:%d" % UP
+
+GIB = 1 << 30
+DOWNLOAD_BYTES = (64 << 20) if QUICK else GIB
+DOWNLOAD_RUNS = 1 if QUICK else 3
+WARMUP_BYTES = 64 << 20          # one untimed download per path first
+DOWNLOAD_TIMEOUT = 180.0         # s, one download (1 GiB at 6 MB/s)
+HS_SECONDS = 1.0 if QUICK else 4.0
+HS_ROUNDS = 1 if QUICK else 3
+HS_CONCURRENCY = (1, 100)
+HS_CONN_TIMEOUT = 5.0            # s, one handshake
+HS_MAX = 2000000                 # handshakes in one round, at most
+TUNNELS = 100
+IO_TIMEOUT = 10.0                # s, one small exchange
+ZERO_FILE_BYTES = 16 << 20       # what the upstream sendfile()s from, over and over
+UPSTREAM_MAX_SECONDS = 3600      # the upstream exits by itself after this long
+
+anomalies = []
+notes = []
+results = {}
+temp_dirs = []
+children = []                    # every Popen started, for the end
+netns_made = False
+veth_made = False
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    """preexec_fn: SIGTERM when the bench dies, even by SIGKILL."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def anomaly(text):
+    anomalies.append(text)
+    print("  ANOMALY: " + text, flush=True)
+
+
+def note(text):
+    notes.append(text)
+    print("  note: " + text, flush=True)
+
+
+def tempdir(prefix):
+    d = tempfile.mkdtemp(prefix=prefix)
+    temp_dirs.append(d)
+    return d
+
+
+def sh(argv, timeout=30, check=False):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s exited %d: %s" % (" ".join(argv), r.returncode,
+                                                 (r.stderr or r.stdout).strip()[:400]))
+    return r
+
+
+def first_line(argv, timeout=20):
+    try:
+        r = sh(argv, timeout=timeout)
+        out = (r.stdout or r.stderr).strip().splitlines()
+        return out[0].strip() if out else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+# ---- statistics and printing -------------------------------------------------
+
+def summary(values):
+    v = sorted(values)
+    if not v:
+        return {"n": 0}
+    return {"n": len(v), "median": statistics.median(v), "mean": statistics.fmean(v),
+            "min": v[0], "max": v[-1]}
+
+
+def med(s):
+    return s.get("median") if s else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else float("nan")
+
+
+def rx(a, b):
+    r = ratio(a, b)
+    return "-" if math.isnan(r) else "%.2fx" % r
+
+
+def fmt(x, digits=1):
+    if isinstance(x, str):
+        return x
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if isinstance(x, int):
+        return "%d" % x
+    return "%.*f" % (digits, x)
+
+
+def table(title, columns, rows, digits=None):
+    """rows: [label, value, ...]; digits: decimals per value column."""
+    print()
+    print("== " + title)
+    digits = digits or [1] * (len(columns) - 1)
+    width0 = max([len(r[0]) for r in rows] + [len(columns[0])])
+    cells = [[fmt(c, digits[i]) for i, c in enumerate(r[1:])] for r in rows]
+    widths = [max([len(columns[i + 1])] + [len(c[i]) for c in cells if i < len(c)])
+              for i in range(len(columns) - 1)]
+    print("  " + columns[0].ljust(width0) + "".join("  " + columns[i + 1].rjust(widths[i])
+                                                  for i in range(len(widths))))
+    for r, c in zip(rows, cells):
+        print("  " + r[0].ljust(width0) + "".join("  " + c[i].rjust(widths[i])
+                                                for i in range(len(c))))
+    sys.stdout.flush()
+
+
+# ---- the upstream (run inside the namespace: bench/egress.py --upstream) ------
+
+class UpConn:
+    __slots__ = ("sock", "fd", "buf", "head", "left", "off", "close_after", "sending", "closing")
+
+    def __init__(self, sock):
+        self.sock, self.fd = sock, sock.fileno()
+        self.buf = bytearray()
+        self.head = b""
+        self.left = 0
+        self.off = 0
+        self.close_after = False
+        self.sending = False
+        self.closing = False
+
+
+def upstream_main(addr, port, zero_path, max_seconds):
+    """GET /bytes/N: 200 and N zero bytes, sent with sendfile() from a file
+    of zeros (again and again). Keep-alive unless the request says
+    Connection: close (then a FIN after the body). One epoll loop,
+    non-blocking. A peer's EOF is answered with a reset (SO_LINGER 0), so
+    that neither side keeps a TIME_WAIT socket: the handshake rounds open
+    tens of thousands of connections to this one address and port, and the
+    host side would otherwise run out of ephemeral ports. Exits when its
+    standard input ends (the bench's lifeline) or after max_seconds."""
+    deadline = time.monotonic() + max_seconds
+    zfd = os.open(zero_path, os.O_RDONLY)
+    zsize = os.fstat(zfd).st_size
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((addr, port))
+    ls.listen(4096)
+    ls.setblocking(False)
+    ep = select.epoll()
+    ep.register(ls.fileno(), select.EPOLLIN)
+    ep.register(0, select.EPOLLIN)
+    conns = {}
+    linger0 = struct.pack("ii", 1, 0)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+
+    def drop(c):
+        conns.pop(c.fd, None)
+        try:
+            ep.unregister(c.fd)
+        except OSError:
+            pass
+        try:
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger0)
+        except OSError:
+            pass
+        c.sock.close()
+
+    def next_request(c):
+        """Start answering the next complete request in c.buf, if any."""
+        end = c.buf.find(b"\r\n\r\n")
+        if end < 0:
+            if len(c.buf) > 65536:
+                drop(c)
+            return
+        head = bytes(c.buf[:end]).lower()
+        del c.buf[:end + 4]
+        parts = head.split(b"\r\n", 1)[0].split(b" ")
+        target = parts[1] if len(parts) == 3 else b""
+        if target.startswith(b"http://"):
+            target = b"/" + target[7:].split(b"/", 1)[-1]
+        c.close_after = b"\r\nconnection: close" in head
+        m = re.match(rb"^/bytes/([0-9]{1,13})$", target)
+        extra = b"Connection: close\r\n" if c.close_after else b""
+        if m:
+            c.left = int(m.group(1))
+            c.head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                      b"Content-Length: %d\r\n%s\r\n" % (c.left, extra))
+        else:
+            c.left = 0
+            c.head = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n%s\r\n" % extra
+        c.sending = True
+        ep.modify(c.fd, select.EPOLLOUT)
+        pump(c)
+
+    def pump(c):
+        try:
+            while c.head:
+                n = c.sock.send(c.head)
+                c.head = c.head[n:]
+            while c.left:
+                n = os.sendfile(c.fd, zfd, c.off, min(c.left, zsize - c.off, 8 << 20))
+                if n == 0:
+                    drop(c)
+                    return
+                c.left -= n
+                c.off = (c.off + n) % zsize
+        except BlockingIOError:
+            return
+        except OSError:
+            drop(c)
+            return
+        c.sending = False
+        ep.modify(c.fd, select.EPOLLIN)
+        if c.close_after:
+            c.closing = True
+            try:
+                c.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                drop(c)
+            return
+        next_request(c)
+
+    while time.monotonic() < deadline:
+        for fd, ev in ep.poll(1.0):
+            if fd == 0:
+                if not os.read(0, 4096):
+                    return 0
+            elif fd == ls.fileno():
+                for _ in range(256):
+                    try:
+                        s, _ = ls.accept()
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError:
+                        break
+                    s.setblocking(False)
+                    c = UpConn(s)
+                    conns[c.fd] = c
+                    ep.register(c.fd, select.EPOLLIN)
+            else:
+                c = conns.get(fd)
+                if c is None:
+                    continue
+                if c.sending:
+                    pump(c)
+                    continue
+                try:
+                    data = c.sock.recv(65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    drop(c)
+                    continue
+                if not data:
+                    drop(c)
+                    continue
+                if not c.closing:
+                    c.buf += data
+                    next_request(c)
+    return 0
+
+
+# ---- clients ---------------------------------------------------------------------
+
+def read_head(s, deadline):
+    """Read up to the end of an HTTP head; (status, head bytes, rest)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no complete answer head within the time limit")
+        s.settimeout(left)
+        data = s.recv(65536)
+        if not data:
+            raise ConnectionError("closed before a complete answer head (got %r)" % buf[:120])
+        buf += data
+        if len(buf) > 65536:
+            raise ConnectionError("answer head over 64 KiB")
+    end = buf.index(b"\r\n\r\n") + 4
+    head = buf[:end]
+    m = re.match(rb"HTTP/1\.[01] ([0-9]{3})", head)
+    if not m:
+        raise ConnectionError("not an HTTP answer: %r" % head[:120])
+    return int(m.group(1)), head, buf[end:]
+
+
+def content_length(head):
+    m = re.search(rb"\r\ncontent-length:[ \t]*([0-9]+)", head.lower())
+    return int(m.group(1)) if m else None
+
+
+def connect_request(authority=AUTHORITY):
+    return ("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority)).encode()
+
+
+def get_request(path, absolute=None, close=True):
+    target = ("http://%s%s" % (absolute, path)) if absolute else path
+    host = absolute or AUTHORITY
+    return ("GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" %
+            (target, host, "Connection: close\r\n" if close else "")).encode()
+
+
+def open_path(kind, port, deadline, authority=AUTHORITY):
+    """A socket through which a GET can be sent: kind is direct (to the
+    upstream), http (to the proxy, absolute-form next) or connect (a tunnel
+    through the proxy, already answered 200). Raises on a refusal."""
+    addr = UP if kind == "direct" else ("127.0.0.1", port)
+    s = socket.create_connection(addr, timeout=max(0.1, deadline - time.monotonic()))
+    try:
+        if kind == "connect":
+            s.sendall(connect_request(authority))
+            status, head, rest = read_head(s, deadline)
+            if status != 200:
+                raise Refused(status, head)
+            if rest:
+                raise ConnectionError("bytes after the CONNECT answer: %r" % rest[:60])
+        return s
+    except BaseException:
+        s.close()
+        raise
+
+
+class Refused(Exception):
+    def __init__(self, status, head):
+        super().__init__("answered %d: %r" % (status, head.split(b"\r\n", 1)[0]))
+        self.status = status
+
+
+def small_get(s, kind, n, deadline, close=True, authority=AUTHORITY):
+    """One GET /bytes/n on an open path; raises unless 200 with n bytes."""
+    s.sendall(get_request("/bytes/%d" % n, authority if kind == "http" else None, close))
+    status, head, rest = read_head(s, deadline)
+    if status != 200:
+        raise Refused(status, head)
+    got = len(rest)
+    while got < n:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        data = s.recv(65536)
+        if not data:
+            raise ConnectionError("closed after %d of %d bytes" % (got, n))
+        got += len(data)
+    if got != n:
+        raise ConnectionError("%d bytes, not %d" % (got, n))
+
+
+RECV_BUF = bytearray(4 << 20)
+
+
+def download(kind, port, nbytes):
+    """Seconds from connect to the last byte of a GET /bytes/nbytes;
+    raises on anything but 200 with exactly nbytes."""
+    mv = memoryview(RECV_BUF)
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + DOWNLOAD_TIMEOUT
+    s = open_path(kind, port, time.monotonic() + IO_TIMEOUT)
+    try:
+        s.sendall(get_request("/bytes/%d" % nbytes, AUTHORITY if kind == "http" else None))
+        status, head, rest = read_head(s, time.monotonic() + IO_TIMEOUT)
+        if status != 200:
+            raise Refused(status, head)
+        cl = content_length(head)
+        if cl is not None and cl != nbytes:
+            raise ConnectionError("Content-Length %d, not %d" % (cl, nbytes))
+        got = len(rest)
+        s.settimeout(30.0)
+        while got < nbytes:
+            n = s.recv_into(mv)
+            if n == 0:
+                break
+            got += n
+            if time.monotonic() > deadline:
+                raise TimeoutError("%d of %d bytes after %.0f s" % (got, nbytes, DOWNLOAD_TIMEOUT))
+        t1 = time.perf_counter()
+        if got != nbytes:
+            raise ConnectionError("%d bytes, not %d" % (got, nbytes))
+        return t1 - t0
+    finally:
+        s.close()
+
+
+def handshakes(port, concurrency, seconds):
+    """concurrency clients, each in a loop: connect, CONNECT, wait for the
+    answer head, close (port None: the upstream itself, connect + close).
+    Non-blocking sockets on one epoll loop. Returns (ok, elapsed s, errors
+    {kind: count}, client CPU s)."""
+    direct = port is None
+    addr = UP if direct else ("127.0.0.1", port)
+    req = connect_request()
+    ep = select.epoll()
+    slots = {}            # fd -> [sock, state, started, buf]; state 0 connecting, 1 reading
+    errors = {}
+    ok = 0
+    started_n = 0
+
+    def err(kind):
+        errors[kind] = errors.get(kind, 0) + 1
+
+    def start():
+        nonlocal started_n
+        started_n += 1
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        rc = s.connect_ex(addr)
+        if rc not in (0, errno.EINPROGRESS):
+            err("connect: " + errno.errorcode.get(rc, str(rc)))
+            s.close()
+            return False
+        slots[s.fileno()] = [s, 0, time.monotonic(), b""]
+        ep.register(s.fileno(), select.EPOLLOUT)
+        return True
+
+    def finish(fd):
+        slot = slots.pop(fd)
+        slot[0].close()
+
+    c0 = os.times()
+    t0 = time.monotonic()
+    end = t0 + seconds
+    next_sweep = t0 + 0.25
+    for _ in range(concurrency):
+        start()
+    gc.disable()
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= end or started_n >= HS_MAX:
+                break
+            if not slots:
+                # every start failed: back off a little rather than spin
+                time.sleep(0.01)
+                for _ in range(concurrency):
+                    start()
+                continue
+            for fd, ev in ep.poll(min(end - now, 0.25)):
+                slot = slots.get(fd)
+                if slot is None:
+                    continue
+                s = slot[0]
+                if slot[1] == 0:
+                    e = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if e:
+                        err("connect: " + errno.errorcode.get(e, str(e)))
+                        finish(fd)
+                    elif direct:
+                        ok += 1
+                        finish(fd)
+                    else:
+                        try:
+                            s.send(req)
+                        except OSError as x:
+                            err("send: " + (errno.errorcode.get(x.errno, str(x))))
+                            finish(fd)
+                            start()
+                            continue
+                        slot[1] = 1
+                        ep.modify(fd, select.EPOLLIN)
+                        continue
+                    start()
+                    continue
+                try:
+                    data = s.recv(4096)
+                except BlockingIOError:
+                    continue
+                except OSError as x:
+                    err("recv: " + errno.errorcode.get(x.errno, str(x)))
+                    finish(fd)
+                    start()
+                    continue
+                if not data:
+                    err("closed before an answer")
+                    finish(fd)
+                    start()
+                    continue
+                slot[3] += data
+                if b"\r\n\r\n" in slot[3]:
+                    if re.match(rb"HTTP/1\.[01] 200", slot[3]):
+                        ok += 1
+                    else:
+                        err("answered " + slot[3][:12].decode("latin-1").split(" ", 1)[-1][:3])
+                    finish(fd)
+                    start()
+                elif len(slot[3]) > 16384:
+                    err("answer head too long")
+                    finish(fd)
+                    start()
+            now = time.monotonic()
+            if now >= next_sweep:
+                next_sweep = now + 0.25
+                for fd in [fd for fd, sl in slots.items() if now - sl[2] > HS_CONN_TIMEOUT]:
+                    err("no answer within %.0f s" % HS_CONN_TIMEOUT)
+                    finish(fd)
+                    start()
+        elapsed = time.monotonic() - t0
+    finally:
+        gc.enable()
+        for fd in list(slots):
+            finish(fd)
+        ep.close()
+    c1 = os.times()
+    return ok, elapsed, errors, (c1.user - c0.user) + (c1.system - c0.system)
+
+
+# ---- processes: pids, memory, CPU ------------------------------------------------
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_stat(pid):
+    """(ppid, utime+stime in ticks) of a process, None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            s = fh.read()
+    except OSError:
+        return None
+    f = s[s.rindex(")") + 2:].split()
+    return int(f[1]), int(f[11]) + int(f[12])
+
+
+def tree(root):
+    """root and every process under it."""
+    kids = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = proc_stat(int(name))
+            if st:
+                kids.setdefault(st[0], []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        if proc_stat(p) is None:
+            continue
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def status_field(pid, key):
+    try:
+        with open("/proc/%d/status" % pid) as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory(root):
+    """VmRSS summed over the process tree (KiB), processes, threads, open descriptors."""
+    pids = tree(root)
+    rss = threads = fds = 0
+    for p in pids:
+        rss += status_field(p, "VmRSS") or 0
+        threads += status_field(p, "Threads") or 0
+        try:
+            fds += len(os.listdir("/proc/%d/fd" % p))
+        except OSError:
+            pass
+    return {"rss_kib": rss, "processes": len(pids), "threads": threads, "fds": fds}
+
+
+def cpu_seconds(root):
+    total = 0
+    for p in tree(root):
+        st = proc_stat(p)
+        if st:
+            total += st[1]
+    return total / CLK_TCK
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_listening(port, proc, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+# ---- the proxies -------------------------------------------------------------------
+
+class Proxy:
+    """One proxy on its own port of 127.0.0.1 with its own folder, allowed
+    10.233.77.2:8080 only."""
+    name = "?"
+
+    def __init__(self, root):
+        self.dir = os.path.join(root, self.name)
+        os.makedirs(self.dir)
+        os.chmod(self.dir, 0o755)
+        self.port = free_port()
+        self.proc = None
+        self.pids_seen = set()
+        self.version = None
+
+    def popen(self, argv, stdin=subprocess.DEVNULL):
+        self.out = open(os.path.join(self.dir, "stdout"), "wb")
+        self.err = open(os.path.join(self.dir, "stderr"), "wb")
+        self.proc = subprocess.Popen(argv, stdin=stdin, stdout=self.out, stderr=self.err,
+                                     cwd=self.dir, preexec_fn=die_with_parent)
+        children.append(self.proc)
+        if not wait_listening(self.port, self.proc):
+            raise RuntimeError("%s did not listen on 127.0.0.1:%d within 15 s (%s); stderr: %s" %
+                               (self.name, self.port, "exited %s" % self.proc.returncode
+                                if self.proc.poll() is not None else "still running",
+                                self.stderr_text()[-400:]))
+        self.pids_seen.update(tree(self.proc.pid))
+
+    def stderr_text(self):
+        try:
+            with open(os.path.join(self.dir, "stderr"), errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def memory(self):
+        self.pids_seen.update(tree(self.proc.pid))
+        return memory(self.proc.pid)
+
+    def cpu(self):
+        return cpu_seconds(self.proc.pid)
+
+    def ask_to_stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self):
+        """Stop it; returns its exit status (None when it had to be killed).
+        Any process of its tree still alive afterwards is killed by pid."""
+        if self.proc is None:
+            return None
+        status = self.proc.poll()
+        if status is None:
+            self.pids_seen.update(tree(self.proc.pid))
+            try:
+                self.ask_to_stop()
+            except OSError:
+                pass
+            try:
+                status = self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                anomaly("%s did not stop within 10 s (killed)" % self.name)
+                self.proc.kill()
+                self.proc.wait()
+                status = None
+        deadline = time.monotonic() + 5
+        left = [p for p in self.pids_seen if p != self.proc.pid and proc_stat(p) is not None]
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = [p for p in left if proc_stat(p) is not None]
+        for p in left:
+            # a helper of this proxy (it was in its tree) outlived it
+            anomaly("%s: process %d was left running after it stopped (killed)" % (self.name, p))
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        for fh in (self.out, self.err):
+            fh.close()
+        return status
+
+
+class Egress(Proxy):
+    name = "mcpgate-egress"
+
+    def start(self, binary):
+        self.binary = binary
+        self.popen([binary, "-listen", "127.0.0.1:%d" % self.port,
+                    "-allow-private", AUTHORITY, "-lifeline"], stdin=subprocess.PIPE)
+
+    def ask_to_stop(self):
+        self.proc.stdin.close()   # the lifeline: it exits when its input ends
+
+    def records(self):
+        out, bad = [], []
+        try:
+            with open(os.path.join(self.dir, "stdout"), errors="replace") as fh:
+                for line in fh:
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        bad.append(line.rstrip()[:200])
+        except OSError:
+            pass
+        return out, bad
+
+
+class Tinyproxy(Proxy):
+    name = "tinyproxy"
+
+    def start(self):
+        user = "nobody"
+        pw = pwd.getpwnam(user)
+        with open(os.path.join(self.dir, "filter"), "w") as f:
+            f.write("^%s$\n" % re.escape(UP_ADDR))
+        conf = os.path.join(self.dir, "tinyproxy.conf")
+        with open(conf, "w") as f:
+            f.write("User %s\nGroup %d\nPort %d\nListen 127.0.0.1\nTimeout 600\n"
+                    "LogFile \"%s/tinyproxy.log\"\nLogLevel Connect\nPidFile \"%s/tinyproxy.pid\"\n"
+                    "MaxClients 400\nAllow 127.0.0.1\nConnectPort %d\n"
+                    "Filter \"%s/filter\"\nFilterType ere\nFilterDefaultDeny Yes\nFilterURLs Off\n" %
+                    (user, pw.pw_gid, self.port, self.dir, self.dir, UP_PORT, self.dir))
+        os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        self.popen(["tinyproxy", "-d", "-c", conf])
+
+
+class Squid(Proxy):
+    name = "squid"
+
+    def start(self):
+        user = "proxy"
+        try:
+            pw = pwd.getpwnam(user)
+        except KeyError:
+            user, pw = "nobody", pwd.getpwnam("nobody")
+        conf = os.path.join(self.dir, "squid.conf")
+        d = self.dir
+        with open(conf, "w") as f:
+            f.write("\n".join([
+                "http_port 127.0.0.1:%d" % self.port,
+                "visible_hostname mcpgate-bench",
+                "cache_effective_user %s" % user,
+                "pid_filename %s/squid.pid" % d,
+                "cache_log %s/cache.log" % d,
+                "access_log daemon:%s/access.log" % d,
+                "coredump_dir %s" % d,
+                "cache deny all",
+                "pinger_enable off",
+                "netdb_filename none",
+                "dns_nameservers 127.0.0.1",
+                "shutdown_lifetime 1 seconds",
+                "max_filedescriptors 4096",
+                "acl upstream dst %s/32" % UP_ADDR,
+                "acl upstream_port port %d" % UP_PORT,
+                "http_access allow upstream upstream_port",
+                "http_access deny all",
+                ""]))
+        os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        self.popen(["squid", "--foreground", "-f", conf])
+
+    def stderr_text(self):
+        text = super().stderr_text()
+        try:
+            with open(os.path.join(self.dir, "cache.log"), errors="replace") as fh:
+                text += fh.read()
+        except OSError:
+            pass
+        return text
+
+
+# ---- the network ---------------------------------------------------------------------
+
+def netns_list():
+    r = sh(["ip", "netns", "list"])
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
+
+
+def pid_is_bench(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            return b"egress.py" in fh.read()
+    except OSError:
+        return False
+
+
+def remove_stale():
+    """Namespaces this bench named after a pid that is no longer a bench
+    (a run killed by SIGKILL could not clean up): remove them."""
+    for ns in netns_list():
+        if ns.startswith(NS_PREFIX) and ns[len(NS_PREFIX):].isdigit():
+            pid = int(ns[len(NS_PREFIX):])
+            if pid != ME and not pid_is_bench(pid):
+                note("removing the namespace %s of an earlier run that is gone" % ns)
+                sh(["ip", "netns", "del", ns])
+                sh(["ip", "link", "del", "mgbh%d" % pid])
+
+
+def setup_network():
+    global netns_made, veth_made
+    remove_stale()
+    r = sh(["ip", "-4", "-o", "addr", "show"])
+    if "10.233.77." in r.stdout:
+        raise RuntimeError("an interface on this host already has an address in 10.233.77.0/24 "
+                           "(another run of this bench?): %s" %
+                           [ln.split()[1] for ln in r.stdout.splitlines() if "10.233.77." in ln])
+    sh(["ip", "netns", "add", NS], check=True)
+    netns_made = True
+    sh(["ip", "link", "add", VETH_HOST, "type", "veth", "peer", "name", VETH_NS], check=True)
+    veth_made = True
+    sh(["ip", "link", "set", VETH_NS, "netns", NS], check=True)
+    sh(["ip", "addr", "add", "%s/%d" % (HOST_ADDR, NET_PREFIX), "dev", VETH_HOST], check=True)
+    sh(["ip", "link", "set", VETH_HOST, "up"], check=True)
+    nsx = ["ip", "netns", "exec", NS]
+    sh(nsx + ["ip", "addr", "add", "%s/%d" % (UP_ADDR, NET_PREFIX), "dev", VETH_NS], check=True)
+    sh(nsx + ["ip", "addr", "add", "%s/%d" % (OTHER_ADDR, NET_PREFIX), "dev", VETH_NS], check=True)
+    sh(nsx + ["ip", "link", "set", VETH_NS, "up"], check=True)
+    sh(nsx + ["ip", "link", "set", "lo", "up"], check=True)
+
+
+def teardown_network():
+    if veth_made:
+        sh(["ip", "link", "del", VETH_HOST])
+    if netns_made:
+        sh(["ip", "netns", "del", NS])
+    if NS in netns_list():
+        anomaly("the namespace %s is still there after ip netns del" % NS)
+
+
+def start_upstream(root):
+    zero = os.path.join(root, "zeros")
+    with open(zero, "wb") as f:
+        block = bytes(1 << 20)
+        for _ in range(ZERO_FILE_BYTES >> 20):
+            f.write(block)
+    up = subprocess.Popen(["ip", "netns", "exec", NS, sys.executable, os.path.abspath(__file__),
+                           "--upstream", "0.0.0.0", str(UP_PORT), zero, str(UPSTREAM_MAX_SECONDS)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=open(os.path.join(root, "upstream.stderr"), "wb"),
+                          preexec_fn=die_with_parent)
+    children.append(up)
+    ready, _, _ = select.select([up.stdout], [], [], 15)
+    if not ready or up.stdout.readline().strip() != b"ready":
+        raise RuntimeError("the upstream did not start within 15 s")
+    return up
+
+
+# ---- the measurements --------------------------------------------------------------------
+
+def try_status(fn):
+    """The status of an exchange: 200 (it worked), the refusal's status,
+    or the error's kind."""
+    try:
+        fn()
+        return 200
+    except Refused as e:
+        return e.status
+    except (OSError, ConnectionError, TimeoutError) as e:
+        return type(e).__name__
+
+
+def bench_allowlist(proxies):
+    title = "0. allowlist check: answer status (200 = it went through)"
+    rows = []
+    out = {}
+
+    def connect_get(port, auth):
+        s = open_path("connect", port, time.monotonic() + IO_TIMEOUT, auth)
+        try:
+            small_get(s, "connect", 10, time.monotonic() + IO_TIMEOUT)
+        finally:
+            s.close()
+
+    def plain_get(port, auth):
+        s = open_path("http", port, time.monotonic() + IO_TIMEOUT)
+        try:
+            small_get(s, "http", 10, time.monotonic() + IO_TIMEOUT, authority=auth)
+        finally:
+            s.close()
+
+    def direct_get(addr):
+        s = socket.create_connection(addr, timeout=IO_TIMEOUT)
+        try:
+            small_get(s, "direct", 10, time.monotonic() + IO_TIMEOUT)
+        finally:
+            s.close()
+
+    listed = AUTHORITY
+    other = "%s:%d" % (OTHER_ADDR, UP_PORT)
+    d = [try_status(lambda: direct_get(UP)), try_status(lambda: direct_get((OTHER_ADDR, UP_PORT)))]
+    rows.append(["direct (no proxy)", "-", "-", d[0], d[1]])
+    out["direct"] = {"listed": d[0], "unlisted": d[1]}
+    if d != [200, 200]:
+        anomaly("direct GET to the upstream: %s, %s (not 200)" % (d[0], d[1]))
+    for p in proxies:
+        r = [try_status(lambda: connect_get(p.port, listed)), try_status(lambda: plain_get(p.port, listed)),
+             try_status(lambda: connect_get(p.port, other)), try_status(lambda: plain_get(p.port, other))]
+        rows.append([p.name] + r)
+        out[p.name] = dict(zip(["connect_listed", "http_listed", "connect_unlisted", "http_unlisted"], r))
+        if r[0] != 200 or r[1] != 200:
+            anomaly("%s: the listed upstream did not answer through it (CONNECT %s, plain %s)" %
+                    (p.name, r[0], r[1]))
+        if r[2] == 200 or r[3] == 200:
+            anomaly("%s: the unlisted %s went through (CONNECT %s, plain %s)" % (p.name, other, r[2], r[3]))
+    table(title, ["", "CONNECT " + listed, "GET " + listed, "CONNECT " + other, "GET " + other], rows)
+    print("  (%s is the same upstream, never listed: every proxy must refuse it)" % other)
+    results["allowlist"] = out
+
+
+def hold_tunnels(p, n):
+    """n tunnels through p, each with one small GET (keep-alive) answered."""
+    socks, errs = [], {}
+    try:
+        for _ in range(n):
+            try:
+                s = open_path("connect", p.port, time.monotonic() + IO_TIMEOUT)
+            except (OSError, ConnectionError, TimeoutError, Refused) as e:
+                errs[str(e)[:80]] = errs.get(str(e)[:80], 0) + 1
+                continue
+            socks.append(s)
+            try:
+                small_get(s, "connect", 4096, time.monotonic() + IO_TIMEOUT, close=False)
+            except (OSError, ConnectionError, TimeoutError, Refused) as e:
+                errs[str(e)[:80]] = errs.get(str(e)[:80], 0) + 1
+    except BaseException:
+        for s in socks:
+            s.close()
+        raise
+    return socks, errs
+
+
+def bench_memory_tunnels(proxies, mem):
+    """RSS with TUNNELS tunnels open (after a GET through each), then again
+    once they are closed; each tunnel must still answer after the reading."""
+    for p in proxies:
+        socks, errs = hold_tunnels(p, TUNNELS)
+        try:
+            time.sleep(1.0)
+            mem[p.name]["tunnels"] = p.memory()
+            # every tunnel must still work after the reading
+            again = {}
+            for s in socks:
+                try:
+                    small_get(s, "connect", 4096, time.monotonic() + IO_TIMEOUT, close=False)
+                except (OSError, ConnectionError, TimeoutError, Refused) as e:
+                    again[str(e)[:80]] = again.get(str(e)[:80], 0) + 1
+        finally:
+            for s in socks:
+                s.close()
+        if errs or again or len(socks) != TUNNELS:
+            anomaly("%s: %d of %d tunnels opened; errors opening %s, on the second GET %s" %
+                    (p.name, len(socks), TUNNELS, errs, again))
+        mem[p.name]["tunnels_ok"] = len(socks)
+        time.sleep(1.0)
+        mem[p.name]["closed"] = p.memory()
+
+
+def bench_downloads(proxies):
+    paths = [("direct", None, "direct")]
+    for p in proxies:
+        paths += [("%s, plain HTTP" % p.name, p, "http"), ("%s, CONNECT" % p.name, p, "connect")]
+    times = {label: [] for label, _, _ in paths}
+    cpu = {label: [] for label, _, _ in paths}
+    client_cpu = {label: [] for label, _, _ in paths}
+    errors = {label: [] for label, _, _ in paths}
+    for label, p, kind in paths:                   # untimed, warms caches and TCP
+        try:
+            download(kind, p.port if p else None, min(WARMUP_BYTES, DOWNLOAD_BYTES))
+        except Exception as e:  # noqa: BLE001 - reported, the timed runs still try
+            errors[label].append("warm-up: %s: %s" % (type(e).__name__, e))
+    for run in range(DOWNLOAD_RUNS):
+        k = run % len(paths)
+        for label, p, kind in paths[k:] + paths[:k]:   # a different path first each run
+            c0 = p.cpu() if p else None
+            o0 = os.times()
+            try:
+                t = download(kind, p.port if p else None, DOWNLOAD_BYTES)
+            except Exception as e:  # noqa: BLE001
+                errors[label].append("run %d: %s: %s" % (run + 1, type(e).__name__, e))
+                continue
+            o1 = os.times()
+            times[label].append(t)
+            client_cpu[label].append(100.0 * ((o1.user - o0.user) + (o1.system - o0.system)) / t)
+            if p:
+                cpu[label].append((p.cpu() - c0) * GIB / DOWNLOAD_BYTES)
+    S = {label: summary(v) for label, v in times.items()}
+    mbps = {label: summary([DOWNLOAD_BYTES / 1e6 / t for t in v]) for label, v in times.items()}
+    C = {label: summary(v) for label, v in cpu.items()}
+    CC = {label: summary(v) for label, v in client_cpu.items()}
+    direct = med(mbps["direct"])
+    rows = []
+    for label, _, _ in paths:
+        rows.append([label, med(S[label]), med(mbps[label]), mbps[label].get("min"),
+                     mbps[label].get("max"), rx(med(mbps[label]), direct), med(C[label]),
+                     med(CC[label]), "%d/%d" % (S[label]["n"], DOWNLOAD_RUNS)])
+    size = "1 GiB" if DOWNLOAD_BYTES == GIB else "%d MiB" % (DOWNLOAD_BYTES >> 20)
+    table("2. download of %s (GET /bytes/%d), %d runs each" % (size, DOWNLOAD_BYTES, DOWNLOAD_RUNS),
+          ["", "median s", "MB/s", "min MB/s", "max MB/s", "/ direct", "proxy CPU s/GiB",
+           "client CPU %", "runs ok"], rows, [2, 0, 0, 0, 1, 2, 0, 1])
+    print("  (MB = 10^6 bytes; time from connect to the last byte, the CONNECT exchange included;\n"
+          "   proxy CPU: user+sys of the proxy's processes per GiB carried; client CPU: this\n"
+          "   script's own, as a share of the download's time: near 100 means the client bounds it)")
+    for label, errs in errors.items():
+        for e in errs:
+            anomaly("download %s: %s" % (label, e))
+    results["download"] = {
+        "bytes": DOWNLOAD_BYTES, "runs": DOWNLOAD_RUNS,
+        "paths": {label: {"seconds": S[label], "mb_per_s": mbps[label], "proxy_cpu_s_per_gib": C[label],
+                          "client_cpu_percent": CC[label], "errors": errors[label],
+                          "ratio_to_direct": ratio(med(mbps[label]), direct)}
+                  for label, _, _ in paths}}
+
+
+def bench_handshakes(proxies):
+    targets = [("direct (TCP connect + close)", None)] + [(p.name, p) for p in proxies]
+    rates = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
+    per = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
+    ccpu = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
+    errors = {(t, c): {} for t, _ in targets for c in HS_CONCURRENCY}
+    counts = {(t, c): 0 for t, _ in targets for c in HS_CONCURRENCY}
+    for rnd in range(HS_ROUNDS):
+        for conc in HS_CONCURRENCY:
+            k = rnd % len(targets)
+            for label, p in targets[k:] + targets[:k]:
+                if p is not None and not p.alive():
+                    continue
+                c0 = p.cpu() if p else None
+                ok, elapsed, errs, client = handshakes(p.port if p else None, conc, HS_SECONDS)
+                key = (label, conc)
+                rates[key].append(ok / elapsed)
+                ccpu[key].append(100.0 * client / elapsed)
+                counts[key] += ok
+                if p and ok:
+                    per[key].append((p.cpu() - c0) * 1e6 / ok)
+                for e, n in errs.items():
+                    errors[key][e] = errors[key].get(e, 0) + n
+                time.sleep(0.5)   # let the proxy close what the round left
+    R = {k: summary(v) for k, v in rates.items()}
+    P = {k: summary(v) for k, v in per.items()}
+    CC = {k: summary(v) for k, v in ccpu.items()}
+    rows = []
+    for label, _ in targets:
+        row = [label]
+        for c in HS_CONCURRENCY:
+            key = (label, c)
+            row += [med(R[key]), rx(med(R[key]), med(R[(targets[0][0], c)])), med(P[key]), med(CC[key]),
+                    sum(errors[key].values())]
+        rows.append(row)
+    cols = [""]
+    for c in HS_CONCURRENCY:
+        cols += ["%d: per s" % c, "/ direct", "proxy CPU us", "client CPU %", "errors"]
+    table("3. CONNECT handshakes per second (CONNECT, 200, close), %d and %d concurrent clients, "
+          "%d rounds of %.0f s, medians" % (HS_CONCURRENCY + (HS_ROUNDS, HS_SECONDS)),
+          cols, rows, [0, 2, 1, 0, 0] * len(HS_CONCURRENCY))
+    print("  (direct: TCP connect + close to the upstream, no proxy. proxy CPU: user+sys of the\n"
+          "   proxy's processes per handshake; client CPU: this script's, as a share of the round:\n"
+          "   near 100 means the one-threaded client bounds the rate)")
+    for key, errs in errors.items():
+        if errs:
+            anomaly("handshakes %s, %d clients: %d errors beside %d handshakes: %s" %
+                    (key[0], key[1], sum(errs.values()), counts[key], dict(sorted(errs.items()))))
+    results["handshakes"] = {
+        "seconds_per_round": HS_SECONDS, "rounds": HS_ROUNDS,
+        "targets": {label: {str(c): {"per_s": R[(label, c)], "proxy_cpu_us": P[(label, c)],
+                                     "client_cpu_percent": CC[(label, c)],
+                                     "handshakes": counts[(label, c)], "errors": errors[(label, c)],
+                                     "ratio_to_direct": ratio(med(R[(label, c)]),
+                                                              med(R[(targets[0][0], c)]))}
+                            for c in HS_CONCURRENCY} for label, _ in targets}}
+
+
+def memory_table(proxies, mem):
+    rows = []
+    for p in proxies:
+        m = mem[p.name]
+
+        def g(phase, key="rss_kib"):
+            return m.get(phase, {}).get(key)
+        per = None
+        if g("tunnels") is not None and g("idle") is not None and m.get("tunnels_ok"):
+            per = (g("tunnels") - g("idle")) / m["tunnels_ok"]
+        rows.append([p.name, g("idle"), g("tunnels"), per, g("closed"), g("end"),
+                     (g("end") - g("idle")) if g("end") is not None and g("idle") is not None else None,
+                     "%s/%s" % (g("idle", "processes"), g("tunnels", "processes")),
+                     "%s/%s" % (g("idle", "threads"), g("tunnels", "threads")),
+                     "%s/%s/%s" % (g("idle", "fds"), g("tunnels", "fds"), g("end", "fds"))])
+    table("1. memory: VmRSS in KiB, summed over each proxy's processes",
+          ["", "idle", "%d tunnels" % TUNNELS, "KiB/tunnel", "closed", "idle at end", "end - idle",
+           "procs", "threads", "fds idle/tun/end"], rows, [0, 0, 1, 0, 0, 0, 0, 0, 0])
+    print("  (idle: fresh, before any traffic; %d tunnels: each opened with CONNECT and one GET of\n"
+          "   4 KiB answered, all held open; closed: 1 s after they closed; idle at end: after every\n"
+          "   download and handshake round. A sum over processes counts shared pages once per process)"
+          % TUNNELS)
+    results["memory"] = mem
+
+
+def egress_records(eg):
+    """The JSON lines mcpgate-egress wrote: reasons counted; unexpected
+    refusals, lines that are not JSON and tunnels with no close record."""
+    recs, bad = eg.records()
+    attempts = [r for r in recs if r.get("event") == "attempt"]
+    closes = [r for r in recs if r.get("event") == "close"]
+    reasons = {}
+    for r in attempts:
+        key = "%s %s" % ("allowed" if r.get("allowed") else "refused", r.get("reason"))
+        reasons[key] = reasons.get(key, 0) + 1
+    ok = reasons.get("allowed ok", 0)
+    print()
+    print("== mcpgate-egress records")
+    print("  %d attempts, %d close records; by reason: %s" %
+          (len(attempts), len(closes), ", ".join("%s %d" % kv for kv in sorted(reasons.items()))))
+    expected_refusals = 2     # the allowlist check's two requests to the unlisted address
+    refused = sum(n for k, n in reasons.items() if k.startswith("refused"))
+    unlisted = reasons.get("refused not listed", 0)
+    if unlisted != expected_refusals:
+        anomaly("mcpgate-egress: %d 'not listed' refusals recorded, %d expected" % (unlisted, expected_refusals))
+    if refused - unlisted:
+        anomaly("mcpgate-egress: %d refusals other than the allowlist check's: %s" %
+                (refused - unlisted, {k: n for k, n in reasons.items()
+                                      if k.startswith("refused") and k != "refused not listed"}))
+    if ok != len(closes):
+        anomaly("mcpgate-egress: %d allowed attempts but %d close records" % (ok, len(closes)))
+    if bad:
+        anomaly("mcpgate-egress: %d stdout lines are not JSON; first: %r" % (len(bad), bad[0]))
+    results["egress_records"] = {"attempts": len(attempts), "closes": len(closes), "reasons": reasons,
+                                 "not_json": len(bad)}
+
+
+# ---- the run -------------------------------------------------------------------------------
+
+def header(binary, origin, digest):
+    now = datetime.datetime.now().astimezone()
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    commit = first_line(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]) or "?"
+    try:
+        if sh(["git", "-C", TOP, "status", "--porcelain", "--untracked-files=no"]).stdout.strip():
+            commit += " (+ uncommitted changes)"
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    versions = {"mcpgate-egress": "sha256 " + digest,
+                "tinyproxy": first_line(["tinyproxy", "-v"]) if shutil.which("tinyproxy") else None,
+                "squid": first_line(["squid", "-v"]) if shutil.which("squid") else None,
+                "python": platform.python_version()}
+    machine = {"nproc": os.cpu_count(), "kernel": platform.release(), "cpu": cpu,
+               "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    results.update({"date": now.isoformat(timespec="seconds"), "commit": commit, "machine": machine,
+                    "versions": versions, "quick": QUICK, "binary": {"path": origin, "sha256": digest},
+                    "network": {"upstream": AUTHORITY, "unlisted": "%s:%d" % (OTHER_ADDR, UP_PORT),
+                                "host_side": "%s/%d" % (HOST_ADDR, NET_PREFIX), "namespace": NS}})
+    print("mcpgate-egress benchmarks%s" % (" (--quick)" if QUICK else ""))
+    print("  date     %s" % results["date"])
+    print("  machine  nproc %s, kernel %s, %s; load average %s" %
+          (machine["nproc"], machine["kernel"], cpu or "?", " ".join("%.2f" % x for x in machine["loadavg"])))
+    print("  tree     %s, binary %s (sha256 %s)" % (commit, origin, digest[:12]))
+    print("  versions " + "; ".join("%s %s" % (k, v) for k, v in versions.items() if v and k != "mcpgate-egress"))
+    print("  network  upstream %s in namespace %s, host side %s/%d; proxies on 127.0.0.1" %
+          (AUTHORITY, NS, HOST_ADDR, NET_PREFIX))
+    print("  figures: medians of one run; no figure is a pass/fail threshold")
+    sys.stdout.flush()
+    return now
+
+
+def measure(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - one failed measurement does not stop the rest
+        anomaly("%s failed: %s: %s" % (fn.__name__, type(e).__name__, e))
+
+
+def check_alive(proxies, when):
+    for p in proxies:
+        if p.proc is not None and p.proc.poll() is not None:
+            anomaly("%s exited %s %s; its stderr ends: %s" %
+                    (p.name, p.proc.returncode, when, p.stderr_text()[-300:].strip()))
+
+
+def run_all(binary, proxies_wanted):
+    root = tempdir("mcpgate-bench-egress-")
+    os.chmod(root, 0o755)
+    proxies = []
+    up = None
+    try:
+        setup_network()
+        up = start_upstream(root)
+        for cls in proxies_wanted:
+            p = cls(root)
+            try:
+                p.start(binary) if cls is Egress else p.start()
+                proxies.append(p)
+            except Exception as e:  # noqa: BLE001 - the others still run
+                anomaly("%s did not start: %s: %s" % (p.name, type(e).__name__, e))
+                p.stop()
+        time.sleep(0.5)
+        mem = {p.name: {"idle": p.memory()} for p in proxies}
+        measure(bench_allowlist, proxies)
+        measure(bench_memory_tunnels, proxies, mem)
+        check_alive(proxies, "during the memory measurement")
+        measure(bench_downloads, [p for p in proxies if p.alive()])
+        check_alive(proxies, "during the downloads")
+        measure(bench_handshakes, [p for p in proxies if p.alive()])
+        check_alive(proxies, "during the handshake rounds")
+        time.sleep(1.0)
+        for p in proxies:
+            if p.alive():
+                mem[p.name]["end"] = p.memory()
+        memory_table(proxies, mem)
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        statuses = {}
+        for p in proxies:
+            statuses[p.name] = p.stop()
+        if up is not None:
+            try:
+                up.stdin.close()
+                up.wait(5)
+            except subprocess.TimeoutExpired:
+                anomaly("the upstream did not end within 5 s of its input closing (killed)")
+                up.kill()
+                up.wait()
+        for c in children:
+            if c.poll() is None:
+                c.kill()
+                c.wait()
+        teardown_network()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    for p in proxies:
+        if isinstance(p, Egress):
+            if statuses.get(p.name) != 0:
+                anomaly("mcpgate-egress exited %s at the end of its lifeline, not 0" % statuses.get(p.name))
+            err = p.stderr_text().strip()
+            if err:
+                anomaly("mcpgate-egress wrote on stderr: %s" % err[:600])
+            egress_records(p)
+
+
+def ratios_block():
+    print()
+    print("== ratios")
+    lines = []
+    dl = results.get("download", {}).get("paths", {})
+    hs = results.get("handshakes", {}).get("targets", {})
+    mem = results.get("memory", {})
+
+    def mb(label):
+        return med(dl.get(label, {}).get("mb_per_s"))
+
+    def rate(label, c):
+        return med(hs.get(label, {}).get(str(c), {}).get("per_s"))
+
+    names = [n for n in ("mcpgate-egress", "tinyproxy", "squid") if n in mem]
+    if dl:
+        for n in names:
+            lines.append("throughput / direct: %s plain HTTP %s, CONNECT %s" %
+                         (n, rx(mb(n + ", plain HTTP"), mb("direct")), rx(mb(n + ", CONNECT"), mb("direct"))))
+    if hs:
+        d = "direct (TCP connect + close)"
+        for n in names:
+            lines.append("handshakes / direct connects: %s %s with 1 client, %s with 100" %
+                         (n, rx(rate(n, 1), rate(d, 1)), rx(rate(n, 100), rate(d, 100))))
+    e = "mcpgate-egress"
+    for other in ("tinyproxy", "squid"):
+        if e not in names or other not in names:
+            continue
+        parts = []
+        if dl:
+            parts.append("throughput plain %s, CONNECT %s" %
+                         (rx(mb(e + ", plain HTTP"), mb(other + ", plain HTTP")),
+                          rx(mb(e + ", CONNECT"), mb(other + ", CONNECT"))))
+        if hs:
+            parts.append("handshakes/s %s (1 client), %s (100)" %
+                         (rx(rate(e, 1), rate(other, 1)), rx(rate(e, 100), rate(other, 100))))
+
+        def rss(n, phase):
+            return mem.get(n, {}).get(phase, {}).get("rss_kib")
+        parts.append("RSS idle %s, with %d tunnels %s" %
+                     (rx(rss(e, "idle"), rss(other, "idle")), TUNNELS,
+                      rx(rss(e, "tunnels"), rss(other, "tunnels"))))
+        lines.append("mcpgate-egress / %s: %s" % (other, "; ".join(parts)))
+    for line in lines:
+        print("  " + line)
+    print("  (throughput and handshakes: above 1x is faster; RSS: below 1x is smaller)")
+    results["ratios"] = lines
+
+
+def write_json(now):
+    d = os.path.join(HERE, "results")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "egress-%s%s.json" % (now.strftime("%Y-%m-%d-%H%M%S"), "-quick" if QUICK else ""))
+
+    def clean(x):
+        if isinstance(x, float):
+            return None if math.isnan(x) else round(x, 3)
+        if isinstance(x, dict):
+            return {str(k): clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+    with open(path, "w") as f:
+        json.dump(clean(results), f, indent=2, sort_keys=True)
+        f.write("\n")
+    return path
+
+
+def on_term(signo, frame):
+    raise KeyboardInterrupt("signal %d" % signo)
+
+
+def snapshot_binary():
+    """Run a copy taken once: a rebuild in the tree during the run cannot
+    change it midway."""
+    d = tempdir("mcpgate-bench-bin-")
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "mcpgate-egress")
+    shutil.copy2(EGRESS, path)
+    with open(path, "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    return path, digest
+
+
+def main():
+    if sys.argv[1:2] == ["--upstream"]:
+        a = sys.argv[2:]
+        return upstream_main(a[0], int(a[1]), a[2], float(a[3]))
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
+    if not os.access(EGRESS, os.X_OK):
+        print("bench: %s is missing; run make mcpgate-egress (make bench-egress does)" % EGRESS)
+        return 2
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        print("bench: needs root and iproute2 (ip): it makes a network namespace and a veth pair")
+        return 2
+    binary, digest = snapshot_binary()
+    now = header(binary, EGRESS, digest)
+    wanted = [Egress]
+    for cls, tool in ((Tinyproxy, "tinyproxy"), (Squid, "squid")):
+        if shutil.which(tool):
+            wanted.append(cls)
+        else:
+            note("%s is not installed: left out (apt-get install -y tinyproxy squid)" % tool)
+    try:
+        run_all(binary, wanted)
+    except KeyboardInterrupt as e:
+        anomaly("interrupted (%s)" % (e or "SIGINT"))
+    except Exception as e:  # noqa: BLE001 - reported; the cleanup already ran
+        anomaly("setup failed: %s: %s" % (type(e).__name__, e))
+    finally:
+        for d in temp_dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    ratios_block()
+    results["anomalies"] = anomalies
+    results["notes"] = notes
+    print()
+    print("== anomalies")
+    if anomalies:
+        for a in anomalies:
+            print("  - " + a)
+    else:
+        print("  none: every answer was right, every proxy kept running and stopped cleanly")
+    path = write_json(now)
+    print()
+    print("results: %s" % os.path.relpath(path, TOP))
+    return 1 if anomalies else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,369 @@
+/* Tests of internal/remote's SSE parser: every split of the input gives the
+ * same events; fields, comments, line ends, ids, retry and the size cap. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal/base/buf.h"
+#include "internal/base/testing.h"
+#include "internal/base/xalloc.h"
+#include "internal/remote/remote.h"
+
+/* What the callback saw: one "[type|data|id]" per event, "[too big]" for an
+ * overlong one; non-printable bytes as \xHH. */
+struct seen {
+	struct mg_buf log;
+	int stop_after; /* return -1 from the Nth event (0: never) */
+	int count;
+};
+
+static void put_escaped(struct mg_buf *b, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			mg_buf_putc(b, (char)c, NULL);
+		else
+			mg_buf_printf(b, NULL, "\\x%02x", c);
+	}
+}
+
+static int record(const struct sse_event *ev, void *data)
+{
+	struct seen *s = data;
+	s->count++;
+	if (ev->too_big) {
+		mg_buf_puts(&s->log, "[too big]", NULL);
+	} else {
+		mg_buf_putc(&s->log, '[', NULL);
+		put_escaped(&s->log, ev->type, ev->type_len);
+		mg_buf_putc(&s->log, '|', NULL);
+		put_escaped(&s->log, ev->data, ev->data_len);
+		mg_buf_putc(&s->log, '|', NULL);
+		put_escaped(&s->log, ev->id, ev->id_len);
+		mg_buf_putc(&s->log, ']', NULL);
+	}
+	return s->stop_after > 0 && s->count >= s->stop_after ? -1 : 0;
+}
+
+/* Feed text in pieces of chunk bytes (0: all at once); returns the log,
+ * allocated, and the parser's last id and retry through the pointers. */
+static char *parse_split(const char *text, size_t len, size_t chunk, size_t event_max,
+                         char **last_id, long long *retry)
+{
+	struct sse_parser p;
+	sse_init(&p, event_max);
+	struct seen s = {MG_BUF_INIT(1 << 20), 0, 0};
+	mg_buf_puts(&s.log, "", NULL);
+	if (chunk == 0)
+		chunk = len > 0 ? len : 1;
+	for (size_t off = 0; off < len; off += chunk) {
+		size_t n = len - off < chunk ? len - off : chunk;
+		if (sse_feed(&p, text + off, n, record, &s) < 0)
+			break;
+	}
+	if (last_id != NULL) {
+		size_t n;
+		const char *id = sse_last_id(&p, &n);
+		*last_id = xstrndup(id, n);
+	}
+	if (retry != NULL)
+		*retry = sse_retry_ms(&p);
+	sse_free(&p);
+	return mg_buf_steal(&s.log, NULL);
+}
+
+static char *parse(const char *text, size_t event_max)
+{
+	return parse_split(text, strlen(text), 0, event_max, NULL, NULL);
+}
+
+/* The same events whether fed at once, byte by byte, or in chunks of 2..13. */
+static void check_splits(const char *name, const char *text, size_t len, const char *want)
+{
+	char *whole = parse_split(text, len, 0, 0, NULL, NULL);
+	T_STR(whole, want, "%s: fed at once", name);
+	char *bytes = parse_split(text, len, 1, 0, NULL, NULL);
+	T_STR(bytes, want, "%s: fed byte by byte", name);
+	int same = 1;
+	for (size_t c = 2; c <= 13; c++) {
+		char *got = parse_split(text, len, c, 0, NULL, NULL);
+		if (strcmp(got, want) != 0) {
+			same = 0;
+			t_note("chunks of %zu: %s", c, got);
+		}
+		free(got);
+	}
+	T_OK(same, "%s: fed in chunks of 2 to 13 bytes", name);
+	free(whole);
+	free(bytes);
+}
+
+static void test_basics(void)
+{
+	const char *text = "data: hello\n\n";
+	check_splits("one event", text, strlen(text), "[message|hello|]");
+
+	text = "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	       "data: second\n\n";
+	check_splits("two events, the id stays", text, strlen(text),
+	             "[message|{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}|1][message|second|1]");
+
+	text = "data: line one\ndata: line two\ndata:\ndata: four\n\n";
+	check_splits("multi-line data", text, strlen(text),
+	             "[message|line one\\x0aline two\\x0a\\x0afour|]");
+
+	text = "data:no space\n\ndata:  two spaces\n\ndata\n\n";
+	check_splits("one leading space is dropped; a bare field name has an empty value", text,
+	             strlen(text), "[message|no space|][message| two spaces|][message||]");
+}
+
+static void test_line_ends(void)
+{
+	const char *text = "data: a\r\n\r\ndata: b\r\rdata: c\n\ndata: d\r\ndata: e\r\r\n";
+	check_splits("CRLF, CR and LF, mixed", text, strlen(text),
+	             "[message|a|][message|b|][message|c|][message|d\\x0ae|]");
+
+	/* a CR at the end of one chunk and the LF at the start of the next
+	 * make one line end, not two (which would dispatch early) */
+	struct sse_parser p;
+	sse_init(&p, 0);
+	struct seen s = {MG_BUF_INIT(4096), 0, 0};
+	mg_buf_puts(&s.log, "", NULL);
+	sse_feed(&p, "data: x\r", 8, record, &s);
+	sse_feed(&p, "\ndata: y\r", 9, record, &s);
+	sse_feed(&p, "\n\r", 2, record, &s);
+	sse_feed(&p, "\n", 1, record, &s);
+	T_STR(mg_buf_str(&s.log), "[message|x\\x0ay|]", "a CRLF split across feeds is one line end");
+	sse_free(&p);
+	mg_buf_free(&s.log);
+}
+
+static void test_fields(void)
+{
+	const char *text = ": a comment\n:\ndata: a\n: another\n\n";
+	check_splits("comments are ignored", text, strlen(text), "[message|a|]");
+
+	text = ": only a comment\n\n";
+	check_splits("a block of comments dispatches nothing", text, strlen(text), "");
+
+	text = "event: ping\ndata: 1\n\ndata: 2\n\n";
+	check_splits("event names the type, for one event only", text, strlen(text),
+	             "[ping|1|][message|2|]");
+
+	text = "event\ndata: x\n\n";
+	check_splits("an empty event name is message", text, strlen(text), "[message|x|]");
+
+	text = "foo: bar\nDATA: no\ndata : no\ndata: yes\n\n";
+	check_splits("unknown fields (and case or spaces in names) are ignored", text,
+	             strlen(text), "[message|yes|]");
+
+	text = "data: a:b: c\n\n";
+	check_splits("only the first colon splits", text, strlen(text), "[message|a:b: c|]");
+
+	text = "data: no end";
+	check_splits("an event cut off at the end is not dispatched", text, strlen(text), "");
+
+	text = "data: x\n";
+	check_splits("nor one without its blank line", text, strlen(text), "");
+}
+
+static void test_ids_and_retry(void)
+{
+	char *id = NULL;
+	long long retry = 0;
+	const char *text = "id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\n";
+	char *log = parse_split(text, strlen(text), 0, 0, &id, &retry);
+	T_STR(log, "[message|a|7][message|b|7][message|c|]",
+	      "an id lasts until another; an empty one clears it");
+	T_STR(id, "", "the last id is empty after id with no value");
+	T_INT(retry, -1, "no retry field: -1");
+	free(log);
+	free(id);
+
+	text = "id: e1\nretry: 500\ndata: \n\n";
+	log = parse_split(text, strlen(text), 3, 0, &id, &retry);
+	T_STR(log, "[message||e1]", "a priming event: an id and empty data");
+	T_STR(id, "e1", "its id is the last id");
+	T_INT(retry, 500, "retry sets the reconnection time");
+	free(log);
+	free(id);
+
+	text = "id: 9\n\n";
+	log = parse_split(text, strlen(text), 0, 0, &id, NULL);
+	T_STR(log, "", "an event without data is not dispatched");
+	T_STR(id, "9", "but its id becomes the last id");
+	free(log);
+	free(id);
+
+	text = "data: x\nid: late\n";
+	log = parse_split(text, strlen(text), 0, 0, &id, NULL);
+	T_STR(id, "", "an id of an event that never ended is not the last id");
+	free(log);
+	free(id);
+
+	static const char nul_id[] = "id: 1\n\nid: a\0b\ndata: x\n\n";
+	log = parse_split(nul_id, sizeof(nul_id) - 1, 0, 0, &id, NULL);
+	T_STR(log, "[message|x|1]", "an id holding NUL is ignored");
+	free(log);
+	free(id);
+
+	struct mg_buf long_id = MG_BUF_INIT(1 << 20);
+	mg_buf_puts(&long_id, "id: 2\n\nid: ", NULL);
+	for (int i = 0; i < SSE_ID_MAX + 1; i++)
+		mg_buf_putc(&long_id, 'z', NULL);
+	mg_buf_puts(&long_id, "\ndata: x\n\n", NULL);
+	log = parse_split(long_id.data, long_id.len, 0, 0, &id, NULL);
+	T_STR(log, "[message|x|2]", "an id over SSE_ID_MAX is ignored");
+	free(log);
+	free(id);
+	mg_buf_free(&long_id);
+
+	text = "retry: 250\nretry: 5x\nretry: -1\nretry:\n\n";
+	log = parse_split(text, strlen(text), 0, 0, NULL, &retry);
+	T_INT(retry, 250, "a retry that is not only digits is ignored");
+	free(log);
+	text = "retry: 99999999999999999999999\n\n";
+	log = parse_split(text, strlen(text), 0, 0, NULL, &retry);
+	T_INT(retry, SSE_RETRY_MAX_MS, "a huge retry is capped");
+	free(log);
+}
+
+static void test_bom(void)
+{
+	const char *text = "\xEF\xBB\xBF"
+	                   "data: x\n\n";
+	check_splits("a leading BOM is dropped", text, strlen(text), "[message|x|]");
+	text = "\xEF\xBB\xBF"
+	       "\xEF\xBB\xBF"
+	       "data: x\n\n";
+	check_splits("only one", text, strlen(text), "");
+	text = "\xEF\xBB"
+	       "data: y\n\n";
+	check_splits("half a BOM is part of the line", text, strlen(text), "");
+	text = "data: \xEF\xBB\xBF\n\n";
+	check_splits("one later is data", text, strlen(text), "[message|\\xef\\xbb\\xbf|]");
+}
+
+static void test_cap(void)
+{
+	/* event_max 16: an event of 16 bytes passes, 17 does not */
+	char *log = parse("data: 0123456789abcdef\n\n", 16);
+	T_STR(log, "[message|0123456789abcdef|]", "an event of event_max bytes passes");
+	free(log);
+	log = parse("data: 0123456789abcdefg\n\ndata: next\n\n", 16);
+	T_STR(log, "[too big][message|next|]",
+	      "one byte more is too big, said once; the next event is read");
+	free(log);
+	log = parse("data: 01234567\ndata: 01234567\ndata: x\n\ndata: ok\n\n", 16);
+	T_STR(log, "[too big][message|ok|]", "data lines that add up past the cap are too big");
+	free(log);
+	log = parse("event: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123"
+	            "456789abcdef\ndata: x\n\ndata: y\n\n",
+	            16);
+	T_STR(log, "[too big][message|y|]", "an overlong line of any field is too big");
+	free(log);
+
+	/* an endless line in small pieces: memory stays bounded */
+	struct sse_parser p;
+	sse_init(&p, 1024);
+	struct seen s = {MG_BUF_INIT(4096), 0, 0};
+	mg_buf_puts(&s.log, "", NULL);
+	sse_feed(&p, "data: ", 6, record, &s);
+	char chunk[4096];
+	memset(chunk, 'a', sizeof(chunk));
+	for (int i = 0; i < 1024; i++)
+		sse_feed(&p, chunk, sizeof(chunk), record, &s);
+	T_OK(p.line.cap <= 1024 + 128 && p.data.cap <= 1024 + 2,
+	     "4 MiB in one line keeps the buffers under the cap (line %zu, data %zu)", p.line.cap,
+	     p.data.cap);
+	sse_feed(&p, "\n\ndata: after\n\n", 15, record, &s);
+	T_STR(mg_buf_str(&s.log), "[too big][message|after|]",
+	      "reported once, and the stream goes on after its blank line");
+	sse_free(&p);
+	mg_buf_free(&s.log);
+}
+
+static void test_stop_and_reconnect(void)
+{
+	struct sse_parser p;
+	sse_init(&p, 0);
+	struct seen s = {MG_BUF_INIT(4096), 1, 0};
+	mg_buf_puts(&s.log, "", NULL);
+	const char *text = "data: 1\n\ndata: 2\n\n";
+	T_INT(sse_feed(&p, text, strlen(text), record, &s), -1,
+	      "a negative return of the callback is returned");
+	T_STR(mg_buf_str(&s.log), "[message|1|]", "and nothing after it is dispatched");
+	sse_free(&p);
+	mg_buf_free(&s.log);
+
+	sse_init(&p, 0);
+	struct seen r = {MG_BUF_INIT(4096), 0, 0};
+	mg_buf_puts(&r.log, "", NULL);
+	text = "retry: 300\nid: e5\ndata: a\n\nid: e6\ndata: half";
+	sse_feed(&p, text, strlen(text), record, &r);
+	sse_reconnect(&p);
+	text = "data: b\n\n";
+	sse_feed(&p, text, strlen(text), record, &r);
+	size_t n;
+	const char *id = sse_last_id(&p, &n);
+	T_STR(mg_buf_str(&r.log), "[message|a|e5][message|b|e5]",
+	      "a reconnection drops the half event and its id");
+	T_OK(n == 2 && memcmp(id, "e5", 2) == 0 && sse_retry_ms(&p) == 300,
+	     "and keeps the last id and the retry time");
+	sse_free(&p);
+	mg_buf_free(&r.log);
+}
+
+static int count_only(const struct sse_event *ev, void *data)
+{
+	(void)ev;
+	(*(int *)data)++;
+	return 0;
+}
+
+static void test_garbage(void)
+{
+	/* random bytes, NULs and line ends in every split: no crash, bounded */
+	unsigned state = 12345;
+	char buf[8192];
+	int events = 0;
+	for (int round = 0; round < 64; round++) {
+		struct sse_parser p;
+		sse_init(&p, 256);
+		for (size_t i = 0; i < sizeof(buf); i++) {
+			state = state * 1103515245u + 12345u;
+			unsigned v = (state >> 16) & 0xff;
+			static const char some[] = "data:id\n\r: \x00\xEF";
+			buf[i] = v < 128 ? some[v % (sizeof(some) - 1)] : (char)v;
+		}
+		for (size_t off = 0; off < sizeof(buf);) {
+			state = state * 1103515245u + 12345u;
+			size_t n = 1 + (state >> 16) % 97;
+			if (n > sizeof(buf) - off)
+				n = sizeof(buf) - off;
+			sse_feed(&p, buf + off, n, count_only, &events);
+			off += n;
+		}
+		if (p.line.cap > 256 + 128 || p.data.cap > 256 + 2) {
+			T_OK(0, "garbage round %d went past the cap", round);
+			sse_free(&p);
+			return;
+		}
+		sse_free(&p);
+	}
+	T_OK(1, "64 rounds of 8 KiB of garbage: no crash, buffers bounded (%d events)", events);
+}
+
+int main(void)
+{
+	test_basics();
+	test_line_ends();
+	test_fields();
+	test_ids_and_retry();
+	test_bom();
+	test_cap();
+	test_stop_and_reconnect();
+	test_garbage();
+	return t_done();
+}

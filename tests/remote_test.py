@@ -1,0 +1,446 @@
+#!/usr/bin/env python3
+"""mcpgate serve with a remote server (streamable HTTP) played by fakes/mcp_http.
+
+Each case starts the fake on a free loopback port, writes a config with one
+remote server pointing at it, drives `mcpgate serve` as a client would, then
+reads the fake's log (one JSON line per HTTP request) and mcpgate's audit log.
+Environment: MCPGATE (the binary), FAKES (the folder holding mcp-http).
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from mcpclient import Client, Tap, text_of  # noqa: E402
+
+MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
+FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
+MCP_HTTP = os.path.join(FAKES, "mcp-http")
+SECRET = "remote-api-key-1f0e9d8c7b6a"
+
+t = Tap()
+
+
+class Fake:
+    """One mcp-http process and its log."""
+
+    def __init__(self, folder, name, *args):
+        self.log_path = os.path.join(folder, name + ".jsonl")
+        self.proc = subprocess.Popen([MCP_HTTP, "-port", "0", "-log", self.log_path] + list(args),
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        line = self.proc.stdout.readline().decode()
+        m = re.match(r"port (\d+)", line)
+        if not m:
+            raise RuntimeError("mcp-http printed no port: %r" % line)
+        self.port = int(m.group(1))
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+    def log(self):
+        if not os.path.exists(self.log_path):
+            return []
+        with open(self.log_path) as fh:
+            return [json.loads(line) for line in fh]
+
+    def posts(self, method=None):
+        return [r for r in self.log() if r["method"] == "POST" and
+                (method is None or (isinstance(r["body"], dict) and r["body"].get("method") == method))]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+class Fixture:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpgate-remote-test-")
+        self.conf = os.path.join(self.dir, "conf")
+        self.state = os.path.join(self.dir, "state")
+        self.ws = os.path.join(self.dir, "ws")
+        for d in (self.conf, self.state, self.ws):
+            os.makedirs(d)
+        self.fakes = []
+        self.stderr = None
+
+    def fake(self, *args):
+        f = Fake(self.dir, "fake%d" % len(self.fakes), *args)
+        self.fakes.append(f)
+        return f
+
+    def write(self, servers, config=""):
+        with open(os.path.join(self.conf, "mcp.toml"), "w") as fh:
+            fh.write(servers)
+        with open(os.path.join(self.conf, "config.toml"), "w") as fh:
+            fh.write("[mcp]\n" + config)
+
+    def env(self):
+        return {
+            "PATH": "/usr/bin:/bin",
+            "HOME": self.dir,
+            "XDG_STATE_HOME": self.state,
+            "XDG_DATA_HOME": os.path.join(self.dir, "data"),
+            "XDG_CONFIG_HOME": os.path.join(self.dir, "nowhere"),
+            "MCPGATE_LOG": "debug",
+        }
+
+    def mcpgate(self, *args, stdin=None):
+        return subprocess.run([MCPGATE] + list(args), env=self.env(), input=stdin,
+                              capture_output=True, text=True, timeout=60, cwd=self.ws)
+
+    def start(self):
+        self.stderr = open(os.path.join(self.dir, "stderr.log"), "ab")
+        return Client([MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws],
+                      env=self.env(), stderr=self.stderr)
+
+    def stderr_text(self):
+        if self.stderr is not None:
+            self.stderr.flush()
+        path = os.path.join(self.dir, "stderr.log")
+        if not os.path.exists(path):
+            return ""
+        with open(path, errors="replace") as fh:
+            return fh.read()
+
+    def audit(self):
+        out = []
+        for name in sorted(glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl"))):
+            with open(name) as fh:
+                out += [json.loads(line) for line in fh]
+        return out
+
+    def audit_text(self):
+        text = ""
+        for name in glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl")):
+            with open(name, errors="replace") as fh:
+                text += fh.read()
+        return text
+
+    def cleanup(self):
+        for f in self.fakes:
+            f.stop()
+        if self.stderr is not None:
+            self.stderr.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def server(name, url, manifest=None, tools=("echo", "slow"), extra=""):
+    s = '[[server]]\nname = "%s"\ntransport = "remote"\nurl = "%s"\n' % (name, url)
+    if manifest:
+        s += 'manifest = "%s"\n' % manifest
+    s += extra
+    for tool in tools:
+        s += '[server.tools.%s]\non = true\neffect = "read"\n' % tool
+    return s
+
+
+def events(audit, name):
+    return [r for r in audit if r["event"] == name]
+
+
+def notices(c):
+    return " ".join(n["params"]["data"] for n in c.notifications
+                    if n["method"] == "notifications/message")
+
+
+def tool_names(listing):
+    return [tool["name"] for tool in listing["result"]["tools"]]
+
+
+MANIFEST = None
+
+
+def learn_manifest():
+    """The fake's manifest hash, as a person would approve it: one session
+    without a pin, the live hash from its server.withheld record."""
+    f = Fixture()
+    try:
+        fake = f.fake("-mode", "json")
+        f.write(server("web", fake.url))
+        c = f.start()
+        c.initialize()
+        c.request("tools/list")
+        c.close()
+        live = [e["live"] for e in events(f.audit(), "server.withheld") if e["server"] == "web"]
+        if not live:
+            raise RuntimeError("no server.withheld record: %s" % f.stderr_text())
+        return live[0]
+    finally:
+        f.cleanup()
+
+
+def test_plain_http_refused():
+    f = Fixture()
+    f.write(server("far", "http://example.com/mcp"))
+    r = f.mcpgate("check", "--config", f.conf)
+    t.ok(r.returncode != 0 and "uses http:// with a host that is not loopback" in r.stderr,
+         "http:// to a host that is not loopback is refused when the config is read",
+         r.stdout + r.stderr)
+    f.write(server("near", "http://127.0.0.1:1/mcp"))
+    r = f.mcpgate("check", "--config", f.conf)
+    t.ok("not loopback" not in r.stdout + r.stderr, "http:// to 127.0.0.1 is accepted",
+         r.stdout + r.stderr)
+    f.cleanup()
+
+
+def check_headers(fake, what):
+    """Every request after initialize carries the session and the version."""
+    log = fake.log()
+    init = [r for r in log if isinstance(r["body"], dict) and r["body"].get("method") == "initialize"]
+    later = [r for r in log if r not in init]
+    ok = bool(init) and all(
+        r["headers"].get("accept") == "application/json, text/event-stream" and
+        r["headers"].get("content-type") == "application/json" for r in log if r["method"] == "POST")
+    t.ok(ok, "%s: every POST accepts JSON and event streams and sends JSON" % what,
+         [r["headers"] for r in log])
+    t.ok(all("mcp-session-id" not in r["headers"] and "mcp-protocol-version" not in r["headers"]
+             for r in init), "%s: initialize carries no session and no version" % what)
+    t.ok(later and all(re.fullmatch(r"sess-\d+", r["headers"].get("mcp-session-id", "")) and
+                       r["headers"].get("mcp-protocol-version") == "2025-11-25" for r in later),
+         "%s: every later request carries Mcp-Session-Id and MCP-Protocol-Version" % what,
+         [(r["method"], r["headers"]) for r in later])
+
+
+def test_json():
+    f = Fixture()
+    fake = f.fake("-mode", "json")
+    f.write(server("web", fake.url, MANIFEST))
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["web__echo", "web__slow"], "json: the remote server's tools are offered", names)
+    r = c.call("web__echo", {"text": "hello over json"})
+    t.ok("result" in r and text_of(r) == "hello over json", "json: a call is answered", r)
+    r = c.call("web__nothing")
+    t.ok("error" in r, "json: an unknown tool is still refused by the gateway")
+    status = c.close()
+    t.ok(status == 0, "json: the session ends cleanly", f.stderr_text()[-2000:])
+    check_headers(fake, "json")
+    inits = fake.posts("initialize")
+    initialized = fake.posts("notifications/initialized")
+    t.ok(len(inits) == 1 and len(initialized) == 1 and initialized[0]["status"] == 202,
+         "json: one initialize, then notifications/initialized (202)", fake.log())
+    deletes = [r for r in fake.log() if r["method"] == "DELETE"]
+    sid = inits[0]["headers"].get("mcp-session-id") if inits else None
+    used = {r["headers"].get("mcp-session-id") for r in fake.posts("tools/call")}
+    t.ok(len(deletes) == 1 and len(used) == 1 and deletes[0]["headers"].get("mcp-session-id") in used
+         and sid is None, "json: closing sends DELETE with the session id",
+         [(r["method"], r["headers"].get("mcp-session-id")) for r in fake.log()])
+    ready = events(f.audit(), "server.ready")
+    t.ok(ready and ready[0]["server"] == "web", "json: server.ready is on the record", ready)
+    f.cleanup()
+
+
+def test_sse():
+    f = Fixture()
+    fake = f.fake("-mode", "sse")
+    f.write(server("web", fake.url, MANIFEST))
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["web__echo", "web__slow"], "sse: tools listed over an event stream", names)
+    before = len(c.notifications)
+    r = c.call("web__echo", {"text": "hello over sse"}, meta={"progressToken": "client-tok-7"})
+    progress = [n for n in c.notifications[before:] if n["method"] == "notifications/progress"]
+    t.ok("result" in r and text_of(r) == "hello over sse", "sse: a call is answered", r)
+    t.ok(len(progress) == 2 and all(p["params"]["progressToken"] == "client-tok-7" for p in progress)
+         and [p["params"]["progress"] for p in progress] == [1, 2],
+         "sse: progress from the stream reaches the client before the result, under its own token",
+         c.notifications)
+    upstream_tokens = [r["body"]["params"]["_meta"]["progressToken"] for r in fake.posts("tools/call")]
+    t.ok(upstream_tokens and upstream_tokens[0] != "client-tok-7",
+         "sse: the server saw the gateway's token, not the client's", upstream_tokens)
+    t.ok(r["result"]["content"][1]["text"] == "pong received",
+         "sse: the server's ping in the stream was answered (a POST of its own)", r)
+    pongs = [x for x in fake.log() if x["method"] == "POST" and isinstance(x["body"], dict)
+             and "method" not in x["body"] and str(x["body"].get("id", "")).startswith("ping-")]
+    t.ok(len(pongs) == 1 and pongs[0]["status"] == 202 and pongs[0]["body"].get("result") == {},
+         "sse: the pong was a response POST, accepted with 202", pongs)
+    rs = [c.call("web__slow", {"ms": 100, "text": "s%d" % i}) for i in range(3)]
+    t.ok(all("result" in x and text_of(x) == "s%d" % i for i, x in enumerate(rs)),
+         "sse: slow calls, one after another", rs)
+    c.close()
+    check_headers(fake, "sse")
+    deletes = [x for x in fake.log() if x["method"] == "DELETE"]
+    t.ok(len(deletes) == 1, "sse: DELETE at close", deletes)
+    f.cleanup()
+
+
+def test_expiry():
+    f = Fixture()
+    # session requests: notifications/initialized (1), tools/list (2), the first call (3)
+    fake = f.fake("-mode", "json", "-expire-after", "3")
+    f.write(server("web", fake.url, MANIFEST))
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    ids, lines = [], b""
+    for i in range(3):
+        c.next_id += 1
+        ids.append(c.next_id)
+        lines += json.dumps({"jsonrpc": "2.0", "id": c.next_id, "method": "tools/call",
+                             "params": {"name": "web__slow",
+                                        "arguments": {"ms": 300, "text": "call %d" % i}}}).encode()
+        lines += b"\n"
+    c.proc.stdin.write(lines)  # one write: the three are in flight together
+    c.proc.stdin.flush()
+    got = {}
+    deadline = time.monotonic() + 30
+    while len(got) < len(ids) and time.monotonic() < deadline:
+        msg = c.read_message(max(0.1, deadline - time.monotonic()))
+        if msg is None:
+            break
+        if msg.get("id") in ids and "method" not in msg:
+            got[msg["id"]] = msg
+    answers = [got.get(i, {}) for i in ids]
+    t.ok(all("result" in a and text_of(a) == "call %d" % i for i, a in enumerate(answers)),
+         "expiry: three concurrent calls that met the session's end are all answered", answers)
+    inits = fake.posts("initialize")
+    t.ok(len(inits) == 2, "expiry: exactly one new initialize for all of them (%d in all)" % len(inits),
+         [(x["method"], x["body"]) for x in fake.log()])
+    first_params = inits[0]["body"]["params"] if inits else None
+    t.ok(len(inits) == 2 and inits[1]["body"]["params"] == first_params,
+         "expiry: the new initialize replays the original params")
+    calls = fake.posts("tools/call")
+    expired = [x for x in calls if x["status"] == 404]
+    again = [x for x in calls if x["status"] == 200]
+    new_sid = [x for x in fake.log() if x["method"] == "POST" and x["status"] == 200 and
+               x["body"].get("method") == "initialize"]
+    t.ok(len(expired) == 3 and len(again) == 3 and
+         len({x["headers"]["mcp-session-id"] for x in again}) == 1 and
+         all(x["headers"]["mcp-session-id"] != expired[0]["headers"]["mcp-session-id"] for x in again),
+         "expiry: all three met the end (404); each is sent once more, in the new session",
+         [(x["status"], x["headers"].get("mcp-session-id")) for x in calls])
+    inited = fake.posts("notifications/initialized")
+    t.ok(len(inited) == 2, "expiry: the new session gets notifications/initialized", len(inited))
+    t.ok(len(new_sid) == 2, "expiry: both initializes succeeded")
+    r = c.call("web__echo", {"text": "after"})
+    t.ok("result" in r and text_of(r) == "after", "expiry: later calls use the new session", r)
+    c.close()
+    deletes = [x for x in fake.log() if x["method"] == "DELETE"]
+    t.ok(len(deletes) == 1 and deletes[0]["headers"].get("mcp-session-id") ==
+         (again[0]["headers"]["mcp-session-id"] if again else None),
+         "expiry: DELETE names the new session", deletes)
+    f.cleanup()
+
+
+def test_redirect():
+    f = Fixture()
+    fake = f.fake("-mode", "json", "-redirect")
+    f.write(server("web", fake.url, MANIFEST))
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    text = notices(c)
+    t.ok(names == [], "redirect: the server offers nothing", names)
+    t.ok("HTTP 307" in text and "redirect" in text and "does not follow" in text,
+         "redirect: the client is told why, clearly", text)
+    r = c.call("web__echo", {"text": "x"})
+    t.ok("error" in r, "redirect: a call fails", r)
+    c.close()
+    un = events(f.audit(), "server.unavailable")
+    t.ok(un and "HTTP 307" in un[0]["reason"], "redirect: server.unavailable says so", un)
+    paths = [x["path"] for x in fake.log()]
+    t.ok("/moved" not in paths and paths == ["/mcp"],
+         "redirect: the redirect is not followed (one request, none to its target)", paths)
+    f.cleanup()
+
+
+def test_credential():
+    f = Fixture()
+    fake = f.fake("-mode", "sse", "-require-header", "X-Api-Key:" + SECRET)
+    other = f.fake("-mode", "json", "-require-header", "X-Api-Key:" + SECRET)
+    cred = 'credential = "api"\nposition = "header:X-Api-Key"\n'
+    f.write(server("web", fake.url, MANIFEST, extra=cred) +
+            server("other", other.url, MANIFEST, extra=cred))
+    r = f.mcpgate("secret", "set", "api", stdin=SECRET + "\n")
+    t.ok(r.returncode == 0, "credential: secret set", r.stderr)
+    r = f.mcpgate("secret", "bind", "api", "--host", "127.0.0.1:%d" % fake.port,
+                  "--position", "header:X-Api-Key")
+    t.ok(r.returncode == 0, "credential: secret bind to the first server's host and port", r.stderr)
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["web__echo", "web__slow"],
+         "credential: the bound server is offered; one on an unbound port is not", names)
+    text = notices(c)
+    t.ok("not bound for host 127.0.0.1:%d at header:X-Api-Key" % other.port in text and
+         SECRET not in text, "credential: the refusal names host and position, never the value", text)
+    r = c.call("web__echo", {"text": "with a key"}, meta={"progressToken": 1})
+    t.ok("result" in r and text_of(r) == "with a key", "credential: a call goes through", r)
+    c.close()
+    log = fake.log()
+    kinds = sorted({x["method"] + " " + (x["body"].get("method", "(response)")
+                                         if isinstance(x["body"], dict) else "") for x in log})
+    t.ok(log and all(x["headers"].get("x-api-key") == SECRET for x in log) and
+         any(x["method"] == "DELETE" for x in log),
+         "credential: the header is on every request: %s" % ", ".join(kinds),
+         [(x["method"], x["status"]) for x in log])
+    t.ok(other.log() == [], "credential: nothing at all reached the unbound server", other.log())
+    t.ok(SECRET not in f.stderr_text(), "credential: never in mcpgate's stderr (debug level)")
+    t.ok(SECRET not in f.audit_text(), "credential: never in the audit log")
+    checks = events(f.audit(), "egress.check")
+    t.ok(any(x["server"] == "web" and x["allowed"] for x in checks) and
+         any(x["server"] == "other" and not x["allowed"] for x in checks),
+         "credential: each lookup is an egress.check record", checks)
+    f.cleanup()
+
+
+def test_timeout():
+    f = Fixture()
+    fake = f.fake("-mode", "json")
+    f.write(server("web", fake.url, MANIFEST), config="call_timeout = 1\n")
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    t0 = time.monotonic()
+    r = c.call("web__slow", {"ms": 4000})
+    took = time.monotonic() - t0
+    t.ok("error" in r and took < 3.5, "timeout: a call past call_timeout fails (%.1f s)" % took, r)
+    r = c.call("web__echo", {"text": "still here"})
+    t.ok("result" in r and text_of(r) == "still here", "timeout: the next call works", r)
+    c.close()
+    f.cleanup()
+
+
+def test_down():
+    f = Fixture()
+    fake = f.fake("-mode", "json")
+    port = fake.port
+    fake.stop()
+    f.fakes.remove(fake)
+    f.write(server("web", "http://127.0.0.1:%d/mcp" % port, MANIFEST))
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    text = notices(c)
+    t.ok(names == [] and "server web is unavailable" in text and "request failed" in text,
+         "down: a server nobody answers for is unavailable, with the reason", text)
+    t0 = time.monotonic()
+    status = c.close()
+    t.ok(status == 0 and time.monotonic() - t0 < 5, "down: the session still ends promptly")
+    f.cleanup()
+
+
+def main():
+    global MANIFEST
+    if not os.path.exists(MCP_HTTP):
+        print("ok 1 # SKIP %s is not built (make fakes)" % MCP_HTTP)
+        print("0 passed, 0 failed")
+        return 77
+    MANIFEST = learn_manifest()
+    for test in (test_plain_http_refused, test_json, test_sse, test_expiry, test_redirect,
+                 test_credential, test_timeout, test_down):
+        try:
+            test()
+        except Exception as e:  # a broken case is a failure, and the rest still run
+            t.ok(False, "%s raised %s: %s" % (test.__name__, type(e).__name__, e))
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
