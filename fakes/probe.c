@@ -56,8 +56,9 @@ static const struct tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"host\":{\"type\":\"string\"},\"port\":{\"type\":"
      "\"integer\",\"minimum\":1,\"maximum\":65535}},\"required\":[\"host\",\"port\"]}",
      "{\"readOnlyHint\":true,\"openWorldHint\":true}"},
-    {"raw", "Connects to host:port, sends data (and then, once an answer's header ended, "
-            "then), and returns what came back (64 KiB at most, 3 s idle).",
+    {"raw",
+     "Connects to host:port, sends data (and then, once an answer's header ended, "
+     "then), and returns what came back (64 KiB at most, 3 s idle).",
      "{\"type\":\"object\",\"properties\":{\"host\":{\"type\":\"string\"},\"port\":{\"type\":"
      "\"integer\",\"minimum\":1,\"maximum\":65535},\"data\":{\"type\":\"string\"},\"then\":{"
      "\"type\":\"string\"}},\"required\":[\"host\",\"port\",\"data\"]}",
@@ -538,7 +539,8 @@ static void tool_raw(struct pj_span id, struct pj_span args)
 	long long port;
 	struct addrinfo hints, *res = NULL, *ai;
 	int fd = -1, err = EHOSTUNREACH, rc;
-	if (arg_string(args, "host", &host) != 1 || arg_integer(args, "port", 1, 65535, &port) != 1 ||
+	if (arg_string(args, "host", &host) != 1 ||
+	    arg_integer(args, "port", 1, 65535, &port) != 1 ||
 	    arg_string(args, "data", &data) != 1) {
 		free(host);
 		free(data);
@@ -586,9 +588,11 @@ static void tool_raw(struct pj_span id, struct pj_span args)
 			if (n <= 0)
 				break;
 			if (got.len < RAW_MAX)
-				pj_buf_add(&got, chunk, (size_t)n > RAW_MAX - got.len ? RAW_MAX - got.len
-										 : (size_t)n);
-			if (then != NULL && got.len >= 4 && memmem(got.p, got.len, "\r\n\r\n", 4) != NULL) {
+				pj_buf_add(&got, chunk,
+				           (size_t)n > RAW_MAX - got.len ? RAW_MAX - got.len
+				                                         : (size_t)n);
+			if (then != NULL && got.len >= 4 &&
+			    memmem(got.p, got.len, "\r\n\r\n", 4) != NULL) {
 				if (send_all(fd, then, strlen(then)) < 0)
 					break;
 				free(then);

@@ -3,26 +3,10 @@
 # Run from the repository top; $MCPGATE names the binary (default ./mcpgate).
 set -u
 mcpgate=${MCPGATE:-./mcpgate}
-n=0 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/tap.sh"
 
-ok() { # ok CONDITION-STATUS NAME
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		pass=$((pass + 1)); echo "ok $n - $2"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $2"
-	fi
-}
-# run CMD...: sets $out, $errout, $rc
-run() {
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	out=$(cat "$tmp/out")
-	errout=$(cat "$tmp/err")
-}
-has() { printf '%s' "$1" | grep -qF -- "$2"; }
 
 run "$mcpgate" --help
 ok $(( rc != 0 )) "--help exits 0"
@@ -70,6 +54,4 @@ has "$errout" "$tmp/home/.config/mcpgate/mcp.toml"; ok $? "the default place is 
 run env MCPGATE_LOG=loud "$mcpgate" check
 ok $(( rc != 2 )) "a bad MCPGATE_LOG is refused"
 
-echo "1..$n"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+tap_done

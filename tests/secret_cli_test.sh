@@ -4,29 +4,13 @@
 # Run from the repository top; $MCPGATE names the binary (default ./mcpgate).
 set -u
 mcpgate=${MCPGATE:-./mcpgate}
-n=0 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/tap.sh"
 unset MCPGATE_PASSPHRASE_FD
 data="$tmp/data"
 value='tok-3f9a1c-never-shown'
 
-ok() { # ok CONDITION-STATUS NAME
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		pass=$((pass + 1)); echo "ok $n - $2"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $2"
-	fi
-}
-# run CMD...: sets $out, $errout, $rc (standard input is the caller's)
-run() {
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	out=$(cat "$tmp/out")
-	errout=$(cat "$tmp/err")
-}
-has() { printf '%s' "$1" | grep -qF -- "$2"; }
 secret() { run "$mcpgate" secret --data "$data" "$@"; }
 leaks() { ! has "$out$errout" "$value"; }
 
@@ -191,6 +175,4 @@ ok $(( rc != 1 )) "the passphrase cannot share standard input with the value"
 run env -u XDG_DATA_HOME HOME="$tmp/home" "$mcpgate" secret set home.key <"$tmp/in"
 [ -f "$tmp/home/.local/share/mcpgate/keychain" ]; ok $? "the default place is ~/.local/share/mcpgate"
 
-echo "1..$n"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+tap_done

@@ -20,121 +20,21 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from mcpclient import Client, Tap, text_of  # noqa: E402
 
-MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
-FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
-DIGEST = "sha256:" + "ab" * 32
-IMAGE = "localhost:5000/probe@" + DIGEST
+from gwtest import FAKES, IMAGE, MCPGATE, Fixture, events, learn_probe_hash  # noqa: E402
+import gwtest  # noqa: E402
 
 t = Tap()
-
-
-class Fixture:
-    def __init__(self, servers, config="", images=(IMAGE,), runtime="podman"):
-        self.dir = tempfile.mkdtemp(prefix="mcpgate-serve-test-")
-        self.rt = os.path.join(self.dir, "rt")
-        self.conf = os.path.join(self.dir, "conf")
-        self.state = os.path.join(self.dir, "state")
-        self.ws = os.path.join(self.dir, "ws")
-        for d in (self.rt, self.conf, self.state, self.ws):
-            os.makedirs(d)
-        self.runtime = runtime
-        shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.rt, runtime))
-        shutil.copy(os.path.join(FAKES, "mcpgate-probe"), os.path.join(self.rt, "mcpgate-probe"))
-        with open(os.path.join(self.rt, "images"), "w") as f:
-            f.write("".join(i + "\n" for i in images))
-        with open(os.path.join(self.conf, "mcp.toml"), "w") as f:
-            f.write(servers)
-        with open(os.path.join(self.conf, "config.toml"), "w") as f:
-            f.write('[mcp]\nruntime = "%s"\n' % runtime + config)
-
-    def env(self, extra=None):
-        e = {
-            "PATH": self.rt + ":/usr/bin:/bin",
-            "HOME": self.dir,
-            "XDG_STATE_HOME": self.state,
-            "XDG_DATA_HOME": os.path.join(self.dir, "data"),
-            "XDG_CONFIG_HOME": os.path.join(self.dir, "nowhere"),
-            "MCPGATE_LOG": "debug",
-            "MCPGATE_TEST_NOT_FOR_SERVERS": "leak-canary",
-        }
-        if extra:
-            e.update(extra)
-        return e
-
-    def mcpgate(self, *args):
-        return subprocess.run([MCPGATE] + list(args) + ["--config", self.conf],
-                              env=self.env(), capture_output=True, text=True, timeout=60,
-                              cwd=self.ws)
-
-    def mcp_toml(self):
-        with open(os.path.join(self.conf, "mcp.toml")) as fh:
-            return fh.read()
-
-    def start(self, extra_env=None):
-        self.stderr = open(os.path.join(self.dir, "stderr.log"), "wb")
-        return Client([MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws],
-                      env=self.env(extra_env), stderr=self.stderr)
-
-    def audit(self):
-        files = glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl"))
-        out = []
-        for f in files:
-            with open(f) as fh:
-                out += [json.loads(line) for line in fh]
-        return out
-
-    def runtime_log(self):
-        path = os.path.join(self.rt, "runtime-log.jsonl")
-        if not os.path.exists(path):
-            return []
-        with open(path) as fh:
-            return [json.loads(line) for line in fh]
-
-    def containers(self):
-        d = os.path.join(self.rt, "containers")
-        return sorted(os.listdir(d)) if os.path.isdir(d) else []
-
-    def stderr_text(self):
-        self.stderr.flush()
-        with open(os.path.join(self.dir, "stderr.log"), errors="replace") as fh:
-            return fh.read()
-
-    def cleanup(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 PROBE_HASH = None  # the probe's manifest hash, learnt once through `mcpgate review`
-
-
-def learn_probe_hash():
-    f = Fixture('[[server]]\nname = "probe"\ntransport = "container"\nimage = "%s"\n' % IMAGE)
-    r = f.mcpgate("review", "probe")
-    f.cleanup()
-    m = re.search(r"^manifest: (sha256:[0-9a-f]{64})$", r.stdout, re.M)
-    if not m:
-        raise RuntimeError("mcpgate review printed no manifest: %s %s" % (r.stdout, r.stderr))
-    return m.group(1)
 
 
 def server(name, tools_on=("echo",), args=None, image=IMAGE, extra="", pinned=True,
            effect="read"):
-    s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, image)
-    if pinned:
-        s += 'manifest = "%s"\n' % PROBE_HASH
-    if args:
-        s += "args = [%s]\n" % ", ".join(json.dumps(a) for a in args)
-    s += extra
-    for tool in tools_on:
-        s += "[server.tools.%s]\non = true\neffect = \"%s\"\n" % (tool, effect)
-    return s
+    return gwtest.server(name, PROBE_HASH if pinned else None, tools_on, args, extra, effect,
+                         image)
 
 
 def tool_names(listing):
     return [tool["name"] for tool in listing["result"]["tools"]]
-
-
-def events(audit, name):
-    return [r for r in audit if r["event"] == name]
 
 
 def pid_alive(pid):

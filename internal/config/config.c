@@ -395,9 +395,10 @@ static void check_hosts_against_proxy(struct ctx *c, const struct cfg_server *s)
 		if (egr_allow_parse(text, h->private_ok, &a, &why) < 0) {
 			struct toml_pos p = {h->pos.line, h->pos.col};
 			if (strstr(why, "-allow-private") != NULL)
-				diag_value(c, p, "\"network\" entry", text,
-				           "is a private address: list it in network_private too to "
-				           "allow it");
+				diag_value(
+				    c, p, "\"network\" entry", text,
+				    "is a private address: list it in network_private too to "
+				    "allow it");
 			else
 				diag_value(c, p, "\"network\" entry", text,
 				           "is refused by the egress proxy: %s", why);

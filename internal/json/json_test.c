@@ -703,8 +703,8 @@ int main(void)
 		json_free(v);
 		v = NULL;
 		T_INT(json_parse("[0,0,0]", 7, &three, &v, &e), -1, "a fourth value is refused");
-		T_OK(e != NULL && strstr(e->msg, "more than 3 values") != NULL, "naming the cap: %s",
-		     mg_err_msg(e));
+		T_OK(e != NULL && strstr(e->msg, "more than 3 values") != NULL,
+		     "naming the cap: %s", mg_err_msg(e));
 		mg_err_free(e);
 	}
 	return t_done();

@@ -22,7 +22,7 @@ IMAGE = "localhost:5000/probe@" + DIGEST
 
 
 class Fixture:
-    def __init__(self, servers, config="", images=(IMAGE,)):
+    def __init__(self, servers, config="", images=(IMAGE,), runtime="podman"):
         self.dir = tempfile.mkdtemp(prefix="mcpgate-gw-test-")
         self.rt = os.path.join(self.dir, "rt")
         self.conf = os.path.join(self.dir, "conf")
@@ -30,14 +30,15 @@ class Fixture:
         self.ws = os.path.join(self.dir, "ws")
         for d in (self.rt, self.conf, self.state, self.ws):
             os.makedirs(d)
-        shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.rt, "podman"))
+        self.runtime = runtime
+        shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.rt, runtime))
         shutil.copy(os.path.join(FAKES, "mcpgate-probe"), os.path.join(self.rt, "mcpgate-probe"))
         with open(os.path.join(self.rt, "images"), "w") as f:
             f.write("".join(i + "\n" for i in images))
         with open(os.path.join(self.conf, "mcp.toml"), "w") as f:
             f.write(servers)
         with open(os.path.join(self.conf, "config.toml"), "w") as f:
-            f.write('[mcp]\nruntime = "podman"\n' + config)
+            f.write('[mcp]\nruntime = "%s"\n' % runtime + config)
         self.stderr = None
 
     def env(self):
@@ -48,6 +49,8 @@ class Fixture:
             "XDG_DATA_HOME": os.path.join(self.dir, "data"),
             "XDG_CONFIG_HOME": os.path.join(self.dir, "nowhere"),
             "MCPGATE_LOG": "debug",
+            # a variable of mcpgate's own that must reach no server and no runtime
+            "MCPGATE_TEST_NOT_FOR_SERVERS": "leak-canary",
         }
 
     def argv(self, *extra):
@@ -83,6 +86,18 @@ class Fixture:
         with open(os.path.join(self.dir, "stderr.log"), errors="replace") as fh:
             return fh.read()
 
+    def runtime_log(self):
+        """Every invocation of the fake runtime: its argv and environment"""
+        path = os.path.join(self.rt, "runtime-log.jsonl")
+        if not os.path.exists(path):
+            return []
+        with open(path) as fh:
+            return [json.loads(line) for line in fh]
+
+    def mcp_toml(self):
+        with open(os.path.join(self.conf, "mcp.toml")) as fh:
+            return fh.read()
+
     def containers(self):
         d = os.path.join(self.rt, "containers")
         return sorted(os.listdir(d)) if os.path.isdir(d) else []
@@ -104,9 +119,9 @@ def learn_probe_hash():
     return m.group(1)
 
 
-def server(name, manifest, tools_on=("echo",), args=None, extra="", effect="read"):
+def server(name, manifest, tools_on=("echo",), args=None, extra="", effect="read", image=IMAGE):
     """A [[server]] running the probe, pinned to manifest, with tools_on on"""
-    s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, IMAGE)
+    s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, image)
     if manifest is not None:
         s += 'manifest = "%s"\n' % manifest
     if args:
