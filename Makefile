@@ -133,7 +133,7 @@ egress_addr_fuzz_SRC = fuzz/egress_addr_fuzz.c egress/addr.c
 
 # ---- targets ---------------------------------------------------------------
 .PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean bench \
-	everything-image
+	everything-image bench-egress
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress
 
@@ -214,6 +214,11 @@ bench: fakes
 # (tests/e2e/build-everything-image.sh); prints localhost:5000/NAME@sha256:... to pin
 everything-image: $(BIN)/mcpgate
 	@MCPGATE=$(BIN)/mcpgate tests/e2e/build-everything-image.sh
+
+# the egress proxy beside tinyproxy and squid (bench/README.md): root, a network
+# namespace of its own; 1 GiB downloads, CONNECT handshakes/s, RSS; a table and ratios
+bench-egress: mcpgate-egress
+	@MCPGATE_EGRESS=./mcpgate-egress python3 bench/egress.py
 
 lint:
 	@tests/lint.sh $(LINT_SRC) $(LINT_HDR)

@@ -11,12 +11,12 @@ nothing else. Printed side by side in one run, medians and ratios
 
   0. allowlist check: the listed upstream answers through each proxy, the
      unlisted address is refused (CONNECT and plain HTTP).
-  1. memory: each proxy's RSS idle (fresh), with 100 tunnels open, after they
-     close, and idle at the end of the run.
-  2. download of 1 GiB: direct, and through each proxy as plain HTTP
+  1. download of 1 GiB: direct, and through each proxy as plain HTTP
      (absolute-form GET) and through a CONNECT tunnel; 3 runs each.
-  3. CONNECT handshakes per second (CONNECT, wait for 200, close) with 1 and
+  2. CONNECT handshakes per second (CONNECT, wait for 200, close) with 1 and
      with 100 concurrent clients; direct: TCP connect + close.
+  3. memory: each proxy's RSS idle (fresh, measured first), with 100 tunnels
+     open, after they close, and idle at the end of the run.
 
 Needs root (a network namespace). Traffic goes only over loopback and the
 veth pair. Nothing asserts on time; what misbehaved is listed under
@@ -25,7 +25,7 @@ time; the namespace, the veth pair and every process are removed at the
 end, also on Ctrl-C, SIGTERM or SIGHUP.
 
 Environment: MCPGATE_EGRESS (the binary, default ./mcpgate-egress).
-`--quick`: 64 MiB downloads, one run, 1 s handshake rounds: to try the script.
+`--quick`: 64 MiB downloads, one run, handshake rounds of 1 s or 2000: to try the script.
 """
 import ctypes
 import datetime
@@ -76,7 +76,9 @@ HS_SECONDS = 1.0 if QUICK else 4.0
 HS_ROUNDS = 1 if QUICK else 3
 HS_CONCURRENCY = (1, 100)
 HS_CONN_TIMEOUT = 5.0            # s, one handshake
-HS_MAX = 2000000                 # handshakes in one round, at most
+HS_MAX = 2000 if QUICK else 15000  # handshakes in one round, at most (the conntrack budget)
+CT_SHARE = 0.5                   # never fill the host's conntrack table past this share
+CT_WAIT = 150.0                  # s, at most, for its entries to expire before a round
 TUNNELS = 100
 IO_TIMEOUT = 10.0                # s, one small exchange
 ZERO_FILE_BYTES = 16 << 20       # what the upstream sendfile()s from, over and over
@@ -89,6 +91,7 @@ temp_dirs = []
 children = []                    # every Popen started, for the end
 netns_made = False
 veth_made = False
+watchdog = None                  # the cleaner of last resort (watchdog_main)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
@@ -97,6 +100,77 @@ PR_SET_PDEATHSIG = 1
 def die_with_parent():
     """preexec_fn: SIGTERM when the bench dies, even by SIGKILL."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def watch(line):
+    """Tell the watchdog what to clean up should this process die."""
+    if watchdog is not None:
+        try:
+            watchdog.stdin.write((line + "\n").encode())
+            watchdog.stdin.flush()
+        except OSError:
+            pass
+
+
+def watchdog_main(max_seconds):
+    """--watchdog: started first, in a session of its own, with a pipe from
+    the bench as its input. The bench names what it makes, one a line:
+    `mark PATH` (a temporary folder: every process whose command line
+    contains it is the bench's), `netns NAME`, `link NAME`, then `done`
+    after its own cleanup. When the input ends without `done` (the bench
+    was killed, even by SIGKILL, which it cannot catch; tinyproxy and squid
+    change their user id, which clears a parent-death signal) or after
+    max_seconds, the watchdog stops those processes by pid, removes the
+    namespace and the link, and deletes the folders."""
+    marks, netns, links = [], [], []
+    buf = b""
+    end = time.monotonic() + max_seconds
+    while time.monotonic() < end:
+        ready, _, _ = select.select([0], [], [], 5.0)
+        if not ready:
+            continue
+        data = os.read(0, 4096)
+        if not data:
+            break
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            word, _, arg = line.decode(errors="replace").partition(" ")
+            if word == "done":
+                return 0
+            {"mark": marks, "netns": netns, "link": links}.get(word, []).append(arg)
+    marks = [m for m in marks if len(m) > 8]
+
+    def ours():
+        out = []
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) != os.getpid():
+                try:
+                    with open("/proc/%s/cmdline" % name, "rb") as fh:
+                        cmd = fh.read().decode(errors="replace")
+                except OSError:
+                    continue
+                if any(m in cmd for m in marks):
+                    out.append(int(name))
+        return out
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 1.0)):
+        pids = ours()
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        t0 = time.monotonic()
+        while pids and time.monotonic() - t0 < wait:
+            time.sleep(0.2)
+            pids = ours()
+    for name in links:
+        subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=30)
+    for name in netns:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30)
+    for m in marks:
+        shutil.rmtree(m, ignore_errors=True)
+    return 0
 
 
 def anomaly(text):
@@ -112,6 +186,7 @@ def note(text):
 def tempdir(prefix):
     d = tempfile.mkdtemp(prefix=prefix)
     temp_dirs.append(d)
+    watch("mark " + d)
     return d
 
 
@@ -151,8 +226,11 @@ def ratio(a, b):
 
 
 def rx(a, b):
+    """a/b as a printed ratio (three decimals below 0.1), "-" when either is missing."""
     r = ratio(a, b)
-    return "-" if math.isnan(r) else "%.2fx" % r
+    if math.isnan(r):
+        return "-"
+    return ("%.3fx" if r < 0.1 else "%.2fx") % r
 
 
 def fmt(x, digits=1):
@@ -448,11 +526,12 @@ def download(kind, port, nbytes):
         s.close()
 
 
-def handshakes(port, concurrency, seconds):
+def handshakes(port, concurrency, seconds, cap, guard):
     """concurrency clients, each in a loop: connect, CONNECT, wait for the
     answer head, close (port None: the upstream itself, connect + close).
-    Non-blocking sockets on one epoll loop. Returns (ok, elapsed s, errors
-    {kind: count}, client CPU s)."""
+    Non-blocking sockets on one epoll loop, for `seconds` or until `cap`
+    connections were started, or guard() says stop (checked every 0.25 s).
+    Returns (ok, elapsed s, errors {kind: count}, client CPU s, stopped by guard)."""
     direct = port is None
     addr = UP if direct else ("127.0.0.1", port)
     req = connect_request()
@@ -467,6 +546,8 @@ def handshakes(port, concurrency, seconds):
 
     def start():
         nonlocal started_n
+        if started_n >= cap:
+            return False
         started_n += 1
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setblocking(False)
@@ -487,13 +568,14 @@ def handshakes(port, concurrency, seconds):
     t0 = time.monotonic()
     end = t0 + seconds
     next_sweep = t0 + 0.25
-    for _ in range(concurrency):
+    guarded = False
+    for _ in range(min(concurrency, cap)):
         start()
     gc.disable()
     try:
         while True:
             now = time.monotonic()
-            if now >= end or started_n >= HS_MAX:
+            if now >= end or started_n >= cap or guarded:
                 break
             if not slots:
                 # every start failed: back off a little rather than spin
@@ -556,6 +638,7 @@ def handshakes(port, concurrency, seconds):
             now = time.monotonic()
             if now >= next_sweep:
                 next_sweep = now + 0.25
+                guarded = guard()
                 for fd in [fd for fd, sl in slots.items() if now - sl[2] > HS_CONN_TIMEOUT]:
                     err("no answer within %.0f s" % HS_CONN_TIMEOUT)
                     finish(fd)
@@ -567,7 +650,7 @@ def handshakes(port, concurrency, seconds):
             finish(fd)
         ep.close()
     c1 = os.times()
-    return ok, elapsed, errors, (c1.user - c0.user) + (c1.system - c0.system)
+    return ok, elapsed, errors, (c1.user - c0.user) + (c1.system - c0.system), guarded
 
 
 # ---- processes: pids, memory, CPU ------------------------------------------------
@@ -636,6 +719,60 @@ def cpu_seconds(root):
         if st:
             total += st[1]
     return total / CLK_TCK
+
+
+CT_COUNT = "/proc/sys/net/netfilter/nf_conntrack_count"
+CT_MAX = "/proc/sys/net/netfilter/nf_conntrack_max"
+
+
+def conntrack():
+    """(entries, table size) of the host's connection tracking, or None
+    when it is off. Every connection of the handshake rounds takes an entry
+    for 10 s (reset) to 120 s (closed with FIN both ways: the loopback
+    side): unbounded, the rounds would fill the table of a shared machine
+    and its new connections would be dropped."""
+    try:
+        with open(CT_COUNT) as a, open(CT_MAX) as b:
+            return int(a.read()), int(b.read())
+    except (OSError, ValueError):
+        return None
+
+
+def conntrack_room(needed, waited):
+    """Wait (at most CT_WAIT s) until `needed` more entries fit under
+    CT_SHARE of the table; returns how many fit then. waited: a list the
+    seconds spent waiting are added to."""
+    ct = conntrack()
+    if ct is None:
+        return needed
+    limit = int(ct[1] * CT_SHARE)
+    t0 = time.monotonic()
+    announced = False
+    while True:
+        ct = conntrack() or (0, ct[1])
+        room = limit - ct[0]
+        if room >= needed or time.monotonic() - t0 >= CT_WAIT:
+            break
+        if not announced:
+            print("  (waiting up to %.0f s for conntrack entries to expire: %d of %d in use, "
+                  "the bench keeps below %d)" % (CT_WAIT, ct[0], ct[1], limit), flush=True)
+            announced = True
+        time.sleep(1.0)
+    waited.append(time.monotonic() - t0)
+    return max(0, room)
+
+
+def conntrack_guard():
+    """For a round: True once the table is past CT_SHARE (stop now)."""
+    ct = conntrack()
+    if ct is None:
+        return lambda: False
+    limit = int(ct[1] * CT_SHARE)
+
+    def guard():
+        now = conntrack()
+        return now is not None and now[0] > limit
+    return guard
 
 
 def free_port():
@@ -867,6 +1004,8 @@ def setup_network():
         raise RuntimeError("an interface on this host already has an address in 10.233.77.0/24 "
                            "(another run of this bench?): %s" %
                            [ln.split()[1] for ln in r.stdout.splitlines() if "10.233.77." in ln])
+    watch("netns " + NS)
+    watch("link " + VETH_HOST)
     sh(["ip", "netns", "add", NS], check=True)
     netns_made = True
     sh(["ip", "link", "add", VETH_HOST, "type", "veth", "peer", "name", VETH_NS], check=True)
@@ -1057,7 +1196,7 @@ def bench_downloads(proxies):
                      mbps[label].get("max"), rx(med(mbps[label]), direct), med(C[label]),
                      med(CC[label]), "%d/%d" % (S[label]["n"], DOWNLOAD_RUNS)])
     size = "1 GiB" if DOWNLOAD_BYTES == GIB else "%d MiB" % (DOWNLOAD_BYTES >> 20)
-    table("2. download of %s (GET /bytes/%d), %d runs each" % (size, DOWNLOAD_BYTES, DOWNLOAD_RUNS),
+    table("1. download of %s (GET /bytes/%d), %d runs each" % (size, DOWNLOAD_BYTES, DOWNLOAD_RUNS),
           ["", "median s", "MB/s", "min MB/s", "max MB/s", "/ direct", "proxy CPU s/GiB",
            "client CPU %", "runs ok"], rows, [2, 0, 0, 0, 1, 2, 0, 1])
     print("  (MB = 10^6 bytes; time from connect to the last byte, the CONNECT exchange included;\n"
@@ -1081,22 +1220,45 @@ def bench_handshakes(proxies):
     ccpu = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
     errors = {(t, c): {} for t, _ in targets for c in HS_CONCURRENCY}
     counts = {(t, c): 0 for t, _ in targets for c in HS_CONCURRENCY}
+    waited, short = [], []
+    peak = [0]
     for rnd in range(HS_ROUNDS):
         for conc in HS_CONCURRENCY:
             k = rnd % len(targets)
             for label, p in targets[k:] + targets[:k]:
                 if p is not None and not p.alive():
                     continue
-                c0 = p.cpu() if p else None
-                ok, elapsed, errs, client = handshakes(p.port if p else None, conc, HS_SECONDS)
+                # a proxied handshake takes two conntrack entries (client-proxy,
+                # proxy-upstream), a direct connect one
+                entries = 1 if p is None else 2
+                cap = min(HS_MAX, conntrack_room(HS_MAX * entries, waited) // entries)
                 key = (label, conc)
-                rates[key].append(ok / elapsed)
-                ccpu[key].append(100.0 * client / elapsed)
-                counts[key] += ok
-                if p and ok:
-                    per[key].append((p.cpu() - c0) * 1e6 / ok)
+                if cap < HS_MAX // 10:
+                    short.append("%s, %d clients, round %d: skipped, the conntrack table is too full"
+                                 % (label, conc, rnd + 1))
+                    continue
+                if cap < HS_MAX:
+                    short.append("%s, %d clients, round %d: at most %d connections, what fits in the "
+                                 "conntrack table" % (label, conc, rnd + 1, cap))
+                c0 = p.cpu() if p else None
+                ok, elapsed, errs, client, guarded = handshakes(p.port if p else None, conc,
+                                                                HS_SECONDS, cap, conntrack_guard())
+                ct = conntrack()
+                if ct:
+                    peak[0] = max(peak[0], ct[0])
+                if guarded:
+                    short.append("%s, %d clients, round %d: stopped after %.1f s, the conntrack table "
+                                 "passed %d%%" % (label, conc, rnd + 1, elapsed, 100 * CT_SHARE))
                 for e, n in errs.items():
                     errors[key][e] = errors[key].get(e, 0) + n
+                if not ok:
+                    errors[key]["a round with no handshake"] = errors[key].get("a round with no handshake", 0) + 1
+                else:
+                    rates[key].append(ok / elapsed)
+                    ccpu[key].append(100.0 * client / elapsed)
+                    counts[key] += ok
+                    if p:
+                        per[key].append((p.cpu() - c0) * 1e6 / ok)
                 time.sleep(0.5)   # let the proxy close what the round left
     R = {k: summary(v) for k, v in rates.items()}
     P = {k: summary(v) for k, v in per.items()}
@@ -1112,18 +1274,28 @@ def bench_handshakes(proxies):
     cols = [""]
     for c in HS_CONCURRENCY:
         cols += ["%d: per s" % c, "/ direct", "proxy CPU us", "client CPU %", "errors"]
-    table("3. CONNECT handshakes per second (CONNECT, 200, close), %d and %d concurrent clients, "
+    table("2. CONNECT handshakes per second (CONNECT, 200, close), %d and %d concurrent clients, "
           "%d rounds of %.0f s, medians" % (HS_CONCURRENCY + (HS_ROUNDS, HS_SECONDS)),
           cols, rows, [0, 2, 1, 0, 0] * len(HS_CONCURRENCY))
-    print("  (direct: TCP connect + close to the upstream, no proxy. proxy CPU: user+sys of the\n"
-          "   proxy's processes per handshake; client CPU: this script's, as a share of the round:\n"
-          "   near 100 means the one-threaded client bounds the rate)")
+    print("  (each round: %.0f s or %d connections, whichever ends first. direct: TCP connect +\n"
+          "   close to the upstream, no proxy. proxy CPU: user+sys of the proxy's processes per\n"
+          "   handshake; client CPU: this script's, as a share of the round: near 100 means the\n"
+          "   one-threaded client bounds the rate)" % (HS_SECONDS, HS_MAX))
+    ct = conntrack()
+    if ct:
+        print("  (conntrack: at most %d of %d entries in use after a round; %.0f s spent waiting for\n"
+              "   entries to expire, to stay below %d%% of the table)" %
+              (peak[0], ct[1], sum(waited), 100 * CT_SHARE))
+    for line in short:
+        note(line)
     for key, errs in errors.items():
         if errs:
             anomaly("handshakes %s, %d clients: %d errors beside %d handshakes: %s" %
                     (key[0], key[1], sum(errs.values()), counts[key], dict(sorted(errs.items()))))
     results["handshakes"] = {
-        "seconds_per_round": HS_SECONDS, "rounds": HS_ROUNDS,
+        "seconds_per_round": HS_SECONDS, "max_per_round": HS_MAX, "rounds": HS_ROUNDS,
+        "conntrack": {"peak": peak[0], "table": ct[1] if ct else None, "waited_s": sum(waited),
+                      "short_rounds": short},
         "targets": {label: {str(c): {"per_s": R[(label, c)], "proxy_cpu_us": P[(label, c)],
                                      "client_cpu_percent": CC[(label, c)],
                                      "handshakes": counts[(label, c)], "errors": errors[(label, c)],
@@ -1147,7 +1319,7 @@ def memory_table(proxies, mem):
                      "%s/%s" % (g("idle", "processes"), g("tunnels", "processes")),
                      "%s/%s" % (g("idle", "threads"), g("tunnels", "threads")),
                      "%s/%s/%s" % (g("idle", "fds"), g("tunnels", "fds"), g("end", "fds"))])
-    table("1. memory: VmRSS in KiB, summed over each proxy's processes",
+    table("3. memory: VmRSS in KiB, summed over each proxy's processes",
           ["", "idle", "%d tunnels" % TUNNELS, "KiB/tunnel", "closed", "idle at end", "end - idle",
            "procs", "threads", "fds idle/tun/end"], rows, [0, 0, 1, 0, 0, 0, 0, 0, 0])
     print("  (idle: fresh, before any traffic; %d tunnels: each opened with CONNECT and one GET of\n"
@@ -1223,6 +1395,11 @@ def header(binary, origin, digest):
     print("  versions " + "; ".join("%s %s" % (k, v) for k, v in versions.items() if v and k != "mcpgate-egress"))
     print("  network  upstream %s in namespace %s, host side %s/%d; proxies on 127.0.0.1" %
           (AUTHORITY, NS, HOST_ADDR, NET_PREFIX))
+    ct = conntrack()
+    results["conntrack_at_start"] = list(ct) if ct else None
+    if ct:
+        print("  conntrack %d of %d entries in use; the handshake rounds keep it below %d" %
+              (ct[0], ct[1], int(ct[1] * CT_SHARE)))
     print("  figures: medians of one run; no figure is a pass/fail threshold")
     sys.stdout.flush()
     return now
@@ -1295,9 +1472,14 @@ def run_all(binary, proxies_wanted):
         if isinstance(p, Egress):
             if statuses.get(p.name) != 0:
                 anomaly("mcpgate-egress exited %s at the end of its lifeline, not 0" % statuses.get(p.name))
-            err = p.stderr_text().strip()
+            err = [ln for ln in p.stderr_text().splitlines()
+                   if ln.strip() and ln.strip() != "mcpgate-egress: standard input ended: exiting"]
             if err:
-                anomaly("mcpgate-egress wrote on stderr: %s" % err[:600])
+                lines = {}
+                for ln in err:
+                    lines[ln] = lines.get(ln, 0) + 1
+                anomaly("mcpgate-egress wrote on stderr: %s" %
+                        "; ".join("%s (%d times)" % kv if kv[1] > 1 else kv[0] for kv in lines.items())[:600])
             egress_records(p)
 
 
@@ -1386,17 +1568,24 @@ def snapshot_binary():
 
 
 def main():
+    global watchdog
     if sys.argv[1:2] == ["--upstream"]:
         a = sys.argv[2:]
         return upstream_main(a[0], int(a[1]), a[2], float(a[3]))
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGHUP, on_term)
+    if sys.argv[1:2] == ["--watchdog"]:
+        return watchdog_main(float(sys.argv[2]))
+    for signo in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signo, on_term)
     if not os.access(EGRESS, os.X_OK):
         print("bench: %s is missing; run make mcpgate-egress (make bench-egress does)" % EGRESS)
         return 2
     if os.geteuid() != 0 or not shutil.which("ip"):
         print("bench: needs root and iproute2 (ip): it makes a network namespace and a veth pair")
         return 2
+    watchdog = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--watchdog",
+                                 str(UPSTREAM_MAX_SECONDS + 600)], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
     binary, digest = snapshot_binary()
     now = header(binary, EGRESS, digest)
     wanted = [Egress]
@@ -1414,6 +1603,12 @@ def main():
     finally:
         for d in temp_dirs:
             shutil.rmtree(d, ignore_errors=True)
+        watch("done")
+        try:
+            watchdog.stdin.close()
+            watchdog.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
     ratios_block()
     results["anomalies"] = anomalies
     results["notes"] = notes

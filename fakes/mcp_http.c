@@ -41,13 +41,13 @@
 
 #include "probe_json.h"
 
-#define MAX_CONNS    128
-#define MAX_HEADERS  48
-#define HEAD_MAX     (64 << 10)
-#define BODY_MAX     (8 << 20)
-#define PONG_WAIT_MS 5000
+#define MAX_CONNS      128
+#define MAX_HEADERS    48
+#define HEAD_MAX       (64 << 10)
+#define BODY_MAX       (8 << 20)
+#define PONG_WAIT_MS   5000
 #define EXPIRY_HOLD_MS 300 /* so that calls sent meanwhile meet the ended session too */
-#define MAX_SESSIONS 256
+#define MAX_SESSIONS   256
 
 enum conn_state {
 	C_READ,      /* reading a request */
@@ -291,7 +291,8 @@ static void answer(struct conn *c, const char *id, const char *result, const cha
 static void answer_error(struct conn *c, const char *id, int code, const char *message)
 {
 	struct pj_buf b = {0};
-	pj_buf_addf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":", id, code);
+	pj_buf_addf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":", id,
+	            code);
 	pj_put_cstring(&b, message);
 	pj_buf_adds(&b, "}}");
 	pj_buf_add(&b, "", 1);
@@ -328,7 +329,8 @@ static void finish_call(struct conn *c)
 		c->state = C_READ;
 		return;
 	}
-	char *result = tool_result(c->text, opt.sse ? (c->pong ? "pong received" : "no pong") : NULL);
+	char *result =
+	    tool_result(c->text, opt.sse ? (c->pong ? "pong received" : "no pong") : NULL);
 	char *json = result_json(c->req_id, result);
 	if (opt.sse) {
 		sse_event(c, json);
@@ -391,8 +393,9 @@ static void tools_call(struct conn *c, struct pj_span id, struct pj_span params)
 	if (pj_member(params, "_meta", &meta) && pj_member(meta, "progressToken", &token)) {
 		for (int i = 1; i <= 2; i++) {
 			struct pj_buf b = {0};
-			pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
-			                "\"params\":{\"progressToken\":");
+			pj_buf_adds(&b,
+			            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
+			            "\"params\":{\"progressToken\":");
 			pj_buf_add(&b, token.p, token.n);
 			pj_buf_addf(&b, ",\"progress\":%d,\"total\":2}}", i);
 			pj_buf_add(&b, "", 1);
@@ -474,7 +477,8 @@ static void handle_post(struct conn *c, struct request *r)
 	if (version != NULL && strcmp(version, "2025-11-25") != 0 &&
 	    strcmp(version, "2025-06-18") != 0 && strcmp(version, "2025-03-26") != 0) {
 		log_request(r, 400);
-		send_plain(c, 400, "Bad Request", NULL, "text/plain", "unsupported protocol version");
+		send_plain(c, 400, "Bad Request", NULL, "text/plain",
+		           "unsupported protocol version");
 		return;
 	}
 	if (!has_method) {

@@ -14,7 +14,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from mcpclient import Client, Tap, text_of  # noqa: E402
@@ -25,6 +27,7 @@ MCP_HTTP = os.path.join(FAKES, "mcp-http")
 SECRET = "remote-api-key-1f0e9d8c7b6a"
 
 t = Tap()
+LIVE = []  # fixtures not cleaned up yet: a case that raised leaves its own
 
 
 class Fake:
@@ -57,7 +60,9 @@ class Fake:
 
 
 class Fixture:
-    def __init__(self):
+    def __init__(self, name="remote"):
+        self.name = name
+        self.clients = []
         self.dir = tempfile.mkdtemp(prefix="mcpgate-remote-test-")
         self.conf = os.path.join(self.dir, "conf")
         self.state = os.path.join(self.dir, "state")
@@ -66,6 +71,7 @@ class Fixture:
             os.makedirs(d)
         self.fakes = []
         self.stderr = None
+        LIVE.append(self)
 
     def fake(self, *args):
         f = Fake(self.dir, "fake%d" % len(self.fakes), *args)
@@ -94,8 +100,10 @@ class Fixture:
 
     def start(self):
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "ab")
-        return Client([MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws],
-                      env=self.env(), stderr=self.stderr)
+        c = Client([MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws],
+                   env=self.env(), stderr=self.stderr)
+        self.clients.append(c)
+        return c
 
     def stderr_text(self):
         if self.stderr is not None:
@@ -120,7 +128,29 @@ class Fixture:
                 text += fh.read()
         return text
 
+    def abandon(self):
+        """After a case raised: end what it started, without verdicts."""
+        for c in self.clients:
+            if c.proc.poll() is None:
+                c.proc.kill()
+                c.proc.wait()
+        for f in self.fakes:
+            f.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     def cleanup(self):
+        LIVE.remove(self)
+        statuses = []
+        for c in self.clients:
+            if c.proc.poll() is None:
+                c.close()
+            statuses.append(c.proc.returncode)
+        if self.clients:
+            text = self.stderr_text()
+            t.ok(all(s == 0 for s in statuses) and "Sanitizer" not in text and
+                 "runtime error" not in text,
+                 "%s: every mcpgate serve ended with status 0, no sanitizer report" % self.name,
+                 "statuses %s\n%s" % (statuses, text[-3000:]))
         for f in self.fakes:
             f.stop()
         if self.stderr is not None:
@@ -157,7 +187,7 @@ MANIFEST = None
 def learn_manifest():
     """The fake's manifest hash, as a person would approve it: one session
     without a pin, the live hash from its server.withheld record."""
-    f = Fixture()
+    f = Fixture("approval")
     try:
         fake = f.fake("-mode", "json")
         f.write(server("web", fake.url))
@@ -206,7 +236,7 @@ def check_headers(fake, what):
 
 
 def test_json():
-    f = Fixture()
+    f = Fixture("json")
     fake = f.fake("-mode", "json")
     f.write(server("web", fake.url, MANIFEST))
     c = f.start()
@@ -236,7 +266,7 @@ def test_json():
 
 
 def test_sse():
-    f = Fixture()
+    f = Fixture("sse")
     fake = f.fake("-mode", "sse")
     f.write(server("web", fake.url, MANIFEST))
     c = f.start()
@@ -271,7 +301,7 @@ def test_sse():
 
 
 def test_expiry():
-    f = Fixture()
+    f = Fixture("expiry")
     # session requests: notifications/initialized (1), tools/list (2), the first call (3)
     fake = f.fake("-mode", "json", "-expire-after", "3")
     f.write(server("web", fake.url, MANIFEST))
@@ -329,7 +359,7 @@ def test_expiry():
 
 
 def test_redirect():
-    f = Fixture()
+    f = Fixture("redirect")
     fake = f.fake("-mode", "json", "-redirect")
     f.write(server("web", fake.url, MANIFEST))
     c = f.start()
@@ -351,7 +381,7 @@ def test_redirect():
 
 
 def test_credential():
-    f = Fixture()
+    f = Fixture("credential")
     fake = f.fake("-mode", "sse", "-require-header", "X-Api-Key:" + SECRET)
     other = f.fake("-mode", "json", "-require-header", "X-Api-Key:" + SECRET)
     cred = 'credential = "api"\nposition = "header:X-Api-Key"\n'
@@ -391,7 +421,7 @@ def test_credential():
 
 
 def test_timeout():
-    f = Fixture()
+    f = Fixture("timeout")
     fake = f.fake("-mode", "json")
     f.write(server("web", fake.url, MANIFEST), config="call_timeout = 1\n")
     c = f.start()
@@ -408,7 +438,7 @@ def test_timeout():
 
 
 def test_down():
-    f = Fixture()
+    f = Fixture("down")
     fake = f.fake("-mode", "json")
     port = fake.port
     fake.stop()
@@ -426,6 +456,120 @@ def test_down():
     f.cleanup()
 
 
+class Hostile(BaseHTTPRequestHandler):
+    """A server that answers tools/call badly, in the way its argument asks."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, ctype, body, close=False):
+        self.send_response(status)
+        if ctype:
+            self.send_header("Content-Type", ctype)
+        self.send_header("Mcp-Session-Id", "hostile-1")
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_DELETE(self):
+        self.reply(405, "text/plain", b"no")
+
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        method, rid = msg.get("method"), msg.get("id")
+
+        def result(res, id_=rid):
+            return json.dumps({"jsonrpc": "2.0", "id": id_, "result": res}).encode()
+        if method is None or rid is None:
+            return self.reply(202, None, b"")
+        if method == "initialize":
+            return self.reply(200, "application/json", result(
+                {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                 "serverInfo": {"name": "hostile", "version": "0"}}))
+        if method == "tools/list":
+            return self.reply(200, "application/json", result({"tools": [
+                {"name": "bad", "inputSchema": {"type": "object"}}]}))
+        kind = msg["params"]["arguments"]["kind"]
+        good = result({"content": [{"type": "text", "text": "fine"}]})
+        sse = "text/event-stream"
+        if kind == "badjson":
+            self.reply(200, "application/json", b"{not json")
+        elif kind == "wrongtype":
+            self.reply(200, "text/html", b"<html>hello</html>")
+        elif kind == "huge":
+            self.reply(200, "application/json", result({"x": "a" * 200000}))
+        elif kind == "status":
+            self.reply(500, "text/plain", b"boom\x01\nsecond line")
+        elif kind == "nullid":
+            self.reply(200, "application/json", json.dumps(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "cannot read"}}
+            ).encode())
+        elif kind == "otherid":
+            self.reply(200, "application/json", result({}, id_=987654))
+        elif kind == "ssegarbage":
+            self.reply(200, sse, b"data: {broken\n\nevent: other\ndata: 1\n\n: c\n"
+                       b"retry: x\nid\x00: y\ndata: [1,2]\n\ndata: " + good + b"\n\n", close=True)
+        elif kind == "ssehuge":
+            self.reply(200, sse, b"data: " + b"b" * 200000 + b"\n\n", close=True)
+        elif kind == "sseend":
+            self.reply(200, sse, b": nothing\n\n", close=True)
+        else:
+            self.reply(200, "application/json", good)
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # mcpgate cutting an answer short is what some cases test
+
+
+def test_hostile():
+    f = Fixture("hostile")
+    httpd = QuietServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d/mcp" % httpd.server_address[1]
+    try:
+        f.write(server("bad", url, tools=("bad",)), config="line_max = 65536\n")
+        c = f.start()
+        c.initialize()
+        c.request("tools/list")
+        c.close()
+        live = [e["live"] for e in events(f.audit(), "server.withheld")]
+        f.write(server("bad", url, live[0] if live else None, tools=("bad",)),
+                config="line_max = 65536\n")
+        c = f.start()
+        c.initialize()
+        c.request("tools/list")
+        cases = [("badjson", "not a JSON-RPC message"),
+                 ("wrongtype", 'content type "text/html"'),
+                 ("huge", "over 65536 bytes"),
+                 ("status", "HTTP 500: boom? second line"),
+                 ("nullid", "cannot read"),
+                 ("otherid", "no response"),
+                 ("ssehuge", "over 65536 bytes"),
+                 ("sseend", "ended without the response")]
+        for kind, want in cases:
+            r = c.call("bad__bad", {"kind": kind})
+            msg = r.get("error", {}).get("message", "")
+            t.ok(want in msg, "hostile: %s is an error for that call (%s)" % (kind, msg[:120]), r)
+        r = c.call("bad__bad", {"kind": "ssegarbage"})
+        t.ok("result" in r and text_of(r) == "fine",
+             "hostile: garbage events in a stream are dropped; the response still comes", r)
+        r = c.call("bad__bad", {"kind": "fine"})
+        t.ok("result" in r, "hostile: the server still works after all that", r)
+        c.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    f.cleanup()
+
+
 def main():
     global MANIFEST
     if not os.path.exists(MCP_HTTP):
@@ -434,11 +578,13 @@ def main():
         return 77
     MANIFEST = learn_manifest()
     for test in (test_plain_http_refused, test_json, test_sse, test_expiry, test_redirect,
-                 test_credential, test_timeout, test_down):
+                 test_credential, test_timeout, test_down, test_hostile):
         try:
             test()
         except Exception as e:  # a broken case is a failure, and the rest still run
             t.ok(False, "%s raised %s: %s" % (test.__name__, type(e).__name__, e))
+        while LIVE:
+            LIVE.pop().abandon()
     return t.done()
 
 

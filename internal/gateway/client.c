@@ -128,7 +128,7 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 			return;
 		}
 		if (srv->state == GW_READY && srv->launch.peer != NULL &&
-		    rpc_peer_closed(srv->launch.peer)) {
+		    rpc_peer_closed(srv->launch.peer) && srv->launch.proc.pid > 0) {
 			/* the server is ending: answer once its exit status is known */
 			call_unlink(c);
 			c->next = srv->orphans;
@@ -279,6 +279,14 @@ static void call_send(struct gw_call *c)
 	                              on_call_done, c, &c->upstream_id, &err);
 	json_free(c->params);
 	c->params = NULL;
+	if (r < 0 && rpc_peer_closed(srv->launch.peer) && srv->launch.proc.pid > 0) {
+		/* it is ending: the answer names its exit status once known */
+		mg_err_free(err);
+		call_unlink(c);
+		c->next = srv->orphans;
+		srv->orphans = c;
+		return;
+	}
 	if (r < 0) {
 		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: %s", srv->cfg->name,
 		                     c->tool, mg_err_msg(err));

@@ -26,34 +26,6 @@ struct gw_remote {
 	struct remote_bridge *bridge;
 };
 
-/* Rule 2 of docs/credentials.md: the url's host and port must be bound at
- * the header position. The lookup is on the record, as a container's are. */
-static int check_binding(struct gw_server *srv, struct mg_err **err)
-{
-	struct session *s = srv->sess;
-	const struct cfg_server *c = srv->cfg;
-	if (c->credential == NULL)
-		return 0;
-	if (s->keychain == NULL)
-		return mg_err_set(err, "its credential %s cannot be read", c->credential);
-	bool ok = kc_bound_for(s->keychain, c->credential, c->url_host, c->url_port, c->position,
-	                       c->position_name);
-	cleanup_free char *host = kc_host_text(c->url_host, c->url_port);
-	cleanup_free char *pos = kc_position_text(c->position, c->position_name);
-	audit_record(s->audit, "egress.check",
-	             gw_fields("server", json_new_string(c->name), "credential",
-	                       json_new_string(c->credential), "host", json_new_string(host),
-	                       "position", json_new_string(pos), "allowed", json_new_bool(ok),
-	                       NULL));
-	if (!ok)
-		return mg_err_set(
-		    err,
-		    "its credential %s is not bound for host %s at %s (mcpgate secret "
-		    "bind %s --host %s --position %s)",
-		    c->credential, host, pos, c->credential, host, pos);
-	return 0;
-}
-
 /* On the loop thread: the bridge takes its end of the socketpair. */
 static void open_bridge(struct loop *loop, void *data)
 {
@@ -95,8 +67,6 @@ int gw_remote_start(struct gw_server *srv, struct mg_err **err)
 	if (c->credential != NULL && c->position != CFG_POSITION_HEADER)
 		return mg_err_set(err,
 		                  "its credential goes in a header only (position header:NAME)");
-	if (check_binding(srv, err) < 0)
-		return -1;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return mg_err_sys(err, errno, "socketpair");

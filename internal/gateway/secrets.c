@@ -183,11 +183,31 @@ void gw_secrets_close(struct session *s)
 /* Is the server's credential bound for every host it may reach, at its
  * position? Each lookup is on the record. Returns NULL when it is, else the
  * first host that is not (allocated). */
+/* Where a server's traffic may go: a container's listed hosts, or a remote
+ * server's URL host and port (one, filled into *one). */
+static size_t destinations(const struct cfg_server *c, const struct cfg_host **out,
+                           struct cfg_host *one)
+{
+	if (c->transport == CFG_TRANSPORT_REMOTE) {
+		*one = (struct cfg_host){.host = c->url_host, .port = c->url_port};
+		*out = one;
+		return 1;
+	}
+	*out = c->hosts;
+	return c->nhosts;
+}
+
+/* Is the server's credential bound for every host it may reach, at its
+ * position? Each lookup is on the record. Returns NULL when it is, else the
+ * first host that is not (allocated). */
 static char *unbound_host(struct session *s, const struct cfg_server *c)
 {
 	char *missing = NULL;
-	for (size_t i = 0; i < c->nhosts; i++) {
-		const struct cfg_host *h = &c->hosts[i];
+	struct cfg_host one;
+	const struct cfg_host *hosts;
+	size_t n = destinations(c, &hosts, &one);
+	for (size_t i = 0; i < n; i++) {
+		const struct cfg_host *h = &hosts[i];
 		bool ok = kc_bound_for(s->keychain, c->credential, h->host, h->port, c->position,
 		                       c->position_name);
 		cleanup_free char *host = kc_host_text(h->host, h->port);
@@ -273,19 +293,21 @@ static const struct gw_secret *find_in(const struct gw_secrets *all, const char 
  * one of them, at any position; a server with no network gets none. */
 static bool may_carry(const struct session *s, const struct cfg_server *c, const char *name)
 {
-	if (c->nhosts == 0 || s->keychain == NULL)
+	struct cfg_host one;
+	const struct cfg_host *hosts;
+	size_t n = destinations(c, &hosts, &one);
+	if (n == 0 || s->keychain == NULL)
 		return false;
 	const struct kc_info *info = kc_find(s->keychain, name);
 	if (info == NULL)
 		return false;
-	for (size_t i = 0; i < c->nhosts; i++) {
+	for (size_t i = 0; i < n; i++) {
 		bool bound = false;
 		for (size_t b = 0; b < info->nbindings && !bound; b++) {
 			const struct kc_binding *kb = &info->bindings[b];
-			bound = strcmp(kb->host, c->hosts[i].host) == 0 &&
-			        (kb->port == c->hosts[i].port ||
-			         (kb->port == 0 &&
-			          (c->hosts[i].port == 80 || c->hosts[i].port == 443)));
+			bound = strcmp(kb->host, hosts[i].host) == 0 &&
+			        (kb->port == hosts[i].port ||
+			         (kb->port == 0 && (hosts[i].port == 80 || hosts[i].port == 443)));
 		}
 		if (!bound)
 			return false;

@@ -78,19 +78,19 @@ struct xfer {
 	/* the message */
 	char *body; /* the JSON text, without its newline */
 	size_t body_len;
-	char *method;           /* NULL for a response */
-	struct json_value *id;  /* requests only */
-	char *id_key;           /* rpc_id_key(id) */
-	bool is_initialize;     /* the gateway's initialize */
-	bool is_initialized;    /* the gateway's notifications/initialized */
-	bool is_response;       /* the gateway's answer to a server's request */
-	int posts;              /* POSTs made */
-	int64_t deadline;       /* the whole exchange, resumptions included */
-	uint64_t generation;    /* b->generation when last sent */
-	bool carried_session;   /* the last request held Mcp-Session-Id */
-	bool resuming;          /* the current request is a GET with Last-Event-ID */
-	bool got_response;      /* its response (or an error for it) was written */
-	bool renewed;           /* ROLE_RENEW: the new session is adopted */
+	char *method;          /* NULL for a response */
+	struct json_value *id; /* requests only */
+	char *id_key;          /* rpc_id_key(id) */
+	bool is_initialize;    /* the gateway's initialize */
+	bool is_initialized;   /* the gateway's notifications/initialized */
+	bool is_response;      /* the gateway's answer to a server's request */
+	int posts;             /* POSTs made */
+	int64_t deadline;      /* the whole exchange, resumptions included */
+	uint64_t generation;   /* b->generation when last sent */
+	bool carried_session;  /* the last request held Mcp-Session-Id */
+	bool resuming;         /* the current request is a GET with Last-Event-ID */
+	bool got_response;     /* its response (or an error for it) was written */
+	bool renewed;          /* ROLE_RENEW: the new session is adopted */
 	int resumes;
 	struct loop_timer *resume_timer;
 
@@ -839,8 +839,8 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 		v++;
 		n--;
 	}
-	while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' ||
-	                 v[n - 1] == '\t'))
+	while (n > 0 &&
+	       (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
 		n--;
 	free(x->session_hdr);
 	x->session_hdr = NULL;
@@ -1090,8 +1090,7 @@ static bool can_resume(const struct xfer *x)
 {
 	size_t len = 0;
 	const char *id = sse_last_id(&x->sse, &len);
-	if (!x->sse_on || len == 0 || x->resumes >= REMOTE_RESUMES_MAX ||
-	    now_ms() >= x->deadline)
+	if (!x->sse_on || len == 0 || x->resumes >= REMOTE_RESUMES_MAX || now_ms() >= x->deadline)
 		return false;
 	/* it goes into a header: printable ASCII only */
 	for (size_t i = 0; i < len; i++)
@@ -1198,8 +1197,10 @@ static void finish(struct remote_bridge *b, struct xfer *x, CURLcode res)
 			cleanup_free char *why = xstrdup(x->fail);
 			end_xfer(b, x, why);
 		} else {
-			end_xfer(b, x, x->got_response ? NULL : "its answer holds no response to the "
-			                                        "request");
+			end_xfer(b, x,
+			         x->got_response ? NULL
+			                         : "its answer holds no response to the "
+			                           "request");
 		}
 		return;
 	}
@@ -1294,8 +1295,9 @@ static void read_gateway(struct remote_bridge *b)
 		int k;
 		while ((k = rpc_reader_next(&b->in, &line, &len)) != 0) {
 			if (k == RPC_OVERFLOW) {
-				mg_warn("server %s: the gateway wrote a line over %zu bytes; dropped",
-				        b->server, b->response_max);
+				mg_warn(
+				    "server %s: the gateway wrote a line over %zu bytes; dropped",
+				    b->server, b->response_max);
 				continue;
 			}
 			handle_line(b, line, len);

@@ -28,24 +28,26 @@
 
 /* How long remote_bridge_close() spends on its DELETE at most */
 #define REMOTE_CLOSE_TIMEOUT_MS 3000
-/* The longest Mcp-Session-Id and MCP-Protocol-Version kept (longer: refused) */
+/* The longest Mcp-Session-Id taken (a longer one fails initialize) */
 #define REMOTE_SESSION_ID_MAX 1024
 /* Resumptions (GET with Last-Event-ID) of one request's event stream */
 #define REMOTE_RESUMES_MAX 16
 
 struct remote_options {
-	const char *server;        /* its name, for messages and logs; copied */
-	const char *url;           /* https://..., or http:// to loopback; copied */
-	const char *header_name;   /* the credential's header, or NULL; copied */
-	const void *header_value;  /* its value (copied into sodium_malloc memory,
-	                              never logged), or NULL */
+	const char *server; /* its name, for messages and logs; copied */
+	const char *url;    /* https://..., or http:// to loopback; copied */
+	/* the credential's header and value, or NULLs: the value is copied into
+	 * sodium_malloc memory and never logged */
+	const char *header_name;
+	const void *header_value;
 	size_t header_len;
-	const char *ca_file;       /* a private CA bundle, or NULL (system store); copied */
-	long connect_timeout_ms;   /* <= 0: 10 s */
-	long request_timeout_ms;   /* each message's exchange, resumptions included;
-	                              <= 0: 300 s */
-	size_t response_max;       /* the cap on one JSON answer, one SSE event and
-	                              one line from the gateway; 0: 16 MiB */
+	const char *ca_file;     /* a private CA bundle, or NULL (system store); copied */
+	long connect_timeout_ms; /* <= 0: 10 s */
+	/* each message's whole exchange, resumptions included; <= 0: 300 s */
+	long request_timeout_ms;
+	/* the cap on one JSON answer, one SSE event, one line from the
+	 * gateway; 0: 16 MiB */
+	size_t response_max;
 };
 
 struct remote_bridge;
@@ -100,7 +102,7 @@ typedef int (*sse_event_cb)(const struct sse_event *ev, void *data);
 
 /* An incremental parser: bytes in any split, events out. Lines end in CRLF,
  * LF or CR; a leading BOM is dropped; ":" lines are comments; unknown fields
- * are ignored. Memory stays under about 2 * event_max + SSE_ID_MAX. The
+ * are ignored. Memory stays under about 3 * event_max + 2 * SSE_ID_MAX. The
  * fields are private. */
 struct sse_parser {
 	size_t event_max;

@@ -134,7 +134,8 @@ static void test_line_ends(void)
 	sse_feed(&p, "\ndata: y\r", 9, record, &s);
 	sse_feed(&p, "\n\r", 2, record, &s);
 	sse_feed(&p, "\n", 1, record, &s);
-	T_STR(mg_buf_str(&s.log), "[message|x\\x0ay|]", "a CRLF split across feeds is one line end");
+	T_STR(mg_buf_str(&s.log), "[message|x\\x0ay|]",
+	      "a CRLF split across feeds is one line end");
 	sse_free(&p);
 	mg_buf_free(&s.log);
 }
@@ -155,8 +156,8 @@ static void test_fields(void)
 	check_splits("an empty event name is message", text, strlen(text), "[message|x|]");
 
 	text = "foo: bar\nDATA: no\ndata : no\ndata: yes\n\n";
-	check_splits("unknown fields (and case or spaces in names) are ignored", text,
-	             strlen(text), "[message|yes|]");
+	check_splits("unknown fields (and case or spaces in names) are ignored", text, strlen(text),
+	             "[message|yes|]");
 
 	text = "data: a:b: c\n\n";
 	check_splits("only the first colon splits", text, strlen(text), "[message|a:b: c|]");
