@@ -86,6 +86,7 @@ struct conn {
 	int cfd, ufd;
 	uint64_t deadline, t_start;
 	bool established; /* relaying: a close record is due */
+	bool half_closed; /* a tunnel whose client has sent its end */
 	bool attempt_logged;
 	char *head;
 	size_t head_len;
@@ -426,6 +427,9 @@ static int pump(struct dir *d, bool *moved)
 	return 0;
 }
 
+/* How long a tunnel lives on in silence once its client has sent its end */
+#define HALF_CLOSE_LINGER_MS 2000
+
 static void relay_pump(struct loop *l, struct conn *c)
 {
 	bool moved = false;
@@ -433,8 +437,16 @@ static void relay_pump(struct loop *l, struct conn *c)
 		conn_close(l, c);
 		return;
 	}
-	if (moved)
-		set_deadline(l, c, l->o->idle_timeout_ms);
+	/* A client that has sent its end gets the rest of the answer, but a
+	 * tunnel whose upstream then falls silent must not hold its place (and
+	 * its six descriptors) against -max-tunnels for the whole idle timeout */
+	bool half_closed = c->is_connect && c->up.shut && !c->down.shut;
+	if (moved || (half_closed && !c->half_closed)) {
+		int64_t idle = l->o->idle_timeout_ms;
+		set_deadline(
+		    l, c, half_closed && idle > HALF_CLOSE_LINGER_MS ? HALF_CLOSE_LINGER_MS : idle);
+	}
+	c->half_closed = half_closed;
 	bool done;
 	if (c->is_connect)
 		done = c->up.shut && c->down.shut;
@@ -1010,6 +1022,8 @@ static void do_accept(struct loop *l)
 			ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 			(void)w;
 			close(fd);
+			/* refused before a byte was read: still an attempt on the record */
+			egr_log_attempt(NULL, NULL, 0, NULL, false, "too many tunnels");
 			uint64_t now = now_ms();
 			if (now - l->last_busy_note >= 1000) {
 				fprintf(stderr,
