@@ -281,6 +281,7 @@ enum server_key {
 	K_MEMORY,
 	K_PIDS,
 	K_URL,
+	K_CA_FILE,
 	K_WORKSPACES,
 	K_MANIFEST,
 	K_RELAY,
@@ -302,6 +303,7 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_MEMORY] = {"memory", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_PIDS] = {"pids", TOML_INTEGER, "an integer", SCOPE_CONTAINER},
     [K_URL] = {"url", TOML_STRING, "a string", SCOPE_REMOTE},
+    [K_CA_FILE] = {"ca_file", TOML_STRING, "a string", SCOPE_REMOTE},
     [K_WORKSPACES] = {"workspaces", TOML_ARRAY, "an array of strings", SCOPE_ANY},
     [K_MANIFEST] = {"manifest", TOML_STRING, "a string", SCOPE_ANY},
     [K_RELAY] = {"relay", TOML_ARRAY, "an array of strings", SCOPE_ANY},
@@ -816,6 +818,15 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 		else if (url != NULL)
 			s->url = xstrdup(url);
 	}
+	if (k.kv[K_CA_FILE] != NULL) {
+		/* a private CA bundle: TLS is still verified, against it */
+		const struct toml_value *v = k.kv[K_CA_FILE]->value;
+		const char *ca = str_of(c, "ca_file", v);
+		if (ca != NULL && ca[0] != '/')
+			diag(c, v->pos, "\"ca_file\" \"%s\" must be an absolute path", ca);
+		else if (ca != NULL)
+			s->ca_file = xstrdup(ca);
+	}
 	check_workspaces(c, &k, s);
 	if (k.kv[K_MANIFEST] != NULL) {
 		const struct toml_value *v = k.kv[K_MANIFEST]->value;
@@ -1144,6 +1155,7 @@ void cfg_free(struct cfg *cfg)
 		free(s->args);
 		free(s->url);
 		free(s->url_host);
+		free(s->ca_file);
 		free(s->credential);
 		free(s->position_name);
 		for (size_t j = 0; j < s->nworkspaces; j++)

@@ -121,6 +121,7 @@ struct cfg_server {
 	char *url;
 	char *url_host;    /* lower case; an IPv6 address in brackets */
 	unsigned url_port; /* as written, else 443 for https and 80 for http */
+	char *ca_file;     /* a private CA bundle for its TLS, or NULL (the system's) */
 
 	/* both */
 	char *credential; /* the secret's name in the keychain, or NULL */

@@ -42,6 +42,7 @@ static void open_bridge(struct loop *loop, void *data)
 	    .header_name = r->secret != NULL ? c->position_name : NULL,
 	    .header_value = r->secret != NULL ? r->secret->bytes : NULL,
 	    .header_len = r->secret != NULL ? r->secret->len : 0,
+	    .ca_file = c->ca_file,
 	    .connect_timeout_ms = start_ms > 0 && start_ms < REMOTE_CONNECT_TIMEOUT_MS
 	                              ? start_ms
 	                              : REMOTE_CONNECT_TIMEOUT_MS,
