@@ -165,7 +165,11 @@ INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
 
 # RUN names the test programs; the runner's last line totals them all
-RUN = $(UNIT_PROGRAMS)
+# TESTS=unit|integration|all picks the programs; they are named here, in the
+# make that runs them, so $(B) is the sanitized build's
+TESTS ?= unit
+RUN = $(if $(filter unit all,$(TESTS)),$(UNIT_PROGRAMS)) \
+      $(if $(filter integration all,$(TESTS)),$(INTEGRATION_PROGRAMS))
 run-tests: unit-deps
 	@MCPGATE=$(BIN)/mcpgate TOML_DECODE=$(BIN)/toml-decode FAKES=build/fakes \
 	  PROBE=build/fakes/mcpgate-probe tests/run-unit $(RUN)
@@ -174,10 +178,10 @@ check:
 	@$(MAKE) --no-print-directory SAN=1 run-tests
 
 integration:
-	@$(MAKE) --no-print-directory SAN=1 run-tests RUN="$(INTEGRATION_PROGRAMS)"
+	@$(MAKE) --no-print-directory SAN=1 run-tests TESTS=integration
 
 test:
-	@$(MAKE) --no-print-directory SAN=1 run-tests RUN="$(UNIT_PROGRAMS) $(INTEGRATION_PROGRAMS)"
+	@$(MAKE) --no-print-directory SAN=1 run-tests TESTS=all
 
 build/fakes/mcpgate-probe: $(PROBE_SRC) $(FAKES_HDR)
 	@mkdir -p $(dir $@)
