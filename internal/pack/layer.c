@@ -41,20 +41,8 @@ void pack_digest_final(crypto_hash_sha256_state *st, char out[PACK_DIGEST_LEN + 
 static la_ssize_t gzip_to_fd(struct archive *a, void *data, const void *buf, size_t len)
 {
 	struct layer_sink *s = data;
-	const char *p = buf;
-	size_t left = len;
-	while (left > 0) {
-		ssize_t w = write(s->fd, p, left);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			s->write_errno = errno;
-			archive_set_error(a, errno, "writing the layer");
-			return -1;
-		}
-		p += w;
-		left -= (size_t)w;
-	}
+	if (pack_write_fd(a, s->fd, &s->write_errno, buf, len, "writing the layer") < 0)
+		return -1;
 	crypto_hash_sha256_update(&s->gz_hash, buf, len);
 	s->gz_size += len;
 	return (la_ssize_t)len;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <archive.h>
 #include <sodium.h>
 
 #include "internal/base/err.h"
@@ -77,5 +78,10 @@ struct pack_elf {
 /* Look into a file: is it ELF, for which machine, with which interpreter.
  * Fails only when the file cannot be read; anything else is "not ELF". */
 int pack_elf_inspect(const char *path, struct pack_elf *out, struct mg_err **err);
+
+/* write(2) all of buf to fd for a libarchive write callback; a failure sets
+ * *write_errno and the archive's error (what says what was being written) */
+la_ssize_t pack_write_fd(struct archive *a, int fd, int *write_errno, const void *buf, size_t len,
+                         const char *what);
 
 #endif

@@ -546,25 +546,33 @@ struct out_sink {
 	int write_errno;
 };
 
-static la_ssize_t out_write(struct archive *a, void *data, const void *buf, size_t len)
+la_ssize_t pack_write_fd(struct archive *a, int fd, int *write_errno, const void *buf, size_t len,
+                         const char *what)
 {
-	struct out_sink *s = data;
 	const char *p = buf;
 	size_t left = len;
 	while (left > 0) {
-		ssize_t w = write(s->fd, p, left);
+		ssize_t w = write(fd, p, left);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			s->write_errno = errno;
-			archive_set_error(a, errno, "write");
+			*write_errno = errno;
+			archive_set_error(a, errno, "%s", what);
 			return -1;
 		}
 		p += w;
 		left -= (size_t)w;
 	}
-	s->size += len;
 	return (la_ssize_t)len;
+}
+
+static la_ssize_t out_write(struct archive *a, void *data, const void *buf, size_t len)
+{
+	struct out_sink *s = data;
+	la_ssize_t w = pack_write_fd(a, s->fd, &s->write_errno, buf, len, "write");
+	if (w > 0)
+		s->size += len;
+	return w;
 }
 
 static int out_fail(const struct out_sink *s, struct archive *a, const char *what,
