@@ -177,10 +177,14 @@ run-tests: unit-deps
 check:
 	@$(MAKE) --no-print-directory SAN=1 run-tests
 
+# the sidecar runs the static release proxy: a sanitized build cannot run in
+# an image that holds nothing but it
 integration:
+	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress
 	@$(MAKE) --no-print-directory SAN=1 run-tests TESTS=integration
 
 test:
+	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress
 	@$(MAKE) --no-print-directory SAN=1 run-tests TESTS=all
 
 build/fakes/mcpgate-probe: $(PROBE_SRC) $(FAKES_HDR)
