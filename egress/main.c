@@ -24,7 +24,8 @@ static void raise_fd_limit(struct egr_opts *o)
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
-	rlim_t need = (rlim_t)o->max_tunnels * FDS_PER_CONN + FDS_SPARE;
+	/* room for the cap, and as many tunnels again whose client has left */
+	rlim_t need = (rlim_t)o->max_tunnels * 2 * FDS_PER_CONN + FDS_SPARE;
 	if (rl.rlim_cur < need) {
 		rl.rlim_cur =
 		    rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
@@ -33,7 +34,7 @@ static void raise_fd_limit(struct egr_opts *o)
 	}
 	if (rl.rlim_cur < need) {
 		unsigned fit = rl.rlim_cur > FDS_SPARE * 2
-		                   ? (unsigned)((rl.rlim_cur - FDS_SPARE) / FDS_PER_CONN)
+		                   ? (unsigned)((rl.rlim_cur - FDS_SPARE) / (2 * FDS_PER_CONN))
 		                   : 1;
 		fprintf(stderr,
 		        "mcpgate-egress: only %llu file descriptors: -max-tunnels lowered to %u\n",

@@ -112,6 +112,7 @@ struct loop {
 	int ep, lfd, sfd, dns_r;
 	struct conn *conns, *dead;
 	size_t nconns;
+	size_t nhalf; /* of nconns, tunnels whose client has sent its end */
 	struct dns_job *jobs;
 	size_t njobs;
 	uint64_t next_scan;
@@ -205,6 +206,8 @@ static void conn_close(struct loop *l, struct conn *c)
 	c->prev = NULL;
 	l->dead = c;
 	l->nconns--;
+	if (c->half_closed)
+		l->nhalf--;
 }
 
 static const char *status_text(int status)
@@ -445,6 +448,12 @@ static void relay_pump(struct loop *l, struct conn *c)
 		int64_t idle = l->o->idle_timeout_ms;
 		set_deadline(
 		    l, c, half_closed && idle > HALF_CLOSE_LINGER_MS ? HALF_CLOSE_LINGER_MS : idle);
+	}
+	if (half_closed != c->half_closed) {
+		if (half_closed)
+			l->nhalf++;
+		else
+			l->nhalf--;
 	}
 	c->half_closed = half_closed;
 	bool done;
@@ -1018,7 +1027,11 @@ static void do_accept(struct loop *l)
 			}
 			return;
 		}
-		if (l->nconns >= l->o->max_tunnels) {
+		/* a tunnel whose client has left is on its way out (2 s at most):
+		 * it does not count against the cap, but no more than the cap of
+		 * them is kept (their descriptors stay bounded) */
+		if (l->nconns - l->nhalf >= l->o->max_tunnels ||
+		    l->nconns >= 2 * (size_t)l->o->max_tunnels) {
 			ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 			(void)w;
 			close(fd);
