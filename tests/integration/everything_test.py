@@ -16,8 +16,6 @@ Needs node and npm (and the npm registry for the first install); without
 them it reports skipped. Traffic: the npm registry (install), loopback (the
 local registry), and a container with no network.
 """
-import glob
-import json
 import os
 import re
 import shutil
@@ -29,6 +27,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mcpclient import Tap  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import containers_test as ct  # noqa: E402  (the runtime, sessions and labels: one way to do them)
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RT = os.environ.get("MCPGATE_CONTAINER_TEST_RUNTIME", "podman")
@@ -43,13 +43,6 @@ TOOLS = ("echo", "get-sum", "trigger-long-running-operation")
 
 t = Tap()
 made = {"images": [], "sessions": []}
-
-
-def rt(*args, check=True, timeout=120):
-    r = subprocess.run([RT] + list(args), capture_output=True, text=True, timeout=timeout)
-    if check and r.returncode != 0:
-        raise RuntimeError("%s %s: %s" % (RT, " ".join(args), r.stderr.strip()[-500:]))
-    return r
 
 
 def skip(why):
@@ -78,50 +71,12 @@ def npm_reachable():
         return False
 
 
-class Workspace:
-    def __init__(self, base, image):
-        self.conf = os.path.join(base, "conf")
-        self.state = os.path.join(base, "state")
-        self.data = os.path.join(base, "data")
-        self.ws = os.path.join(base, "ws")
-        for d in (self.conf, self.state, self.data, self.ws):
-            os.makedirs(d)
-        servers = ('[[server]]\nname = "everything"\ntransport = "container"\n'
-                   'image = "%s"\nnetwork = []\n' % image)
-        for tool in TOOLS:
-            servers += '\n[server.tools.%s]\non = true\neffect = "read"\n' % tool
-        with open(os.path.join(self.conf, "mcp.toml"), "w") as fh:
-            fh.write(servers)
-        with open(os.path.join(self.conf, "config.toml"), "w") as fh:
-            fh.write('[mcp]\nruntime = "%s"\n' % RT)
-        self.env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
-                    "XDG_STATE_HOME": self.state, "XDG_DATA_HOME": self.data,
-                    "MCPGATE_LOG": "info"}
-        for k in ("XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST"):
-            if k in os.environ:
-                self.env[k] = os.environ[k]
-
-    def mcpgate(self, *args, timeout=600):
-        return subprocess.run([MCPGATE] + list(args) + ["--config", self.conf], env=self.env,
-                              capture_output=True, text=True, timeout=timeout, cwd=self.ws)
-
-    def manifest(self):
-        with open(os.path.join(self.conf, "mcp.toml")) as fh:
-            m = re.search(r'^manifest = "(sha256:[0-9a-f]{64})"', fh.read(), re.M)
-        return m.group(1) if m else None
-
-    def sessions(self):
-        return sorted(os.path.basename(p)[:-6] for p in
-                      glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl")))
-
-    def audit(self, sid):
-        with open(os.path.join(self.state, "mcpgate", "sessions", sid + ".jsonl")) as fh:
-            return [json.loads(line) for line in fh]
-
-
-def labelled_containers(label):
-    r = rt("ps", "-a", "--filter", "label=" + label, "--format", "{{.Names}}", check=False)
-    return [x for x in r.stdout.split() if x]
+def everything_server(image):
+    servers = ('[[server]]\nname = "everything"\ntransport = "container"\n'
+               'image = "%s"\nnetwork = []\n' % image)
+    for tool in TOOLS:
+        servers += '\n[server.tools.%s]\non = true\neffect = "read"\n' % tool
+    return servers
 
 
 def fold_client(out, rc):
@@ -153,7 +108,7 @@ def run(base):
     if not ok:
         return
     made["images"].append(image)
-    w = Workspace(base, image)
+    w = ct.Session(base, everything_server(image))
 
     r = w.mcpgate("check")
     t.ok(r.returncode == 0 and "configuration OK" in r.stdout, "the configuration checks",
@@ -179,7 +134,7 @@ def run(base):
          "review lists the tools left off", out)
     reviewed = re.search(r"^manifest: (sha256:[0-9a-f]{64})$", out, re.M)
     r = w.mcpgate("approve", "everything", "--workspace", w.ws)
-    pinned = w.manifest()
+    pinned = w.pinned("everything")
     t.ok(r.returncode == 0 and reviewed is not None and pinned == reviewed.group(1),
          "approve pins the reviewed manifest in mcp.toml", r.stdout + r.stderr)
 
@@ -198,7 +153,7 @@ def run(base):
         with open(serve_err) as fh:
             comment(fh.read())
 
-    sids = w.sessions()
+    sids = w.session_ids()
     t.ok(len(sids) == 1, "the client's session has one audit log", sids)
     if not sids:
         return
@@ -222,16 +177,16 @@ def run(base):
     t.ok(exits and exits[0]["forced"] is False, "the server ended at the end of the session",
          exits)
     t.ok([e["event"] for e in audit][-1] == "session.end", "the log ends with session.end")
-    t.ok(labelled_containers("mcpgate.session=" + sid) == [],
+    t.ok(ct.labelled("containers", "mcpgate.session=" + sid) == [],
          "no container of the session is left")
 
 
 def cleanup():
     for sid in made["sessions"]:
-        for name in labelled_containers("mcpgate.session=" + sid):
-            rt("rm", "-f", *(["--time=0"] if RT == "podman" else []), name, check=False)
+        for name in ct.labelled("containers", "mcpgate.session=" + sid):
+            ct.rt("rm", "-f", *(["--time=0"] if RT == "podman" else []), name, check=False)
     for image in made["images"]:
-        rt("rmi", "-f", image, check=False)
+        ct.rt("rmi", "-f", image, check=False)
 
 
 def main():
