@@ -29,6 +29,10 @@ int help_print(const char *name);
 int usage_error(const struct command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The one server name a command takes: kept in *name; an option nobody
+ * knows or a second name is a usage error (printed; returns -1) */
+int usage_server_name(const struct command *cmd, const char *arg, const char **name);
+
 int cmd_help(int argc, char **argv, struct mg_err **err);
 int cmd_check(int argc, char **argv, struct mg_err **err);
 int cmd_list(int argc, char **argv, struct mg_err **err);

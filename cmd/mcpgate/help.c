@@ -147,6 +147,16 @@ int usage_error(const struct command *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int usage_server_name(const struct command *cmd, const char *arg, const char **name)
+{
+	if (arg[0] == '-' || *name != NULL) {
+		usage_error(cmd, "unexpected argument \"%s\"", arg);
+		return -1;
+	}
+	*name = arg;
+	return 0;
+}
+
 int cmd_help(int argc, char **argv, struct mg_err **err)
 {
 	(void)err;

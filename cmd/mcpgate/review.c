@@ -209,9 +209,8 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 			return EXIT_USAGE;
 		if (r > 0)
 			continue;
-		if (argv[i][0] == '-' || name != NULL)
-			return usage_error(self, "unexpected argument \"%s\"", argv[i]);
-		name = argv[i];
+		if (usage_server_name(self, argv[i], &name) < 0)
+			return EXIT_USAGE;
 	}
 	if (name == NULL)
 		return usage_error(self, "which server? (see: mcpgate list)");
@@ -332,9 +331,8 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 				                   v);
 			continue;
 		}
-		if (argv[i][0] == '-' || name != NULL)
-			return usage_error(self, "unexpected argument \"%s\"", argv[i]);
-		name = argv[i];
+		if (usage_server_name(self, argv[i], &name) < 0)
+			return EXIT_USAGE;
 	}
 	if (name == NULL)
 		return usage_error(self, "which server? (see: mcpgate list)");
