@@ -982,6 +982,23 @@ static void fake_egress(char **args)
 	pj_buf_adds(&b,
 	            "{\"event\":\"attempt\",\"method\":\"CONNECT\",\"host\":\"unlisted.example\","
 	            "\"port\":443,\"address\":null,\"allowed\":false,\"reason\":\"not listed\"}\n");
+	/* DIR/egress-records N: that many more refused attempts (the record cap) */
+	char *path = state_path("egress-records");
+	char *extra_text = read_file(path, 64, NULL);
+	long long extra = 0;
+	free(path);
+	if (extra_text != NULL) {
+		extra_text[strcspn(extra_text, "\n")] = '\0';
+		if (parse_number(extra_text, 0, 100000, &extra) < 0)
+			extra = 0;
+		free(extra_text);
+	}
+	for (long long i = 0; i < extra; i++)
+		pj_buf_addf(
+		    &b,
+		    "{\"event\":\"attempt\",\"method\":\"CONNECT\",\"host\":\"n%lld.example\","
+		    "\"port\":443,\"address\":null,\"allowed\":false,\"reason\":\"not listed\"}\n",
+		    i);
 	write_all(1, b.p, b.len);
 	pj_buf_free(&b);
 	char buf[256];

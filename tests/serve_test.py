@@ -406,6 +406,24 @@ def test_bad_client_lines():
     f.cleanup()
 
 
+def test_egress_record_cap():
+    f = Fixture(server("net", extra='network = ["api.example.com"]\n'),
+                config='egress = "%s"\n' % os.path.join(FAKES, "mcpgate-probe"))
+    with open(os.path.join(f.rt, "egress-records"), "w") as fh:
+        fh.write("1005\n")  # with the fake sidecar's own 2: 1007 attempts
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    c.close()
+    audit = f.audit()
+    eg = events(audit, "mcp.egress")
+    dropped = events(audit, "mcp.egress.dropped")
+    t.ok(len(eg) == 1000, "at most 1000 mcp.egress records per server and session", len(eg))
+    t.ok(len(dropped) == 1 and dropped[0]["count"] == 7 and dropped[0]["server"] == "net",
+         "then one record with the count of the rest", dropped)
+    f.cleanup()
+
+
 def test_withheld():
     f = Fixture(server("unpinned", pinned=False) +
                 server("changed", args=["--describe-suffix", " (v2)"]) + server("pinned"))
@@ -683,7 +701,7 @@ def test_egress_host_side():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_egress_host_side, test_withheld, test_review_approve, test_confirmation,
+for case in (test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_bad_client_lines):
