@@ -46,6 +46,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 from mcpclient import Client  # noqa: E402
+from benchlib import (anomalies, anomaly, first_line, fmt, measure, on_term,  # noqa: E402
+                      pct, ratio, report_anomalies, rx, sh, summary, table)
 
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", os.path.join(TOP, "mcpgate")))
 FAKES = os.path.abspath(os.environ.get("FAKES", os.path.join(TOP, "build", "fakes")))
@@ -80,16 +82,10 @@ RUNTIME_ENV = ("PATH", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "CONTAINER_HOST",
                "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_TLS_VERIFY",
                "DOCKER_CERT_PATH", "DOCKER_API_VERSION")
 
-anomalies = []      # what misbehaved, in words; printed at the end, and the exit status
 temp_dirs = []      # removed at the end
 gateways = []       # every mcpgate process started (Popen), for the leak check and the end
 real_gateways = set()  # pids of those that ran a real runtime
 results = {}
-
-
-def anomaly(text):
-    anomalies.append(text)
-    print("  ANOMALY: " + text, flush=True)
 
 
 def tempdir(prefix):
@@ -98,78 +94,7 @@ def tempdir(prefix):
     return d
 
 
-def sh(argv, timeout=120, env=None, check=False, stdin=None):
-    """Run a command to its end (bounded); return CompletedProcess."""
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
-                       stdin=stdin if stdin is not None else subprocess.DEVNULL)
-    if check and r.returncode != 0:
-        raise RuntimeError("%s exited %d: %s" % (" ".join(argv), r.returncode,
-                                                 (r.stderr or r.stdout).strip()[:400]))
-    return r
-
-
-def first_line(argv, timeout=20):
-    try:
-        r = sh(argv, timeout=timeout)
-        out = (r.stdout or r.stderr).strip().splitlines()
-        return out[0] if r.returncode == 0 and out else None
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
 # ---- statistics and printing ---------------------------------------------
-
-def pct(sorted_values, q):
-    """Nearest-rank percentile of an already sorted list."""
-    if not sorted_values:
-        return float("nan")
-    k = max(1, math.ceil(q * len(sorted_values)))
-    return sorted_values[k - 1]
-
-
-def summary(values):
-    v = sorted(values)
-    if not v:
-        return {"n": 0}
-    return {"n": len(v), "median": statistics.median(v), "p90": pct(v, 0.90),
-            "p99": pct(v, 0.99), "mean": statistics.fmean(v), "min": v[0], "max": v[-1]}
-
-
-def ratio(a, b):
-    return a / b if a is not None and b else float("nan")
-
-
-def rx(a, b):
-    """a/b as a printed ratio, "-" when either is missing."""
-    r = ratio(a, b)
-    return "-" if math.isnan(r) else "%.2fx" % r
-
-
-def fmt(x, digits=1):
-    if isinstance(x, str):
-        return x
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if isinstance(x, int):
-        return "%d" % x
-    return "%.*f" % (digits, x)
-
-
-def table(title, columns, rows):
-    """rows: [label, value, ...]; values already strings or numbers."""
-    print()
-    print("== " + title)
-    width0 = max([len(r[0]) for r in rows] + [len(columns[0])])
-    cells = [[fmt(c) for c in r[1:]] for r in rows]
-    widths = [max([len(columns[i + 1])] + [len(c[i]) for c in cells if i < len(c)])
-              for i in range(len(columns) - 1)]
-    print("  " + columns[0].ljust(width0) + "".join("  " + columns[i + 1].rjust(widths[i])
-                                                  for i in range(len(widths))))
-    for r, c in zip(rows, cells):
-        print("  " + r[0].ljust(width0) + "".join("  " + c[i].rjust(widths[i])
-                                                for i in range(len(c))))
-    sys.stdout.flush()
-
 
 def skipped(title, why):
     print()
@@ -959,13 +884,6 @@ def bench_session_start_real(rt, gw_argv):
         "ratio_bare8_bare1": ratio(b[8].get("median"), b[1].get("median"))}
 
 
-def measure(fn, *args):
-    try:
-        fn(*args)
-    except Exception as e:  # noqa: BLE001 - one failed measurement does not stop the rest
-        anomaly("%s failed: %s: %s" % (fn.__name__, type(e).__name__, e))
-
-
 def run_all():
     """1, 2, 3a, 3b in order; 2 and 3b only with a working real runtime."""
     rt, gw_argv, why = None, None, None
@@ -1150,10 +1068,6 @@ def write_json(now):
     return path
 
 
-def on_term(signo, frame):
-    raise KeyboardInterrupt("signal %d" % signo)
-
-
 def snapshot_binaries():
     """Run copies of mcpgate and the fakes, taken once: a rebuild in the tree
     while the bench runs (other people work in it) cannot change them midway.
@@ -1191,17 +1105,12 @@ def main():
             shutil.rmtree(d, ignore_errors=True)
     ratios_block()
     results["anomalies"] = anomalies
-    print()
-    print("== anomalies")
-    if anomalies:
-        for a in anomalies:
-            print("  - " + a)
-    else:
-        print("  none: every answer was right, every session ended with status 0, no container was left")
+    status = report_anomalies("every answer was right, every session ended with status 0, "
+                              "no container was left")
     path = write_json(now)
     print()
     print("results: %s" % os.path.relpath(path, TOP))
-    return 1 if anomalies else 0
+    return status
 
 
 if __name__ == "__main__":

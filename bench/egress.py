@@ -49,6 +49,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import (anomalies, anomaly, fmt, measure, on_term, ratio,  # noqa: E402
+                      report_anomalies, rx, sh, summary, table)
+import benchlib  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 EGRESS = os.path.abspath(os.environ.get("MCPGATE_EGRESS", os.path.join(TOP, "mcpgate-egress")))
@@ -84,7 +89,6 @@ IO_TIMEOUT = 10.0                # s, one small exchange
 ZERO_FILE_BYTES = 16 << 20       # what the upstream sendfile()s from, over and over
 UPSTREAM_MAX_SECONDS = 3600      # the upstream exits by itself after this long
 
-anomalies = []
 notes = []
 results = {}
 temp_dirs = []
@@ -173,14 +177,13 @@ def watchdog_main(max_seconds):
     return 0
 
 
-def anomaly(text):
-    anomalies.append(text)
-    print("  ANOMALY: " + text, flush=True)
-
-
 def note(text):
     notes.append(text)
     print("  note: " + text, flush=True)
+
+
+def first_line(argv, timeout=20):
+    return benchlib.first_line(argv, timeout=timeout, any_status=True)
 
 
 def tempdir(prefix):
@@ -190,74 +193,10 @@ def tempdir(prefix):
     return d
 
 
-def sh(argv, timeout=30, check=False):
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and r.returncode != 0:
-        raise RuntimeError("%s exited %d: %s" % (" ".join(argv), r.returncode,
-                                                 (r.stderr or r.stdout).strip()[:400]))
-    return r
-
-
-def first_line(argv, timeout=20):
-    try:
-        r = sh(argv, timeout=timeout)
-        out = (r.stdout or r.stderr).strip().splitlines()
-        return out[0].strip() if out else None
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
 # ---- statistics and printing -------------------------------------------------
-
-def summary(values):
-    v = sorted(values)
-    if not v:
-        return {"n": 0}
-    return {"n": len(v), "median": statistics.median(v), "mean": statistics.fmean(v),
-            "min": v[0], "max": v[-1]}
-
 
 def med(s):
     return s.get("median") if s else None
-
-
-def ratio(a, b):
-    return a / b if a is not None and b else float("nan")
-
-
-def rx(a, b):
-    """a/b as a printed ratio (three decimals below 0.1), "-" when either is missing."""
-    r = ratio(a, b)
-    if math.isnan(r):
-        return "-"
-    return ("%.3fx" if r < 0.1 else "%.2fx") % r
-
-
-def fmt(x, digits=1):
-    if isinstance(x, str):
-        return x
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if isinstance(x, int):
-        return "%d" % x
-    return "%.*f" % (digits, x)
-
-
-def table(title, columns, rows, digits=None):
-    """rows: [label, value, ...]; digits: decimals per value column."""
-    print()
-    print("== " + title)
-    digits = digits or [1] * (len(columns) - 1)
-    width0 = max([len(r[0]) for r in rows] + [len(columns[0])])
-    cells = [[fmt(c, digits[i]) for i, c in enumerate(r[1:])] for r in rows]
-    widths = [max([len(columns[i + 1])] + [len(c[i]) for c in cells if i < len(c)])
-              for i in range(len(columns) - 1)]
-    print("  " + columns[0].ljust(width0) + "".join("  " + columns[i + 1].rjust(widths[i])
-                                                  for i in range(len(widths))))
-    for r, c in zip(rows, cells):
-        print("  " + r[0].ljust(width0) + "".join("  " + c[i].rjust(widths[i])
-                                                for i in range(len(c))))
-    sys.stdout.flush()
 
 
 # ---- the upstream (run inside the namespace: bench/egress.py --upstream) ------
@@ -1405,13 +1344,6 @@ def header(binary, origin, digest):
     return now
 
 
-def measure(fn, *args):
-    try:
-        fn(*args)
-    except Exception as e:  # noqa: BLE001 - one failed measurement does not stop the rest
-        anomaly("%s failed: %s: %s" % (fn.__name__, type(e).__name__, e))
-
-
 def check_alive(proxies, when):
     for p in proxies:
         if p.proc is not None and p.proc.poll() is not None:
@@ -1551,10 +1483,6 @@ def write_json(now):
     return path
 
 
-def on_term(signo, frame):
-    raise KeyboardInterrupt("signal %d" % signo)
-
-
 def snapshot_binary():
     """Run a copy taken once: a rebuild in the tree during the run cannot
     change it midway."""
@@ -1612,17 +1540,12 @@ def main():
     ratios_block()
     results["anomalies"] = anomalies
     results["notes"] = notes
-    print()
-    print("== anomalies")
-    if anomalies:
-        for a in anomalies:
-            print("  - " + a)
-    else:
-        print("  none: every answer was right, every proxy kept running and stopped cleanly")
+    status = report_anomalies("every answer was right, every proxy kept running and stopped "
+                              "cleanly")
     path = write_json(now)
     print()
     print("results: %s" % os.path.relpath(path, TOP))
-    return 1 if anomalies else 0
+    return status
 
 
 if __name__ == "__main__":
