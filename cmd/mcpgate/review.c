@@ -94,23 +94,17 @@ static struct json_value *load_record(const char *path, struct mg_err **err)
 
 /* ---- showing a manifest -------------------------------------------------- */
 
+/* A tool's settings in mcp.toml: its effect's name, and whether it is on */
 static const char *effect_name(const struct cfg_server *s, const char *tool, bool *on)
 {
 	*on = false;
 	for (size_t i = 0; i < s->ntools; i++) {
-		if (strcmp(s->tools[i].name, tool) != 0)
-			continue;
-		*on = s->tools[i].on;
-		switch (s->tools[i].effect) {
-		case CFG_EFFECT_READ:
-			return "read";
-		case CFG_EFFECT_WRITE:
-			return "write";
-		case CFG_EFFECT_UNDECLARED:
-			break;
+		if (strcmp(s->tools[i].name, tool) == 0) {
+			*on = s->tools[i].on;
+			return cfg_effect_name(s->tools[i].effect);
 		}
 	}
-	return "undeclared";
+	return cfg_effect_name(CFG_EFFECT_UNDECLARED);
 }
 
 /* "text: string (required), count: integer" */

@@ -224,6 +224,9 @@ int cfg_check_credential_name(const char *s, const char *what, struct mg_err **e
 /* sha256:<64 lower-case hex> */
 int cfg_check_manifest(const char *s, const char *what, struct mg_err **err);
 
+/* "read", "write" or "undeclared", as mcp.toml and messages say it */
+const char *cfg_effect_name(enum cfg_effect effect);
+
 /* s[0..len) as a double-quoted string for a message: \" \\ \n \t \r and
  * \uXXXX for other control characters; cut after 120 bytes with "...".
  * Allocated. */

@@ -775,3 +775,16 @@ int cfg_check_manifest(const char *s, const char *what, struct mg_err **err)
 		    "it)");
 	return 0;
 }
+
+const char *cfg_effect_name(enum cfg_effect effect)
+{
+	switch (effect) {
+	case CFG_EFFECT_READ:
+		return "read";
+	case CFG_EFFECT_WRITE:
+		return "write";
+	case CFG_EFFECT_UNDECLARED:
+		break;
+	}
+	return "undeclared";
+}

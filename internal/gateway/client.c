@@ -294,19 +294,6 @@ static void call_send(struct gw_call *c)
 	}
 }
 
-static const char *effect_word(enum cfg_effect e)
-{
-	switch (e) {
-	case CFG_EFFECT_READ:
-		return "read";
-	case CFG_EFFECT_WRITE:
-		return "write";
-	case CFG_EFFECT_UNDECLARED:
-		break;
-	}
-	return "undeclared";
-}
-
 /* Where a server runs, in the person's words */
 static char *where_it_runs(const struct session *s, const struct cfg_server *c)
 {
@@ -380,7 +367,7 @@ static void call_confirm(struct gw_call *c, const struct cfg_tool *set,
 	cleanup_free char *where = where_it_runs(s, srv);
 	cleanup_free char *message = xasprintf(
 	    "Allow server %s to run its tool %s (effect: %s)? It runs %s. Arguments: %.*s%s",
-	    srv->name, c->tool, effect_word(set->effect), where,
+	    srv->name, c->tool, cfg_effect_name(set->effect), where,
 	    (int)(cut ? ARGS_PREVIEW_MAX : preview.len), mg_buf_str(&preview), cut ? " ..." : "");
 	mg_buf_free(&preview);
 	struct json_value *params = gw_fields(
@@ -476,7 +463,8 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 		    "confirmation, and this client cannot ask (it declared no elicitation "
 		    "capability). Use a client that supports elicitation; or, if the tool only "
 		    "reads, declare it: mcpgate approve %s --tool %s --effect read",
-		    t->name, srv->cfg->name, effect_word(t->cfg->effect), srv->cfg->name, t->name);
+		    t->name, srv->cfg->name, cfg_effect_name(t->cfg->effect), srv->cfg->name,
+		    t->name);
 		call_refuse(c, "refused", text);
 		return;
 	}
