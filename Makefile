@@ -49,7 +49,7 @@ JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonr
 CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
              egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
-CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c
+CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c
 AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
@@ -159,7 +159,7 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
 	fakes/fakes_test.sh tests/serve_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
-	tests/remote_test.py
+	tests/remote_test.py tests/platform_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes

@@ -447,9 +447,22 @@ ok $? "podman version prints fake-runtime 1"
 log_last
 jcheck "the log line records argv (argv[0]'s basename), the whole environment, the pid" "$tmp/last" \
 	"msgs[0]['argv'] == ['podman', 'version'] and msgs[0]['env'] == {'PATH': '$D:/usr/bin:/bin', 'HOME': '$tmp/home', 'XDG_RUNTIME_DIR': '$tmp/xdg'} and isinstance(msgs[0]['pid'], int)"
+R podman info --format json
+[ "$rc" -eq 0 ] && grep -q '"cgroupVersion":"v2"' "$tmp/out" && grep -q '"rootless":false' "$tmp/out"
+ok $? "podman info prints a rootful cgroup v2 platform by default"
+R docker info --format '{{json .}}'
+[ "$rc" -eq 0 ] && grep -q '"MemoryLimit":true,"PidsLimit":true' "$tmp/out"
+ok $? "docker info prints a platform with both limits by default"
+printf '{"host":{"cgroupVersion":"v1"}}' >"$D/info"
 R podman info
-[ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = "{}" ]
-ok $? "podman info prints {}"
+[ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = '{"host":{"cgroupVersion":"v1"}}' ]
+ok $? "the knob info is the whole answer"
+rm -f "$D/info"
+echo "Error: cannot re-exec process" >"$D/info-fails"
+R podman info
+[ "$rc" -eq 125 ] && has "$tmp/err" "cannot re-exec process"
+ok $? "the knob info-fails fails info with its text"
+rm -f "$D/info-fails"
 R podman frobnicate
 [ "$rc" -eq 125 ] && has "$tmp/err" "fake-runtime: unsupported command frobnicate"
 ok $? "an unsupported command exits 125 and says so"

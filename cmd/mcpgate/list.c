@@ -9,8 +9,29 @@
 #include "internal/json/json.h"
 
 /* "present", "missing (mcpgate pull NAME)", "unknown: why" or "-" (remote) */
+/* The limits that do not hold here: "accepted" (in accept_unenforced) and
+ * "refused" (the server will not start), each an array of names */
+static void limits_entry(struct json_value *o, const struct cfg_server *s,
+                         const struct ctr_platform *p, const char *platform_error)
+{
+	if (platform_error != NULL) {
+		json_object_set(o, "platform_error", json_new_string(platform_error));
+		return;
+	}
+	struct json_value *acc = json_new_array(), *ref = json_new_array();
+	for (unsigned b = 0; b < CFG_PROP_COUNT; b++) {
+		if (!(p->unenforced & (1u << b)))
+			continue;
+		json_array_push(s->accept_unenforced & (1u << b) ? acc : ref,
+		                json_new_string(cfg_property_name(1u << b)));
+	}
+	json_object_set(o, "unenforced_accepted", acc);
+	json_object_set(o, "unenforced_refused", ref);
+}
+
 static struct json_value *server_entry(const struct cfg_server *s, struct ctr_driver *d,
-                                       const char *driver_error)
+                                       const char *driver_error, const struct ctr_platform *p,
+                                       const char *platform_error)
 {
 	struct json_value *o = json_new_object();
 	json_object_set(o, "name", json_new_string(s->name));
@@ -31,6 +52,7 @@ static struct json_value *server_entry(const struct cfg_server *s, struct ctr_dr
 			if (present < 0)
 				snprintf(why, sizeof(why), "%s", mg_err_msg(err));
 			mg_err_free(err);
+			limits_entry(o, s, p, platform_error);
 		}
 	} else {
 		json_object_set(o, "transport", json_new_string("remote"));
@@ -63,9 +85,27 @@ static void print_line(const struct json_value *o)
 		snprintf(image, sizeof(image), "image missing (mcpgate pull %s)", name);
 	else
 		snprintf(image, sizeof(image), "image %s", state);
-	printf("%-16s %-9s %-40s %s, %lld tool%s on\n", name, transport, image,
+	printf("%-16s %-9s %-40s %s, %lld tool%s on", name, transport, image,
 	       manifest != NULL ? "manifest approved" : "manifest unapproved", (long long)on,
 	       on == 1 ? "" : "s");
+	const char *const keys[] = {"unenforced_accepted", "unenforced_refused"};
+	for (size_t k = 0; k < 2; k++) {
+		const struct json_value *a = json_get(o, keys[k]);
+		if (a == NULL || a->kind != JSON_ARRAY || a->u.arr.len == 0)
+			continue;
+		char names[64] = "";
+		for (size_t i = 0; i < a->u.arr.len; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			         i ? " and " : "", a->u.arr.items[i]->u.str.ptr);
+		const char *plural = a->u.arr.len > 1 ? "s" : "";
+		if (k == 0)
+			printf("; runs without its %s limit%s (accepted)", names, plural);
+		else
+			printf("; will not start: its %s limit%s cannot hold here", names, plural);
+	}
+	if (json_get_string(o, "platform_error") != NULL)
+		printf("; will not start: cannot tell what the runtime enforces");
+	printf("\n");
 }
 
 int cmd_list(int argc, char **argv, struct mg_err **err)
@@ -91,9 +131,16 @@ int cmd_list(int argc, char **argv, struct mg_err **err)
 		need_driver |= cfg->servers[i].transport == CFG_TRANSPORT_CONTAINER;
 	if (need_driver)
 		setup_driver(cfg, &d, &derr);
+	struct ctr_platform platform = {0};
+	struct mg_err *perr = NULL;
+	if (d != NULL && d->ops->platform(d, &platform, &perr) < 0)
+		fprintf(stderr, "mcpgate list: %s\n", mg_err_msg(perr));
 	struct json_value *all = json_new_array();
 	for (size_t i = 0; i < cfg->nservers; i++)
-		json_array_push(all, server_entry(&cfg->servers[i], d, mg_err_msg(derr)));
+		json_array_push(all, server_entry(&cfg->servers[i], d, mg_err_msg(derr), &platform,
+		                                  perr != NULL ? mg_err_msg(perr) : NULL));
+	mg_err_free(perr);
+	ctr_platform_free(&platform);
 	int status = EXIT_OK;
 	if (as_json) {
 		struct mg_buf out = MG_BUF_INIT(16u << 20);

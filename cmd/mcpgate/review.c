@@ -223,6 +223,13 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 	printf("server %s: %s\n", s->name, s->image);
 	printf("runs in: a %s container, network: %s\n", t.driver->name,
 	       s->nhosts == 0 ? "none" : "its listed hosts, through the egress proxy");
+	if (f.accepted != NULL) {
+		printf("unenforced here, accepted in mcp.toml (accept_unenforced):");
+		for (size_t i = 0; i < f.accepted->u.arr.len; i++)
+			printf(" %s", f.accepted->u.arr.items[i]->u.str.ptr);
+		printf(": it runs without %s\n",
+		       f.accepted->u.arr.len == 1 ? "that limit" : "those limits");
+	}
 	printf("says it is: %s %s (MCP %s)\n", f.info.name ? f.info.name : "(unnamed)",
 	       f.info.version ? f.info.version : "", f.info.protocol_version);
 	printf("manifest: %s\n", hash);

@@ -285,6 +285,7 @@ enum server_key {
 	K_WORKSPACES,
 	K_MANIFEST,
 	K_RELAY,
+	K_ACCEPT_UNENFORCED,
 	K_TOOLS,
 	K_SERVER_COUNT,
 };
@@ -307,6 +308,8 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_WORKSPACES] = {"workspaces", TOML_ARRAY, "an array of strings", SCOPE_ANY},
     [K_MANIFEST] = {"manifest", TOML_STRING, "a string", SCOPE_ANY},
     [K_RELAY] = {"relay", TOML_ARRAY, "an array of strings", SCOPE_ANY},
+    [K_ACCEPT_UNENFORCED] = {"accept_unenforced", TOML_ARRAY, "an array of strings",
+                             SCOPE_CONTAINER},
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
 
@@ -685,6 +688,44 @@ static void check_relay(struct ctx *c, const struct keys *k, struct cfg_server *
 	}
 }
 
+const char *cfg_property_name(unsigned bit)
+{
+	switch (bit) {
+	case CFG_PROP_MEMORY:
+		return "memory";
+	case CFG_PROP_PIDS:
+		return "pids";
+	default:
+		return NULL;
+	}
+}
+
+/* accept_unenforced: the properties a person lets go where they cannot hold */
+static void check_accept(struct ctx *c, const struct keys *k, struct cfg_server *s)
+{
+	if (k->kv[K_ACCEPT_UNENFORCED] == NULL)
+		return;
+	const struct toml_value *arr = k->kv[K_ACCEPT_UNENFORCED]->value;
+	for (size_t i = 0; i < arr->u.array.len; i++) {
+		const struct toml_value *v = arr->u.array.items[i];
+		const char *entry = entry_of(c, "accept_unenforced", v);
+		if (entry == NULL)
+			continue;
+		unsigned bit = 0;
+		for (unsigned b = 0; b < CFG_PROP_COUNT; b++)
+			if (strcmp(entry, cfg_property_name(1u << b)) == 0)
+				bit = 1u << b;
+		if (bit == 0)
+			diag_value(c, v->pos, "\"accept_unenforced\" entry", entry,
+			           "is not one of \"memory\" and \"pids\"");
+		else if (s->accept_unenforced & bit)
+			diag_value(c, v->pos, "\"accept_unenforced\" entry", entry,
+			           "is listed twice");
+		else
+			s->accept_unenforced |= bit;
+	}
+}
+
 static void check_tool(struct ctx *c, const struct toml_kv *kv, struct cfg_server *s,
                        const char *server_name)
 {
@@ -828,6 +869,7 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 			s->ca_file = xstrdup(ca);
 	}
 	check_workspaces(c, &k, s);
+	check_accept(c, &k, s);
 	if (k.kv[K_MANIFEST] != NULL) {
 		const struct toml_value *v = k.kv[K_MANIFEST]->value;
 		const char *manifest = str_of(c, "manifest", v);

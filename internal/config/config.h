@@ -64,6 +64,18 @@ enum cfg_position {
 	CFG_POSITION_HEADER, /* remote: an HTTP request header */
 };
 
+/* What mcpgate asks the runtime to enforce that a platform may not
+ * (docs/unenforced.md): one bit each, named as mcp.toml's
+ * accept_unenforced writes them. */
+enum cfg_property {
+	CFG_PROP_MEMORY = 1u << 0, /* --memory */
+	CFG_PROP_PIDS = 1u << 1,   /* --pids-limit */
+};
+#define CFG_PROP_COUNT 2
+
+/* "memory" or "pids"; NULL for anything else */
+const char *cfg_property_name(unsigned bit);
+
 enum cfg_runtime {
 	CFG_RUNTIME_UNSET, /* the caller decides: podman if on PATH, else docker */
 	CFG_RUNTIME_PODMAN,
@@ -139,6 +151,9 @@ struct cfg_server {
 	bool relay_sampling;    /* sampling/createMessage */
 	bool relay_elicitation; /* elicitation/create */
 	bool relay_roots;       /* roots/list */
+	/* accept_unenforced: CFG_PROP_* bits the person accepts may not hold
+	 * on this platform; the server starts anyway, and says so */
+	unsigned accept_unenforced;
 };
 
 /* config.toml's [mcp] table */

@@ -18,6 +18,7 @@
 #include "internal/base/err.h"
 #include "internal/base/strv.h"
 #include "internal/config/config.h"
+#include "internal/json/json.h"
 
 /* Labels on every container and network mcpgate makes */
 #define CTR_LABEL_SESSION "mcpgate.session"
@@ -63,6 +64,27 @@ struct ctr_sidecar_spec {
 	const char *const *args; /* the proxy's arguments, NULL-terminated */
 };
 
+/* What the runtime can enforce here (platform.c, docs/unenforced.md) */
+struct ctr_platform {
+	bool known;          /* the runtime answered */
+	bool rootless;
+	int cgroup;          /* 1 or 2; 0 when the runtime did not say */
+	unsigned unenforced; /* CFG_PROP_* bits that would not hold */
+	char *why[CFG_PROP_COUNT];
+};
+
+/* Read `podman info --format json` / `docker info --format '{{json .}}'` */
+int ctr_platform_from_info(enum ctr_kind kind, const char *text, size_t len,
+                           struct ctr_platform *out, struct mg_err **err);
+void ctr_platform_free(struct ctr_platform *p);
+/* Why server s may not start here (allocated), or NULL when every property
+ * holds or is accepted in its accept_unenforced */
+char *ctr_platform_refusal(const struct ctr_platform *p, const struct cfg_server *s);
+/* The accepted properties that do not hold here, as a JSON array for the
+ * audit log; NULL when there are none */
+struct json_value *ctr_platform_accepted_json(const struct ctr_platform *p,
+                                              const struct cfg_server *s);
+
 struct ctr_ops {
 	/* argv and environment of `run` for spec; argv[0] is the runtime's path */
 	int (*run_command)(const struct ctr_driver *d, const struct ctr_run_spec *spec,
@@ -92,6 +114,8 @@ struct ctr_ops {
 	/* the container's address on network (allocated), or an error */
 	int (*container_address)(const struct ctr_driver *d, const char *container,
 	                         const char *network, char **address, struct mg_err **err);
+	/* what the runtime says it can enforce on this platform */
+	int (*platform)(const struct ctr_driver *d, struct ctr_platform *out, struct mg_err **err);
 	/* remove what dead mcpgate processes left: containers, then networks;
 	 * *removed counts what went */
 	int (*sweep)(const struct ctr_driver *d, unsigned *removed, struct mg_err **err);

@@ -224,6 +224,92 @@ static void remove_workspace(void)
 	rmdir(workspace);
 }
 
+/* What the runtime reports decides what holds (platform.c): one case per
+ * kind of platform, from the JSON podman and docker print */
+static void platform_case(enum ctr_kind kind, const char *json, unsigned want, const char *what)
+{
+	struct ctr_platform p;
+	struct mg_err *err = NULL;
+	int r = ctr_platform_from_info(kind, json, strlen(json), &p, &err);
+	T_OK(r == 0, "%s: read (%s)", what, r < 0 ? mg_err_msg(err) : "ok");
+	T_INT(p.unenforced, want, "%s: the unenforced properties", what);
+	for (unsigned b = 0; b < CFG_PROP_COUNT; b++)
+		T_OK(((want >> b) & 1) == (p.why[b] != NULL), "%s: a reason for each, and only those",
+		     what);
+	ctr_platform_free(&p);
+	mg_err_free(err);
+}
+
+static void test_platform(void)
+{
+	const unsigned both = CFG_PROP_MEMORY | CFG_PROP_PIDS;
+	platform_case(CTR_PODMAN,
+	              "{\"host\":{\"cgroupVersion\":\"v1\",\"cgroupControllers\":[],"
+	              "\"security\":{\"rootless\":true}}}",
+	              both, "rootless podman on cgroup v1");
+	platform_case(CTR_PODMAN,
+	              "{\"host\":{\"cgroupVersion\":\"v1\",\"cgroupControllers\":[\"cpu\","
+	              "\"memory\",\"pids\"],\"security\":{\"rootless\":false}}}",
+	              0, "podman as root on cgroup v1");
+	platform_case(CTR_PODMAN,
+	              "{\"host\":{\"cgroupVersion\":\"v2\",\"cgroupControllers\":[\"cpu\","
+	              "\"memory\"],\"security\":{\"rootless\":true}}}",
+	              CFG_PROP_PIDS, "rootless podman on v2 without pids delegated");
+	platform_case(CTR_PODMAN,
+	              "{\"host\":{\"cgroupVersion\":\"v2\",\"cgroupControllers\":[\"memory\","
+	              "\"pids\"],\"security\":{\"rootless\":true}}}",
+	              0, "rootless podman on v2 with both delegated");
+	platform_case(CTR_PODMAN, "{\"host\":{}}", both, "podman that says nothing");
+	platform_case(CTR_DOCKER,
+	              "{\"MemoryLimit\":true,\"PidsLimit\":true,\"CgroupVersion\":\"1\"}", 0,
+	              "dockerd with both");
+	platform_case(CTR_DOCKER,
+	              "{\"MemoryLimit\":false,\"PidsLimit\":true,\"CgroupVersion\":\"2\"}",
+	              CFG_PROP_MEMORY, "dockerd without memory limits");
+	platform_case(CTR_DOCKER, "{\"CgroupVersion\":\"2\"}", both, "dockerd that says nothing");
+	platform_case(CTR_DOCKER,
+	              "{\"MemoryLimit\":true,\"PidsLimit\":true,\"CgroupVersion\":\"1\","
+	              "\"SecurityOptions\":[\"name=seccomp,profile=builtin\",\"name=rootless\"]}",
+	              both, "rootless dockerd on cgroup v1");
+
+	struct ctr_platform p;
+	struct mg_err *err = NULL;
+	T_OK(ctr_platform_from_info(CTR_PODMAN, "[1]", 3, &p, &err) < 0 && err != NULL,
+	     "info that is not an object is an error");
+	mg_err_clear(&err);
+	T_OK(ctr_platform_from_info(CTR_DOCKER, "{", 1, &p, &err) < 0 && err != NULL,
+	     "info that is not JSON is an error");
+	mg_err_clear(&err);
+
+	const char *v1 = "{\"host\":{\"cgroupVersion\":\"v1\",\"security\":{\"rootless\":true}}}";
+	ctr_platform_from_info(CTR_PODMAN, v1, strlen(v1), &p, NULL);
+	struct cfg_server s = {.name = "srv"};
+	char *why = ctr_platform_refusal(&p, &s);
+	T_OK(why != NULL && strstr(why, "its memory limit cannot hold here: rootless podman on "
+	                                "cgroup v1 ignores --memory") != NULL &&
+	         strstr(why, "its pids limit cannot hold here") != NULL &&
+	         strstr(why, "accept_unenforced = [\"memory\", \"pids\"]") != NULL,
+	     "the refusal names each property, why, and the key that accepts it: %s",
+	     why ? why : "(none)");
+	free(why);
+	T_OK(ctr_platform_accepted_json(&p, &s) == NULL, "nothing accepted: no audit field");
+	s.accept_unenforced = CFG_PROP_MEMORY;
+	why = ctr_platform_refusal(&p, &s);
+	T_OK(why != NULL && strstr(why, "memory limit") == NULL && strstr(why, "pids limit") &&
+	         strstr(why, "accept_unenforced = [\"memory\", \"pids\"]") != NULL,
+	     "with memory accepted, only pids is refused: %s", why ? why : "(none)");
+	free(why);
+	s.accept_unenforced = CFG_PROP_MEMORY | CFG_PROP_PIDS;
+	T_OK(ctr_platform_refusal(&p, &s) == NULL, "with both accepted it may start");
+	struct json_value *acc = ctr_platform_accepted_json(&p, &s);
+	struct mg_buf b = MG_BUF_INIT(1024);
+	json_generate(acc, &b, NULL);
+	T_STR(mg_buf_str(&b), "[\"memory\",\"pids\"]", "the accepted properties, for the audit log");
+	mg_buf_free(&b);
+	json_free(acc);
+	ctr_platform_free(&p);
+}
+
 int main(void)
 {
 	make_workspace();
@@ -240,6 +326,7 @@ int main(void)
 	test_reserved(cfg);
 	test_mounts();
 	test_names_and_owner();
+	test_platform();
 	cfg_free(cfg);
 	remove_workspace();
 	return t_done();

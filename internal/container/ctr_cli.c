@@ -438,7 +438,21 @@ static int cli_container_address(const struct ctr_driver *d, const char *contain
 	return r;
 }
 
+static int cli_platform(const struct ctr_driver *d, struct ctr_platform *out, struct mg_err **err)
+{
+	const char *podman_args[] = {"info", "--format", "json", NULL};
+	const char *docker_args[] = {"info", "--format", "{{json .}}", NULL};
+	struct proc_result res;
+	if (run_checked(d, "info", d->kind == CTR_PODMAN ? podman_args : docker_args, &res,
+	                err) < 0)
+		return -1;
+	int r = ctr_platform_from_info(d->kind, res.out.data, res.out.len, out, err);
+	proc_result_free(&res);
+	return r;
+}
+
 const struct ctr_ops ctr_cli_ops = {
+    .platform = cli_platform,
     .run_command = ctr_cli_run_command,
     .sidecar_command = ctr_cli_sidecar_command,
     .network_create = cli_network_create,

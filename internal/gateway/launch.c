@@ -81,6 +81,15 @@ void gw_launch_free(struct gw_launch *l)
 	strv_free(&l->argv);
 }
 
+char *gw_unenforced_refusal(const struct ctr_platform *p, const char *probe_error,
+                            const struct cfg_server *c)
+{
+	if (probe_error != NULL)
+		return xasprintf("cannot tell what the runtime enforces here, so nothing starts: %s",
+		                 probe_error);
+	return ctr_platform_refusal(p, c);
+}
+
 /* ---- review: a manifest without a session ------------------------------- */
 
 static void review_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
@@ -129,6 +138,17 @@ int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
 	if (present == 0)
 		return mg_err_set(err, "image %s is not present; run: mcpgate pull %s",
 		                  server->image, server->name);
+	struct ctr_platform platform;
+	struct mg_err *perr = NULL;
+	int pr = d->ops->platform(d, &platform, &perr);
+	cleanup_free char *refusal =
+	    gw_unenforced_refusal(&platform, pr < 0 ? mg_err_msg(perr) : NULL, server);
+	out->accepted = pr < 0 ? NULL : ctr_platform_accepted_json(&platform, server);
+	mg_err_free(perr);
+	if (pr == 0)
+		ctr_platform_free(&platform);
+	if (refusal != NULL)
+		return mg_err_set(err, "server %s is not started: %s", server->name, refusal);
 	if (sodium_init() < 0)
 		return mg_err_set(err, "libsodium cannot start");
 	unsigned char raw[6];
@@ -181,6 +201,8 @@ void gw_manifest_fetch_free(struct gw_manifest_fetch *f)
 {
 	json_free(f->tools);
 	f->tools = NULL;
+	json_free(f->accepted);
+	f->accepted = NULL;
 	mcp_server_info_free(&f->info);
 	free(f->stderr_text);
 	f->stderr_text = NULL;

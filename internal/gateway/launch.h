@@ -46,12 +46,21 @@ char *gw_last_line(const char *text, size_t len);
 /* Close what is left (not the process) */
 void gw_launch_free(struct gw_launch *l);
 
+/* Why server c may not start on platform p (allocated): a property that
+ * does not hold there and is not accepted, or no word from the runtime
+ * (probe_error); NULL when it may start */
+char *gw_unenforced_refusal(const struct ctr_platform *p, const char *probe_error,
+                            const struct cfg_server *c);
+
 /* What `review` learns of a server: start it alone with the session's
  * isolation, initialize, list every tool, stop it. */
 struct gw_manifest_fetch {
 	struct json_value *tools; /* the tools/list array */
 	struct mcp_server_info info;
 	char *stderr_text; /* the last bytes it wrote to stderr, or NULL */
+	/* the properties accepted as unenforced that do not hold here (a JSON
+	 * array), or NULL */
+	struct json_value *accepted;
 };
 
 int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,

@@ -190,6 +190,22 @@ void *gw_server_start_thread(void *arg)
 		                                   c->image, c->name);
 		goto done;
 	}
+	if (c->transport == CFG_TRANSPORT_CONTAINER) {
+		/* fail closed: a limit the platform would drop is not assumed */
+		srv->start_error = gw_unenforced_refusal(&s->platform, s->platform_error, c);
+		if (srv->start_error != NULL)
+			goto done;
+		struct json_value *accepted = ctr_platform_accepted_json(&s->platform, c);
+		if (accepted != NULL) {
+			struct json_value *why = json_new_array();
+			for (unsigned b = 0; b < CFG_PROP_COUNT; b++)
+				if ((c->accept_unenforced & s->platform.unenforced) & (1u << b))
+					json_array_push(why, json_new_string(s->platform.why[b]));
+			audit_record(s->audit, "server.unenforced",
+			             gw_fields("server", json_new_string(c->name), "accepted",
+			                       accepted, "why", why, NULL));
+		}
+	}
 	if ((c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
 	    (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
 	                                          : start_process(srv, &err)) < 0 ||

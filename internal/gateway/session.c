@@ -384,8 +384,14 @@ int session_run(struct session *s, struct mg_err **err)
 	              s->driver != NULL ? json_new_string(s->driver->name) : json_new_null(),
 	              "servers", names, NULL));
 	loop_on_signal(s->loop, on_signal, s);
-	if (s->driver != NULL)
+	if (s->driver != NULL) {
 		sweep_once(s);
+		struct mg_err *perr = NULL;
+		if (s->driver->ops->platform(s->driver, &s->platform, &perr) < 0) {
+			s->platform_error = xstrdup(mg_err_msg(perr));
+			mg_err_free(perr);
+		}
+	}
 	bool hosts = false;
 	for (size_t i = 0; i < s->nservers; i++)
 		hosts |= s->servers[i].cfg->nhosts > 0;
@@ -482,6 +488,8 @@ void session_free(struct session *s)
 	free(s->data_dir);
 	free(s->egress_binary);
 	free(s->egress_error);
+	free(s->platform_error);
+	ctr_platform_free(&s->platform);
 	gw_secrets_close(s);
 	free(s->keychain_error);
 	free(s);

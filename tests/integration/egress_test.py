@@ -121,6 +121,24 @@ def test_egress(base, probe_image, busybox_image):
     t.ok(r["result"].get("isError") is True,
          "inside: a direct connection to the upstream's address, bypassing the proxy, fails", r)
 
+    # the listed upstream is found by its name on the outer network: that
+    # needs the runtime's name resolution there (podman: netavark with
+    # aardvark-dns; on CNI without dnsname a name does not resolve)
+    backend = (ct.rt("info", "--format", "{{.Host.NetworkBackend}}").stdout.strip()
+               if RT == "podman" else "docker")
+    look = None
+    for _ in range(20):
+        look = ct.rt("run", "--rm", "--network", out_net, busybox_image, "nslookup", up,
+                     check=False)
+        if look.returncode == 0:
+            break
+        time.sleep(0.25)
+    t.ok(look.returncode == 0,
+         "names resolve on the outer network (network backend %s%s)"
+         % (backend, "; CNI does not resolve names: run scripts/setup, which says how to "
+            "switch to netavark" if backend == "cni" else ""),
+         (look.stdout + look.stderr)[-300:])
+
     get = "GET http://%s:8080/ HTTP/1.1\r\nHost: %s:8080\r\nConnection: close\r\n\r\n" % (up, up)
     # the runtime's DNS learns the joined upstream's name a moment after the
     # connect: until then the proxy answers 502 (a name it cannot resolve)
