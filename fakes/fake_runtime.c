@@ -1810,7 +1810,8 @@ int main(int argc, char **argv)
 				fwrite(text, 1, n, stdout);
 				free(text);
 			} else if (flavor == FLAVOR_DOCKER) {
-				printf("{\"MemoryLimit\":true,\"PidsLimit\":true,\"CgroupVersion\":\"2\","
+				printf("{\"MemoryLimit\":true,\"PidsLimit\":true,\"CgroupVersion\":"
+				       "\"2\","
 				       "\"SecurityOptions\":[\"name=seccomp,profile=builtin\"]}\n");
 			} else {
 				printf("{\"host\":{\"cgroupVersion\":\"v2\",\"cgroupControllers\":"

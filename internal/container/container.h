@@ -66,7 +66,7 @@ struct ctr_sidecar_spec {
 
 /* What the runtime can enforce here (platform.c, docs/unenforced.md) */
 struct ctr_platform {
-	bool known;          /* the runtime answered */
+	bool known; /* the runtime answered */
 	bool rootless;
 	int cgroup;          /* 1 or 2; 0 when the runtime did not say */
 	unsigned unenforced; /* CFG_PROP_* bits that would not hold */

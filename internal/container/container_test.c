@@ -234,8 +234,8 @@ static void platform_case(enum ctr_kind kind, const char *json, unsigned want, c
 	T_OK(r == 0, "%s: read (%s)", what, r < 0 ? mg_err_msg(err) : "ok");
 	T_INT(p.unenforced, want, "%s: the unenforced properties", what);
 	for (unsigned b = 0; b < CFG_PROP_COUNT; b++)
-		T_OK(((want >> b) & 1) == (p.why[b] != NULL), "%s: a reason for each, and only those",
-		     what);
+		T_OK(((want >> b) & 1) == (p.why[b] != NULL),
+		     "%s: a reason for each, and only those", what);
 	ctr_platform_free(&p);
 	mg_err_free(err);
 }
@@ -285,8 +285,9 @@ static void test_platform(void)
 	ctr_platform_from_info(CTR_PODMAN, v1, strlen(v1), &p, NULL);
 	struct cfg_server s = {.name = "srv"};
 	char *why = ctr_platform_refusal(&p, &s);
-	T_OK(why != NULL && strstr(why, "its memory limit cannot hold here: rootless podman on "
-	                                "cgroup v1 ignores --memory") != NULL &&
+	T_OK(why != NULL &&
+	         strstr(why, "its memory limit cannot hold here: rootless podman on "
+	                     "cgroup v1 ignores --memory") != NULL &&
 	         strstr(why, "its pids limit cannot hold here") != NULL &&
 	         strstr(why, "accept_unenforced = [\"memory\", \"pids\"]") != NULL,
 	     "the refusal names each property, why, and the key that accepts it: %s",
@@ -304,7 +305,8 @@ static void test_platform(void)
 	struct json_value *acc = ctr_platform_accepted_json(&p, &s);
 	struct mg_buf b = MG_BUF_INIT(1024);
 	json_generate(acc, &b, NULL);
-	T_STR(mg_buf_str(&b), "[\"memory\",\"pids\"]", "the accepted properties, for the audit log");
+	T_STR(mg_buf_str(&b), "[\"memory\",\"pids\"]",
+	      "the accepted properties, for the audit log");
 	mg_buf_free(&b);
 	json_free(acc);
 	ctr_platform_free(&p);

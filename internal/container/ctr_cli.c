@@ -443,8 +443,8 @@ static int cli_platform(const struct ctr_driver *d, struct ctr_platform *out, st
 	const char *podman_args[] = {"info", "--format", "json", NULL};
 	const char *docker_args[] = {"info", "--format", "{{json .}}", NULL};
 	struct proc_result res;
-	if (run_checked(d, "info", d->kind == CTR_PODMAN ? podman_args : docker_args, &res,
-	                err) < 0)
+	if (run_checked(d, "info", d->kind == CTR_PODMAN ? podman_args : docker_args, &res, err) <
+	    0)
 		return -1;
 	int r = ctr_platform_from_info(d->kind, res.out.data, res.out.len, out, err);
 	proc_result_free(&res);

@@ -75,10 +75,11 @@ static void from_podman(const struct json_value *info, struct ctr_platform *p)
 				         p->rootless ? " delegated to this user" : "");
 				unenforced(p, 1u << b, why);
 			}
-	}
-	else
+	} else
 		for (unsigned b = 0; b < CFG_PROP_COUNT; b++)
-			unenforced(p, 1u << b, "podman did not say which cgroup version and controllers it has");
+			unenforced(
+			    p, 1u << b,
+			    "podman did not say which cgroup version and controllers it has");
 }
 
 static void from_docker(const struct json_value *info, struct ctr_platform *p)

@@ -127,11 +127,11 @@ struct session {
 	char *workspace;
 	char *state_dir;
 	char *data_dir;
-	char *egress_binary; /* the private copy of mcpgate-egress, or NULL */
-	char *egress_error;  /* why there is none */
+	char *egress_binary;          /* the private copy of mcpgate-egress, or NULL */
+	char *egress_error;           /* why there is none */
 	struct ctr_platform platform; /* what the runtime enforces here */
 	char *platform_error;         /* why that is not known: no server starts */
-	struct kc *keychain; /* NULL when it cannot be read */
+	struct kc *keychain;          /* NULL when it cannot be read */
 	char *keychain_error;
 	struct gw_secrets *secrets; /* every stored value's forms, for the scanner */
 

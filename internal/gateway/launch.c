@@ -85,8 +85,9 @@ char *gw_unenforced_refusal(const struct ctr_platform *p, const char *probe_erro
                             const struct cfg_server *c)
 {
 	if (probe_error != NULL)
-		return xasprintf("cannot tell what the runtime enforces here, so nothing starts: %s",
-		                 probe_error);
+		return xasprintf(
+		    "cannot tell what the runtime enforces here, so nothing starts: %s",
+		    probe_error);
 	return ctr_platform_refusal(p, c);
 }
 
