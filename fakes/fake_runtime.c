@@ -485,6 +485,10 @@ static int cmd_image_inspect(struct args *a)
 			format = value;
 	if (a->i >= a->argc)
 		die(err_status(), "Error: image inspect needs an image");
+	if (file_exists("inspect-fails")) {
+		print_knob_file("inspect-fails");
+		return err_status();
+	}
 	delay = state_path("inspect-delay-ms");
 	{
 		char *text = read_file(delay, 64, NULL);
@@ -1128,6 +1132,12 @@ static int cmd_run(struct args *a)
 
 	if (file_exists("run-fails")) {
 		print_knob_file("run-fails");
+		return 125;
+	}
+	/* the egress sidecar's run alone fails */
+	if (entrypoint != NULL && strcmp(entrypoint, "/mcpgate-egress") == 0 &&
+	    file_exists("sidecar-run-fails")) {
+		print_knob_file("sidecar-run-fails");
 		return 125;
 	}
 	image_line = find_image(image);

@@ -700,8 +700,39 @@ def test_egress_host_side():
     f.cleanup()
 
 
+def test_sidecar_run_fails():
+    """A sidecar whose run fails at once: its server is unavailable with the
+    runtime's own words, without waiting for the start deadline"""
+    for runtime in ("podman", "docker"):
+        f = Fixture(server("net", extra='network = ["api.example.com"]\n') + server("quiet"),
+                    config='egress = "%s"\nstart_timeout = 600\n'
+                    % os.path.join(FAKES, "mcpgate-probe"), runtime=runtime)
+        with open(os.path.join(f.rt, "sidecar-run-fails"), "w") as fh:
+            fh.write("Error: crun: setrlimit `RLIMIT_NOFILE`: Operation not permitted: OCI "
+                     "permission denied\n")
+        c = f.start()
+        c.initialize()
+        names = tool_names(c.request("tools/list", timeout=120))
+        notes = [n["params"]["data"] for n in c.notifications
+                 if n["method"] == "notifications/message"]
+        t.ok(names == ["quiet__echo"], "%s: the rest of the session is served" % runtime, names)
+        t.ok(any("server net is unavailable" in n and "RLIMIT_NOFILE`: Operation not permitted"
+                 in n and "exited with status 125" in n for n in notes),
+             "%s: the notice carries the runtime's own error and status" % runtime, notes)
+        polls = [x["argv"] for x in f.runtime_log()
+                 if x["argv"][1:3] in (["container", "inspect"], ["network", "connect"]) and
+                 x["argv"][-1].endswith("-egress")]
+        t.ok(len(polls) <= 2, "%s: nothing polls a sidecar that has ended" % runtime, polls)
+        c.close()
+        nets = os.listdir(os.path.join(f.rt, "networks")) if os.path.isdir(
+            os.path.join(f.rt, "networks")) else []
+        t.ok(nets == [] and f.containers() == [], "%s: its networks are removed" % runtime,
+             (nets, f.containers()))
+        f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
-for case in (test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
+for case in (test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_bad_client_lines):

@@ -106,6 +106,10 @@ static void print_line(const struct json_value *o)
 	if (json_get_string(o, "platform_error") != NULL)
 		printf("; will not start: cannot tell what the runtime enforces");
 	printf("\n");
+	/* whenever it cannot tell, it says why */
+	const char *why = json_get_string(o, "image_error");
+	if (why != NULL)
+		printf("%-16s why the image is unknown: %s\n", "", why);
 }
 
 int cmd_list(int argc, char **argv, struct mg_err **err)

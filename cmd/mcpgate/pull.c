@@ -1,9 +1,18 @@
 /* mcpgate pull NAME: the person's act of fetching a server's pinned image. */
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
 #include "cmd/mcpgate/setup.h"
+
+/* localhost/NAME (no port): podman's name for an image built or loaded
+ * here; no registry answers for it */
+static bool local_only(const char *image_name)
+{
+	return strncmp(image_name, "localhost/", 10) == 0;
+}
 
 int cmd_pull(int argc, char **argv, struct mg_err **err)
 {
@@ -35,10 +44,29 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 	}
 	if (setup_driver(cfg, &d, err) < 0)
 		goto out;
+	/* a present image is not fetched again */
+	int present = d->ops->image_present(d, s->image, err);
+	if (present < 0) {
+		mg_err_wrap(err, "cannot tell whether %s's image is present", name);
+		goto out;
+	}
+	if (present > 0) {
+		printf("%s: %s is present already: nothing to pull\n", name, s->image);
+		status = EXIT_OK;
+		goto out;
+	}
+	if (local_only(s->image_name)) {
+		mg_err_set(err,
+		           "image %s is not present, and localhost/ names an image made on this "
+		           "machine that no registry serves: load it (%s load -i ARCHIVE, for one "
+		           "made by mcpgate pack), then see: mcpgate list",
+		           s->image, d->name);
+		goto out;
+	}
 	fprintf(stderr, "mcpgate: %s pull %s\n", d->name, s->image);
 	if (d->ops->pull(d, s->image, err) < 0)
 		goto out;
-	int present = d->ops->image_present(d, s->image, err);
+	present = d->ops->image_present(d, s->image, err);
 	if (present < 0)
 		goto out;
 	if (present == 0) {

@@ -134,11 +134,37 @@ int gw_egress_prepare(struct session *s, struct mg_err **err)
 
 /* ---- start-up, on the server's thread ----------------------------------- */
 
+/* Did the sidecar's runtime process end already? Then nothing is worth
+ * waiting for: its own error text (the last line it wrote) is the reason. */
+static bool sidecar_failed(struct gw_egress *e, struct mg_err **err)
+{
+	int status;
+	if (e->proc.pid <= 0 || proc_wait(&e->proc, proc_now_ms(), &status, NULL) != 0)
+		return false;
+	struct mg_buf text = MG_BUF_INIT(4096);
+	char chunk[1024];
+	ssize_t n;
+	while (e->proc.err_fd >= 0 && (n = read(e->proc.err_fd, chunk, sizeof(chunk))) > 0) {
+		if (text.len + (size_t)n > 4096)
+			mg_buf_consume(&text, text.len + (size_t)n - 4096);
+		mg_buf_append(&text, chunk, (size_t)n, NULL);
+	}
+	char why[PROC_STATUS_MAX];
+	proc_status_describe(status, why, sizeof(why));
+	cleanup_free char *last = gw_last_line(mg_buf_str(&text), text.len);
+	mg_err_set(err, "the egress sidecar's runtime %s: %s", why,
+	           last != NULL ? last : "(it said nothing)");
+	mg_buf_free(&text);
+	return true;
+}
+
 static int wait_address(struct gw_server *srv, int64_t deadline, struct mg_err **err)
 {
 	struct session *s = srv->sess;
 	struct gw_egress *e = &srv->egress;
 	for (;;) {
+		if (sidecar_failed(e, err))
+			return -1;
 		char *ip = NULL;
 		struct mg_err *lerr = NULL;
 		if (s->driver->ops->container_address(s->driver, e->sidecar, e->net_in, &ip,
@@ -249,12 +275,15 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 	audit_record(s->audit, "egress.start",
 	             gw_fields("server", json_new_string(c->name), "container",
 	                       json_new_string(e->sidecar), "argv", jargv, NULL));
-	loop_post(s->loop, gw_egress_watch, srv);
 	if (d->kind == CTR_DOCKER) {
 		/* docker starts a container on one network; the inner one joins now */
 		int64_t until = deadline;
 		struct mg_err *cerr = NULL;
 		while (d->ops->network_connect(d, in, e->sidecar, &cerr) < 0) {
+			if (sidecar_failed(e, err)) {
+				mg_err_free(cerr);
+				return -1;
+			}
 			if (proc_now_ms() >= until) {
 				mg_err_set(err, "connecting the egress sidecar to %s: %s", in,
 				           mg_err_msg(cerr));
@@ -265,7 +294,11 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 			usleep(50 * 1000);
 		}
 	}
-	return wait_address(srv, deadline, err);
+	if (wait_address(srv, deadline, err) < 0)
+		return -1;
+	/* its records and stderr belong to the loop from now on */
+	loop_post(s->loop, gw_egress_watch, srv);
+	return 0;
 }
 
 /* The server's variables: every client that honours them goes through the

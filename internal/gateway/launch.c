@@ -68,7 +68,19 @@ char *gw_last_line(const char *text, size_t len)
 		start--;
 	if (len - start > 300)
 		start = len - 300;
-	return len > start ? xstrndup(text + start, len - start) : NULL;
+	if (len <= start)
+		return NULL;
+	/* a stranger's text: every control character shows as \xNN, so a
+	 * terminal or a log viewer shows what is there */
+	struct mg_buf b = MG_BUF_INIT(4 * 300 + 1);
+	for (size_t i = start; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c < 0x20 || c == 0x7f)
+			mg_buf_printf(&b, NULL, "\\x%02x", c);
+		else
+			mg_buf_putc(&b, (char)c, NULL);
+	}
+	return mg_buf_steal(&b, NULL);
 }
 
 void gw_launch_free(struct gw_launch *l)

@@ -233,9 +233,13 @@ static void exit_reason(struct gw_server *srv, int status)
 {
 	char why[PROC_STATUS_MAX];
 	proc_status_describe(status, why, sizeof(why));
+	/* its stderr is the server's own text: the person's log and the audit
+	 * log have it, the model does not */
 	cleanup_free char *last = gw_server_stderr_last_line(srv);
-	gw_server_set_reason(srv, GW_EXITED, "server %s %s%s%s", srv->cfg->name, why,
-	                     last != NULL ? "; its last words: " : "", last != NULL ? last : "");
+	if (last != NULL)
+		mg_warn("server %s %s; the last line of its stderr: %s", srv->cfg->name, why, last);
+	gw_server_set_reason(srv, GW_EXITED, "server %s %s%s", srv->cfg->name, why,
+	                     last != NULL ? "; its stderr is in the audit log" : "");
 }
 
 static void answer_orphans(struct gw_server *srv)
@@ -289,7 +293,11 @@ void gw_server_started(struct loop *loop, void *data)
 		                     srv->cfg->name, srv->start_error, why[0] ? " (" : "", why,
 		                     why[0] ? ")" : "", "");
 		if (last != NULL) {
-			char *r = xasprintf("%s; its last words: %s", srv->reason, last);
+			/* the server's own text, or its runtime's: for the person
+			 * (mcpgate's log, the audit log), never for the model */
+			mg_warn("%s; the last line of its stderr: %s", srv->reason, last);
+			char *r = xasprintf("%s; its stderr is in mcpgate's log and the audit log",
+			                    srv->reason);
 			free(srv->reason);
 			srv->reason = r;
 		}
