@@ -3,6 +3,7 @@
 
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
+#include "cmd/mcpgate/setup.h"
 #include "internal/base/cleanup.h"
 #include "internal/config/config.h"
 
@@ -46,6 +47,7 @@ int cmd_check(int argc, char **argv, struct mg_err **err)
 		return EXIT_FAIL;
 	}
 	printf("configuration OK\n");
+	setup_warn_forward(cfg, NULL, NULL);
 	cfg_free(cfg);
 	return EXIT_OK;
 }

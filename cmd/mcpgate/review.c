@@ -215,6 +215,7 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 	cleanup_free char *reviews = NULL, *file = NULL, *path = NULL;
 	if (target_open(dir, name, ws, &t, err) < 0)
 		goto out;
+	setup_warn_forward(t.cfg, t.driver, name);
 	fprintf(stderr, "mcpgate: starting %s with its isolation to read its manifest\n", name);
 	if (gw_fetch_manifest(t.cfg, t.driver, t.server, t.workspace, &f, err) < 0 ||
 	    manifest_hash(f.tools, hash, err) < 0)

@@ -1,6 +1,9 @@
 #include "cmd/mcpgate/setup.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "internal/base/cleanup.h"
 
@@ -26,4 +29,24 @@ const struct cfg_server *setup_server(const struct cfg *cfg, const char *name, s
 	if (s == NULL)
 		mg_err_set(err, "no server \"%s\" in %s", name, cfg->mcp_path);
 	return s;
+}
+
+void setup_warn_forward(const struct cfg *cfg, const struct ctr_driver *d, const char *only)
+{
+	bool hosts = false;
+	for (size_t i = 0; i < cfg->nservers; i++)
+		hosts |= cfg->servers[i].nhosts > 0 &&
+		         (only == NULL || strcmp(cfg->servers[i].name, only) == 0);
+	/* only root reads the host's chains, and only rootful podman uses them */
+	if (!hosts || geteuid() != 0)
+		return;
+	struct ctr_driver *own = NULL;
+	if (d == NULL && setup_driver(cfg, &own, NULL) == 0)
+		d = own;
+	cleanup_free char *problem = NULL;
+	if (d != NULL && d->kind == CTR_PODMAN && ctr_forward_problem(NULL, &problem, NULL) == 0 &&
+	    problem != NULL)
+		fprintf(stderr, "mcpgate: warning: %s servers with hosts will be unavailable: %s\n",
+		        d->name, problem);
+	ctr_driver_free(own);
 }

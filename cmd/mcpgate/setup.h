@@ -15,4 +15,9 @@ int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err *
 /* The server NAME, which must exist. */
 const struct cfg_server *setup_server(const struct cfg *cfg, const char *name, struct mg_err **err);
 
+/* On stderr, when podman's servers with hosts (only, when not NULL: that one)
+ * could not reach their egress sidecar through the host's firewall: what,
+ * and the rule that fixes it. d may be NULL (the runtime is then found). */
+void setup_warn_forward(const struct cfg *cfg, const struct ctr_driver *d, const char *only);
+
 #endif

@@ -85,6 +85,13 @@ char *ctr_platform_refusal(const struct ctr_platform *p, const struct cfg_server
 struct json_value *ctr_platform_accepted_json(const struct ctr_platform *p,
                                               const struct cfg_server *s);
 
+/* podman beside dockerd (forward.c): would the host's FORWARD chain drop
+ * traffic within podman bridge ifname (NULL: any of podman's)? *problem is
+ * why and the rule that fixes it (allocated), or NULL when nothing says so */
+int ctr_forward_problem(const char *ifname, char **problem, struct mg_err **err);
+/* the decision from `iptables -S` and the br_netfilter sysctl (tests) */
+char *ctr_forward_verdict(const char *iptables_s, bool bridge_nf, const char *ifname);
+
 struct ctr_ops {
 	/* argv and environment of `run` for spec; argv[0] is the runtime's path */
 	int (*run_command)(const struct ctr_driver *d, const struct ctr_run_spec *spec,
@@ -107,6 +114,11 @@ struct ctr_ops {
 	                      struct mg_err **err);
 	/* its subnets and gateways, as text ("10.89.0.0/24", "10.89.0.1") */
 	int (*network_addresses)(const struct ctr_driver *d, const char *name, struct strv *out,
+	                         struct mg_err **err);
+	/* the host's bridge interface of a network whose traffic the host's
+	 * firewall sees (podman's "network_interface"); *ifname NULL when the
+	 * runtime keeps its own rules for it (docker) or names none */
+	int (*network_interface)(const struct ctr_driver *d, const char *name, char **ifname,
 	                         struct mg_err **err);
 	int (*network_remove)(const struct ctr_driver *d, const char *name, struct mg_err **err);
 	int (*network_connect)(const struct ctr_driver *d, const char *network,

@@ -312,6 +312,53 @@ static void test_platform(void)
 	ctr_platform_free(&p);
 }
 
+/* podman beside dockerd: the host's chains decide (forward.c) */
+static void test_forward(void)
+{
+	const char *docker_drop = "-P INPUT ACCEPT\n-P FORWARD DROP\n-P OUTPUT ACCEPT\n"
+	                          "-N DOCKER\n-N DOCKER-USER\n-A FORWARD -j DOCKER-USER\n"
+	                          "-A FORWARD -o docker0 -m conntrack --ctstate "
+	                          "RELATED,ESTABLISHED -j ACCEPT\n"
+	                          "-A FORWARD -i docker0 ! -o docker0 -j ACCEPT\n"
+	                          "-A FORWARD -i docker0 -o docker0 -j ACCEPT\n"
+	                          "-A DOCKER-USER -j RETURN\n";
+	char *why = ctr_forward_verdict(docker_drop, true, "podman3");
+	T_OK(why != NULL && strstr(why, "FORWARD policy is DROP") != NULL &&
+	         strstr(why, "iptables -I FORWARD -i podman+ -o podman+ -j ACCEPT") != NULL &&
+	         strstr(why, "podman3") != NULL,
+	     "dockerd's DROP with br_netfilter: refused, naming the bridge and the rule: %s",
+	     why ? why : "(none)");
+	free(why);
+	T_OK(ctr_forward_verdict(docker_drop, false, "podman3") == NULL,
+	     "without br_netfilter bridged traffic skips the chain");
+	T_OK(ctr_forward_verdict("-P FORWARD ACCEPT\n-A FORWARD -j DOCKER-USER\n", true,
+	                         "podman3") == NULL,
+	     "an ACCEPT policy lets it through");
+	struct {
+		const char *rule;
+		bool accepts;
+		const char *what;
+	} rules[] = {
+	    {"-A FORWARD -i podman+ -o podman+ -j ACCEPT", true, "the documented rule"},
+	    {"-A DOCKER-USER -i podman3 -o podman3 -j ACCEPT", true,
+	     "the bridge itself in DOCKER-USER"},
+	    {"-A FORWARD -j ACCEPT", true, "an unconditional accept"},
+	    {"-A FORWARD -i podman+ -j ACCEPT", true, "any output from podman's bridges"},
+	    {"-A FORWARD -i podman1 -o podman1 -j ACCEPT", false, "another bridge"},
+	    {"-A FORWARD -i podman+ -o podman+ -j DROP", false, "a DROP"},
+	    {"-A FORWARD -s 10.89.0.0/24 -j ACCEPT", false, "an address match (not counted on)"},
+	    {"-A OTHER -i podman+ -o podman+ -j ACCEPT", false, "a chain FORWARD may not reach"},
+	};
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		char *text = xasprintf("-P FORWARD DROP\n%s\n", rules[i].rule);
+		char *v = ctr_forward_verdict(text, true, "podman3");
+		T_OK((v == NULL) == rules[i].accepts, "%s: %s", rules[i].what,
+		     rules[i].accepts ? "let through" : "still refused");
+		free(v);
+		free(text);
+	}
+}
+
 int main(void)
 {
 	make_workspace();
@@ -329,6 +376,7 @@ int main(void)
 	test_mounts();
 	test_names_and_owner();
 	test_platform();
+	test_forward();
 	cfg_free(cfg);
 	remove_workspace();
 	return t_done();

@@ -421,6 +421,22 @@ static int cli_network_addresses(const struct ctr_driver *d, const char *name, s
 	return 0;
 }
 
+static int cli_network_interface(const struct ctr_driver *d, const char *name, char **ifname,
+                                 struct mg_err **err)
+{
+	*ifname = NULL;
+	if (d->kind != CTR_PODMAN)
+		return 0; /* docker accepts what stays on each of its bridges itself */
+	struct json_value *net = inspect_one(d, "network", name, err);
+	if (net == NULL)
+		return -1;
+	const char *v = json_get_string(net, "network_interface");
+	if (v != NULL && *v != '\0')
+		*ifname = xstrdup(v);
+	json_free(net);
+	return 0;
+}
+
 static int cli_container_address(const struct ctr_driver *d, const char *container,
                                  const char *network, char **address, struct mg_err **err)
 {
@@ -457,6 +473,7 @@ const struct ctr_ops ctr_cli_ops = {
     .sidecar_command = ctr_cli_sidecar_command,
     .network_create = cli_network_create,
     .network_addresses = cli_network_addresses,
+    .network_interface = cli_network_interface,
     .network_remove = cli_network_remove,
     .network_connect = cli_network_connect,
     .container_address = cli_container_address,

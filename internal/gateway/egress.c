@@ -199,6 +199,21 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 		return -1;
 	}
 	e->net_in = in;
+	/* a host firewall that would drop what stays on the bridge is said at
+	 * once, not found out by a timeout (rootless: the bridge lives in
+	 * podman's own namespace, away from the host's chains) */
+	if (!s->platform.rootless) {
+		cleanup_free char *ifname = NULL, *problem = NULL;
+		if (d->ops->network_interface(d, in, &ifname, err) < 0 ||
+		    (ifname != NULL && ctr_forward_problem(ifname, &problem, err) < 0)) {
+			free(out);
+			return -1;
+		}
+		if (problem != NULL) {
+			free(out);
+			return mg_err_set(err, "%s", problem);
+		}
+	}
 	if (d->ops->network_create(d, out, false, s->id, c->name, s->owner, err) < 0) {
 		free(out);
 		return -1;
