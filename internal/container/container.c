@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal/base/cleanup.h"
+#include "internal/base/log.h"
 #include "internal/base/xalloc.h"
 #include "internal/proc/proc.h"
 
@@ -69,6 +71,40 @@ bool ctr_env_name_reserved(const char *name)
 	return false;
 }
 
+/* Rootless podman without XDG_RUNTIME_DIR (a login by su, a cron job, a
+ * service) fails when it sets up the networks of a server with hosts
+ * ("failed to mount runtime directory for rootless netns"). Give it the
+ * directory a login would have, /run/user/UID, when that is ours; else a
+ * private one of mcpgate's under TMPDIR, made 0700 and checked to be ours
+ * and no link, since /tmp is everyone's. NULL when neither is to be had. */
+static char *rootless_runtime_dir(char *const *environment)
+{
+	uid_t uid = geteuid();
+	char *run = xasprintf("/run/user/%u", (unsigned)uid);
+	struct stat st;
+	if (lstat(run, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+	    (st.st_mode & 077) == 0)
+		return run;
+	free(run);
+	const char *tmp = env_lookup(environment, "TMPDIR");
+	if (tmp == NULL || tmp[0] != '/')
+		tmp = "/tmp";
+	char *own = xasprintf("%s/mcpgate-run-%u", tmp, (unsigned)uid);
+	if (mkdir(own, 0700) < 0 && errno != EEXIST) {
+		free(own);
+		return NULL;
+	}
+	if (lstat(own, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+	    (st.st_mode & 077) != 0) {
+		mg_warn("%s is not a private directory of this user: rootless podman gets no "
+		        "XDG_RUNTIME_DIR",
+		        own);
+		free(own);
+		return NULL;
+	}
+	return own;
+}
+
 struct ctr_driver *ctr_driver_for(enum ctr_kind kind, const char *path, char *const *environment)
 {
 	struct ctr_driver *d = xcalloc(1, sizeof(*d));
@@ -79,6 +115,13 @@ struct ctr_driver *ctr_driver_for(enum ctr_kind kind, const char *path, char *co
 	d->ops = &ctr_cli_ops;
 	env_take(&d->env, environment, common_env);
 	env_take(&d->env, environment, kind == CTR_PODMAN ? podman_env : docker_env);
+	const char *xdg = env_lookup(environment, "XDG_RUNTIME_DIR");
+	if (kind == CTR_PODMAN && geteuid() != 0 && xdg == NULL) {
+		char *dir = rootless_runtime_dir(environment);
+		if (dir != NULL)
+			strv_pushf(&d->env, "XDG_RUNTIME_DIR=%s", dir);
+		free(dir);
+	}
 	return d;
 }
 

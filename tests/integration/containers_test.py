@@ -33,8 +33,26 @@ t = Tap()
 made = {"containers": [], "networks": [], "images": []}
 
 
+def _rt_env():
+    """The test's own podman commands, as a non-root user without
+    XDG_RUNTIME_DIR, use the directory mcpgate gives podman then (its
+    container.c), so both share one rootless network namespace"""
+    env = dict(os.environ)
+    if RT == "podman" and os.geteuid() != 0 and not env.get("XDG_RUNTIME_DIR"):
+        run = "/run/user/%d" % os.geteuid()
+        if not (os.path.isdir(run) and os.stat(run).st_uid == os.geteuid()):
+            run = os.path.join(env.get("TMPDIR", "/tmp"), "mcpgate-run-%d" % os.geteuid())
+            os.makedirs(run, mode=0o700, exist_ok=True)
+        env["XDG_RUNTIME_DIR"] = run
+    return env
+
+
+RT_ENV = _rt_env()
+
+
 def rt(*args, check=True, timeout=120, env=None):
-    r = subprocess.run([RT] + list(args), capture_output=True, text=True, timeout=timeout, env=env)
+    r = subprocess.run([RT] + list(args), capture_output=True, text=True, timeout=timeout,
+                       env=env if env is not None else RT_ENV)
     if check and r.returncode != 0:
         raise RuntimeError("%s %s: %s" % (RT, " ".join(args), r.stderr.strip()[-500:]))
     return r
@@ -135,9 +153,37 @@ class Session:
             return [json.loads(line) for line in fh]
 
 
+_unenforced = None
+
+
+def unenforced_here(base):
+    """The limits mcpgate itself says cannot hold on this runtime (rootless
+    podman on cgroup v1: memory and pids), from `mcpgate list --json`"""
+    global _unenforced
+    if _unenforced is None:
+        probe = Session(base, '[[server]]\nname = "ask"\ntransport = "container"\n'
+                              'image = "localhost:5000/ask@sha256:%s"\n' % ("0" * 64))
+        r = probe.mcpgate("list", "--json")
+        entry = json.loads(r.stdout)[0] if r.returncode == 0 and r.stdout.strip() else {}
+        if "unenforced_refused" not in entry:
+            raise RuntimeError("mcpgate list --json says nothing of the limits: %s %s"
+                               % (r.stdout[-300:], r.stderr[-300:]))
+        _unenforced = entry["unenforced_refused"]
+    return _unenforced
+
+
+def accept_line():
+    """What every test server declares where the platform cannot enforce a
+    limit (test_unenforced shows the refusal without it)"""
+    if not _unenforced:
+        return ""
+    return "accept_unenforced = %s\n" % json.dumps(_unenforced)
+
+
 def probe_server(name, image, args=None, tools=("echo", "env", "write_file", "connect", "status"),
                  extra="", manifest=None):
     s = '[[server]]\nname = "%s"\ntransport = "container"\nimage = "%s"\n' % (name, image)
+    s += accept_line()
     if manifest:
         s += 'manifest = "%s"\n' % manifest
     if args:
@@ -159,7 +205,7 @@ def probe_once(image, network, calls):
                       "params": {"name": tool, "arguments": args}})
     r = subprocess.run([RT, "run", "-i", "--rm", "--network", network, image],
                        input="".join(json.dumps(x) + "\n" for x in lines),
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=RT_ENV)
     texts = []
     for line in r.stdout.splitlines():
         msg = json.loads(line)
@@ -271,6 +317,53 @@ def test_session(base, probe_image, busybox_image):
     return hash_
 
 
+def test_unenforced(base, probe_image):
+    """Fail closed on the real runtime: where a limit cannot hold, the server
+    is not started unless accept_unenforced names it"""
+    missing = unenforced_here(base)
+    if not missing:
+        t.ok(True, "every limit holds on %s here: nothing to refuse # SKIP no unenforced "
+             "limit on this platform" % RT)
+        return
+    bare = ('[[server]]\nname = "bare"\ntransport = "container"\nimage = "%s"\n'
+            '[server.tools.echo]\non = true\neffect = "read"\n' % probe_image)
+    s = Session(base, bare)
+    s.mcpgate("pull", "bare")
+    r = s.mcpgate("review", "bare")
+    t.ok(r.returncode == 1 and all("its %s limit cannot hold here" % p in r.stderr
+                                   for p in missing) and
+         "accept_unenforced = %s" % json.dumps(missing).replace('","', '", "') in r.stderr,
+         "%s: review refuses a server whose %s limits cannot hold here" % (RT, missing),
+         r.stderr)
+    c = s.serve()
+    c.initialize()
+    names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
+    notes = [n["params"]["data"] for n in c.notifications
+             if n["method"] == "notifications/message"]
+    c.close(timeout=60)
+    sid = s.session_ids()[-1]
+    t.ok(names == [] and any("cannot hold here" in n for n in notes) and
+         labelled("containers", "mcpgate.session=" + sid) == [] and
+         not any(x["event"] == "server.start" for x in s.audit(sid)),
+         "%s: serve does not start it, and says why" % RT, notes)
+    accepted = probe_server("bare", probe_image, tools=("echo", "status"))
+    s2 = Session(base, accepted)
+    r = s2.mcpgate("review", "bare")
+    t.ok(r.returncode == 0 and "unenforced here, accepted in mcp.toml" in r.stdout,
+         "%s: accepted, review starts it and shows the acceptance" % RT, r.stdout + r.stderr)
+    r = s2.mcpgate("list")
+    t.ok("(accepted)" in r.stdout, "%s: list shows it" % RT, r.stdout)
+    s2.mcpgate("approve", "bare")
+    c = s2.serve()
+    c.initialize()
+    names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
+    c.close(timeout=60)
+    rec = [x for x in s2.audit(s2.session_ids()[-1]) if x["event"] == "server.unenforced"]
+    t.ok(names == ["bare__echo", "bare__status"] and len(rec) == 1 and
+         rec[0]["accepted"] == missing,
+         "%s: serve starts it, and the audit log records the acceptance" % RT, (names, rec))
+
+
 def test_second_build_withheld(base, probe2_image, hash_):
     """A second build of the probe whose one description differs, under the
     first build's approval: withheld."""
@@ -345,12 +438,14 @@ def main():
                                    ["/mcpgate-probe", "--describe-suffix", " (second build)"])
         rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [busybox_image]))
         hash_ = None
+        unenforced_here(base)
         try:
             hash_ = test_session(base, probe_image, busybox_image)
         except Exception as e:
             t.ok(False, "the session case raised %s: %s" % (type(e).__name__, e))
         for case in (lambda: test_second_build_withheld(base, probe2_image, hash_),
-                     lambda: test_kill_and_sweep(base, probe_image, hash_)):
+                     lambda: test_kill_and_sweep(base, probe_image, hash_),
+                     lambda: test_unenforced(base, probe_image)):
             try:
                 case()
             except Exception as e:

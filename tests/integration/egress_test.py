@@ -230,6 +230,7 @@ def main():
     print("# runtime: %s (egress)" % RT, flush=True)
     base = tempfile.mkdtemp(prefix="mcpgate-itest-egress-")
     try:
+        ct.unenforced_here(base)
         probe_image = ct.build_image("mcpgate-itest-probe", {"/mcpgate-probe": ct.PROBE},
                                      ["/mcpgate-probe"])
         busybox = shutil.which("busybox") or "/bin/busybox"
