@@ -172,34 +172,6 @@ char *ctr_container_name(const char *server, const char *session)
 	return xasprintf("mcpgate-%s-%s", server, session);
 }
 
-int ctr_resolve_mount(const char *workspace, const char *path, char **host_path,
-                      struct mg_err **err)
-{
-	char ws_real[PATH_MAX], real[PATH_MAX];
-	if (realpath(workspace, ws_real) == NULL)
-		return mg_err_sys(err, errno, "workspace %s", workspace);
-	cleanup_free char *joined = xasprintf("%s/%s", ws_real, path);
-	if (realpath(joined, real) == NULL)
-		return mg_err_sys(err, errno, "mount \"%s\" (%s)", path, joined);
-	size_t n = strlen(ws_real);
-	/* strictly inside: the workspace root itself is never mounted */
-	if (strncmp(real, ws_real, n) != 0 || real[n] != '/' || real[n + 1] == '\0')
-		return mg_err_set(err, "mount \"%s\" resolves to %s, outside the workspace %s",
-		                  path, real, ws_real);
-	const char *rel = real + n + 1;
-	if (strncmp(rel, ".mcpgate", 8) == 0 && (rel[8] == '\0' || rel[8] == '/'))
-		return mg_err_set(err, "mount \"%s\" resolves to %s, inside mcpgate's own state",
-		                  path, real);
-	/* --mount separates its fields with commas */
-	if (strchr(real, ',') != NULL)
-		return mg_err_set(err,
-		                  "mount \"%s\": the path %s holds a comma, which the "
-		                  "runtime's --mount cannot carry",
-		                  path, real);
-	*host_path = xstrdup(real);
-	return 0;
-}
-
 bool ctr_owner_alive(pid_t pid)
 {
 	if (pid <= 0)
@@ -291,20 +263,17 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		strv_pushf(&e, "%s=%s", name, spec->env[i].value);
 	}
 
+	if (s->nmounts > 0 && (spec->mounts == NULL || spec->mounts->n != s->nmounts)) {
+		mg_err_set(err, "server %s: its mounts were not opened", s->name);
+		goto fail;
+	}
 	for (size_t i = 0; i < s->nmounts; i++) {
-		if (spec->workspace == NULL) {
-			mg_err_set(err, "server %s has mounts but no workspace was given", s->name);
-			goto fail;
-		}
-		char *host = NULL;
-		if (ctr_resolve_mount(spec->workspace, s->mounts[i].path, &host, err) < 0) {
-			mg_err_wrap(err, "server %s", s->name);
-			goto fail;
-		}
+		/* non-recursive: a mount below the folder never comes along, so
+		 * read-only is read-only all the way down */
 		strv_push(&a, "--mount");
-		strv_pushf(&a, "type=bind,source=%s,target=/workspace/%s%s", host,
-		           s->mounts[i].path, s->mounts[i].write ? "" : ",readonly");
-		free(host);
+		strv_pushf(&a, "type=bind,source=%s,target=/workspace/%s,bind-nonrecursive%s",
+		           spec->mounts->v[i].host, s->mounts[i].path,
+		           s->mounts[i].write ? "" : ",readonly");
 	}
 
 	if (s->command != NULL)

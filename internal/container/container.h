@@ -42,12 +42,45 @@ struct ctr_env {
 	const char *value;
 };
 
+/* One mount, opened beneath the workspace (mounts.c, docs/mounts.md) */
+struct ctr_mount_src {
+	int fd;       /* O_PATH of the directory itself, held until released */
+	char *real;   /* its path, as the kernel names it */
+	char *staged; /* root: the private bind of it that the runtime gets */
+	char *host;   /* what the runtime's --mount names: staged, else real */
+};
+
+struct ctr_mounts {
+	struct ctr_mount_src *v; /* parallel to the server's mounts */
+	size_t n;
+};
+
+struct ctr_mount_plan {
+	const struct cfg *cfg; /* every server's write mounts (no staging) */
+	const struct cfg_server *server;
+	const char *workspace;
+	const char *const *protected_dirs; /* mcpgate's own folders, NULL-terminated */
+	const char *stage_dir;             /* root: where staged binds go; NULL: none */
+	const char *tag;                   /* names the staged folders (the container) */
+};
+
+/* Open every mount of plan->server, check it and, as root, stage it. The
+ * runtime must have mounted them before ctr_mounts_release(). */
+int ctr_mounts_open(const struct ctr_mount_plan *plan, struct ctr_mounts *out, struct mg_err **err);
+void ctr_mounts_release(struct ctr_mounts *m);
+/* Unbind and remove what dead mcpgate processes staged in stage_dir */
+void ctr_mounts_sweep(const char *stage_dir);
+/* One mount: its O_PATH fd and real path, or an error naming it */
+int ctr_mount_open(const char *workspace, const char *path, const char *const *protected_dirs,
+                   int *fd, char **real, struct mg_err **err);
+
 struct ctr_run_spec {
 	const struct cfg_server *server;
 	const char *session;   /* the session id */
 	pid_t owner;           /* the mcpgate that owns it (label mcpgate.pid) */
 	const char *workspace; /* absolute; mounts resolve under it; NULL: no mounts allowed */
-	const char *network;   /* a network to attach to; NULL: --network=none */
+	const struct ctr_mounts *mounts; /* the server's mounts, opened (ctr_mounts_open) */
+	const char *network;             /* a network to attach to; NULL: --network=none */
 	const struct ctr_env *env;
 	size_t nenv;
 };
@@ -156,9 +189,9 @@ void ctr_driver_free(struct ctr_driver *d);
 /* "mcpgate-SERVER-SESSION" (allocated) */
 char *ctr_container_name(const char *server, const char *session);
 
-/* Resolve a mount under the workspace through links: the real host path
- * (allocated) when it stays strictly inside the workspace and outside its
- * .mcpgate, else an error naming the mount. */
+/* Resolve a mount beneath the workspace (links too, in one step): the real
+ * host path (allocated) when it stays strictly inside the workspace and
+ * outside its .mcpgate, else an error naming the mount. */
 int ctr_resolve_mount(const char *workspace, const char *path, char **host_path,
                       struct mg_err **err);
 

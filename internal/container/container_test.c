@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "internal/base/buf.h"
@@ -76,7 +78,13 @@ static void test_argv(const struct cfg *cfg, enum ctr_kind kind)
 		};
 		struct strv argv = STRV_INIT, envp = STRV_INIT;
 		struct mg_err *err = NULL;
+		struct ctr_mounts mounts;
+		struct ctr_mount_plan plan = {.server = s, .workspace = workspace, .tag = "t"};
+		T_INT(ctr_mounts_open(&plan, &mounts, &err), 0, "%s %s: mounts open %s", d->name,
+		      s->name, mg_err_msg(err));
+		spec.mounts = &mounts;
 		int r = d->ops->run_command(d, &spec, &argv, &envp, &err);
+		ctr_mounts_release(&mounts);
 		T_INT(r, 0, "%s %s: run argv built %s", d->name, s->name, mg_err_msg(err));
 		mg_err_clear(&err);
 		if (r < 0)
@@ -359,6 +367,154 @@ static void test_forward(void)
 	}
 }
 
+/* ---- mounts opened without a race (mounts.c) ---------------------------- */
+
+static volatile int swapping;
+
+/* What a hostile server with a write mount does: swap a folder and a link
+ * to / under the same name, as fast as it can */
+static void *swapper(void *arg)
+{
+	const char *dir = arg;
+	char sub[PATH_MAX + 16], parked[PATH_MAX + 16], link[PATH_MAX + 16];
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(parked, sizeof(parked), "%s/sub.d", dir);
+	snprintf(link, sizeof(link), "%s/sub.l", dir);
+	while (swapping) {
+		if (symlink("/", link) < 0)
+			unlink(link);
+		rename(sub, parked);
+		rename(link, sub);
+		unlink(sub);
+		rename(parked, sub);
+	}
+	return NULL;
+}
+
+static void test_mount_race(void)
+{
+	char shared[PATH_MAX + 16], sub[PATH_MAX + 32];
+	snprintf(shared, sizeof(shared), "%s/shared", workspace);
+	snprintf(sub, sizeof(sub), "%s/sub", shared);
+	mkdir(shared, 0700);
+	mkdir(sub, 0700);
+	struct stat want;
+	stat(sub, &want);
+	swapping = 1;
+	pthread_t th;
+	pthread_create(&th, NULL, swapper, shared);
+	unsigned opened = 0, refused = 0, escaped = 0;
+	for (int i = 0; i < 20000; i++) {
+		int fd;
+		char *real = NULL;
+		struct mg_err *err = NULL;
+		if (ctr_mount_open(workspace, "shared/sub", NULL, &fd, &real, &err) == 0) {
+			opened++;
+			/* the folder itself (it may be renamed since: the name is not
+			 * the proof, the inode is) */
+			struct stat st;
+			if (fstat(fd, &st) < 0 || st.st_dev != want.st_dev ||
+			    st.st_ino != want.st_ino)
+				escaped++;
+			close(fd);
+			free(real);
+		} else {
+			refused++;
+		}
+		mg_err_free(err);
+	}
+	swapping = 0;
+	pthread_join(th, NULL);
+	t_note("20000 opens against a swapping link: %u opened the folder, %u refused", opened,
+	       refused);
+	T_INT(escaped, 0,
+	      "no open, of 20000 raced against a swap to /, led anywhere but the folder");
+	T_OK(opened > 0, "and the folder itself still opens (%u times)", opened);
+	rmdir(sub);
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/sub.d", shared);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/sub.l", shared);
+	unlink(p);
+	rmdir(shared);
+}
+
+static void test_mount_rules(const struct cfg *cfg)
+{
+	/* mcpgate's own folders: never, not holding, not inside */
+	char data[PATH_MAX + 32];
+	snprintf(data, sizeof(data), "%s/src/mcpgate-data", workspace);
+	mkdir(data, 0700);
+	const char *protected_dirs[] = {data, NULL};
+	int fd;
+	char *real = NULL;
+	struct mg_err *err = NULL;
+	T_INT(ctr_mount_open(workspace, "src", protected_dirs, &fd, &real, &err), -1,
+	      "a mount that holds mcpgate's data folder is refused");
+	T_OK(err != NULL && strstr(err->msg, "one of mcpgate's own folders") != NULL,
+	     "and says why: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	T_INT(ctr_mount_open(workspace, "src/mcpgate-data", protected_dirs, &fd, &real, &err), -1,
+	      "the data folder itself is refused");
+	mg_err_clear(&err);
+	T_INT(ctr_mount_open(workspace, "out", protected_dirs, &fd, &real, &err), 0,
+	      "a folder beside it is fine");
+	close(fd);
+	free(real);
+	rmdir(data);
+
+	/* without staging, a mount inside another server's write mount */
+	(void)cfg;
+	static const char text[] =
+	    "[[server]]\nname = \"full\"\ntransport = \"container\"\nimage = \"a/b@sha256:"
+	    "2222222222222222222222222222222222222222222222222222222222222222\"\n"
+	    "mounts = [\"out:write\"]\n"
+	    "[[server]]\nname = \"nested\"\ntransport = \"container\"\nimage = \"a/b@sha256:"
+	    "2222222222222222222222222222222222222222222222222222222222222222\"\n"
+	    "mounts = [\"out/inner\"]\n";
+	struct cfg *two = NULL;
+	T_INT(cfg_parse(text, sizeof(text) - 1, "two.toml", NULL, 0, NULL, &two, &err), 0,
+	      "two servers, one mount inside the other's write mount: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	const struct cfg_server *inner = two != NULL ? cfg_find_server(two, "nested") : NULL;
+	T_OK(inner != NULL, "the nested server is in servers.toml");
+	if (inner != NULL) {
+		char p[PATH_MAX + 16];
+		snprintf(p, sizeof(p), "%s/out/inner", workspace);
+		mkdir(p, 0700);
+		struct ctr_mounts m;
+		struct ctr_mount_plan plan = {
+		    .cfg = two, .server = inner, .workspace = workspace, .tag = "t"};
+		T_INT(ctr_mounts_open(&plan, &m, &err), -1,
+		      "unstaged, a mount inside another server's write mount is refused");
+		T_OK(err != NULL && strstr(err->msg, "inside a write mount of server full") != NULL,
+		     "naming that server: %s", mg_err_msg(err));
+		mg_err_clear(&err);
+		if (geteuid() == 0) {
+			char stage[PATH_MAX + 32];
+			snprintf(stage, sizeof(stage), "%s/.mcpgate/stage", workspace);
+			plan.stage_dir = stage;
+			int r = ctr_mounts_open(&plan, &m, &err);
+			T_INT(r, 0, "as root it is staged instead: %s", mg_err_msg(err));
+			mg_err_clear(&err);
+			if (r == 0) {
+				struct statvfs sv;
+				T_OK(statvfs(m.v[0].host, &sv) == 0 && (sv.f_flag & ST_RDONLY) &&
+				         (sv.f_flag & ST_NOSUID),
+				     "the staged bind is read-only and nosuid: %s", m.v[0].host);
+				cleanup_free char *staged = xstrdup(m.v[0].host);
+				ctr_mounts_release(&m);
+				T_OK(access(staged, F_OK) < 0,
+				     "released, the staged folder is gone");
+			}
+		} else {
+			t_note("not root: staging not tried");
+		}
+		rmdir(p);
+	}
+	cfg_free(two);
+}
+
 int main(void)
 {
 	make_workspace();
@@ -377,6 +533,8 @@ int main(void)
 	test_names_and_owner();
 	test_platform();
 	test_forward();
+	test_mount_race();
+	test_mount_rules(cfg);
 	cfg_free(cfg);
 	remove_workspace();
 	return t_done();

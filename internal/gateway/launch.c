@@ -14,12 +14,73 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/xalloc.h"
 
+void gw_mount_plan_init(struct gw_mount_plan *out, const struct cfg *cfg,
+                        const struct cfg_server *s, const char *workspace, const char *data_dir,
+                        const char *state_dir, const char *tag)
+{
+	memset(out, 0, sizeof(*out));
+	size_t n = 0;
+	char *conf = xstrdup(cfg->mcp_path);
+	char *slash = strrchr(conf, '/');
+	if (slash != NULL && slash != conf)
+		*slash = '\0';
+	else {
+		free(conf);
+		conf = xstrdup(".");
+	}
+	out->dirs[n++] = conf;
+	if (cfg->config_path != NULL) {
+		char *g = xstrdup(cfg->config_path);
+		char *sl = strrchr(g, '/');
+		if (sl != NULL && sl != g)
+			*sl = '\0';
+		out->dirs[n++] = g;
+	}
+	if (data_dir != NULL)
+		out->dirs[n++] = xstrdup(data_dir);
+	if (state_dir != NULL) {
+		out->dirs[n++] = xstrdup(state_dir);
+		out->stage = xasprintf("%s/mounts", state_dir);
+		/* what a killed mcpgate staged is let go first */
+		ctr_mounts_sweep(out->stage);
+	}
+	out->dirs[n] = NULL;
+	out->plan = (struct ctr_mount_plan){
+	    .cfg = cfg,
+	    .server = s,
+	    .workspace = workspace,
+	    .protected_dirs = (const char *const *)out->dirs,
+	    .stage_dir = out->stage,
+	    .tag = tag,
+	};
+}
+
+void gw_mount_plan_free(struct gw_mount_plan *p)
+{
+	for (size_t i = 0; i < sizeof(p->dirs) / sizeof(p->dirs[0]); i++)
+		free(p->dirs[i]);
+	free(p->stage);
+	memset(p, 0, sizeof(*p));
+}
+
+void gw_launch_mounted(struct gw_launch *l)
+{
+	ctr_mounts_release(&l->mounts);
+}
+
 int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
-                    const struct rpc_peer_config *pc, struct gw_launch *l, struct mg_err **err)
+                    const struct ctr_mount_plan *plan, const struct rpc_peer_config *pc,
+                    struct gw_launch *l, struct mg_err **err)
 {
 	struct strv envp = STRV_INIT;
-	if (d->ops->run_command(d, spec, &l->argv, &envp, err) < 0)
+	struct ctr_run_spec with = *spec;
+	if (plan != NULL && ctr_mounts_open(plan, &l->mounts, err) < 0)
 		return -1;
+	with.mounts = &l->mounts;
+	if (d->ops->run_command(d, &with, &l->argv, &envp, err) < 0) {
+		ctr_mounts_release(&l->mounts);
+		return -1;
+	}
 	struct proc_spec ps = {
 	    .path = l->argv.v[0],
 	    .argv = (const char *const *)l->argv.v,
@@ -85,6 +146,7 @@ char *gw_last_line(const char *text, size_t len)
 
 void gw_launch_free(struct gw_launch *l)
 {
+	ctr_mounts_release(&l->mounts);
 	rpc_peer_free(steal_pointer(&l->peer));
 	proc_close(&l->proc);
 	if (l->err_fd >= 0)
@@ -183,9 +245,16 @@ int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
 	};
 	struct gw_launch l = GW_LAUNCH_INIT;
 	int64_t deadline = proc_now_ms() + (int64_t)cfg->mcp.start_timeout * 1000;
-	int r = gw_launch_start(d, &spec, &pc, &l, err);
+	cleanup_free char *data = NULL, *state = NULL;
+	cfg_default_data_dir(&data, NULL);
+	cfg_default_state_dir(&state, NULL);
+	struct gw_mount_plan mp;
+	gw_mount_plan_init(&mp, cfg, server, workspace, data, state, container);
+	int r = gw_launch_start(d, &spec, &mp.plan, &pc, &l, err);
 	if (r == 0)
 		r = mcp_initialize(l.peer, deadline, NULL, &out->info, err);
+	gw_launch_mounted(&l);
+	gw_mount_plan_free(&mp);
 	if (r == 0)
 		r = mcp_list_tools(l.peer, deadline, &out->tools, err);
 	int status;

@@ -23,16 +23,40 @@ struct gw_launch {
 	struct strv argv;
 	struct rpc_peer *peer;
 	int err_fd;
+	struct ctr_mounts mounts; /* held until the runtime has mounted them */
 };
 
-#define GW_LAUNCH_INIT                         \
-	{                                      \
-		PROC_INIT, STRV_INIT, NULL, -1 \
+#define GW_LAUNCH_INIT                          \
+	{                                       \
+		PROC_INIT, STRV_INIT, NULL, -1, \
+		{                               \
+			NULL, 0                 \
+		}                               \
 	}
 
-/* Run spec's server and put an MCP peer (configured by pc) on its pipes. */
+/* Run spec's server and put an MCP peer (configured by pc) on its pipes.
+ * Its mounts are opened first as plan says (workspace, mcpgate's own
+ * folders, staging), spec->mounts is ignored. */
 int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
-                    const struct rpc_peer_config *pc, struct gw_launch *l, struct mg_err **err);
+                    const struct ctr_mount_plan *plan, const struct rpc_peer_config *pc,
+                    struct gw_launch *l, struct mg_err **err);
+
+/* The container is running (it answered): its mounts are made, so the
+ * staged binds and held folders are let go. Idempotent. */
+void gw_launch_mounted(struct gw_launch *l);
+
+/* mcpgate's own folders, which no mount may be, hold or lie inside, and the
+ * staging folder (state_dir/mounts) for a launch: filled into out, which
+ * the caller frees with gw_mount_plan_free */
+struct gw_mount_plan {
+	struct ctr_mount_plan plan;
+	char *dirs[5];
+	char *stage;
+};
+void gw_mount_plan_init(struct gw_mount_plan *out, const struct cfg *cfg,
+                        const struct cfg_server *s, const char *workspace, const char *data_dir,
+                        const char *state_dir, const char *tag);
+void gw_mount_plan_free(struct gw_mount_plan *p);
 
 /* Close its input, wait for it until deadline_ms, then remove the container
  * at once and reap. *status is the wait status; *forced says whether it had

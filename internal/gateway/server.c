@@ -142,7 +142,10 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	cleanup_free char *name = xasprintf("server %s", c->name);
 	struct rpc_peer_config pc = peer_config(srv, name);
 	struct gw_launch *l = &srv->launch;
-	int r = gw_launch_start(s->driver, &spec, &pc, l, err);
+	struct gw_mount_plan mp;
+	gw_mount_plan_init(&mp, s->cfg, c, s->workspace, s->data_dir, s->state_dir, srv->container);
+	int r = gw_launch_start(s->driver, &spec, &mp.plan, &pc, l, err);
+	gw_mount_plan_free(&mp);
 	/* the runtime has it now; mcpgate keeps no copy */
 	kc_secret_free(srv->secret);
 	srv->secret = NULL;
@@ -206,12 +209,16 @@ void *gw_server_start_thread(void *arg)
 			                       accepted, "why", why, NULL));
 		}
 	}
-	if ((c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
-	    (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
-	                                          : start_process(srv, &err)) < 0 ||
-	    mcp_initialize(srv->launch.peer, deadline, gw_relay_server_capabilities(c), &srv->info,
-	                   &err) < 0 ||
-	    mcp_list_tools(srv->launch.peer, deadline, &srv->tools, &err) < 0 ||
+	int r = (c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
+	                (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
+	                                                      : start_process(srv, &err)) < 0 ||
+	                mcp_initialize(srv->launch.peer, deadline, gw_relay_server_capabilities(c),
+	                               &srv->info, &err) < 0
+	            ? -1
+	            : 0;
+	/* it answered (or failed): the runtime is past its mounts either way */
+	gw_launch_mounted(&srv->launch);
+	if (r < 0 || mcp_list_tools(srv->launch.peer, deadline, &srv->tools, &err) < 0 ||
 	    manifest_hash(srv->tools, srv->live_hash, &err) < 0) {
 		srv->start_error = xstrdup(mg_err_msg(err));
 		start_cleanup(srv);

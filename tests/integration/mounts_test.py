@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""A mount swapped under the runtime, raced for real (docs/mounts.md).
+
+The attack: a container with a write mount of `shared` swaps `shared/sub`
+between the folder and a link to the host's `/` as fast as it can
+(busybox, in a loop), while mcpgate starts another server whose mount is
+`shared/sub`, session after session. Before the fix, a few tries were
+enough for the second server to get the host's `/`. Now every start must
+give it the folder itself, read-only, or refuse to start. A start never
+gives it anything else. A read-only mount with a mount below it stays
+read-only all the way down: nothing below comes along. Runs as root (mcpgate
+stages each mount on a private bind of its own); in a rootless pass it
+skips, since there nothing can be staged, and a mount inside another
+server's write mount is refused by rule instead (unit-tested).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import containers_test as ct  # noqa: E402
+from mcpclient import text_of  # noqa: E402
+
+t = ct.t
+RT = ct.RT
+SESSIONS = int(os.environ.get("MCPGATE_MOUNT_RACE_SESSIONS", "40"))
+SWAP = ("cd /w && i=0; while :; do ln -s / sub.l; mv sub sub.d; mv sub.l sub; rm sub; "
+        "mv sub.d sub; i=$((i+1)); [ $((i % 500)) -eq 0 ] && echo $i > /w/count.tmp && "
+        "mv /w/count.tmp /w/count; done")
+
+
+def swaps(shared):
+    try:
+        with open(os.path.join(shared, "count")) as fh:
+            return int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def test(base, probe_image, busybox_image):
+    server = ct.probe_server("reader", probe_image, tools=("read_file", "write_file"),
+                             extra='mounts = ["shared/sub"]\n')
+    s = ct.Session(base, server)
+    shared = os.path.join(s.ws, "shared")
+    sub = os.path.join(shared, "sub")
+    os.makedirs(sub)
+    marker = "the-folder-itself-%s" % ct.TAG
+    with open(os.path.join(sub, "marker"), "w") as fh:
+        fh.write(marker)
+    # a mount below the read-only folder: it must not come along
+    below = os.path.join(sub, "below")
+    os.makedirs(below)
+    mounted_below = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "itest", below],
+                                   capture_output=True).returncode == 0
+    try:
+        s.mcpgate("pull", "reader")
+        s.mcpgate("review", "reader")
+        r = s.mcpgate("approve", "reader")
+        t.ok(r.returncode == 0, "%s: the reader is approved" % RT, r.stderr)
+
+        c = s.serve()
+        c.initialize()
+        c.request("tools/list", timeout=120)
+        got = text_of(c.call("reader__read_file", {"path": "/workspace/shared/sub/marker"}))
+        w = c.call("reader__write_file", {"path": "/workspace/shared/sub/x"})
+        wb = c.call("reader__write_file", {"path": "/workspace/shared/sub/below/x"})
+        info = text_of(c.call("reader__read_file", {"path": "/proc/self/mountinfo"}))
+        c.close(timeout=60)
+        t.ok(got == marker, "%s: without a race the folder is mounted" % RT, got)
+        t.ok(w["result"].get("isError") is True and not os.path.exists(os.path.join(sub, "x")),
+             "%s: read-only" % RT, w)
+        t.ok(wb["result"].get("isError") is True and
+             " /workspace/shared/sub/below " not in info,
+             "%s: a mount below it does not come along, so nothing below is writable%s"
+             % (RT, "" if mounted_below else " (no tmpfs could be mounted below)"),
+             [x for x in info.splitlines() if "/workspace" in x])
+
+        # the attacker: a container that holds shared with write access
+        name = "mcpgate-itest-swapper-" + ct.TAG
+        ct.rt("run", "-d", "--rm", "--name", name, "--network=none", "--mount",
+              "type=bind,source=%s,target=/w" % shared, busybox_image, "sh", "-c", SWAP)
+        ct.made["containers"].append(name)
+        for _ in range(100):
+            if swaps(shared) > 0:
+                break
+            time.sleep(0.1)
+        start = swaps(shared)
+        folder = refused = other = 0
+        seen = []
+        for _ in range(SESSIONS):
+            c = s.serve()
+            c.initialize()
+            names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
+            if not names:
+                refused += 1
+                c.close(timeout=60)
+                continue
+            got = text_of(c.call("reader__read_file", {"path": "/workspace/shared/sub/marker"}))
+            root = text_of(c.call("reader__read_file",
+                                  {"path": "/workspace/shared/sub/proc/sys/kernel/core_pattern"}))
+            c.close(timeout=60)
+            if got == marker and "No such file" in root:
+                folder += 1
+            else:
+                other += 1
+                seen.append((got[:80], root[:80]))
+        done = swaps(shared) - start
+        ct.rt("rm", "-f", name, check=False)
+        print("# %s: %d sessions against %d swaps: %d got the folder, %d refused, %d other"
+              % (RT, SESSIONS, done, folder, refused, other), flush=True)
+        t.ok(done >= 1000, "%s: the swapper swapped thousands of times meanwhile (%d)"
+             % (RT, done))
+        t.ok(other == 0, "%s: no start, of %d raced, mounted anything but the folder"
+             % (RT, SESSIONS), seen)
+        t.ok(folder > 0, "%s: and the folder itself still mounts (%d of %d)"
+             % (RT, folder, SESSIONS))
+        stage = os.path.join(s.state, "mcpgate", "mounts")
+        left = os.listdir(stage) if os.path.isdir(stage) else []
+        with open("/proc/self/mountinfo") as fh:
+            staged = [x for x in fh.read().splitlines() if stage in x]
+        t.ok(left == [] and staged == [], "%s: no staged bind is left" % RT, (left, staged))
+    finally:
+        if mounted_below:
+            subprocess.run(["umount", below], capture_output=True)
+
+
+def main():
+    if shutil.which(RT) is None:
+        print("ok 1 # SKIP %s is not installed" % RT)
+        print("0 passed, 0 failed")
+        return 77
+    if os.geteuid() != 0:
+        print("ok 1 # SKIP not root: mounts are not staged rootless (a mount inside "
+              "another server's write mount is refused by rule instead)")
+        print("0 passed, 0 failed")
+        return 77
+    print("# runtime: %s (mounts)" % RT, flush=True)
+    base = tempfile.mkdtemp(prefix="mcpgate-itest-mounts-")
+    try:
+        ct.unenforced_here(base)
+        probe_image = ct.build_image("mcpgate-itest-probe", {"/mcpgate-probe": ct.PROBE},
+                                     ["/mcpgate-probe"])
+        busybox = shutil.which("busybox") or "/bin/busybox"
+        busybox_image = ct.build_image("mcpgate-itest-busybox",
+                                       {"/bin/busybox": busybox,
+                                        "/www/index.html": b"upstream-answer\n"},
+                                       ["/bin/busybox"])
+        ct.rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [busybox_image]))
+        test(base, probe_image, busybox_image)
+    except Exception as e:
+        t.ok(False, "the mount race on %s raised %s: %s" % (RT, type(e).__name__, e))
+    finally:
+        ct.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
