@@ -244,6 +244,10 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		strv_pushf(&a, "--network=%s", spec->network);
 	else
 		strv_push(&a, "--network=none");
+	/* no IPv6 at all: on its network a link-local address reached the host
+	 * (through the bridge's fe80:: address), past the proxy */
+	strv_push(&a, "--sysctl=net.ipv6.conf.all.disable_ipv6=1");
+	strv_push(&a, "--sysctl=net.ipv6.conf.default.disable_ipv6=1");
 	strv_push(&a, "--name");
 	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
 	push_labels(&a, spec->session, s->name, spec->owner);

@@ -322,6 +322,11 @@ static int cli_network_create(const struct ctr_driver *d, const char *name, bool
 		args[n++] = "--internal";
 		if (d->kind == CTR_PODMAN)
 			args[n++] = "--disable-dns";
+		else
+			/* docker gives an internal bridge the gateway address on the
+			 * host, where any host service on 0.0.0.0 answered the server
+			 * directly; without it the host is not on that network */
+			args[n++] = "--opt=com.docker.network.bridge.inhibit_ipv4=true";
 	}
 	args[n++] = "--label";
 	args[n++] = l_session;

@@ -16,9 +16,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,6 +44,70 @@ def raw(c, host, port, data, then=None, timeout=60):
 def status_of(reply):
     m = re.match(r"HTTP/1\.[01] (\d{3})", reply)
     return int(m.group(1)) if m else None
+
+
+def network_facts(net):
+    """Its gateways (IPv4 text) and the host's bridge interface for it"""
+    info = json.loads(ct.rt("network", "inspect", net).stdout)[0]
+    subnets = info.get("subnets") or (info.get("IPAM") or {}).get("Config") or []
+    gws = [x.get("gateway") or x.get("Gateway") for x in subnets]
+    ifname = info.get("network_interface") or (
+        (info.get("Options") or {}).get("com.docker.network.bridge.name") or
+        "br-" + info.get("Id", "")[:12])
+    return [g for g in gws if g], ifname
+
+
+def host_reach(c, in_net, out_net):
+    """The server tries the host itself, past the proxy: every gateway
+    address of its networks (IPv4) and the host bridges' link-local IPv6
+    addresses, on a port where the host listens on [::] (dual stack)"""
+    lsock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("::", 0))
+    lsock.listen(16)
+    lsock.settimeout(0.2)
+    port = lsock.getsockname()[1]
+    reached = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, addr = lsock.accept()
+                reached.append(addr[0])
+                conn.close()
+            except socket.timeout:
+                pass
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    targets = []
+    for net in (in_net, out_net):
+        gws, ifname = network_facts(net)
+        targets += gws
+        r = subprocess.run(["ip", "-6", "-o", "addr", "show", "dev", ifname, "scope", "link"],
+                           capture_output=True, text=True)
+        for m in re.finditer(r"inet6 (fe80::[0-9a-f:]+)/", r.stdout):
+            targets.append("%s%%eth0" % m.group(1))
+    # the host's own global addresses too (only this machine's, never another's)
+    r = subprocess.run(["ip", "-o", "addr", "show", "scope", "global"], capture_output=True,
+                       text=True)
+    targets += re.findall(r"inet6? ([0-9a-f.:]+)/", r.stdout)
+    results = {}
+    for target in targets:
+        r = c.call("probe__connect", {"host": target, "port": port}, timeout=60)
+        results[target] = text_of(r)
+    v6 = text_of(c.call("probe__read_file", {"path": "/proc/net/if_inet6"}))
+    time.sleep(0.5)
+    stop.set()
+    th.join(2)
+    lsock.close()
+    t.ok(targets and all(v != "connected" for v in results.values()) and reached == [],
+         "inside: the host itself is not reached past the proxy, on any address family "
+         "(%d addresses: gateways, bridges' link-local, the host's own)" % len(targets),
+         (results, reached))
+    t.ok("fe80" not in v6 and "eth0" not in v6,
+         "inside: no IPv6 address on its interface (no link-local to find the host by)", v6)
 
 
 def test_egress(base, probe_image, busybox_image):
@@ -153,6 +219,8 @@ def test_egress(base, probe_image, busybox_image):
                 then="GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % up)
     t.ok(status_of(reply) == 200 and "upstream-answer" in reply,
          "through a CONNECT tunnel too", reply[:300])
+
+    host_reach(c, in_net, out_net)
 
     refused = {
         "an unlisted name on CONNECT": "CONNECT unlisted.invalid:443 HTTP/1.1\r\nHost: unlisted.invalid:443\r\n\r\n",
