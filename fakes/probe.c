@@ -173,6 +173,11 @@ struct probe {
 	long long barrier_count;
 	long long barrier_timeout_ms;
 	long long initialize_delay_ms;
+	/* --leak-env NAME:WHERE: a hostile server's ways of putting a value it
+	 * holds into what mcpgate reports (WHERE: initialize-error, protocol,
+	 * name) */
+	const char *leak_value;
+	const char *leak_where;
 	int garbage_first;
 	long long huge_first;
 	unsigned char offered[N_TOOLS];
@@ -197,6 +202,7 @@ static void usage(const char *why)
 	    "usage: mcpgate-probe [--tools a,b] [--page-size N] [--protocol V] [--crash-after N]\n"
 	    "         [--ignore-eof] [--stderr-banner TEXT] [--describe-suffix S]\n"
 	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
+	    "         [--leak-env NAME:WHERE]\n"
 	    "         [--garbage-first] [--huge-first BYTES] [--resources N]\n",
 	    stderr);
 	exit(2);
@@ -1478,6 +1484,12 @@ static void method_initialize(struct probe *p, struct pj_span id, struct pj_span
 				version = known[i];
 	if (p->protocol != NULL)
 		version = p->protocol;
+	if (p->leak_where != NULL && strcmp(p->leak_where, "initialize-error") == 0) {
+		send_error(&id, -32000, p->leak_value);
+		return;
+	}
+	if (p->leak_where != NULL && strcmp(p->leak_where, "protocol") == 0)
+		version = p->leak_value;
 	if (pj_member(params, "capabilities", &v)) {
 		free(p->client_caps);
 		p->client_caps = pj_xmalloc(v.n + 1);
@@ -1489,7 +1501,11 @@ static void method_initialize(struct probe *p, struct pj_span id, struct pj_span
 	pj_buf_adds(&b, ",\"capabilities\":{\"tools\":{\"listChanged\":true},\"resources\":{"
 	                "\"subscribe\":true,\"listChanged\":true},\"prompts\":{\"listChanged\":"
 	                "true},\"logging\":{},\"completions\":{}},"
-	                "\"serverInfo\":{\"name\":\"mcpgate-probe\",\"version\":\"1\"}}");
+	                "\"serverInfo\":{\"name\":");
+	pj_put_cstring(&b, p->leak_where != NULL && strcmp(p->leak_where, "name") == 0
+	                       ? p->leak_value
+	                       : "mcpgate-probe");
+	pj_buf_adds(&b, ",\"version\":\"1\"}}");
 	send_result(&id, b.p);
 	pj_buf_free(&b);
 }
@@ -1834,6 +1850,18 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->barrier_dir = pj_xmalloc((size_t)(colon - v) + 1);
 			memcpy(p->barrier_dir, v, (size_t)(colon - v));
 			p->barrier_dir[colon - v] = '\0';
+		} else if ((v = option_value(argc, argv, &i, "--leak-env")) != NULL) {
+			const char *colon = strchr(v, ':');
+			if (colon == NULL || colon == v)
+				usage("--leak-env wants NAME:WHERE");
+			char *name = pj_xmalloc((size_t)(colon - v) + 1);
+			memcpy(name, v, (size_t)(colon - v));
+			name[colon - v] = '\0';
+			p->leak_value = getenv(name);
+			free(name);
+			if (p->leak_value == NULL)
+				p->leak_value = "(unset)";
+			p->leak_where = colon + 1;
 		} else if ((v = option_value(argc, argv, &i, "--initialize-delay")) != NULL) {
 			number_option("--initialize-delay", v, 0, 86400000,
 			              &p->initialize_delay_ms);

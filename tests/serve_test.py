@@ -293,6 +293,46 @@ def test_credentials():
     f.cleanup()
 
 
+def test_secret_every_path():
+    """A bound secret in every place a hostile server can put it at start-up
+    and afterwards: it reaches no client line, no audit record and no line of
+    mcpgate's stderr in clear"""
+    eg = 'egress = "%s"\n' % os.path.join(FAKES, "mcpgate-probe")
+    bound = 'network = ["api.example.com"]\ncredential = "gh"\nposition = "env:GITHUB_TOKEN"\n'
+    servers = ""
+    for where in ("initialize-error", "protocol", "name"):
+        servers += server(where.replace("-", ""), args=["--leak-env", "GITHUB_TOKEN:" + where],
+                          tools_on=("echo", "notify"), extra=bound)
+    f = Fixture(servers + server("ok", tools_on=("echo", "notify"), extra=bound), config=eg)
+    subprocess.run([MCPGATE, "secret", "set", "gh"], input=SECRET + "\n", env=f.env(),
+                   capture_output=True, text=True, timeout=30)
+    subprocess.run([MCPGATE, "secret", "bind", "gh", "--host", "api.example.com", "--position",
+                    "env:GITHUB_TOKEN"], env=f.env(), capture_output=True, text=True, timeout=30)
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    # a server request whose method is the value (refused, recorded), and
+    # a refused call whose arguments carry it to a server it is bound for
+    c.call("ok__notify", {"method": SECRET})
+    c.call("ok__notify", {"method": "notifications/" + SECRET, "params": {"v": SECRET}})
+    c.close()
+    with open(os.path.join(f.dir, "stderr.log"), "rb") as fh:
+        stderr = fh.read().decode("utf-8", "replace")
+    lines = c.received
+    notes = [n["params"]["data"] for n in c.notifications if n["method"] == "notifications/message"]
+    audit = json.dumps(f.audit())
+    t.ok(any("[redacted:gh]" in n for n in notes) and not any(SECRET in n for n in notes),
+         "the client's notices carry the value redacted, never in clear", notes)
+    t.ok(SECRET not in audit and "[redacted:gh]" in audit,
+         "no audit record holds it (the initialize error, protocolVersion, serverInfo.name, "
+         "the refused method)", [x for x in audit.split("},") if SECRET in x][:3])
+    t.ok(SECRET not in stderr and "[redacted:gh]" in stderr, "nor does mcpgate's stderr",
+         [x for x in stderr.splitlines() if SECRET in x][:3])
+    t.ok(lines and all(SECRET not in x for x in lines),
+         "nor any line the client got (%d lines)" % len(lines))
+    f.cleanup()
+
+
 def test_missing_image():
     other = "localhost:5000/other@sha256:" + "cd" * 32
     f = Fixture(server("gone", image=other) + server("here"))
@@ -732,7 +772,7 @@ def test_sidecar_run_fails():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
+for case in (test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_bad_client_lines):

@@ -28,7 +28,19 @@ struct audit {
 	char *path;
 	char *session;
 	pthread_mutex_t lock;
+	mg_text_filter filter; /* every line passes it before it is written */
+	void *filter_data;
 };
+
+void audit_set_filter(struct audit *a, mg_text_filter fn, void *data)
+{
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->filter = fn;
+	a->filter_data = data;
+	pthread_mutex_unlock(&a->lock);
+}
 
 int audit_open(const char *state_dir, const char *session, struct audit **out, struct mg_err **err)
 {
@@ -118,6 +130,14 @@ void audit_record(struct audit *a, const char *event, struct json_value *fields)
 	}
 	json_free(fields);
 	pthread_mutex_lock(&a->lock);
+	size_t clean_len = 0;
+	char *clean =
+	    a->filter != NULL ? a->filter(line.data, line.len, &clean_len, a->filter_data) : NULL;
+	if (clean != NULL) {
+		mg_buf_reset(&line);
+		mg_buf_append(&line, clean, clean_len, NULL);
+		free(clean);
+	}
 	size_t off = 0;
 	while (off < line.len) {
 		ssize_t w = write(a->fd, line.data + off, line.len - off);

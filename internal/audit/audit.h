@@ -8,6 +8,7 @@
 #define MG_AUDIT_AUDIT_H
 
 #include "internal/base/err.h"
+#include "internal/base/log.h"
 #include "internal/json/json.h"
 
 struct audit;
@@ -25,6 +26,9 @@ const char *audit_path(const struct audit *a);
  * failure to write is logged to stderr once and otherwise ignored: losing
  * the log must not stop the session. */
 void audit_record(struct audit *a, const char *event, struct json_value *fields);
+
+/* Every record passes through fn from now on (the session's redaction) */
+void audit_set_filter(struct audit *a, mg_text_filter fn, void *data);
 
 void audit_close(struct audit *a);
 

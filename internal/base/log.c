@@ -6,6 +6,14 @@
 #include <string.h>
 
 static enum mg_log_level current_level = MG_LOG_INFO;
+static mg_text_filter filter_fn;
+static void *filter_data;
+
+void mg_log_set_filter(mg_text_filter fn, void *data)
+{
+	filter_fn = fn;
+	filter_data = data;
+}
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -44,7 +52,11 @@ void mg_log(enum mg_log_level level, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return;
+	size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, clean_len = 0;
+	char *clean = filter_fn != NULL ? filter_fn(line, len, &clean_len, filter_data) : NULL;
 	/* a truncated line is still worth printing; it says so */
-	fprintf(stderr, "mcpgate: %s: %s%s\n", level_names[level], line,
+	fprintf(stderr, "mcpgate: %s: %.*s%s\n", level_names[level],
+	        (int)(clean != NULL ? clean_len : len), clean != NULL ? clean : line,
 	        (size_t)n >= sizeof(line) ? " [truncated]" : "");
+	free(clean);
 }

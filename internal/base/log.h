@@ -3,12 +3,20 @@
 #ifndef MG_BASE_LOG_H
 #define MG_BASE_LOG_H
 
+#include <stddef.h>
+
 #include "internal/base/err.h"
 
 enum mg_log_level { MG_LOG_DEBUG, MG_LOG_INFO, MG_LOG_WARN, MG_LOG_ERROR };
 
 /* Read MCPGATE_LOG; an unknown value is an error naming it. */
+/* A text filter: a changed copy (allocated, its length in *out_len), or
+ * NULL when the text passes as it is. The redaction of secrets is one. */
+typedef char *(*mg_text_filter)(const char *text, size_t len, size_t *out_len, void *data);
+
 int mg_log_init(struct mg_err **err);
+/* Every log line passes through fn from now on (NULL: none) */
+void mg_log_set_filter(mg_text_filter fn, void *data);
 void mg_log_set_level(enum mg_log_level level);
 int mg_log_enabled(enum mg_log_level level);
 void mg_log(enum mg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -203,6 +203,9 @@ char *gw_secrets_check_leaving(const struct gw_server *srv, const struct json_va
  * returns how many strings changed */
 size_t gw_secrets_redact(const struct session *s, struct json_value *v);
 char *gw_secrets_redact_text(const struct session *s, const char *text, size_t len);
+/* The same as an mg_text_filter (data: the session), for every line that
+ * leaves for the client, the audit log and mcpgate's stderr */
+char *gw_secrets_filter(const char *text, size_t len, size_t *out_len, void *data);
 
 /* relist.c */
 void gw_server_relist(struct gw_server *srv);

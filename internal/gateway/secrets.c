@@ -31,7 +31,7 @@ struct secret_form {
 
 struct gw_secret {
 	char *name;
-	struct secret_form forms[6];
+	struct secret_form forms[8];
 	size_t nforms;
 };
 
@@ -113,6 +113,36 @@ static void add_percent(struct gw_secret *s, const struct kc_secret *v)
 	sodium_free(out);
 }
 
+/* As it stands inside a JSON string on a line (a quote, a backslash or a
+ * control character is escaped there), where the line-level filter looks */
+static void add_json(struct gw_secret *s, const struct kc_secret *v)
+{
+	char *out = sodium_malloc(v->len * 6 + 1);
+	if (out == NULL)
+		abort();
+	size_t n = 0;
+	for (size_t i = 0; i < v->len; i++) {
+		unsigned char c = v->bytes[i];
+		if (c == '"' || c == '\\') {
+			out[n++] = '\\';
+			out[n++] = (char)c;
+		} else if (c < 0x20) {
+			static const char shortform[] = "\bb\ff\nn\rr\tt";
+			const char *sf = memchr(shortform, c, sizeof(shortform) - 1);
+			if (sf != NULL && ((sf - shortform) % 2) == 0) {
+				out[n++] = '\\';
+				out[n++] = sf[1];
+			} else {
+				n += (size_t)snprintf(out + n, 7, "\\u%04x", c);
+			}
+		} else {
+			out[n++] = (char)c;
+		}
+	}
+	form_add(s, "json", out, n);
+	sodium_free(out);
+}
+
 static int collect(const char *name, const struct kc_secret *value, void *data, struct mg_err **err)
 {
 	(void)err;
@@ -126,6 +156,7 @@ static int collect(const char *name, const struct kc_secret *value, void *data, 
 	add_b64(s, value, sodium_base64_VARIANT_URLSAFE, "base64url");
 	add_hex(s, value);
 	add_percent(s, value);
+	add_json(s, value);
 	return 0;
 }
 
@@ -437,6 +468,12 @@ size_t gw_secrets_redact(const struct session *s, struct json_value *v)
 		break;
 	}
 	return n;
+}
+
+char *gw_secrets_filter(const char *text, size_t len, size_t *out_len, void *data)
+{
+	const struct session *s = data;
+	return s->secrets != NULL ? redact_text(s->secrets, text, len, out_len) : NULL;
 }
 
 char *gw_secrets_redact_text(const struct session *s, const char *text, size_t len)

@@ -409,6 +409,11 @@ int session_run(struct session *s, struct mg_err **err)
 		mg_err_free(kerr);
 		gw_secrets_close(s);
 	}
+	/* whatever path a value takes (an error's message, a server's name, a
+	 * refused method, a host), no line leaves with it in clear */
+	rpc_peer_set_filter(s->client, gw_secrets_filter, s);
+	audit_set_filter(s->audit, gw_secrets_filter, s);
+	mg_log_set_filter(gw_secrets_filter, s);
 	start_servers(s);
 	if (s->starting == 0)
 		gw_session_register(s);
@@ -490,6 +495,7 @@ void session_free(struct session *s)
 	free(s->egress_error);
 	free(s->platform_error);
 	ctr_platform_free(&s->platform);
+	mg_log_set_filter(NULL, NULL); /* the values it knew go now */
 	gw_secrets_close(s);
 	free(s->keychain_error);
 	free(s);

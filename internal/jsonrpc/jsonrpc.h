@@ -28,6 +28,7 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/err.h"
+#include "internal/base/log.h"
 #include "internal/json/json.h"
 
 /* Error codes: JSON-RPC 2.0's, MCP's, and the gateway's own. */
@@ -216,6 +217,11 @@ struct rpc_peer_config {
 	void (*on_closed)(struct rpc_peer *peer, const struct mg_err *why, void *data);
 	void *data; /* passed to every callback */
 };
+
+/* Every line this peer sends passes through fn from now on (the session's
+ * redaction on the client's peer); what fn returns must still be one line
+ * ending in a newline. NULL: none. */
+void rpc_peer_set_filter(struct rpc_peer *p, mg_text_filter fn, void *data);
 
 /* A peer reading in_fd and writing out_fd (they may be the same fd). The peer
  * owns both fds from this call on, even when it fails: it sets them

@@ -47,7 +47,9 @@ struct rpc_peer {
 	struct rpc_peer_config cfg; /* name points at our copy */
 	struct rpc_reader reader;
 	bool in_closed;
-	bool reading;   /* inside rpc_peer_read(): no nested reads */
+	bool reading;          /* inside rpc_peer_read(): no nested reads */
+	mg_text_filter filter; /* every line sent passes it */
+	void *filter_data;
 	unsigned noise; /* protocol errors logged so far */
 
 	/* write queue: a ring of qcap bytes, qlen of them queued from qhead */
@@ -215,7 +217,28 @@ static bool noise_ok(struct rpc_peer *p)
 
 /* ---- write queue ---------------------------------------------------------- */
 
+void rpc_peer_set_filter(struct rpc_peer *p, mg_text_filter fn, void *data)
+{
+	p->filter = fn;
+	p->filter_data = data;
+}
+
+static int queue_raw(struct rpc_peer *p, const char *line, size_t len, struct mg_err **err);
+
+/* Every line that leaves passes the filter, whichever way it was made */
 static int queue_append(struct rpc_peer *p, const char *line, size_t len, struct mg_err **err)
+{
+	size_t clean_len = 0;
+	char *clean =
+	    p->filter != NULL && len > 0 ? p->filter(line, len, &clean_len, p->filter_data) : NULL;
+	if (clean == NULL)
+		return queue_raw(p, line, len, err);
+	int r = queue_raw(p, clean, clean_len, err);
+	free(clean);
+	return r;
+}
+
+static int queue_raw(struct rpc_peer *p, const char *line, size_t len, struct mg_err **err)
 {
 	if (len == 0)
 		return 0;

@@ -23,6 +23,7 @@ class Client:
         self.next_id = 0
         self.notifications = []
         self.requests = []  # requests the gateway sent to us
+        self.received = []  # every line the gateway wrote, as text
 
     def send(self, obj):
         self.proc.stdin.write((json.dumps(obj) + "\n").encode())
@@ -42,6 +43,7 @@ class Client:
                 return None
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
+        self.received.append(line.decode("utf-8", "replace"))
         return json.loads(line)
 
     def request(self, method, params=None, timeout=30.0):
