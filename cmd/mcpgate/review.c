@@ -14,6 +14,7 @@
 #include "cmd/mcpgate/setup.h"
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/utf8.h"
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
 #include "internal/config/edit.h"
@@ -125,8 +126,11 @@ static void schema_summary(const struct json_value *schema, struct mg_buf *out)
 			if (req->u.arr.items[k]->kind == JSON_STRING &&
 			    strcmp(req->u.arr.items[k]->u.str.ptr, m->key) == 0)
 				required = true;
-		mg_buf_printf(out, NULL, "%s%s: %s%s", i > 0 ? ", " : "", m->key,
-		              type != NULL ? type : "any", required ? " (required)" : "");
+		cleanup_free char *key = mg_shown(m->key, m->keylen);
+		cleanup_free char *ty =
+		    mg_shown(type != NULL ? type : "any", strlen(type != NULL ? type : "any"));
+		mg_buf_printf(out, NULL, "%s%s: %s%s", i > 0 ? ", " : "", key, ty,
+		              required ? " (required)" : "");
 	}
 }
 
@@ -140,8 +144,12 @@ static void show_tools(const struct cfg_server *s, const struct json_value *tool
 		bool on;
 		const char *effect = effect_name(s, name, &on);
 		const char *desc = json_get_string(t, "description");
-		printf("  %s  [effect: %s, %s]\n", name, effect, on ? "on" : "off");
-		printf("      %s\n", desc != NULL ? desc : "(no description)");
+		/* the server's text, every control character escaped: a terminal
+		 * must not hide from the person what the model will read */
+		cleanup_free char *shown_name = mg_shown(name, strlen(name));
+		cleanup_free char *shown_desc = desc != NULL ? mg_shown(desc, strlen(desc)) : NULL;
+		printf("  %s  [effect: %s, %s]\n", shown_name, effect, on ? "on" : "off");
+		printf("      %s\n", shown_desc != NULL ? shown_desc : "(no description)");
 		struct mg_buf sum = MG_BUF_INIT(1 << 16);
 		schema_summary(json_get(t, "inputSchema"), &sum);
 		printf("      input: %s\n", mg_buf_str(&sum));
@@ -231,8 +239,15 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 		printf(": it runs without %s\n",
 		       f.accepted->u.arr.len == 1 ? "that limit" : "those limits");
 	}
-	printf("says it is: %s %s (MCP %s)\n", f.info.name ? f.info.name : "(unnamed)",
-	       f.info.version ? f.info.version : "", f.info.protocol_version);
+	{
+		const char *iname = f.info.name ? f.info.name : "(unnamed)";
+		const char *iver = f.info.version ? f.info.version : "";
+		cleanup_free char *a = mg_shown(iname, strlen(iname));
+		cleanup_free char *b = mg_shown(iver, strlen(iver));
+		cleanup_free char *c =
+		    mg_shown(f.info.protocol_version, strlen(f.info.protocol_version));
+		printf("says it is: %s %s (MCP %s)\n", a, b, c);
+	}
 	printf("manifest: %s\n", hash);
 	if (s->manifest == NULL)
 		printf("approved: none yet\n");
@@ -258,8 +273,9 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 			printf("changes since the approved manifest (%zu):\n", n);
 			for (char *line = diff.data; line != NULL && *line != '\0';) {
 				char *nl = strchr(line, '\n');
-				printf("  %.*s\n",
-				       (int)(nl != NULL ? nl - line : (long)strlen(line)), line);
+				size_t ll = nl != NULL ? (size_t)(nl - line) : strlen(line);
+				cleanup_free char *shown_line = mg_shown(line, ll);
+				printf("  %s\n", shown_line);
 				line = nl != NULL ? nl + 1 : NULL;
 			}
 			mg_buf_free(&diff);

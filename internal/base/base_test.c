@@ -169,6 +169,33 @@ static void test_strv(void)
 	T_OK(s.v == NULL && s.n == 0, "free empties");
 }
 
+static void test_shown(void)
+{
+	struct {
+		const char *in;
+		size_t len;
+		const char *want;
+	} cases[] = {
+	    {"plain text", 10, "plain text"},
+	    {"a\r\x1b[2Kb", 7, "a\\r\\x1b[2Kb"},
+	    {"tab\tnl\n", 7, "tab\\tnl\\n"},
+	    {"back\\slash", 10, "back\\\\slash"},
+	    {"del\x7f", 4, "del\\x7f"},
+	    {"nul\0x", 5, "nul\\x00x"},
+	    {"bad\xff", 4, "bad\\xff"},
+	    {"c1\xc2\x9b", 4, "c1\\u{009B}"},
+	    {"rlo\xe2\x80\xae", 6, "rlo\\u{202E}"},
+	    {"zw\xe2\x80\x8b", 5, "zw\\u{200B}"},
+	    {"bom\xef\xbb\xbf", 6, "bom\\u{FEFF}"},
+	    {"caf\xc3\xa9", 5, "caf\xc3\xa9"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = mg_shown(cases[i].in, cases[i].len);
+		T_STR(got, cases[i].want, "mg_shown case %zu", i);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	test_strv();
@@ -176,6 +203,7 @@ int main(void)
 	test_buf();
 	test_num();
 	test_utf8();
+	test_shown();
 	test_log();
 	test_cleanup();
 	return t_done();

@@ -1,5 +1,9 @@
 #include "internal/base/utf8.h"
 
+#include <stdbool.h>
+
+#include "internal/base/buf.h"
+
 size_t mg_utf8_seq(const unsigned char *p, size_t avail, uint32_t *cp)
 {
 	if (avail == 0)
@@ -75,4 +79,42 @@ size_t mg_utf8_encode(uint32_t cp, char *out)
 	out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
 	out[3] = (char)(0x80 | (cp & 0x3F));
 	return 4;
+}
+
+static bool hides(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+char *mg_shown(const char *s, size_t len)
+{
+	struct mg_buf b = MG_BUF_INIT(len * 10 + 1);
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < len) {
+		uint32_t cp = 0;
+		size_t n = mg_utf8_seq(p + i, len - i, &cp);
+		if (n == 0) {
+			mg_buf_printf(&b, NULL, "\\x%02x", p[i]);
+			i++;
+			continue;
+		}
+		if (cp == '\n')
+			mg_buf_puts(&b, "\\n", NULL);
+		else if (cp == '\r')
+			mg_buf_puts(&b, "\\r", NULL);
+		else if (cp == '\t')
+			mg_buf_puts(&b, "\\t", NULL);
+		else if (cp == '\\')
+			mg_buf_puts(&b, "\\\\", NULL);
+		else if (cp < 0x20 || cp == 0x7f)
+			mg_buf_printf(&b, NULL, "\\x%02x", (unsigned)cp);
+		else if (hides(cp))
+			mg_buf_printf(&b, NULL, "\\u{%04X}", (unsigned)cp);
+		else
+			mg_buf_append(&b, p + i, n, NULL);
+		i += n;
+	}
+	return mg_buf_steal(&b, NULL);
 }

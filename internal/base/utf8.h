@@ -16,4 +16,11 @@ size_t mg_utf8_check(const char *p, size_t n);
  * Unicode scalar value. out must have room for 4 bytes. */
 size_t mg_utf8_encode(uint32_t cp, char *out);
 
+/* A stranger's text as a terminal or a log should show it (allocated):
+ * every control character (C0, DEL, C1) as \n, \r, \t or \xNN, what
+ * reorders or hides text (bidi overrides and isolates, zero-width
+ * characters, U+FEFF) as \u{XXXX}, an invalid byte as \xNN, and the
+ * backslash itself as \\, so that what is seen is all that is there. */
+char *mg_shown(const char *s, size_t len);
+
 #endif

@@ -239,6 +239,10 @@ int cfg_check_credential_name(const char *s, const char *what, struct mg_err **e
 /* sha256:<64 lower-case hex> */
 int cfg_check_manifest(const char *s, const char *what, struct mg_err **err);
 
+/* A variable a server may not take: the runtime, its libraries, the loader
+ * or mcpgate would obey it (by rule, in any case; config_check.c) */
+bool cfg_env_name_reserved(const char *name);
+
 /* "read", "write" or "undeclared", as mcp.toml and messages say it */
 const char *cfg_effect_name(enum cfg_effect effect);
 

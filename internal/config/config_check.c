@@ -621,37 +621,36 @@ static bool is_token(const char *s)
 	return true;
 }
 
-/* Variables a credential may not take: mcpgate sets them in every container,
- * or the runtime (which gets the value in its own environment, for --env=NAME)
- * would obey them. */
-static const char *const env_reserved[] = {
-    "PATH",
-    "HOME",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NODE_USE_ENV_PROXY",
-    "XDG_RUNTIME_DIR",
-    "TMPDIR",
-    "REGISTRY_AUTH_FILE",
-    NULL,
-};
+/* Variables a server may not take (docs/config.md, position): its value
+ * reaches the runtime's own environment (for --env=NAME), so nothing the
+ * runtime, its Go runtime, the C loader or mcpgate itself obeys. Decided by
+ * rule, without regard to case (Http_Proxy is HTTP_PROXY to some readers):
+ * the proxy family (every name ending in PROXY), whole namespaces of the
+ * runtimes and their libraries, Go's runtime knobs (GO and no underscore),
+ * and what every process reads. */
 static const char *const env_reserved_prefix[] = {
-    "LD_", "DOCKER_", "CONTAINER_", "CONTAINERS_", "PODMAN_", "BUILDAH_", NULL,
+    "DOCKER",  "CONTAINER", "PODMAN",  "BUILDAH", "STORAGE_", "REGISTRY_", "XDG_",
+    "LD_",     "DBUS_",     "NOTIFY_", "LISTEN_", "SYSTEMD_", "SSL_",      "GCONV_",
+    "MALLOC_", "LC_",       "RES_",    "RESOLV_", "_",        NULL,
+};
+static const char *const env_reserved[] = {
+    "PATH",        "HOME",     "TMPDIR", "TMP",      "TEMP", "USER",    "LOGNAME", "SHELL",
+    "LANG",        "LANGUAGE", "TZ",     "TZDIR",    "TERM", "NLSPATH", "LOCPATH", "HOSTALIASES",
+    "LOCALDOMAIN", "IFS",      "ENV",    "BASH_ENV", "PWD",  "OLDPWD",  NULL,
 };
 
-static bool env_is_reserved(const char *n)
+bool cfg_env_name_reserved(const char *n)
 {
-	for (size_t i = 0; env_reserved[i] != NULL; i++)
-		if (strcmp(n, env_reserved[i]) == 0)
-			return true;
+	size_t len = strlen(n);
+	if (len >= 5 && strcasecmp(n + len - 5, "PROXY") == 0)
+		return true;
 	for (size_t i = 0; env_reserved_prefix[i] != NULL; i++)
-		if (strncmp(n, env_reserved_prefix[i], strlen(env_reserved_prefix[i])) == 0)
+		if (strncasecmp(n, env_reserved_prefix[i], strlen(env_reserved_prefix[i])) == 0)
+			return true;
+	if (strncasecmp(n, "GO", 2) == 0 && strchr(n, '_') == NULL)
+		return true;
+	for (size_t i = 0; env_reserved[i] != NULL; i++)
+		if (strcasecmp(n, env_reserved[i]) == 0)
 			return true;
 	return false;
 }
@@ -679,13 +678,15 @@ int cfg_parse_position(const char *s, const char *what, enum cfg_position *posit
 			return fail(err, what, s,
 			            "has a bad variable name: env:NAME takes a POSIX name, "
 			            "[A-Za-z_][A-Za-z0-9_]*");
-		if (env_is_reserved(n))
+		if (cfg_env_name_reserved(n))
 			return fail(
 			    err, what, s,
-			    "names a variable that mcpgate or the container runtime uses "
-			    "itself (PATH, HOME, TMPDIR, XDG_RUNTIME_DIR, REGISTRY_AUTH_FILE, the "
-			    "proxy variables, LD_*, DOCKER_*, CONTAINER_*, CONTAINERS_*, "
-			    "PODMAN_*, BUILDAH_*): choose another");
+			    "names a variable that mcpgate, the container runtime or the "
+			    "loader obeys itself (in any case: the *PROXY family, DOCKER*, "
+			    "CONTAINER*, PODMAN*, BUILDAH*, STORAGE_*, REGISTRY_*, XDG_*, "
+			    "LD_*, DBUS_*, NOTIFY_*, LISTEN_*, SYSTEMD_*, SSL_*, GCONV_*, "
+			    "MALLOC_*, LC_*, RES_*, _*, GO without an underscore, and PATH, "
+			    "HOME, TMPDIR, LANG, TZ and the like): choose another");
 		*position = CFG_POSITION_ENV;
 		*name = xstrdup(n);
 		return 0;

@@ -651,9 +651,13 @@ static void test_values(void)
 
 	enum cfg_position pos = CFG_POSITION_NONE;
 	char *name = NULL;
-	T_INT(cfg_parse_position("env:_X1", "p", &pos, &name, NULL), 0, "env:_X1");
-	T_INT(pos, CFG_POSITION_ENV, "env:_X1 is env");
-	T_STR(name, "_X1", "env:_X1 name");
+	T_INT(cfg_parse_position("env:X_1", "p", &pos, &name, NULL), 0, "env:X_1");
+	T_INT(pos, CFG_POSITION_ENV, "env:X_1 is env");
+	T_STR(name, "X_1", "env:X_1 name");
+	free(name);
+	name = NULL;
+	/* a leading underscore is the runtimes' own (podman's _CONTAINERS_*) */
+	T_INT(cfg_parse_position("env:_X1", "p", &pos, &name, NULL), -1, "env:_X1 is reserved");
 	free(name);
 	name = NULL;
 	T_INT(cfg_parse_position("header:X-Api-Key", "p", &pos, &name, NULL), 0, "header");

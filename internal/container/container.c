@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,16 +59,14 @@ static void env_take(struct strv *env, char *const *environment, const char *con
 
 bool ctr_env_name_reserved(const char *name)
 {
+	/* one rule for the whole tree: the configuration's */
+	if (cfg_env_name_reserved(name))
+		return true;
 	const char *const *lists[] = {common_env, podman_env, docker_env};
 	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
 		for (size_t i = 0; lists[l][i] != NULL; i++)
-			if (strcmp(lists[l][i], name) == 0)
+			if (strcasecmp(lists[l][i], name) == 0)
 				return true;
-	static const char *const prefixes[] = {"LD_",         "DOCKER_", "CONTAINER_",
-	                                       "CONTAINERS_", "PODMAN_", "BUILDAH_"};
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
-			return true;
 	return false;
 }
 
@@ -256,7 +255,7 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		strv_push(&e, d->env.v[i]);
 	for (size_t i = 0; i < spec->nenv; i++) {
 		const char *name = spec->env[i].name;
-		if (ctr_env_name_reserved(name)) {
+		if (!spec->env[i].own && ctr_env_name_reserved(name)) {
 			mg_err_set(err,
 			           "server %s: variable %s would steer the runtime's own command",
 			           s->name, name);

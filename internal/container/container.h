@@ -40,6 +40,7 @@ struct ctr_driver;
 struct ctr_env {
 	const char *name;
 	const char *value;
+	bool own; /* mcpgate's own (the proxy variables), not the configuration's */
 };
 
 /* One mount, opened beneath the workspace (mounts.c, docs/mounts.md) */

@@ -66,7 +66,7 @@ static void test_argv(const struct cfg *cfg, enum ctr_kind kind)
 	    kind, kind == CTR_PODMAN ? "/usr/bin/podman" : "/usr/bin/docker", environment);
 	for (size_t i = 0; i < cfg->nservers; i++) {
 		const struct cfg_server *s = &cfg->servers[i];
-		struct ctr_env env[] = {{"GITHUB_TOKEN", "ghp_value_never_in_argv"}};
+		struct ctr_env env[] = {{"GITHUB_TOKEN", "ghp_value_never_in_argv", false}};
 		struct ctr_run_spec spec = {
 		    .server = s,
 		    .session = "s1",
@@ -141,9 +141,31 @@ static void test_sidecar(const struct cfg *cfg, enum ctr_kind kind)
 static void test_reserved(const struct cfg *cfg)
 {
 	struct ctr_driver *d = ctr_driver_for(CTR_DOCKER, "/usr/bin/docker", NULL);
-	const char *bad[] = {"DOCKER_HOST", "LD_PRELOAD", "PATH", "CONTAINERS_CONF"};
+	/* the names a hostile configuration got through before, and their kin */
+	const char *bad[] = {"DOCKER_HOST",
+	                     "LD_PRELOAD",
+	                     "PATH",
+	                     "CONTAINERS_CONF",
+	                     "STORAGE_DRIVER",
+	                     "STORAGE_OPTS",
+	                     "XDG_CONFIG_HOME",
+	                     "XDG_DATA_HOME",
+	                     "NOTIFY_SOCKET",
+	                     "GODEBUG",
+	                     "container",
+	                     "Http_Proxy",
+	                     "ld_preload",
+	                     "GOMAXPROCS",
+	                     "_CONTAINERS_ROOTLESS_UID",
+	                     "SSL_CERT_FILE",
+	                     "DBUS_SESSION_BUS_ADDRESS",
+	                     "LISTEN_FDS",
+	                     "GCONV_PATH",
+	                     "LC_ALL",
+	                     "TZ",
+	                     "all_proxy"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct ctr_env env[] = {{bad[i], "x"}};
+		struct ctr_env env[] = {{bad[i], "x", false}};
 		struct ctr_run_spec spec = {
 		    .server = &cfg->servers[0], .session = "s1", .owner = 1, .env = env, .nenv = 1};
 		struct strv argv = STRV_INIT, envp = STRV_INIT;
@@ -156,6 +178,19 @@ static void test_reserved(const struct cfg *cfg)
 		mg_err_clear(&err);
 		T_OK(argv.n == 0 && envp.n == 0, "nothing is handed back on failure");
 	}
+	const char *fine[] = {"GITHUB_TOKEN", "GOOGLE_API_KEY", "MEMORY_FILE_PATH", "API_KEY",
+	                      "OPENAI_API_KEY"};
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+		T_OK(!ctr_env_name_reserved(fine[i]) && !cfg_env_name_reserved(fine[i]),
+		     "%s is a server's to take", fine[i]);
+	struct ctr_env own[] = {{"HTTP_PROXY", "http://10.0.0.2:3128", true}};
+	struct ctr_run_spec spec = {
+	    .server = &cfg->servers[0], .session = "s1", .owner = 1, .env = own, .nenv = 1};
+	struct strv argv = STRV_INIT, envp = STRV_INIT;
+	T_INT(d->ops->run_command(d, &spec, &argv, &envp, NULL), 0,
+	      "mcpgate's own proxy variables pass");
+	strv_free(&argv);
+	strv_free(&envp);
 	ctr_driver_free(d);
 }
 

@@ -327,11 +327,11 @@ size_t gw_egress_env(const struct gw_server *srv, struct ctr_env *env, size_t ma
 	if (url == NULL)
 		return 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && n < max; i++)
-		env[n++] = (struct ctr_env){names[i], url};
+		env[n++] = (struct ctr_env){names[i], url, true};
 	if (n + 3 <= max) {
-		env[n++] = (struct ctr_env){"NO_PROXY", "localhost,127.0.0.1,::1"};
-		env[n++] = (struct ctr_env){"no_proxy", "localhost,127.0.0.1,::1"};
-		env[n++] = (struct ctr_env){"NODE_USE_ENV_PROXY", "1"};
+		env[n++] = (struct ctr_env){"NO_PROXY", "localhost,127.0.0.1,::1", true};
+		env[n++] = (struct ctr_env){"no_proxy", "localhost,127.0.0.1,::1", true};
+		env[n++] = (struct ctr_env){"NODE_USE_ENV_PROXY", "1", true};
 	}
 	return n;
 }

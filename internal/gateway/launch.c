@@ -12,6 +12,7 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 
 void gw_mount_plan_init(struct gw_mount_plan *out, const struct cfg *cfg,
@@ -131,17 +132,8 @@ char *gw_last_line(const char *text, size_t len)
 		start = len - 300;
 	if (len <= start)
 		return NULL;
-	/* a stranger's text: every control character shows as \xNN, so a
-	 * terminal or a log viewer shows what is there */
-	struct mg_buf b = MG_BUF_INIT(4 * 300 + 1);
-	for (size_t i = start; i < len; i++) {
-		unsigned char c = (unsigned char)text[i];
-		if (c < 0x20 || c == 0x7f)
-			mg_buf_printf(&b, NULL, "\\x%02x", c);
-		else
-			mg_buf_putc(&b, (char)c, NULL);
-	}
-	return mg_buf_steal(&b, NULL);
+	/* a stranger's text: shown as it is, control characters escaped */
+	return mg_shown(text + start, len - start);
 }
 
 void gw_launch_free(struct gw_launch *l)

@@ -138,7 +138,7 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	};
 	if (srv->secret != NULL && spec.nenv < sizeof(env) / sizeof(env[0]))
 		env[spec.nenv++] =
-		    (struct ctr_env){c->position_name, (const char *)srv->secret->bytes};
+		    (struct ctr_env){c->position_name, (const char *)srv->secret->bytes, false};
 	cleanup_free char *name = xasprintf("server %s", c->name);
 	struct rpc_peer_config pc = peer_config(srv, name);
 	struct gw_launch *l = &srv->launch;
