@@ -177,6 +177,8 @@ struct probe {
 	 * holds into what mcpgate reports (WHERE: initialize-error, protocol,
 	 * name) */
 	const char *leak_value;
+	/* --tool-extra MEMBERS: JSON members added to every tool ("_meta":{...}) */
+	const char *tool_extra;
 	const char *leak_where;
 	int garbage_first;
 	long long huge_first;
@@ -202,7 +204,7 @@ static void usage(const char *why)
 	    "usage: mcpgate-probe [--tools a,b] [--page-size N] [--protocol V] [--crash-after N]\n"
 	    "         [--ignore-eof] [--stderr-banner TEXT] [--describe-suffix S]\n"
 	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
-	    "         [--leak-env NAME:WHERE]\n"
+	    "         [--leak-env NAME:WHERE] [--tool-extra MEMBERS]\n"
 	    "         [--garbage-first] [--huge-first BYTES] [--resources N]\n",
 	    stderr);
 	exit(2);
@@ -1531,6 +1533,10 @@ static void put_tool(const struct probe *p, struct pj_buf *b, const struct tool 
 		pj_buf_adds(b, ",\"annotations\":");
 		pj_buf_adds(b, t->annotations);
 	}
+	if (p->tool_extra != NULL) {
+		pj_buf_adds(b, ",");
+		pj_buf_adds(b, p->tool_extra);
+	}
 	pj_buf_adds(b, "}");
 }
 
@@ -1839,6 +1845,8 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->banner = v;
 		} else if ((v = option_value(argc, argv, &i, "--describe-suffix")) != NULL) {
 			p->describe_suffix = v;
+		} else if ((v = option_value(argc, argv, &i, "--tool-extra")) != NULL) {
+			p->tool_extra = v;
 		} else if ((v = option_value(argc, argv, &i, "--barrier-timeout")) != NULL) {
 			number_option("--barrier-timeout", v, 0, 86400000, &p->barrier_timeout_ms);
 		} else if ((v = option_value(argc, argv, &i, "--barrier")) != NULL) {

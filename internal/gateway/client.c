@@ -480,7 +480,7 @@ static struct json_value *tools_list_result(const struct session *s)
 		const struct gw_tool *t = &s->tools[i];
 		if (t->server->state != GW_READY)
 			continue;
-		struct json_value *def = json_copy(t->def);
+		struct json_value *def = manifest_tool(t->def);
 		json_object_set(def, "name", json_new_string(t->public_name));
 		json_array_push(list, def);
 	}

@@ -18,6 +18,17 @@ static int by_name(const void *a, const void *b)
 	return strcmp(json_get_string(x, "name"), json_get_string(y, "name"));
 }
 
+struct json_value *manifest_tool(const struct json_value *t)
+{
+	struct json_value *o = json_new_object();
+	for (size_t f = 0; f < NFIELDS; f++) {
+		const struct json_value *v = json_get(t, pinned_fields[f]);
+		if (v != NULL)
+			json_object_set(o, pinned_fields[f], json_copy(v));
+	}
+	return o;
+}
+
 struct json_value *manifest_of(const struct json_value *tools)
 {
 	struct json_value *m = json_new_array();
@@ -27,13 +38,7 @@ struct json_value *manifest_of(const struct json_value *tools)
 		const struct json_value *t = tools->u.arr.items[i];
 		if (json_get_string(t, "name") == NULL)
 			continue;
-		struct json_value *o = json_new_object();
-		for (size_t f = 0; f < NFIELDS; f++) {
-			const struct json_value *v = json_get(t, pinned_fields[f]);
-			if (v != NULL)
-				json_object_set(o, pinned_fields[f], json_copy(v));
-		}
-		json_array_push(m, o);
+		json_array_push(m, manifest_tool(t));
 	}
 	if (m->u.arr.len > 1)
 		qsort(m->u.arr.items, m->u.arr.len, sizeof(*m->u.arr.items), by_name);

@@ -16,6 +16,10 @@
 /* The manifest of a tools/list result (an array of tool objects), owned by
  * the caller. */
 struct json_value *manifest_of(const struct json_value *tools);
+/* One tool as the pin sees it: its pinned fields only (allocated). What a
+ * client is shown of a tool is this and nothing more: a member outside the
+ * hash (_meta, icons, anything unknown) could change unseen. */
+struct json_value *manifest_tool(const struct json_value *tool);
 
 /* The hash of tools (a tools/list array; the manifest is made from it). */
 int manifest_hash(const struct json_value *tools, char out[MANIFEST_HASH_LEN], struct mg_err **err);
