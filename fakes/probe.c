@@ -181,6 +181,8 @@ struct probe {
 	const char *tool_extra;
 	const char *leak_where;
 	int garbage_first;
+	long long flood;    /* --flood N: N lines that are not JSON, before anything else */
+	int stderr_invalid; /* --stderr-invalid: a line with a byte that is not UTF-8 */
 	long long huge_first;
 	unsigned char offered[N_TOOLS];
 
@@ -1845,6 +1847,10 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->banner = v;
 		} else if ((v = option_value(argc, argv, &i, "--describe-suffix")) != NULL) {
 			p->describe_suffix = v;
+		} else if (strcmp(a, "--stderr-invalid") == 0) {
+			p->stderr_invalid = 1;
+		} else if ((v = option_value(argc, argv, &i, "--flood")) != NULL) {
+			number_option("--flood", v, 0, 100000000, &p->flood);
 		} else if ((v = option_value(argc, argv, &i, "--tool-extra")) != NULL) {
 			p->tool_extra = v;
 		} else if ((v = option_value(argc, argv, &i, "--barrier-timeout")) != NULL) {
@@ -1916,6 +1922,10 @@ int main(int argc, char **argv)
 		barrier_arrive(&p);
 	if (p.garbage_first)
 		write_all(1, "this is not json {\n", 19);
+	if (p.stderr_invalid)
+		write_all(2, "before \xff after\n", 15);
+	for (long long k = 0; k < p.flood; k++)
+		write_all(1, "flooding the audit log {\n", 25);
 	if (p.huge_first > 0) {
 		struct pj_buf b = {0};
 		put_letters(&b, p.huge_first);

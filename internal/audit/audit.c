@@ -30,7 +30,22 @@ struct audit {
 	pthread_mutex_t lock;
 	mg_text_filter filter; /* every line passes it before it is written */
 	void *filter_data;
+	struct source *sources; /* what each peer made this log write so far */
+	size_t nsources;
+	uint64_t max_records, max_bytes;
 };
+
+struct source {
+	char *who;
+	uint64_t records, bytes, dropped;
+	bool capped;
+};
+
+void audit_set_source_cap(struct audit *a, uint64_t records, uint64_t bytes)
+{
+	a->max_records = records;
+	a->max_bytes = bytes;
+}
 
 void audit_set_filter(struct audit *a, mg_text_filter fn, void *data)
 {
@@ -65,6 +80,8 @@ int audit_open(const char *state_dir, const char *session, struct audit **out, s
 struct audit *audit_from_fd(int fd, const char *session)
 {
 	struct audit *a = xcalloc(1, sizeof(*a));
+	a->max_records = AUDIT_SOURCE_RECORDS_MAX;
+	a->max_bytes = AUDIT_SOURCE_BYTES_MAX;
 	a->fd = fd;
 	a->session = xstrdup(session);
 	pthread_mutex_init(&a->lock, NULL);
@@ -156,10 +173,85 @@ void audit_record(struct audit *a, const char *event, struct json_value *fields)
 	mg_buf_free(&line);
 }
 
+static struct source *source_of(struct audit *a, const char *who)
+{
+	for (size_t i = 0; i < a->nsources; i++)
+		if (strcmp(a->sources[i].who, who) == 0)
+			return &a->sources[i];
+	a->sources = xreallocarray(a->sources, a->nsources + 1, sizeof(*a->sources));
+	struct source *s = &a->sources[a->nsources++];
+	memset(s, 0, sizeof(*s));
+	s->who = xstrdup(who);
+	return s;
+}
+
+void audit_record_by(struct audit *a, const char *who, const char *event, struct json_value *fields)
+{
+	if (a == NULL) {
+		json_free(fields);
+		return;
+	}
+	struct mg_buf probe = MG_BUF_INIT(AUDIT_RECORD_MAX);
+	size_t size = json_generate(fields, &probe, NULL) == 0 ? probe.len : AUDIT_RECORD_MAX;
+	mg_buf_free(&probe);
+	pthread_mutex_lock(&a->lock);
+	struct source *s = source_of(a, who);
+	bool over = s->records + 1 > a->max_records || s->bytes + size > a->max_bytes;
+	bool first = over && !s->capped;
+	if (over) {
+		s->capped = true;
+		s->dropped++;
+	} else {
+		s->records++;
+		s->bytes += size;
+	}
+	uint64_t records = s->records, bytes = s->bytes;
+	pthread_mutex_unlock(&a->lock);
+	if (!over) {
+		audit_record(a, event, fields);
+		return;
+	}
+	json_free(fields);
+	if (first) {
+		struct json_value *f = json_new_object();
+		json_object_set(f, "server", json_new_string(who));
+		json_object_set(f, "records", json_new_int((int64_t)records));
+		json_object_set(f, "bytes", json_new_int((int64_t)bytes));
+		json_object_set(f, "note",
+		                json_new_string("what this server makes mcpgate write "
+		                                "reached its cap: further records of it "
+		                                "are counted, not written"));
+		audit_record(a, "audit.capped", f);
+	}
+}
+
+void audit_report_dropped(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	for (size_t i = 0; i < a->nsources; i++) {
+		struct source *s = &a->sources[i];
+		pthread_mutex_lock(&a->lock);
+		uint64_t dropped = s->dropped;
+		s->dropped = 0;
+		pthread_mutex_unlock(&a->lock);
+		if (dropped > 0) {
+			struct json_value *f = json_new_object();
+			json_object_set(f, "server", json_new_string(s->who));
+			json_object_set(f, "dropped", json_new_int((int64_t)dropped));
+			audit_record(a, "audit.dropped", f);
+		}
+	}
+}
+
 void audit_close(struct audit *a)
 {
 	if (a == NULL)
 		return;
+	audit_report_dropped(a);
+	for (size_t i = 0; i < a->nsources; i++)
+		free(a->sources[i].who);
+	free(a->sources);
 	if (a->owns_fd && a->fd >= 0)
 		close(a->fd);
 	pthread_mutex_destroy(&a->lock);

@@ -7,6 +7,8 @@
 #ifndef MG_AUDIT_AUDIT_H
 #define MG_AUDIT_AUDIT_H
 
+#include <stdint.h>
+
 #include "internal/base/err.h"
 #include "internal/base/log.h"
 #include "internal/json/json.h"
@@ -26,6 +28,21 @@ const char *audit_path(const struct audit *a);
  * failure to write is logged to stderr once and otherwise ignored: losing
  * the log must not stop the session. */
 void audit_record(struct audit *a, const char *event, struct json_value *fields);
+
+/* What one peer (a server) may make the log write in a session, in records
+ * and bytes of fields; past either the peer's records are counted, one
+ * audit.capped record says so, and audit_close() writes audit.dropped */
+#define AUDIT_SOURCE_RECORDS_MAX 20000
+#define AUDIT_SOURCE_BYTES_MAX   (8u << 20)
+
+/* A record that who (a server) caused by its own doing: counted against
+ * who's cap */
+void audit_record_by(struct audit *a, const char *who, const char *event,
+                     struct json_value *fields);
+void audit_set_source_cap(struct audit *a, uint64_t records, uint64_t bytes);
+/* One audit.dropped record per peer whose records were dropped since the
+ * last report (a session calls it before session.end; close does too) */
+void audit_report_dropped(struct audit *a);
 
 /* Every record passes through fn from now on (the session's redaction) */
 void audit_set_filter(struct audit *a, mg_text_filter fn, void *data);

@@ -118,3 +118,22 @@ char *mg_shown(const char *s, size_t len)
 	}
 	return mg_buf_steal(&b, NULL);
 }
+
+char *mg_utf8_lossy(const char *s, size_t len, size_t *out_len)
+{
+	struct mg_buf b = MG_BUF_INIT(len * 3 + 1);
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < len) {
+		uint32_t cp;
+		size_t n = mg_utf8_seq(p + i, len - i, &cp);
+		if (n == 0) {
+			mg_buf_append(&b, "\xef\xbf\xbd", 3, NULL);
+			i++;
+		} else {
+			mg_buf_append(&b, p + i, n, NULL);
+			i += n;
+		}
+	}
+	return mg_buf_steal(&b, out_len);
+}

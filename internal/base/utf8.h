@@ -23,4 +23,8 @@ size_t mg_utf8_encode(uint32_t cp, char *out);
  * backslash itself as \\, so that what is seen is all that is there. */
 char *mg_shown(const char *s, size_t len);
 
+/* s with every invalid byte replaced by U+FFFD (allocated; *out_len its
+ * length): text from a stranger kept whole where it must be valid UTF-8 */
+char *mg_utf8_lossy(const char *s, size_t len, size_t *out_len);
+
 #endif

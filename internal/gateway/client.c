@@ -695,9 +695,9 @@ void gw_server_on_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data
 	 * the capability and the server's entry allows it, else refused */
 	if (gw_relay_server_request(srv, msg))
 		return;
-	audit_record(srv->sess->audit, "server.request.refused",
-	             gw_fields("server", json_new_string(srv->cfg->name), "method",
-	                       json_new_string(msg->method), NULL));
+	audit_record_by(srv->sess->audit, srv->cfg->name, "server.request.refused",
+	                gw_fields("server", json_new_string(srv->cfg->name), "method",
+	                          json_new_string(msg->method), NULL));
 	cleanup_free char *text =
 	    xasprintf("mcpgate does not relay %.64s from servers", msg->method);
 	rpc_peer_send_error(peer, msg->id, RPC_METHOD_NOT_FOUND, text, NULL, NULL);
@@ -770,10 +770,10 @@ void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad
 {
 	struct gw_server *srv = data;
 	struct session *s = srv->sess;
-	audit_record(s->audit, "server.protocol_error",
-	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
-	                       json_new_string(bad->reason), "bytes",
-	                       json_new_int((int64_t)bad->len), NULL));
+	audit_record_by(s->audit, srv->cfg->name, "server.protocol_error",
+	                gw_fields("server", json_new_string(srv->cfg->name), "reason",
+	                          json_new_string(bad->reason), "bytes",
+	                          json_new_int((int64_t)bad->len), NULL));
 	if (!bad->overflow)
 		return;
 	if (srv->state == GW_STARTING) {

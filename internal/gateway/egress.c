@@ -364,7 +364,8 @@ static void record_line(struct gw_server *srv, const char *line, size_t len)
 		json_object_set(f, keys[i], x != NULL ? json_copy(x) : json_new_null());
 	}
 	json_free(v);
-	audit_record(srv->sess->audit, close ? "mcp.egress.close" : "mcp.egress", f);
+	audit_record_by(srv->sess->audit, srv->cfg->name, close ? "mcp.egress.close" : "mcp.egress",
+	                f);
 }
 
 static void drain_records(struct gw_server *srv)

@@ -991,7 +991,7 @@ static void answered_record(const struct gw_relayed *r, const char *outcome, con
 	              "ms", json_new_int(proc_now_ms() - r->start_ms), NULL);
 	if (action != NULL)
 		json_object_set(f, "action", json_new_string(action));
-	audit_record(r->s->audit, "server.request.answered", f);
+	audit_record_by(r->s->audit, r->srv->cfg->name, "server.request.answered", f);
 }
 
 /* The answer goes to the server with its own id */
@@ -1005,10 +1005,10 @@ static void answer_server(struct gw_relayed *r, const struct rpc_msg *reply,
 		cleanup_free char *leak = gw_secrets_check_leaving(srv, reply->result);
 		if (leak != NULL) {
 			answered_record(r, "withheld", NULL);
-			audit_record(r->s->audit, "server.request.refused",
-			             gw_fields("server", json_new_string(srv->cfg->name), "method",
-			                       json_new_string(method), "reason",
-			                       json_new_string(leak), NULL));
+			audit_record_by(r->s->audit, srv->cfg->name, "server.request.refused",
+			                gw_fields("server", json_new_string(srv->cfg->name),
+			                          "method", json_new_string(method), "reason",
+			                          json_new_string(leak), NULL));
 			rpc_peer_send_error(
 			    peer, r->server_id, RPC_INTERNAL_ERROR,
 			    "mcpgate withheld the client's answer: it holds a stored "
@@ -1054,10 +1054,10 @@ static void on_client_answer(struct rpc_peer *peer, struct rpc_msg *reply, const
 static void refuse_request(struct gw_server *srv, const struct rpc_msg *msg, const char *reason,
                            const char *text)
 {
-	audit_record(srv->sess->audit, "server.request.refused",
-	             gw_fields("server", json_new_string(srv->cfg->name), "method",
-	                       json_new_string(msg->method), "reason", json_new_string(reason),
-	                       NULL));
+	audit_record_by(srv->sess->audit, srv->cfg->name, "server.request.refused",
+	                gw_fields("server", json_new_string(srv->cfg->name), "method",
+	                          json_new_string(msg->method), "reason", json_new_string(reason),
+	                          NULL));
 	rpc_peer_send_error(srv->launch.peer, msg->id, RPC_METHOD_NOT_FOUND, text, NULL, NULL);
 }
 
@@ -1160,9 +1160,9 @@ bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg)
 		relayed_free(r);
 		return true;
 	}
-	audit_record(s->audit, "server.request.relayed",
-	             gw_fields("server", json_new_string(name), "method",
-	                       json_new_string(spec->method), NULL));
+	audit_record_by(s->audit, srv->cfg->name, "server.request.relayed",
+	                gw_fields("server", json_new_string(name), "method",
+	                          json_new_string(spec->method), NULL));
 	r->next = s->relayed;
 	if (s->relayed != NULL)
 		s->relayed->prev = r;

@@ -116,8 +116,8 @@ void gw_server_relist(struct gw_server *srv)
 {
 	if (srv->relisting || srv->state != GW_READY || srv->launch.peer == NULL)
 		return; /* the list being read will see the change too */
-	audit_record(srv->sess->audit, "server.list_changed",
-	             gw_fields("server", json_new_string(srv->cfg->name), NULL));
+	audit_record_by(srv->sess->audit, srv->cfg->name, "server.list_changed",
+	                gw_fields("server", json_new_string(srv->cfg->name), NULL));
 	struct relist *r = xcalloc(1, sizeof(*r));
 	r->srv = srv;
 	r->tools = json_new_array();

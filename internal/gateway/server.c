@@ -13,6 +13,7 @@
 
 #include "internal/base/cleanup.h"
 #include "internal/base/log.h"
+#include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
 
@@ -97,13 +98,17 @@ char *gw_server_stderr_last_line(struct gw_server *srv)
 static struct json_value *stderr_json(struct gw_server *srv)
 {
 	pthread_mutex_lock(&srv->err_lock);
-	/* the kept bytes may cut a UTF-8 sequence: only valid text is recorded */
+	/* the kept bytes may cut a UTF-8 sequence, and a server may write any
+	 * bytes: each invalid one becomes U+FFFD, the rest is kept */
 	char *clean =
 	    gw_secrets_redact_text(srv->sess, mg_buf_str(&srv->err_tail), srv->err_tail.len);
 	pthread_mutex_unlock(&srv->err_lock);
-	struct json_value *v = json_new_stringn(clean, strlen(clean));
+	size_t n = 0;
+	char *valid = mg_utf8_lossy(clean, strlen(clean), &n);
 	free(clean);
-	return v != NULL ? v : json_new_string("(stderr is not valid UTF-8)");
+	struct json_value *v = json_new_stringn(valid, n);
+	free(valid);
+	return v != NULL ? v : json_new_string("(stderr could not be recorded)");
 }
 
 /* ---- start-up, on the server's own thread ------------------------------- */

@@ -448,6 +448,7 @@ int session_run(struct session *s, struct mg_err **err)
 	}
 	flush_client(s);
 	stop_servers(s);
+	audit_report_dropped(s->audit);
 	audit_record(s->audit, "session.end",
 	             gw_fields("reason",
 	                       json_new_string(s->signal != 0 ? strsignal(s->signal)
