@@ -473,25 +473,67 @@ def test_sweep():
     f = Fixture(server("probe"))
     cdir = os.path.join(f.rt, "containers")
     os.makedirs(cdir)
-    dead = {"name": "mcpgate-old-dead", "labels": {"mcpgate.pid": "2147483000",
-                                                   "mcpgate.session": "old", "mcpgate.mcp": "x"},
-            "pid": 0, "image": IMAGE, "networks": []}
+    with open("/proc/sys/kernel/random/boot_id") as fh:
+        boot = fh.read().strip()
+    ns = os.readlink("/proc/self/ns/pid").split("[")[1].rstrip("]")
+
+    def rec(name, owner):
+        labels = {"mcpgate.pid": "2147483000", "mcpgate.session": "old", "mcpgate.mcp": "x"}
+        if owner is not None:
+            labels["mcpgate.owner"] = owner
+        return {"name": name, "labels": labels, "pid": 0, "image": IMAGE, "networks": []}
+    dead = rec("mcpgate-old-dead", "%s/%s/2147483000/12345" % (boot, ns))
+    reboot = rec("mcpgate-old-reboot", "00000000-0000-0000-0000-000000000000/%s/7/1" % ns)
+    other_ns = rec("mcpgate-other-ns", "%s/1/2/3" % boot)
+    legacy = rec("mcpgate-legacy", None)
     foreign = {"name": "someone-else", "labels": {"app": "db"}, "pid": 0, "image": IMAGE,
                "networks": []}
-    for rec in (dead, foreign):
+    for rec in (dead, reboot, other_ns, legacy, foreign):
         with open(os.path.join(cdir, rec["name"]), "w") as fh:
             json.dump(rec, fh)
     c = f.start()
     c.initialize()
     c.request("tools/list")
     left = f.containers()
-    t.ok("mcpgate-old-dead" not in left, "a container of a dead mcpgate is swept", left)
+    t.ok("mcpgate-old-dead" not in left and "mcpgate-old-reboot" not in left,
+         "a container of a dead mcpgate is swept (no such process now; another boot)", left)
+    t.ok("mcpgate-other-ns" in left and "mcpgate-legacy" in left,
+         "one of another pid namespace, or without the owner's identity, is left alone", left)
     t.ok("someone-else" in left, "a container without the label is left alone", left)
     mine = [n for n in left if n.startswith("mcpgate-probe-")]
     t.ok(len(mine) == 1, "the live session's own container is not swept", left)
     c.close()
     sweeps = events(f.audit(), "sweep")
-    t.ok(sweeps and sweeps[0]["removed"] == 1, "the sweep is recorded with its count", sweeps)
+    t.ok(sweeps and sweeps[0]["removed"] == 2, "the sweep is recorded with its count", sweeps)
+    f.cleanup()
+
+
+def test_sweep_pid_namespace():
+    """A session in another pid namespace: a sweep outside must not take its
+    container for a dead one's (its pid there names another process here)"""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        t.ok(True, "# SKIP needs root and unshare for a pid namespace")
+        return
+    f = Fixture(server("probe"))
+    # as in the attack: a shell is pid 1 there and mcpgate pid 2, which on
+    # the host is some other process (kthreadd, or none)
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", '"$@"; exit $?', "sh"] + \
+        f.argv()
+    c = Client(argv, env=f.env(), stderr=open(os.path.join(f.dir, "stderr.log"), "wb"))
+    c.initialize()
+    c.request("tools/list")
+    mine = [n for n in f.containers() if n.startswith("mcpgate-probe-")]
+    with open(os.path.join(f.rt, "containers", mine[0])) as fh:
+        labels = json.load(fh)["labels"] if mine else {}
+    r = f.mcpgate("sweep")
+    after = f.containers()
+    alive = c.call("probe__echo", {"text": "still here"})
+    c.close()
+    t.ok(mine and labels.get("mcpgate.pid") == "2",
+         "inside the namespace the owner's pid is small", labels)
+    t.ok(r.returncode == 0 and mine and mine[0] in after and text_of(alive) == "still here",
+         "a sweep outside leaves the live session's container, and it goes on working",
+         (r.stdout, r.stderr, after))
     f.cleanup()
 
 
@@ -843,7 +885,7 @@ PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
-             test_shutdown_ignores_eof, test_signal, test_sweep, test_bad_client_lines):
+             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_bad_client_lines):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

@@ -198,6 +198,10 @@ static void push_labels(struct strv *a, const char *session, const char *server,
 	strv_pushf(a, CTR_LABEL_SERVER "=%s", server);
 	strv_push(a, "--label");
 	strv_pushf(a, CTR_LABEL_PID "=%d", (int)owner);
+	strv_push(a, "--label");
+	char *who = ctr_owner_label(owner);
+	strv_pushf(a, CTR_LABEL_OWNER "=%s", who);
+	free(who);
 }
 
 static char *memory_arg(uint64_t bytes);
@@ -218,8 +222,13 @@ static void push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t 
 	strv_pushf(a, "--pids-limit=%u", pids);
 	strv_push(a, "--tmpfs");
 	strv_push(a, "/tmp:rw,noexec,nosuid,size=64m");
-	if (d->kind == CTR_PODMAN)
+	/* nothing the image declares widens what mcp.toml allows: no health
+	 * check run beside it, no volume of the image's own */
+	strv_push(a, "--no-healthcheck");
+	if (d->kind == CTR_PODMAN) {
 		strv_push(a, "--http-proxy=false");
+		strv_push(a, "--image-volume=ignore");
+	}
 }
 
 static char *memory_arg(uint64_t bytes)
@@ -279,6 +288,18 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		           s->mounts[i].write ? "" : ",readonly");
 	}
 
+	/* docker makes a writable volume on the host's disk for each VOLUME of
+	 * the image: cover each with a tiny read-only tmpfs instead */
+	for (size_t i = 0;
+	     d->kind == CTR_DOCKER && spec->image_volumes != NULL && i < spec->image_volumes->n;
+	     i++) {
+		const char *v = spec->image_volumes->v[i];
+		if (v[0] != '/' || strchr(v, ',') != NULL || strchr(v, ':') != NULL ||
+		    strcmp(v, "/tmp") == 0)
+			continue;
+		strv_push(&a, "--tmpfs");
+		strv_pushf(&a, "%s:ro,nosuid,nodev,noexec,size=4k", v);
+	}
 	if (s->command != NULL)
 		strv_pushf(&a, "--entrypoint=%s", s->command[0]);
 	strv_push(&a, s->image);

@@ -24,6 +24,8 @@
 #define CTR_LABEL_SESSION "mcpgate.session"
 #define CTR_LABEL_SERVER  "mcpgate.mcp"
 #define CTR_LABEL_PID     "mcpgate.pid"
+/* BOOT/PIDNS/PID/START: the owner beyond doubt (owner.c); the sweep judges by it */
+#define CTR_LABEL_OWNER "mcpgate.owner"
 
 /* What a runtime command may print before mcpgate stops reading it */
 #define CTR_OUTPUT_MAX (4u << 20)
@@ -81,7 +83,10 @@ struct ctr_run_spec {
 	pid_t owner;           /* the mcpgate that owns it (label mcpgate.pid) */
 	const char *workspace; /* absolute; mounts resolve under it; NULL: no mounts allowed */
 	const struct ctr_mounts *mounts; /* the server's mounts, opened (ctr_mounts_open) */
-	const char *network;             /* a network to attach to; NULL: --network=none */
+	/* docker: the image's own VOLUME paths, each covered read-only (podman
+	 * ignores them by flag) */
+	const struct strv *image_volumes;
+	const char *network; /* a network to attach to; NULL: --network=none */
 	const struct ctr_env *env;
 	size_t nenv;
 };
@@ -132,6 +137,10 @@ struct ctr_ops {
 	                   struct strv *argv, struct strv *envp, struct mg_err **err);
 	/* 1 when image NAME@DIGEST is present with that digest, 0 when it is not */
 	int (*image_present)(const struct ctr_driver *d, const char *image, struct mg_err **err);
+	/* the VOLUME paths image declares, where the runtime would make a
+	 * volume of its own (docker; podman: none, --image-volume=ignore) */
+	int (*image_volumes)(const struct ctr_driver *d, const char *image, struct strv *out,
+	                     struct mg_err **err);
 	/* pull image NAME@DIGEST, the runtime's progress on mcpgate's stderr */
 	int (*pull)(const struct ctr_driver *d, const char *image, struct mg_err **err);
 	/* remove a container now, whatever it is doing; absent is fine */
@@ -198,6 +207,17 @@ int ctr_resolve_mount(const char *workspace, const char *path, char **host_path,
 
 /* Is pid a running mcpgate? (what runs as pid, not only that pid exists) */
 bool ctr_owner_alive(pid_t pid);
+
+/* The owner label of process pid (allocated), "BOOT/PIDNS/PID/START" */
+char *ctr_owner_label(pid_t pid);
+
+enum ctr_owner_verdict {
+	CTR_OWNER_ALIVE,   /* that very mcpgate still runs */
+	CTR_OWNER_DEAD,    /* proved: another boot, or no such process since */
+	CTR_OWNER_UNKNOWN, /* another pid namespace, or a label it cannot read */
+};
+/* What the sweep may do with what carries label: only DEAD is removed */
+enum ctr_owner_verdict ctr_owner_judge(const char *label);
 
 /* Variables a server may not take: they steer the runtime's own command */
 bool ctr_env_name_reserved(const char *name);

@@ -109,6 +109,30 @@ static int cli_image_present(const struct ctr_driver *d, const char *image, stru
 	return r;
 }
 
+static int run_checked(const struct ctr_driver *d, const char *what, const char *const *args,
+                       struct proc_result *res, struct mg_err **err);
+
+static int cli_image_volumes(const struct ctr_driver *d, const char *image, struct strv *out,
+                             struct mg_err **err)
+{
+	if (d->kind != CTR_DOCKER)
+		return 0;
+	const char *args[] = {"image", "inspect", "--format", "{{json .Config.Volumes}}",
+	                      image,   NULL};
+	struct proc_result res;
+	if (run_checked(d, "image inspect", args, &res, err) < 0)
+		return -1;
+	struct json_value *v = NULL;
+	int r = json_parse(res.out.data, res.out.len, NULL, &v, err);
+	proc_result_free(&res);
+	if (r < 0)
+		return mg_err_wrap(err, "the volumes of %s", image);
+	for (size_t i = 0; v->kind == JSON_OBJECT && i < v->u.obj.len; i++)
+		strv_push(out, v->u.obj.items[i].key);
+	json_free(v);
+	return 0;
+}
+
 static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err **err)
 {
 	if (strstr(image, "@sha256:") == NULL)
@@ -166,12 +190,13 @@ static int cli_remove(const struct ctr_driver *d, const char *name, struct mg_er
 	return r;
 }
 
-/* "ID<TAB>PID" lines of containers that carry the pid label */
+/* "ID<TAB>OWNER" lines of containers that carry the owner label */
 static int list_labelled_containers(const struct ctr_driver *d, struct proc_result *res,
                                     struct mg_err **err)
 {
-	const char *fmt = d->kind == CTR_PODMAN ? "{{.ID}}\t{{index .Labels \"" CTR_LABEL_PID "\"}}"
-	                                        : "{{.ID}}\t{{.Label \"" CTR_LABEL_PID "\"}}";
+	const char *fmt = d->kind == CTR_PODMAN ? "{{.ID}}\t{{index .Labels \"" CTR_LABEL_OWNER
+	                                          "\"}}"
+	                                        : "{{.ID}}\t{{.Label \"" CTR_LABEL_OWNER "\"}}";
 	const char *args[] = {"ps",       "-a", "--filter", "label=" CTR_LABEL_PID,
 	                      "--format", fmt,  NULL};
 	if (runtime_run(d, args, res, err) < 0)
@@ -184,15 +209,20 @@ static int list_labelled_containers(const struct ctr_driver *d, struct proc_resu
 	return 0;
 }
 
-static bool label_pid_dead(const char *text, size_t len)
+/* Only what is proved dead goes: another pid namespace, or a label without
+ * the owner's identity (an older mcpgate's), is left alone */
+static bool owner_dead(const char *label, unsigned *left)
 {
-	uint64_t pid;
-	if (mg_parse_u64n(text, len, 1, 0x7fffffff, "pid", &pid, NULL) < 0)
-		return false; /* not ours to judge: leave it */
-	return !ctr_owner_alive((pid_t)pid);
+	enum ctr_owner_verdict v = label != NULL && *label != '\0' && strcmp(label, "<no value>")
+	                               ? ctr_owner_judge(label)
+	                               : CTR_OWNER_UNKNOWN;
+	if (v == CTR_OWNER_UNKNOWN)
+		(*left)++;
+	return v == CTR_OWNER_DEAD;
 }
 
-static int sweep_containers(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+static int sweep_containers(const struct ctr_driver *d, unsigned *removed, unsigned *left,
+                            struct mg_err **err)
 {
 	struct proc_result res;
 	if (list_labelled_containers(d, &res, err) < 0)
@@ -204,7 +234,7 @@ static int sweep_containers(const struct ctr_driver *d, unsigned *removed, struc
 		if (nl != NULL)
 			*nl = '\0';
 		char *tab = strchr(line, '\t');
-		if (tab != NULL && label_pid_dead(tab + 1, strlen(tab + 1))) {
+		if (tab != NULL && owner_dead(tab + 1, left)) {
 			*tab = '\0';
 			if (cli_remove(d, line, err) < 0)
 				r = -1;
@@ -217,9 +247,9 @@ static int sweep_containers(const struct ctr_driver *d, unsigned *removed, struc
 	return r;
 }
 
-/* The pid label of network name, from `network inspect` (podman writes
+/* The owner label of network name, from `network inspect` (podman writes
  * "labels", docker "Labels"); NULL when it has none. */
-static char *network_pid_label(const struct ctr_driver *d, const char *name, struct mg_err **err)
+static char *network_owner_label(const struct ctr_driver *d, const char *name, struct mg_err **err)
 {
 	const char *args[] = {"network", "inspect", name, NULL};
 	struct proc_result res;
@@ -233,7 +263,7 @@ static char *network_pid_label(const struct ctr_driver *d, const char *name, str
 			const struct json_value *labels = json_get(net, "labels");
 			if (labels == NULL)
 				labels = json_get(net, "Labels");
-			const char *p = json_get_string(labels, CTR_LABEL_PID);
+			const char *p = json_get_string(labels, CTR_LABEL_OWNER);
 			if (p != NULL)
 				pid = xstrdup(p);
 		}
@@ -244,7 +274,8 @@ static char *network_pid_label(const struct ctr_driver *d, const char *name, str
 	return pid;
 }
 
-static int sweep_networks(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+static int sweep_networks(const struct ctr_driver *d, unsigned *removed, unsigned *left,
+                          struct mg_err **err)
 {
 	const char *args[] = {"network",  "ls",        "--filter", "label=" CTR_LABEL_PID,
 	                      "--format", "{{.Name}}", NULL};
@@ -262,8 +293,8 @@ static int sweep_networks(const struct ctr_driver *d, unsigned *removed, struct 
 		char *nl = strchr(line, '\n');
 		if (nl != NULL)
 			*nl = '\0';
-		cleanup_free char *pid = network_pid_label(d, line, NULL);
-		if (pid != NULL && label_pid_dead(pid, strlen(pid))) {
+		cleanup_free char *owner = network_owner_label(d, line, NULL);
+		if (owner_dead(owner, left)) {
 			const char *rm[] = {"network", "rm", line, NULL};
 			struct proc_result rres;
 			if (runtime_run(d, rm, &rres, err) < 0) {
@@ -285,11 +316,16 @@ static int sweep_networks(const struct ctr_driver *d, unsigned *removed, struct 
 static int cli_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
 {
 	*removed = 0;
+	unsigned left = 0;
 	/* containers first: a network in use cannot be removed */
-	if (sweep_containers(d, removed, err) < 0)
+	if (sweep_containers(d, removed, &left, err) < 0)
 		return mg_err_wrap(err, "sweeping containers");
-	if (sweep_networks(d, removed, err) < 0)
+	if (sweep_networks(d, removed, &left, err) < 0)
 		return mg_err_wrap(err, "sweeping networks");
+	if (left > 0)
+		mg_info("sweep: left %u container(s) and network(s) whose owner it cannot judge "
+		        "(another pid namespace, or no owner label)",
+		        left);
 	return 0;
 }
 
@@ -310,10 +346,12 @@ static int cli_network_create(const struct ctr_driver *d, const char *name, bool
                               const char *session, const char *server, pid_t owner,
                               struct mg_err **err)
 {
-	char l_session[128], l_server[128], l_pid[64];
+	char l_session[128], l_server[128], l_pid[64], l_owner[160];
 	snprintf(l_session, sizeof(l_session), CTR_LABEL_SESSION "=%s", session);
 	snprintf(l_server, sizeof(l_server), CTR_LABEL_SERVER "=%s", server);
 	snprintf(l_pid, sizeof(l_pid), CTR_LABEL_PID "=%d", (int)owner);
+	cleanup_free char *who = ctr_owner_label(owner);
+	snprintf(l_owner, sizeof(l_owner), CTR_LABEL_OWNER "=%s", who);
 	const char *args[16];
 	size_t n = 0;
 	args[n++] = "network";
@@ -334,6 +372,8 @@ static int cli_network_create(const struct ctr_driver *d, const char *name, bool
 	args[n++] = l_server;
 	args[n++] = "--label";
 	args[n++] = l_pid;
+	args[n++] = "--label";
+	args[n++] = l_owner;
 	args[n++] = name;
 	args[n] = NULL;
 	struct proc_result res;
@@ -483,6 +523,7 @@ const struct ctr_ops ctr_cli_ops = {
     .network_connect = cli_network_connect,
     .container_address = cli_container_address,
     .image_present = cli_image_present,
+    .image_volumes = cli_image_volumes,
     .pull = cli_pull,
     .remove = cli_remove,
     .sweep = cli_sweep,

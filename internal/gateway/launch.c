@@ -75,10 +75,18 @@ int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
 {
 	struct strv envp = STRV_INIT;
 	struct ctr_run_spec with = *spec;
-	if (plan != NULL && ctr_mounts_open(plan, &l->mounts, err) < 0)
+	struct strv volumes = STRV_INIT;
+	if (d->ops->image_volumes(d, spec->server->image, &volumes, err) < 0)
 		return -1;
+	with.image_volumes = &volumes;
+	if (plan != NULL && ctr_mounts_open(plan, &l->mounts, err) < 0) {
+		strv_free(&volumes);
+		return -1;
+	}
 	with.mounts = &l->mounts;
-	if (d->ops->run_command(d, &with, &l->argv, &envp, err) < 0) {
+	int built = d->ops->run_command(d, &with, &l->argv, &envp, err);
+	strv_free(&volumes);
+	if (built < 0) {
 		ctr_mounts_release(&l->mounts);
 		return -1;
 	}

@@ -67,7 +67,7 @@ def manifest_digest(name, tag):
         return resp.headers["Docker-Content-Digest"]
 
 
-def build_image(name, files, entrypoint):
+def build_image(name, files, entrypoint, changes=()):
     """A one-layer image from files {path_in_image: host_path or bytes}, pushed to
     the local registry; returns NAME@DIGEST with no local copy left behind."""
     d = tempfile.mkdtemp(prefix="mcpgate-itest-img-")
@@ -86,7 +86,8 @@ def build_image(name, files, entrypoint):
         tar = os.path.join(d, "image.tar")
         subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
         ref = "%s/%s:%s" % (REGISTRY, name, TAG)
-        rt("import", "--change", "ENTRYPOINT " + json.dumps(entrypoint), tar, ref)
+        more = [x for c in changes for x in ("--change", c)]
+        rt("import", "--change", "ENTRYPOINT " + json.dumps(entrypoint), *more, tar, ref)
         push = ["push"] + (["--tls-verify=false"] if RT == "podman" else []) + [ref]
         rt(*push)
         digest = manifest_digest(name, TAG)

@@ -128,6 +128,33 @@ def test(base, probe_image, busybox_image):
             subprocess.run(["umount", below], capture_output=True)
 
 
+def test_image_volume(base):
+    """The image's own VOLUME widens nothing: no writable volume on the host's
+    disk, and no health check registered beside the server"""
+    image = ct.build_image("mcpgate-itest-probe-vol", {"/mcpgate-probe": ct.PROBE},
+                           ["/mcpgate-probe"], changes=("VOLUME /data",))
+    server = ct.probe_server("vol", image, tools=("write_file",))
+    s = ct.Session(base, server)
+    s.mcpgate("pull", "vol")
+    s.mcpgate("review", "vol")
+    s.mcpgate("approve", "vol")
+    before = set(ct.rt("volume", "ls", "-q").stdout.split())
+    c = s.serve()
+    c.initialize()
+    c.request("tools/list", timeout=120)
+    w = c.call("vol__write_file", {"path": "/data/big"})
+    sid = s.session_ids()[-1]
+    name = "mcpgate-vol-" + sid
+    health = ct.rt("inspect", "-f", "{{json .Config.Healthcheck}}", name, check=False).stdout
+    during = set(ct.rt("volume", "ls", "-q").stdout.split())
+    c.close(timeout=60)
+    t.ok(w["result"].get("isError") is True and during - before == set(),
+         "%s: the image's VOLUME /data is not writable, and no volume was made for it" % RT,
+         (w, sorted(during - before)))
+    t.ok(health.strip() in ("", "null", "{}") or "NONE" in health,
+         "%s: no health check registered for the server" % RT, health)
+
+
 def main():
     if shutil.which(RT) is None:
         print("ok 1 # SKIP %s is not installed" % RT)
@@ -151,6 +178,7 @@ def main():
                                        ["/bin/busybox"])
         ct.rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [busybox_image]))
         test(base, probe_image, busybox_image)
+        test_image_volume(base)
     except Exception as e:
         t.ok(False, "the mount race on %s raised %s: %s" % (RT, type(e).__name__, e))
     finally:
