@@ -132,7 +132,11 @@ def test_image_volume(base):
     """The image's own VOLUME widens nothing: no writable volume on the host's
     disk, and no health check registered beside the server"""
     image = ct.build_image("mcpgate-itest-probe-vol", {"/mcpgate-probe": ct.PROBE},
-                           ["/mcpgate-probe"], changes=("VOLUME /data",))
+                           ["/mcpgate-probe"],
+                           changes=("VOLUME /data",) + (
+                               # podman's import takes no HEALTHCHECK
+                               ("HEALTHCHECK --interval=1s CMD /mcpgate-probe --version",)
+                               if RT == "docker" else ()))
     server = ct.probe_server("vol", image, tools=("write_file",))
     s = ct.Session(base, server)
     s.mcpgate("pull", "vol")
@@ -151,8 +155,12 @@ def test_image_volume(base):
     t.ok(w["result"].get("isError") is True and during - before == set(),
          "%s: the image's VOLUME /data is not writable, and no volume was made for it" % RT,
          (w, sorted(during - before)))
-    t.ok(health.strip() in ("", "null", "{}") or "NONE" in health,
-         "%s: no health check registered for the server" % RT, health)
+    if RT == "docker":
+        t.ok(health.strip() in ("", "null", "{}") or "NONE" in health,
+             "%s: the image's health check is not registered for the server" % RT, health)
+    else:
+        t.ok(True, "podman: # SKIP its import cannot declare a HEALTHCHECK to try "
+             "(--no-healthcheck is in the argv golden)")
 
 
 def main():
