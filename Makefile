@@ -50,7 +50,7 @@ CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/co
              egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
-	internal/container/forward.c internal/container/mounts.c internal/container/owner.c
+	internal/container/forward.c internal/container/mounts.c internal/container/owner.c internal/container/seccomp.c
 AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
@@ -77,7 +77,7 @@ jsonrpc_test_SRC = internal/jsonrpc/jsonrpc_test.c $(JSONRPC_SRC) $(JSON_SRC) $(
 jsonrpc_test_LIBS = $(YAJL_LIBS)
 container_test_SRC = internal/container/container_test.c $(CONTAINER_SRC) $(CONFIG_SRC) $(TOML_SRC) \
 	$(PROC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
-container_test_LIBS = $(YAJL_LIBS) -lpthread
+container_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
 mcp_test_SRC = internal/mcp/mcp_test.c $(MCP_SRC) $(JSONRPC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 mcp_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 config_test_SRC = internal/config/config_test.c $(CONFIG_SRC) $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)

@@ -16,8 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +74,11 @@ static const struct tool tools[] = {
      "\"path\"]}",
      READ_ONLY},
     {"status", "Returns uid, effective capabilities, no_new_privs, hostname and pid as JSON.",
+     NO_ARGS, READ_ONLY},
+    {"syscalls",
+     "Tries calls a contained server should not make (namespaces, tracing, bpf, "
+     "io_uring, the key store, raw sockets, mounting) and returns, for each, ok "
+     "or the errno as JSON.",
      NO_ARGS, READ_ONLY},
     {"slow", "Sleeps ms milliseconds, then answers.",
      "{\"type\":\"object\",\"properties\":{\"ms\":{\"type\":\"integer\",\"minimum\":0}},"
@@ -747,6 +758,138 @@ static void tool_status(struct pj_span id)
 	pj_buf_addf(&b, ",\"nonewprivs\":%lld,\"hostname\":", nonewprivs);
 	pj_put_cstring(&b, host);
 	pj_buf_addf(&b, ",\"pid\":%ld}", (long)getpid());
+	send_tool_text(&id, b.p, b.len, 0);
+	pj_buf_free(&b);
+}
+
+/* One attempt, in a child so that a call that succeeds (unshare, ptrace)
+ * changes nothing of the probe's own: 0 or the errno */
+static int attempt(int which)
+{
+	int fds[2];
+	if (pipe(fds) < 0)
+		return errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		long r = -1;
+		char buf[16] = "probe", got[16];
+		struct iovec local = {got, sizeof got}, remote = {buf, sizeof buf};
+		struct {
+			unsigned int handle_bytes;
+			int handle_type;
+			unsigned char f_handle[128];
+		} fh = {128, 0, {0}};
+		int mnt = 0;
+		errno = 0;
+		switch (which) {
+		case 0:
+			r = unshare(CLONE_NEWUSER);
+			break;
+		case 1:
+			r = unshare(CLONE_NEWNET);
+			break;
+		case 2:
+			r = setns(-1, 0);
+			break;
+		case 3:
+			r = syscall(SYS_clone, (long)(CLONE_NEWUSER | SIGCHLD), 0L, 0L, 0L, 0L);
+			if (r == 0)
+				_exit(0);
+			break;
+		case 4:
+			r = syscall(SYS_clone3, 0L, 0L);
+			break;
+		case 5:
+			r = ptrace(PTRACE_TRACEME, 0, 0, 0);
+			break;
+		case 6:
+			r = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L,
+			            0L);
+			break;
+		case 7:
+			r = syscall(SYS_bpf, 0L, 0L, 0L);
+			break;
+		case 8:
+			r = syscall(SYS_perf_event_open, 0L, 0L, -1L, -1L, 0L);
+			break;
+		case 9:
+			r = syscall(SYS_io_uring_setup, 1L, 0L);
+			break;
+		case 10:
+			r = syscall(SYS_userfaultfd, 0L);
+			break;
+		case 11:
+			r = syscall(SYS_keyctl, 0L, -3L, 0L);
+			break;
+		case 12:
+			r = syscall(SYS_name_to_handle_at, (long)AT_FDCWD, "/", &fh, &mnt, 0L);
+			break;
+		case 13:
+			r = syscall(SYS_fanotify_init, 0L, 0L);
+			break;
+		case 14:
+			r = socket(AF_PACKET, SOCK_RAW, 0);
+			break;
+		case 15:
+			r = socket(40 /* AF_VSOCK */, SOCK_STREAM, 0);
+			break;
+		case 16:
+			r = unshare(CLONE_NEWUSER | CLONE_NEWNS);
+			if (r == 0)
+				r = mount("none", "/tmp", "tmpfs", 0, "size=1m");
+			break;
+		}
+		int e = r < 0 ? errno : 0;
+		/* a call that fails for want of its arguments still went through */
+		if (e == EFAULT || e == EINVAL || e == EBADF || e == EOVERFLOW || e == EOPNOTSUPP)
+			e = 0;
+		if (write(fds[1], &e, sizeof e) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	int e = -1;
+	if (read(fds[0], &e, sizeof e) != (ssize_t)sizeof e)
+		e = -1;
+	close(fds[0]);
+	waitpid(pid, NULL, 0);
+	return e;
+}
+
+static void tool_syscalls(struct pj_span id)
+{
+	static const char *const names[] = {"unshare_user",
+	                                    "unshare_net",
+	                                    "setns",
+	                                    "clone_newuser",
+	                                    "clone3",
+	                                    "ptrace_traceme",
+	                                    "process_vm_readv",
+	                                    "bpf",
+	                                    "perf_event_open",
+	                                    "io_uring_setup",
+	                                    "userfaultfd",
+	                                    "keyctl",
+	                                    "name_to_handle_at",
+	                                    "fanotify_init",
+	                                    "socket_packet",
+	                                    "socket_vsock",
+	                                    "mount_in_new_ns"};
+	struct pj_buf b = {0};
+	pj_buf_adds(&b, "{");
+	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
+		int e = attempt(i);
+		pj_buf_addf(&b, "%s\"%s\":", i ? "," : "", names[i]);
+		if (e == 0)
+			pj_buf_adds(&b, "\"ok\"");
+		else if (e < 0)
+			pj_buf_adds(&b, "\"lost\"");
+		else
+			pj_put_cstring(&b, strerror(e));
+	}
+	pj_buf_adds(&b, "}");
 	send_tool_text(&id, b.p, b.len, 0);
 	pj_buf_free(&b);
 }
@@ -1622,6 +1765,8 @@ static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span
 			tool_read_file(id, args);
 		else if (strcmp(name, "status") == 0)
 			tool_status(id);
+		else if (strcmp(name, "syscalls") == 0)
+			tool_syscalls(id);
 		else if (strcmp(name, "slow") == 0)
 			tool_slow(id, args);
 		else if (strcmp(name, "progress") == 0)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "internal/base/cleanup.h"
+#include "internal/base/xalloc.h"
 
 int setup_config(const char *dir, struct cfg **out, struct mg_err **err)
 {
@@ -20,7 +21,17 @@ int setup_config(const char *dir, struct cfg **out, struct mg_err **err)
 
 int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err **err)
 {
-	return ctr_driver_new(cfg->mcp.runtime, getenv("PATH"), out, err);
+	if (ctr_driver_new(cfg->mcp.runtime, getenv("PATH"), out, err) < 0)
+		return -1;
+	/* every container it runs gets mcpgate's seccomp profile, or none runs */
+	cleanup_free char *data = NULL;
+	struct mg_err *derr = NULL;
+	if (cfg_default_data_dir(&data, &derr) == 0)
+		ctr_driver_use_seccomp(*out, data);
+	else
+		(*out)->seccomp_error = xstrdup(mg_err_msg(derr));
+	mg_err_free(derr);
+	return 0;
 }
 
 const struct cfg_server *setup_server(const struct cfg *cfg, const char *name, struct mg_err **err)

@@ -1,9 +1,15 @@
 #include "internal/base/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
 #include "internal/base/xalloc.h"
 
 int mg_mkdir_p(const char *path, mode_t mode, struct mg_err **err)
@@ -25,4 +31,90 @@ int mg_mkdir_p(const char *path, mode_t mode, struct mg_err **err)
 	}
 	free(p);
 	return r;
+}
+
+int mg_read_file(const char *path, size_t max, char **text, size_t *len, struct mg_err **err)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		int saved = errno;
+		mg_err_sys(err, saved, "cannot read %s", path);
+		errno = saved;
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int saved = errno;
+		mg_err_sys(err, saved, "cannot read %s", path);
+		errno = saved;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		return mg_err_set(err, "cannot read %s: not a regular file", path);
+	}
+	struct mg_buf b = MG_BUF_INIT(max);
+	char chunk[8192];
+	for (;;) {
+		ssize_t r = read(fd, chunk, sizeof(chunk));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int saved = errno;
+			mg_buf_free(&b);
+			mg_err_sys(err, saved, "cannot read %s", path);
+			errno = saved;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		if (mg_buf_append(&b, chunk, (size_t)r, NULL) < 0) {
+			mg_buf_free(&b);
+			errno = EFBIG;
+			return mg_err_set(err, "cannot read %s: larger than %zu bytes", path, max);
+		}
+	}
+	*text = mg_buf_steal(&b, len);
+	return 0;
+}
+
+int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                         struct mg_err **err)
+{
+	cleanup_free char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+	struct stat st;
+	mode_t m = stat(path, &st) == 0 ? (st.st_mode & 07777) : mode;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, m);
+	if (fd < 0)
+		return mg_err_sys(err, errno, "creating %s", tmp);
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, (const char *)data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = errno;
+			close(fd);
+			unlink(tmp);
+			return mg_err_sys(err, e, "writing %s", tmp);
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return mg_err_sys(err, e, "writing %s", tmp);
+	}
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return mg_err_sys(err, e, "replacing %s", path);
+	}
+	cleanup_free char *dir_copy = xstrdup(path);
+	int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
 }

@@ -2,6 +2,7 @@
 #ifndef MG_BASE_FS_H
 #define MG_BASE_FS_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "internal/base/err.h"
@@ -9,5 +10,16 @@
 /* mkdir -p: every missing folder of path is made with mode (existing ones are
  * left as they are). */
 int mg_mkdir_p(const char *path, mode_t mode, struct mg_err **err);
+
+/* Read a whole regular file of at most max bytes into *text (allocated,
+ * NUL-terminated, *len its length). -1 with errno set and *err filled on
+ * failure (EFBIG when larger, EINVAL when not a regular file). */
+int mg_read_file(const char *path, size_t max, char **text, size_t *len, struct mg_err **err);
+
+/* Replace path with len bytes of data, atomically: a temporary file beside
+ * it, fsync, rename, fsync of the folder. A new file gets mode; an existing
+ * one keeps its own. */
+int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                         struct mg_err **err);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
 #include "internal/toml/toml.h"
 
@@ -1068,52 +1069,9 @@ int cfg_parse(const char *mcp_text, size_t mcp_len, const char *mcp_name, const 
 	return 0;
 }
 
-/* Read a whole regular file of at most CFG_FILE_MAX bytes. -1 with errno set
- * (and *err filled) on failure; ENOENT is left for the caller to word. */
 static int read_file(const char *path, char **text, size_t *len, struct mg_err **err)
 {
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		int saved = errno;
-		mg_err_sys(err, saved, "cannot read %s", path);
-		errno = saved;
-		return -1;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		mg_err_sys(err, saved, "cannot read %s", path);
-		errno = saved;
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		errno = EINVAL;
-		return mg_err_set(err, "cannot read %s: not a regular file", path);
-	}
-	struct mg_buf b = MG_BUF_INIT(CFG_FILE_MAX);
-	char chunk[8192];
-	for (;;) {
-		ssize_t r = read(fd, chunk, sizeof(chunk));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int saved = errno;
-			mg_buf_free(&b);
-			mg_err_sys(err, saved, "cannot read %s", path);
-			errno = saved;
-			return -1;
-		}
-		if (r == 0)
-			break;
-		if (mg_buf_append(&b, chunk, (size_t)r, NULL) < 0) {
-			mg_buf_free(&b);
-			errno = EFBIG;
-			return mg_err_set(err, "cannot read %s: larger than %u MiB", path,
-			                  CFG_FILE_MAX >> 20);
-		}
-	}
-	*text = mg_buf_steal(&b, len);
-	return 0;
+	return mg_read_file(path, CFG_FILE_MAX, text, len, err);
 }
 
 int cfg_load_files(const char *mcp_path, const char *config_path, struct cfg **out,

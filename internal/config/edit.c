@@ -16,6 +16,7 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
 
 /* The text as lines, each with its own line ending */
@@ -294,40 +295,5 @@ int cfg_edit_server(const char *text, size_t len, const char *name, const char *
 
 int cfg_write_atomic(const char *path, const char *text, size_t len, struct mg_err **err)
 {
-	cleanup_free char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
-	struct stat st;
-	mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : 0600;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	if (fd < 0)
-		return mg_err_sys(err, errno, "creating %s", tmp);
-	size_t off = 0;
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			return mg_err_sys(err, e, "writing %s", tmp);
-		}
-		off += (size_t)w;
-	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return mg_err_sys(err, e, "writing %s", tmp);
-	}
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return mg_err_sys(err, e, "replacing %s", path);
-	}
-	cleanup_free char *dir_copy = xstrdup(path);
-	int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	return mg_write_file_atomic(path, text, len, 0600, err);
 }

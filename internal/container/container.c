@@ -157,10 +157,23 @@ int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_dr
 	                       "(apt-get install podman runc, or docker.io)");
 }
 
+void ctr_driver_use_seccomp(struct ctr_driver *d, const char *data_dir)
+{
+	free(d->seccomp);
+	free(d->seccomp_error);
+	d->seccomp = d->seccomp_error = NULL;
+	struct mg_err *err = NULL;
+	if (ctr_seccomp_prepare(data_dir, &d->seccomp, &err) < 0)
+		d->seccomp_error = xstrdup(mg_err_msg(err));
+	mg_err_free(err);
+}
+
 void ctr_driver_free(struct ctr_driver *d)
 {
 	if (d == NULL)
 		return;
+	free(d->seccomp);
+	free(d->seccomp_error);
 	free(d->path);
 	strv_free(&d->env);
 	free(d);
@@ -211,6 +224,7 @@ static void push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t 
                            unsigned pids)
 {
 	strv_push(a, "run");
+	strv_pushf(a, "--security-opt=seccomp=%s", d->seccomp);
 	strv_push(a, "--rm");
 	strv_push(a, "-i");
 	strv_push(a, "--pull=never");
@@ -244,6 +258,10 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	const struct cfg_server *s = spec->server;
 	if (s->transport != CFG_TRANSPORT_CONTAINER)
 		return mg_err_set(err, "server %s is not a container server", s->name);
+	if (d->seccomp == NULL)
+		return mg_err_set(err, "server %s is not started: %s", s->name,
+		                  d->seccomp_error != NULL ? d->seccomp_error
+		                                           : "no seccomp profile was prepared");
 	struct strv a = STRV_INIT, e = STRV_INIT;
 
 	strv_push(&a, d->path);
@@ -326,6 +344,10 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 {
 	if (strchr(spec->binary, ',') != NULL)
 		return mg_err_set(err, "the egress binary's path %s holds a comma", spec->binary);
+	if (d->seccomp == NULL)
+		return mg_err_set(err, "the egress sidecar is not started: %s",
+		                  d->seccomp_error != NULL ? d->seccomp_error
+		                                           : "no seccomp profile was prepared");
 	struct strv a = STRV_INIT, e = STRV_INIT;
 	strv_push(&a, d->path);
 	push_isolation(d, &a, SIDECAR_MEMORY, SIDECAR_PIDS);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "internal/base/buf.h"
 #include "internal/base/err.h"
 #include "internal/base/strv.h"
 #include "internal/config/config.h"
@@ -178,10 +179,12 @@ struct ctr_ops {
 
 struct ctr_driver {
 	enum ctr_kind kind;
-	const char *name;   /* "podman" or "docker" */
-	char *path;         /* absolute path of the runtime's command */
-	struct strv env;    /* the fixed environment every runtime process gets */
-	int64_t timeout_ms; /* for runtime commands other than run and pull */
+	const char *name;    /* "podman" or "docker" */
+	char *path;          /* absolute path of the runtime's command */
+	char *seccomp;       /* mcpgate's profile (seccomp.c), given to every container */
+	char *seccomp_error; /* why there is none: then nothing is run */
+	struct strv env;     /* the fixed environment every runtime process gets */
+	int64_t timeout_ms;  /* for runtime commands other than run and pull */
 	const struct ctr_ops *ops;
 };
 
@@ -195,6 +198,15 @@ int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_dr
 struct ctr_driver *ctr_driver_for(enum ctr_kind kind, const char *path, char *const *environment);
 
 void ctr_driver_free(struct ctr_driver *d);
+
+/* mcpgate's seccomp profile (docs/seccomp.md), derived from the runtime's
+ * default by rule: the JSON of base in, the JSON of ours out */
+int ctr_seccomp_derive(const char *base, size_t len, struct mg_buf *out, struct mg_err **err);
+/* Derive it (once per base) into DATA_DIR/seccomp/ and name it in *path */
+int ctr_seccomp_prepare(const char *data_dir, char **path, struct mg_err **err);
+/* The driver gives that profile to every container it runs; without one it
+ * runs none (the reason is kept for run_command's error) */
+void ctr_driver_use_seccomp(struct ctr_driver *d, const char *data_dir);
 
 /* "mcpgate-SERVER-SESSION" (allocated) */
 char *ctr_container_name(const char *server, const char *session);

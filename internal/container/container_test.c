@@ -13,10 +13,12 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/testing.h"
 #include "internal/base/xalloc.h"
 #include "internal/config/config.h"
 #include "internal/container/container.h"
+#include "internal/json/json.h"
 
 static char workspace[PATH_MAX];
 
@@ -69,6 +71,7 @@ static void test_argv(const struct cfg *cfg, enum ctr_kind kind)
 	                       NULL};
 	struct ctr_driver *d = ctr_driver_for(
 	    kind, kind == CTR_PODMAN ? "/usr/bin/podman" : "/usr/bin/docker", environment);
+	d->seccomp = xstrdup("/seccomp/mcpgate.json");
 	for (size_t i = 0; i < cfg->nservers; i++) {
 		const struct cfg_server *s = &cfg->servers[i];
 		struct ctr_env env[] = {{"GITHUB_TOKEN", "ghp_value_never_in_argv", false}};
@@ -114,6 +117,7 @@ static void test_sidecar(const struct cfg *cfg, enum ctr_kind kind)
 	char *environment[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "SECRET=not-for-it", NULL};
 	struct ctr_driver *d = ctr_driver_for(
 	    kind, kind == CTR_PODMAN ? "/usr/bin/podman" : "/usr/bin/docker", environment);
+	d->seccomp = xstrdup("/seccomp/mcpgate.json");
 	const char *args[] = {"-listen",       "0.0.0.0:3128", "-allow",    "api.github.com",
 	                      "-deny-address", "10.89.0.0/24", "-lifeline", NULL};
 	struct ctr_sidecar_spec spec = {
@@ -146,6 +150,7 @@ static void test_sidecar(const struct cfg *cfg, enum ctr_kind kind)
 static void test_reserved(const struct cfg *cfg)
 {
 	struct ctr_driver *d = ctr_driver_for(CTR_DOCKER, "/usr/bin/docker", NULL);
+	d->seccomp = xstrdup("/seccomp/mcpgate.json");
 	/* the names a hostile configuration got through before, and their kin */
 	const char *bad[] = {"DOCKER_HOST",
 	                     "LD_PRELOAD",
@@ -577,6 +582,82 @@ static void test_mount_rules(const struct cfg *cfg)
 	cfg_free(two);
 }
 
+/* mcpgate's seccomp profile, derived from a base of the project's own */
+static void test_seccomp(void)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct mg_err *err = NULL;
+	T_INT(mg_read_file("testdata/seccomp/base.json", 1u << 20, &text, &len, &err), 0,
+	      "the test base profile reads");
+	struct mg_buf out = MG_BUF_INIT(1u << 22);
+	T_INT(ctr_seccomp_derive(text, len, &out, &err), 0, "derived: %s", mg_err_msg(err));
+	free(text);
+	struct json_value *p = NULL;
+	T_INT(json_parse(out.data, out.len, NULL, &p, &err), 0, "the result is JSON");
+	mg_buf_free(&out);
+	if (p == NULL)
+		return;
+	T_STR(json_get_string(p, "defaultAction"), "SCMP_ACT_ERRNO", "the default action is kept");
+	const struct json_value *calls = json_get(p, "syscalls");
+	/* what each name ends as: its allowing rules, and its refusals */
+	const char *names[] = {"read",   "unshare", "setns", "mount",  "keyctl",
+	                       "ptrace", "bpf",     "clone", "clone3", "socket"};
+	for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+		unsigned allow_plain = 0, allow_args = 0, deny = 0;
+		int64_t errno_ret = 0;
+		bool caps = false;
+		for (size_t i = 0; calls != NULL && i < calls->u.arr.len; i++) {
+			const struct json_value *r = calls->u.arr.items[i];
+			const struct json_value *nm = json_get(r, "names");
+			bool hit = false;
+			for (size_t k = 0; nm != NULL && k < nm->u.arr.len; k++)
+				hit |= strcmp(nm->u.arr.items[k]->u.str.ptr, names[n]) == 0;
+			if (!hit)
+				continue;
+			const struct json_value *inc = json_get(json_get(r, "includes"), "caps");
+			const struct json_value *exc = json_get(json_get(r, "excludes"), "caps");
+			caps |= (inc != NULL && inc->u.arr.len > 0) ||
+			        (exc != NULL && exc->u.arr.len > 0);
+			const struct json_value *args = json_get(r, "args");
+			bool has_args =
+			    args != NULL && args->kind == JSON_ARRAY && args->u.arr.len > 0;
+			if (strcmp(json_get_string(r, "action"), "SCMP_ACT_ALLOW") == 0) {
+				if (has_args)
+					allow_args++;
+				else
+					allow_plain++;
+			} else {
+				deny++;
+				json_number_int64(json_get(r, "errnoRet"), &errno_ret);
+			}
+		}
+		T_OK(!caps, "%s: no rule is left that depends on a capability", names[n]);
+		if (strcmp(names[n], "read") == 0)
+			T_OK(allow_plain == 1 && deny == 0,
+			     "read is allowed as the base allows it");
+		else if (strcmp(names[n], "clone") == 0)
+			T_OK(allow_plain == 0 && allow_args == 1,
+			     "clone is allowed only with its namespace flags masked out");
+		else if (strcmp(names[n], "clone3") == 0)
+			T_OK(allow_plain + allow_args == 0 && deny == 1 && errno_ret == 38,
+			     "clone3 answers ENOSYS");
+		else if (strcmp(names[n], "socket") == 0)
+			T_OK(allow_plain == 0 && allow_args == 2 + (40 - 18) + 1,
+			     "socket is allowed by family, AF_PACKET and AF_VSOCK left out (%u "
+			     "rules)",
+			     allow_args);
+		else
+			T_OK(allow_plain + allow_args == 0 && deny >= 1 && errno_ret == 1,
+			     "%s: no allowing rule is left, and it is refused with EPERM",
+			     names[n]);
+	}
+	json_free(p);
+	T_INT(ctr_seccomp_derive("{}", 2, &out, &err), -1, "a base without syscalls is refused");
+	mg_err_clear(&err);
+	mg_buf_free(&out);
+}
+
 int main(void)
 {
 	make_workspace();
@@ -594,6 +675,7 @@ int main(void)
 	test_mounts();
 	test_names_and_owner();
 	test_owner_label();
+	test_seccomp();
 	test_platform();
 	test_forward();
 	test_mount_race();

@@ -19,6 +19,8 @@ MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
 FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = "localhost:5000/probe@" + DIGEST
+SECCOMP_BASE = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                            "testdata", "seccomp", "base.json"))
 
 
 class Fixture:
@@ -49,6 +51,9 @@ class Fixture:
             "XDG_DATA_HOME": os.path.join(self.dir, "data"),
             "XDG_CONFIG_HOME": os.path.join(self.dir, "nowhere"),
             "MCPGATE_LOG": "debug",
+            # mcpgate derives its seccomp profile from the runtime's default;
+            # here from a small base of the project's own (testdata/seccomp)
+            "MCPGATE_SECCOMP_BASE": SECCOMP_BASE,
             # a variable of mcpgate's own that must reach no server and no runtime
             "MCPGATE_TEST_NOT_FOR_SERVERS": "leak-canary",
         }

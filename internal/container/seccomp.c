@@ -1,0 +1,316 @@
+/* The seccomp profile of every server and sidecar (docs/seccomp.md), derived
+ * by rule from the runtime's own default profile, never written by hand:
+ *
+ *  - rules that hold only with a capability are dropped (mcpgate's
+ *    containers have none), and rules that hold without one lose that
+ *    condition;
+ *  - the calls below are taken out of every allowing rule and refused with
+ *    EPERM: namespaces, tracing and other processes' memory, bpf and perf,
+ *    io_uring, userfaultfd, the key store, file handles, fanotify, modules,
+ *    kexec, mounting, and control of the host;
+ *  - clone is allowed only without a namespace flag, and clone3 answers
+ *    ENOSYS (its flags sit in memory where a filter cannot look; the C
+ *    library then falls back to clone);
+ *  - socket is allowed for every family but AF_PACKET and AF_VSOCK, keeping
+ *    the default's refusal of the audit netlink socket.
+ *
+ * The result is written once per base profile, named by the hash of both. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
+#include "internal/base/xalloc.h"
+#include "internal/container/container.h"
+#include "internal/json/json.h"
+
+/* Refused with EPERM whatever the base profile says */
+static const char *const denied[] = {
+    "unshare",
+    "setns",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "kcmp",
+    "process_madvise",
+    "bpf",
+    "perf_event_open",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "fanotify_init",
+    "fanotify_mark",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "query_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "syslog",
+    "acct",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "quotactl",
+    "quotactl_fd",
+    "lookup_dcookie",
+    "vhangup",
+    "iopl",
+    "ioperm",
+    "settimeofday",
+    "stime",
+    "clock_settime",
+    "clock_settime64",
+    "clock_adjtime",
+    "clock_adjtime64",
+    "adjtimex",
+    "nfsservctl",
+    "uselib",
+    "sysfs",
+    "_sysctl",
+    "vm86",
+    "vm86old",
+    "personality_unused",
+    NULL,
+};
+
+/* Handled by rules of their own below */
+static const char *const own_rules[] = {"clone", "clone3", "socket", NULL};
+
+#define NS_FLAGS      0x7E020080ull /* CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME} */
+#define AF_NETLINK    16
+#define AF_PACKET     17
+#define AF_VSOCK      40
+#define NETLINK_AUDIT 9
+
+static bool listed(const char *const *list, const char *name)
+{
+	for (size_t i = 0; list[i] != NULL; i++)
+		if (strcmp(list[i], name) == 0)
+			return true;
+	return false;
+}
+
+static bool has_members(const struct json_value *v)
+{
+	return v != NULL && ((v->kind == JSON_ARRAY && v->u.arr.len > 0) ||
+	                     (v->kind == JSON_OBJECT && v->u.obj.len > 0));
+}
+
+static struct json_value *names_of(const char *const *names, size_t n)
+{
+	struct json_value *a = json_new_array();
+	for (size_t i = 0; i < n && names[i] != NULL; i++)
+		json_array_push(a, json_new_string(names[i]));
+	return a;
+}
+
+static struct json_value *arg(unsigned index, unsigned long long value, const char *op)
+{
+	struct json_value *o = json_new_object();
+	json_object_set(o, "index", json_new_int(index));
+	json_object_set(o, "value", json_new_int((int64_t)value));
+	json_object_set(o, "valueTwo", json_new_int(0));
+	json_object_set(o, "op", json_new_string(op));
+	return o;
+}
+
+static struct json_value *rule(const char *name, const char *action, int errno_ret,
+                               struct json_value *args)
+{
+	struct json_value *r = json_new_object();
+	struct json_value *names = json_new_array();
+	json_array_push(names, json_new_string(name));
+	json_object_set(r, "names", names);
+	json_object_set(r, "action", json_new_string(action));
+	if (errno_ret != 0)
+		json_object_set(r, "errnoRet", json_new_int(errno_ret));
+	json_object_set(r, "args", args != NULL ? args : json_new_array());
+	return r;
+}
+
+static void add_own_rules(struct json_value *calls)
+{
+	json_array_push(calls, rule("unshare", "SCMP_ACT_ERRNO", EPERM, NULL));
+	struct json_value *deny = json_new_object();
+	json_object_set(deny, "names", names_of(denied, SIZE_MAX));
+	json_object_set(deny, "action", json_new_string("SCMP_ACT_ERRNO"));
+	json_object_set(deny, "errnoRet", json_new_int(EPERM));
+	json_object_set(deny, "args", json_new_array());
+	json_array_push(calls, deny);
+
+	/* clone without a namespace flag: (flags & NS_FLAGS) == 0 */
+	struct json_value *a = json_new_array();
+	struct json_value *masked = arg(0, NS_FLAGS, "SCMP_CMP_MASKED_EQ");
+	json_object_set(masked, "valueTwo", json_new_int(0));
+	json_array_push(a, masked);
+	json_array_push(calls, rule("clone", "SCMP_ACT_ALLOW", 0, a));
+	json_array_push(calls, rule("clone3", "SCMP_ACT_ERRNO", ENOSYS, NULL));
+
+	/* socket: every family but AF_PACKET and AF_VSOCK (one comparison per
+	 * argument and rule, so the families are ranges and single values) */
+	a = json_new_array();
+	json_array_push(a, arg(0, AF_NETLINK, "SCMP_CMP_LT"));
+	json_array_push(calls, rule("socket", "SCMP_ACT_ALLOW", 0, a));
+	a = json_new_array();
+	json_array_push(a, arg(0, AF_NETLINK, "SCMP_CMP_EQ"));
+	json_array_push(a, arg(2, NETLINK_AUDIT, "SCMP_CMP_NE"));
+	json_array_push(calls, rule("socket", "SCMP_ACT_ALLOW", 0, a));
+	for (unsigned f = AF_PACKET + 1; f < AF_VSOCK; f++) {
+		a = json_new_array();
+		json_array_push(a, arg(0, f, "SCMP_CMP_EQ"));
+		json_array_push(calls, rule("socket", "SCMP_ACT_ALLOW", 0, a));
+	}
+	a = json_new_array();
+	json_array_push(a, arg(0, AF_VSOCK, "SCMP_CMP_GT"));
+	json_array_push(calls, rule("socket", "SCMP_ACT_ALLOW", 0, a));
+}
+
+int ctr_seccomp_derive(const char *base, size_t len, struct mg_buf *out, struct mg_err **err)
+{
+	struct json_limits lim = {.max_bytes = 4u << 20, .max_depth = 16, .max_values = 1u << 20};
+	struct json_value *in = NULL;
+	if (json_parse(base, len, &lim, &in, err) < 0)
+		return mg_err_wrap(err, "the base seccomp profile");
+	const struct json_value *calls = json_get(in, "syscalls");
+	if (in->kind != JSON_OBJECT || json_get_string(in, "defaultAction") == NULL ||
+	    calls == NULL || calls->kind != JSON_ARRAY) {
+		json_free(in);
+		return mg_err_set(err,
+		                  "the base seccomp profile has no defaultAction and syscalls");
+	}
+	struct json_value *prof = json_new_object();
+	for (size_t i = 0; i < in->u.obj.len; i++) {
+		const struct json_member *m = &in->u.obj.items[i];
+		if (strcmp(m->key, "syscalls") != 0)
+			json_object_set(prof, m->key, json_copy(m->value));
+	}
+	struct json_value *outcalls = json_new_array();
+	size_t kept = 0;
+	for (size_t i = 0; i < calls->u.arr.len; i++) {
+		const struct json_value *r = calls->u.arr.items[i];
+		const struct json_value *inc = json_get(r, "includes");
+		const struct json_value *exc = json_get(r, "excludes");
+		/* only with a capability: none of ours has one */
+		if (has_members(json_get(inc, "caps")))
+			continue;
+		struct json_value *copy = json_copy(r);
+		if (has_members(json_get(exc, "caps"))) {
+			/* without the capability: that is always, here */
+			struct json_value *e = json_copy(exc);
+			json_object_set(e, "caps", json_new_array());
+			json_object_set(copy, "excludes", e);
+		}
+		const char *action = json_get_string(r, "action");
+		const struct json_value *names = json_get(r, "names");
+		struct json_value *kept_names = json_new_array();
+		for (size_t k = 0;
+		     names != NULL && names->kind == JSON_ARRAY && k < names->u.arr.len; k++) {
+			const struct json_value *n = names->u.arr.items[k];
+			if (n->kind != JSON_STRING)
+				continue;
+			/* ours decide these, whatever the base allowed or refused */
+			if (listed(denied, n->u.str.ptr) || listed(own_rules, n->u.str.ptr))
+				continue;
+			json_array_push(kept_names, json_copy(n));
+		}
+		(void)action;
+		if (kept_names->u.arr.len == 0) {
+			json_free(kept_names);
+			json_free(copy);
+			continue;
+		}
+		json_object_set(copy, "names", kept_names);
+		json_array_push(outcalls, copy);
+		kept++;
+	}
+	add_own_rules(outcalls);
+	json_object_set(prof, "syscalls", outcalls);
+	json_free(in);
+	int r = json_generate(prof, out, err);
+	json_free(prof);
+	if (r == 0 && kept == 0)
+		return mg_err_set(err, "the base seccomp profile allowed nothing that is kept");
+	return r;
+}
+
+/* Where the runtime's own default lives: MCPGATE_SECCOMP_BASE (tests), or
+ * the file containers-common installs (podman's, in docker's format too) */
+static const char *base_path(void)
+{
+	const char *env = getenv("MCPGATE_SECCOMP_BASE");
+	if (env != NULL && env[0] == '/')
+		return env;
+	static const char *const places[] = {"/usr/share/containers/seccomp.json",
+	                                     "/etc/containers/seccomp.json", NULL};
+	for (size_t i = 0; places[i] != NULL; i++)
+		if (access(places[i], R_OK) == 0)
+			return places[i];
+	return NULL;
+}
+
+int ctr_seccomp_prepare(const char *data_dir, char **path_out, struct mg_err **err)
+{
+	*path_out = NULL;
+	const char *base = base_path();
+	if (base == NULL)
+		return mg_err_set(err, "no default seccomp profile to derive from "
+		                       "(/usr/share/containers/seccomp.json): install "
+		                       "golang-github-containers-common (scripts/setup does)");
+	struct mg_buf out = MG_BUF_INIT(8u << 20);
+	char *text = NULL;
+	size_t tlen = 0;
+	int r = mg_read_file(base, 4u << 20, &text, &tlen, err);
+	if (r == 0)
+		r = ctr_seccomp_derive(text, tlen, &out, err);
+	free(text);
+	if (r < 0) {
+		mg_buf_free(&out);
+		return mg_err_wrap(err, "deriving mcpgate's seccomp profile from %s", base);
+	}
+	unsigned char digest[crypto_hash_sha256_BYTES];
+	crypto_hash_sha256(digest, (const unsigned char *)out.data, out.len);
+	char hex[17];
+	sodium_bin2hex(hex, sizeof(hex), digest, 8);
+	cleanup_free char *dir = xasprintf("%s/seccomp", data_dir);
+	char *path = xasprintf("%s/mcpgate-%s.json", dir, hex);
+	if (access(path, R_OK) != 0 &&
+	    (mg_mkdir_p(dir, 0700, err) < 0 ||
+	     mg_write_file_atomic(path, out.data, out.len, 0644, err) < 0)) {
+		mg_buf_free(&out);
+		free(path);
+		return mg_err_wrap(err, "writing mcpgate's seccomp profile");
+	}
+	mg_buf_free(&out);
+	*path_out = path;
+	return 0;
+}
