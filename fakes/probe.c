@@ -53,9 +53,12 @@ static const struct tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]"
      "}",
      READ_ONLY},
-    {"write_file", "Creates or truncates a file and writes text (default \"probe\\n\") to it.",
+    {"write_file",
+     "Creates or truncates a file and writes text (default \"probe\\n\") to it; "
+     "with mode (say 2541, which is 04755), chmods it after.",
      "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"text\":{\"type\":"
-     "\"string\"}},\"required\":[\"path\"]}",
+     "\"string\"},\"mode\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":4095}},"
+     "\"required\":[\"path\"]}",
      "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
      "\"openWorldHint\":false}"},
     {"connect", "Opens a TCP connection to host:port (3 s timeout) and closes it.",
@@ -436,7 +439,12 @@ static void tool_write_file(struct pj_span id, struct pj_span args)
 	size_t n = 6;
 	int fd, err = 0;
 	const char *content = "probe\n";
+	long long mode = -1;
 
+	if (pj_member(args, "mode", &v) && arg_integer(args, "mode", 0, 4095, &mode) != 1) {
+		bad_argument(&id, "mode", "an integer from 0 to 4095");
+		return;
+	}
 	if (arg_string(args, "path", &path) != 1 || path[0] == '\0') {
 		free(path);
 		bad_argument(&id, "path", "a non-empty string");
@@ -466,6 +474,8 @@ static void tool_write_file(struct pj_span id, struct pj_span args)
 			}
 			off += (size_t)w;
 		}
+		if (err == 0 && mode >= 0 && fchmod(fd, (mode_t)mode) < 0)
+			err = errno;
 		if (close(fd) < 0 && err == 0)
 			err = errno;
 	}

@@ -281,6 +281,7 @@ enum server_key {
 	K_POSITION,
 	K_MEMORY,
 	K_PIDS,
+	K_USER,
 	K_URL,
 	K_CA_FILE,
 	K_WORKSPACES,
@@ -304,6 +305,7 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_POSITION] = {"position", TOML_STRING, "a string", SCOPE_ANY},
     [K_MEMORY] = {"memory", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_PIDS] = {"pids", TOML_INTEGER, "an integer", SCOPE_CONTAINER},
+    [K_USER] = {"user", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_URL] = {"url", TOML_STRING, "a string", SCOPE_REMOTE},
     [K_CA_FILE] = {"ca_file", TOML_STRING, "a string", SCOPE_REMOTE},
     [K_WORKSPACES] = {"workspaces", TOML_ARRAY, "an array of strings", SCOPE_ANY},
@@ -842,6 +844,27 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 		const char *mem = str_of(c, "memory", v);
 		if (mem != NULL && cfg_parse_memory(mem, "\"memory\"", &s->memory, &e) < 0)
 			diag_err(c, v->pos, &e);
+	}
+	if (k.kv[K_USER] != NULL) {
+		const struct toml_value *v = k.kv[K_USER]->value;
+		const char *u = str_of(c, "user", v);
+		unsigned long long uid = 0, gid = 0;
+		int used = 0;
+		bool ok = u != NULL && (sscanf(u, "%llu:%llu%n", &uid, &gid, &used) == 2 ||
+		                        (gid = 0, sscanf(u, "%llu%n", &uid, &used) == 1));
+		if (ok && (used != (int)strlen(u) || u[0] < '0' || u[0] > '9' || uid > 0x7ffffffe ||
+		           gid > 0x7ffffffe))
+			ok = false;
+		if (u != NULL && !ok)
+			diag_value(
+			    c, v->pos, "\"user\"", u,
+			    "is not UID or UID:GID (numbers from 0 to 2147483646; names need "
+			    "the image's /etc/passwd, which mcpgate does not read)");
+		else if (u != NULL) {
+			s->user_set = true;
+			s->uid = (unsigned)uid;
+			s->gid = strchr(u, ':') != NULL ? (unsigned)gid : (unsigned)uid;
+		}
 	}
 	if (k.kv[K_PIDS] != NULL) {
 		const struct toml_value *v = k.kv[K_PIDS]->value;

@@ -128,6 +128,10 @@ struct cfg_server {
 	size_t nargs;
 	uint64_t memory; /* bytes */
 	unsigned pids;
+	/* user: "UID" or "UID:GID" the server runs as; unset, mcpgate chooses
+	 * (docs/contained-servers.md, the user) */
+	bool user_set;
+	unsigned uid, gid;
 
 	/* remote servers (NULL, 0 on a container one) */
 	char *url;

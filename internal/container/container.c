@@ -184,6 +184,21 @@ char *ctr_container_name(const char *server, const char *session)
 	return xasprintf("mcpgate-%s-%s", server, session);
 }
 
+const char *ctr_default_user(const struct cfg_server *s, bool rootless, const char *workspace,
+                             char *buf, size_t len)
+{
+	struct stat st;
+	if (s->user_set)
+		snprintf(buf, len, "%u:%u", s->uid, s->gid);
+	else if (rootless)
+		snprintf(buf, len, "0:0");
+	else if (workspace != NULL && stat(workspace, &st) == 0 && st.st_uid != 0)
+		snprintf(buf, len, "%u:%u", (unsigned)st.st_uid, (unsigned)st.st_gid);
+	else
+		snprintf(buf, len, "65534:65534");
+	return buf;
+}
+
 bool ctr_owner_alive(pid_t pid)
 {
 	if (pid <= 0)
@@ -235,7 +250,7 @@ static void push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t 
 	strv_push_owned(a, memory_arg(memory));
 	strv_pushf(a, "--pids-limit=%u", pids);
 	strv_push(a, "--tmpfs");
-	strv_push(a, "/tmp:rw,noexec,nosuid,size=64m");
+	strv_push(a, "/tmp:rw,noexec,nosuid,nodev,mode=1777,size=64m");
 	/* nothing the image declares widens what mcp.toml allows: no health
 	 * check run beside it, no volume of the image's own */
 	strv_push(a, "--no-healthcheck");
@@ -274,6 +289,7 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	 * (through the bridge's fe80:: address), past the proxy */
 	strv_push(&a, "--sysctl=net.ipv6.conf.all.disable_ipv6=1");
 	strv_push(&a, "--sysctl=net.ipv6.conf.default.disable_ipv6=1");
+	strv_pushf(&a, "--user=%s", spec->user != NULL ? spec->user : "65534:65534");
 	strv_push(&a, "--name");
 	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
 	push_labels(&a, spec->session, s->name, spec->owner);

@@ -88,6 +88,7 @@ struct ctr_run_spec {
 	 * ignores them by flag) */
 	const struct strv *image_volumes;
 	const char *network; /* a network to attach to; NULL: --network=none */
+	const char *user;    /* "UID:GID" it runs as (ctr_default_user); NULL: 65534:65534 */
 	const struct ctr_env *env;
 	size_t nenv;
 };
@@ -230,6 +231,14 @@ enum ctr_owner_verdict {
 };
 /* What the sweep may do with what carries label: only DEAD is removed */
 enum ctr_owner_verdict ctr_owner_judge(const char *label);
+
+/* The user a server runs as (into buf, "UID:GID"): mcp.toml's user when set;
+ * rootless, 0:0 (which is the person: files it writes are the person's);
+ * else the owner of the workspace when that is not root, and 65534:65534
+ * when it is. A server never leaves a file that runs with more rights than
+ * the person whose workspace it is (docs/contained-servers.md). */
+const char *ctr_default_user(const struct cfg_server *s, bool rootless, const char *workspace,
+                             char *buf, size_t len);
 
 /* Variables a server may not take: they steer the runtime's own command */
 bool ctr_env_name_reserved(const char *name);

@@ -219,6 +219,7 @@ int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
 	cleanup_free char *refusal =
 	    gw_unenforced_refusal(&platform, pr < 0 ? mg_err_msg(perr) : NULL, server);
 	out->accepted = pr < 0 ? NULL : ctr_platform_accepted_json(&platform, server);
+	bool rootless = pr == 0 && platform.rootless;
 	mg_err_free(perr);
 	if (pr == 0)
 		ctr_platform_free(&platform);
@@ -232,11 +233,13 @@ int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
 	sodium_bin2hex(session, sizeof(session), raw, sizeof(raw));
 	cleanup_free char *container = ctr_container_name(server->name, session);
 	cleanup_free char *name = xasprintf("server %s", server->name);
+	char user[32];
 	struct ctr_run_spec spec = {
 	    .server = server,
 	    .session = session,
 	    .owner = getpid(),
 	    .workspace = workspace,
+	    .user = ctr_default_user(server, rootless, workspace, user, sizeof(user)),
 	};
 	struct rpc_peer_config pc = {
 	    .name = name,

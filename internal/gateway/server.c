@@ -132,11 +132,13 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	struct session *s = srv->sess;
 	const struct cfg_server *c = srv->cfg;
 	struct ctr_env env[8];
+	char user[32];
 	struct ctr_run_spec spec = {
 	    .server = c,
 	    .session = s->id,
 	    .owner = s->owner,
 	    .workspace = s->workspace,
+	    .user = ctr_default_user(c, s->platform.rootless, s->workspace, user, sizeof(user)),
 	    .network = srv->egress.net_in,
 	    .env = env,
 	    .nenv = gw_egress_env(srv, env, sizeof(env) / sizeof(env[0])),
@@ -161,7 +163,8 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 		audit_record(s->audit, "server.start",
 		             gw_fields("server", json_new_string(c->name), "container",
 		                       json_new_string(srv->container), "argv", argv, "pid",
-		                       json_new_int(l->proc.pid), NULL));
+		                       json_new_int(l->proc.pid), "user", json_new_string(user),
+		                       NULL));
 	}
 	if (l->err_fd >= 0)
 		loop_post(s->loop, gw_server_watch_stderr, srv);

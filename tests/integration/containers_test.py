@@ -31,6 +31,7 @@ TAG = "%d-%d" % (os.getpid(), int(time.time()))
 
 t = Tap()
 made = {"containers": [], "networks": [], "images": []}
+PERSON = 4242  # the owner of the test's workspaces when it runs as root
 
 
 def _rt_env():
@@ -82,7 +83,10 @@ def build_image(name, files, entrypoint, changes=()):
             else:
                 shutil.copy(src, dst)
                 os.chmod(dst, 0o755)
+        # as a real image has it: everyone's, sticky (the runtime's tmpfs
+        # over it keeps the folder's mode)
         os.makedirs(os.path.join(root, "tmp"), exist_ok=True)
+        os.chmod(os.path.join(root, "tmp"), 0o1777)
         tar = os.path.join(d, "image.tar")
         subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
         ref = "%s/%s:%s" % (REGISTRY, name, TAG)
@@ -116,6 +120,11 @@ class Session:
         for sub in (self.conf, self.state, self.ws, os.path.join(self.ws, "ro"),
                     os.path.join(self.ws, "rw")):
             os.makedirs(sub)
+        # a person's workspace is the person's: as root the test gives it to a
+        # user of its own, whom mcpgate then runs the servers as
+        if os.geteuid() == 0:
+            for sub in (self.ws, os.path.join(self.ws, "ro"), os.path.join(self.ws, "rw")):
+                os.chown(sub, PERSON, PERSON)
         with open(os.path.join(self.conf, "mcp.toml"), "w") as fh:
             fh.write(servers)
         with open(os.path.join(self.conf, "config.toml"), "w") as fh:
@@ -300,6 +309,21 @@ def test_session(base, probe_image, busybox_image):
     written = os.path.join(s.ws, "rw", "x")
     t.ok(text_of(r) == "ok" and open(written).read() == "from inside\n",
          "inside: a write mount reaches the workspace folder", r)
+    # the attack: a setuid copy of itself planted for the host
+    r = c.call("probe__write_file", {"path": "/workspace/rw/rootme", "text": "#!/bin/sh\nid\n",
+                                     "mode": 0o4755})
+    planted = os.path.join(s.ws, "rw", "rootme")
+    owner = os.stat(s.ws).st_uid
+    pst = os.stat(planted) if os.path.exists(planted) else None
+    t.ok(text_of(r) == "ok" and pst is not None and pst.st_uid == owner and
+         (pst.st_uid != 0 or os.geteuid() != 0),
+         "a setuid file planted in a write mount belongs to the workspace's owner (uid %d), "
+         "never to root: it runs with no more rights than theirs"
+         % (pst.st_uid if pst else -1), (r, pst))
+    st_uid = st.get("uid")
+    t.ok(st_uid == (PERSON if os.geteuid() == 0 else 0),
+         "inside: the server runs as the workspace's owner (uid %s inside; rootless 0 is the "
+         "person)" % st_uid, st)
     r = c.call("probe__env", {"name": "MCPGATE_ITEST_CANARY"})
     t.ok(r["result"].get("isError") is True and text_of(r) == "unset",
          "inside: a variable of mcpgate's environment is absent", r)
