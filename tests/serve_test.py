@@ -537,6 +537,29 @@ def test_sweep_pid_namespace():
     f.cleanup()
 
 
+def test_not_dumpable():
+    """No core file of mcpgate, and a process of the same user cannot read
+    its memory or environment"""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        t.ok(True, "# SKIP needs root and setpriv to try it as a plain user")
+        return
+    f = Fixture(server("probe"))
+    for d in (f.dir, f.rt, f.conf, f.state, f.ws):
+        os.chmod(d, 0o777)
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    c = Client(nobody + f.argv(), env=f.env(), stderr=open(os.path.join(f.dir, "err"), "wb"))
+    c.initialize()
+    pid = c.proc.pid
+    with open("/proc/%d/limits" % pid) as fh:
+        core = [x for x in fh.read().splitlines() if x.startswith("Max core file size")]
+    r = subprocess.run(nobody + ["cat", "/proc/%d/environ" % pid], capture_output=True)
+    c.close()
+    t.ok(core and core[0].split()[4:6] == ["0", "0"], "no core file: its limit is 0", core)
+    t.ok(r.returncode != 0 and b"Permission denied" in r.stderr,
+         "a process of the same user cannot read its environment", (r.returncode, r.stderr))
+    f.cleanup()
+
+
 def test_bad_client_lines():
     f = Fixture(server("probe"))
     c = f.start()
@@ -885,7 +908,7 @@ PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
-             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_bad_client_lines):
+             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

@@ -1,6 +1,8 @@
 /* mcpgate: a gateway that runs MCP servers nobody reviewed, contained.
  * main stays thin: a table of commands (help.c holds the texts). */
 #include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #include "cmd/mcpgate/commands.h"
@@ -19,8 +21,19 @@ static int is_mcp_verb(const char *name)
 	return 0;
 }
 
+/* mcpgate holds secrets: no core file of it, and no process of the same
+ * user may trace it or read its memory (/proc/PID/mem, environ):
+ * non-dumpable from the first instruction that matters */
+static void guard_memory(void)
+{
+	struct rlimit none = {0, 0};
+	setrlimit(RLIMIT_CORE, &none);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
 int main(int argc, char **argv)
 {
+	guard_memory();
 	cleanup_err struct mg_err *err = NULL;
 	if (mg_log_init(&err) < 0) {
 		fprintf(stderr, "mcpgate: %s\n", mg_err_msg(err));
