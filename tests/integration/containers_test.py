@@ -435,6 +435,45 @@ def test_kill_and_sweep(base, probe_image, hash_):
     t.ok(labelled("containers", "mcpgate.session=" + sid2) == [], "and leaves nothing itself")
 
 
+def skip(why):
+    print("ok 1 # SKIP %s" % why)
+    print("0 passed, 0 failed")
+    return 77
+
+
+def probe_image():
+    return build_image("mcpgate-itest-probe", {"/mcpgate-probe": PROBE}, ["/mcpgate-probe"])
+
+
+def busybox_image():
+    """busybox (sh, nc, httpd, nslookup) with a page to serve, pulled by digest"""
+    busybox = shutil.which("busybox") or "/bin/busybox"
+    image = build_image("mcpgate-itest-busybox", {"/bin/busybox": busybox,
+                                                  "/www/index.html": b"upstream-answer\n"},
+                        ["/bin/busybox"])
+    rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [image]))
+    return image
+
+
+def run_cases(label, body):
+    """The frame of a runtime test: skipped without the runtime; a base
+    folder; what mcpgate says cannot hold here, learnt first; body(base); and
+    everything made removed after. Returns the exit status."""
+    if shutil.which(RT) is None:
+        return skip("%s is not installed" % RT)
+    print("# runtime: %s (%s)" % (RT, label), flush=True)
+    base = tempfile.mkdtemp(prefix="mcpgate-itest-%s-" % label)
+    try:
+        unenforced_here(base)
+        body(base)
+    except Exception as e:
+        t.ok(False, "the %s case on %s raised %s: %s" % (label, RT, type(e).__name__, e))
+    finally:
+        cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+    return t.done()
+
+
 def cleanup():
     for name in made["containers"]:
         rt("rm", "-f", *(["--time=0"] if RT == "podman" else []), name, check=False)

@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -287,36 +286,12 @@ def test_egress(base, probe_image, busybox_image):
 
 
 def main():
-    if shutil.which(RT) is None:
-        print("ok 1 # SKIP %s is not installed" % RT)
-        print("0 passed, 0 failed")
-        return 77
-    if not os.access(EGRESS, os.X_OK):
+    if shutil.which(RT) is not None and not os.access(EGRESS, os.X_OK):
         print("not ok 1 - no mcpgate-egress at %s (make)" % EGRESS)
         print("0 passed, 1 failed")
         return 1
-    print("# runtime: %s (egress)" % RT, flush=True)
-    base = tempfile.mkdtemp(prefix="mcpgate-itest-egress-")
-    try:
-        ct.unenforced_here(base)
-        probe_image = ct.build_image("mcpgate-itest-probe", {"/mcpgate-probe": ct.PROBE},
-                                     ["/mcpgate-probe"])
-        busybox = shutil.which("busybox") or "/bin/busybox"
-        busybox_image = ct.build_image("mcpgate-itest-busybox",
-                                       {"/bin/busybox": busybox,
-                                        "/www/index.html": b"upstream-answer\n"},
-                                       ["/bin/busybox"])
-        ct.rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [busybox_image]))
-        try:
-            test_egress(base, probe_image, busybox_image)
-        except Exception as e:
-            t.ok(False, "the egress case raised %s: %s" % (type(e).__name__, e))
-    except Exception as e:
-        t.ok(False, "setting up on %s failed: %s" % (RT, e))
-    finally:
-        ct.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
-    return t.done()
+    return ct.run_cases("egress", lambda base: test_egress(base, ct.probe_image(),
+                                                              ct.busybox_image()))
 
 
 if __name__ == "__main__":

@@ -14,10 +14,8 @@ skips, since there nothing can be staged, and a mount inside another
 server's write mount is refused by rule instead (unit-tested).
 """
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -164,35 +162,14 @@ def test_image_volume(base):
 
 
 def main():
-    if shutil.which(RT) is None:
-        print("ok 1 # SKIP %s is not installed" % RT)
-        print("0 passed, 0 failed")
-        return 77
     if os.geteuid() != 0:
-        print("ok 1 # SKIP not root: mounts are not staged rootless (a mount inside "
-              "another server's write mount is refused by rule instead)")
-        print("0 passed, 0 failed")
-        return 77
-    print("# runtime: %s (mounts)" % RT, flush=True)
-    base = tempfile.mkdtemp(prefix="mcpgate-itest-mounts-")
-    try:
-        ct.unenforced_here(base)
-        probe_image = ct.build_image("mcpgate-itest-probe", {"/mcpgate-probe": ct.PROBE},
-                                     ["/mcpgate-probe"])
-        busybox = shutil.which("busybox") or "/bin/busybox"
-        busybox_image = ct.build_image("mcpgate-itest-busybox",
-                                       {"/bin/busybox": busybox,
-                                        "/www/index.html": b"upstream-answer\n"},
-                                       ["/bin/busybox"])
-        ct.rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [busybox_image]))
-        test(base, probe_image, busybox_image)
+        return ct.skip("not root: mounts are not staged rootless (a mount inside another "
+                       "server's write mount is refused by rule instead)")
+
+    def body(base):
+        test(base, ct.probe_image(), ct.busybox_image())
         test_image_volume(base)
-    except Exception as e:
-        t.ok(False, "the mount race on %s raised %s: %s" % (RT, type(e).__name__, e))
-    finally:
-        ct.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
-    return t.done()
+    return ct.run_cases("mounts", body)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,8 @@ the same way, and the test says which.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -81,24 +79,11 @@ def test(base, probe_image):
 
 
 def main():
-    if shutil.which(RT) is None:
-        print("ok 1 # SKIP %s is not installed" % RT)
-        print("0 passed, 0 failed")
-        return 77
-    print("# runtime: %s (seccomp)" % RT, flush=True)
-    base = tempfile.mkdtemp(prefix="mcpgate-itest-seccomp-")
-    try:
-        ct.unenforced_here(base)
-        probe_image = ct.build_image("mcpgate-itest-probe", {"/mcpgate-probe": ct.PROBE},
-                                     ["/mcpgate-probe"])
-        ct.rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [probe_image]))
-        test(base, probe_image)
-    except Exception as e:
-        t.ok(False, "the seccomp case on %s raised %s: %s" % (RT, type(e).__name__, e))
-    finally:
-        ct.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
-    return t.done()
+    def body(base):
+        image = ct.probe_image()
+        ct.rt("pull", *((["--tls-verify=false"] if RT == "podman" else []) + [image]))
+        test(base, image)
+    return ct.run_cases("seccomp", body)
 
 
 if __name__ == "__main__":
