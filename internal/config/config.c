@@ -666,29 +666,44 @@ static void check_workspaces(struct ctx *c, const struct keys *k, struct cfg_ser
 	}
 }
 
+/* An array of words from a fixed set, each at most once, as bits (bit i
+ * for words[i]); every other word, or a repeated one, is an error at its
+ * place naming the set (expect) */
+static unsigned check_words(struct ctx *c, const struct toml_kv *kv, const char *key,
+                            const char *const *words, size_t n, const char *expect)
+{
+	unsigned bits = 0;
+	if (kv == NULL)
+		return 0;
+	cleanup_free char *what = xasprintf("\"%s\" entry", key);
+	const struct toml_value *arr = kv->value;
+	for (size_t i = 0; i < arr->u.array.len; i++) {
+		const struct toml_value *v = arr->u.array.items[i];
+		const char *entry = entry_of(c, key, v);
+		if (entry == NULL)
+			continue;
+		size_t w = 0;
+		while (w < n && strcmp(entry, words[w]) != 0)
+			w++;
+		if (w == n)
+			diag_value(c, v->pos, what, entry, "%s", expect);
+		else if (bits & (1u << w))
+			diag_value(c, v->pos, what, entry, "is listed twice");
+		else
+			bits |= 1u << w;
+	}
+	return bits;
+}
+
 /* relay: which requests of the server reach the client */
 static void check_relay(struct ctx *c, const struct keys *k, struct cfg_server *s)
 {
-	if (k->kv[K_RELAY] == NULL)
-		return;
-	const struct toml_value *arr = k->kv[K_RELAY]->value;
-	for (size_t i = 0; i < arr->u.array.len; i++) {
-		const struct toml_value *v = arr->u.array.items[i];
-		const char *entry = entry_of(c, "relay", v);
-		if (entry == NULL)
-			continue;
-		bool *flag = strcmp(entry, "sampling") == 0      ? &s->relay_sampling
-		             : strcmp(entry, "elicitation") == 0 ? &s->relay_elicitation
-		             : strcmp(entry, "roots") == 0       ? &s->relay_roots
-		                                                 : NULL;
-		if (flag == NULL)
-			diag_value(c, v->pos, "\"relay\" entry", entry,
-			           "is not one of \"sampling\", \"elicitation\" and \"roots\"");
-		else if (*flag)
-			diag_value(c, v->pos, "\"relay\" entry", entry, "is listed twice");
-		else
-			*flag = true;
-	}
+	static const char *const words[] = {"sampling", "elicitation", "roots"};
+	unsigned bits = check_words(c, k->kv[K_RELAY], "relay", words, 3,
+	                            "is not one of \"sampling\", \"elicitation\" and \"roots\"");
+	s->relay_sampling = bits & 1u;
+	s->relay_elicitation = bits & 2u;
+	s->relay_roots = bits & 4u;
 }
 
 const char *cfg_property_name(unsigned bit)
@@ -703,30 +718,14 @@ const char *cfg_property_name(unsigned bit)
 	}
 }
 
-/* accept_unenforced: the properties a person lets go where they cannot hold */
+/* accept_unenforced: the properties a person lets go where they cannot hold
+ * (bit i is CFG_PROP_* 1 << i) */
 static void check_accept(struct ctx *c, const struct keys *k, struct cfg_server *s)
 {
-	if (k->kv[K_ACCEPT_UNENFORCED] == NULL)
-		return;
-	const struct toml_value *arr = k->kv[K_ACCEPT_UNENFORCED]->value;
-	for (size_t i = 0; i < arr->u.array.len; i++) {
-		const struct toml_value *v = arr->u.array.items[i];
-		const char *entry = entry_of(c, "accept_unenforced", v);
-		if (entry == NULL)
-			continue;
-		unsigned bit = 0;
-		for (unsigned b = 0; b < CFG_PROP_COUNT; b++)
-			if (strcmp(entry, cfg_property_name(1u << b)) == 0)
-				bit = 1u << b;
-		if (bit == 0)
-			diag_value(c, v->pos, "\"accept_unenforced\" entry", entry,
-			           "is not one of \"memory\" and \"pids\"");
-		else if (s->accept_unenforced & bit)
-			diag_value(c, v->pos, "\"accept_unenforced\" entry", entry,
-			           "is listed twice");
-		else
-			s->accept_unenforced |= bit;
-	}
+	static const char *const words[CFG_PROP_COUNT] = {"memory", "pids"};
+	s->accept_unenforced =
+	    check_words(c, k->kv[K_ACCEPT_UNENFORCED], "accept_unenforced", words, CFG_PROP_COUNT,
+	                "is not one of \"memory\" and \"pids\"");
 }
 
 static void check_tool(struct ctx *c, const struct toml_kv *kv, struct cfg_server *s,
