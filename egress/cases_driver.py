@@ -154,12 +154,33 @@ def clean_exit(rc, junk, err):
     return rc == 0 and not junk and not bad
 
 
+PAUSE = "[pause]"
+
+
+def pieces(text):
+    """A tunnel file's pieces: a line that is exactly [pause] ends one, so a
+    case can send its bytes as several TCP segments."""
+    parts, cur = [], []
+    for line in text.splitlines():
+        if line == PAUSE:
+            parts.append("\n".join(cur))
+            cur = []
+        else:
+            cur.append(line)
+    parts.append("\n".join(cur))
+    return [unescape(p) for p in parts]
+
+
 def client(request, tunnel=None, timeout=5.0, addr=LISTEN):
-    """Send the request; with a tunnel, wait for the proxy's answer head and
-    send the tunnel bytes; then read until the proxy closes."""
+    """Send the request; with a tunnel (bytes, or a list of pieces sent
+    0.1 s apart), wait for the proxy's answer head and send the tunnel
+    bytes; then read until the proxy closes."""
     got = b""
+    if isinstance(tunnel, bytes):
+        tunnel = [tunnel]
     try:
         with socket.create_connection(addr, timeout=timeout * SLOW) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             s.sendall(request)
             if tunnel is not None:
                 while b"\r\n\r\n" not in got:
@@ -168,7 +189,10 @@ def client(request, tunnel=None, timeout=5.0, addr=LISTEN):
                         return got
                     got += data
                 if got.startswith(b"HTTP/1.1 200"):
-                    s.sendall(tunnel)
+                    for i, piece in enumerate(tunnel):
+                        if i > 0:
+                            time.sleep(0.1)
+                        s.sendall(piece)
             while True:
                 data = s.recv(1 << 20)
                 if not data:
@@ -206,7 +230,7 @@ def run_case(path):
     args = shlex.split(read("args", ""))
     request = unescape(read("request"))
     tunnel = read("tunnel")
-    tunnel = unescape(tunnel) if tunnel is not None else None
+    tunnel = pieces(tunnel) if tunnel is not None else None
     answer = read("upstream")
     up_reset(unescape(answer) if answer is not None else DEFAULT_ANSWER)
     want_records = [json.loads(l) for l in read("records", "").splitlines() if l.strip()]

@@ -21,7 +21,7 @@ struct egr_opts {
 	struct egr_cidr *deny; /* owned; -deny-address */
 	size_t ndeny;
 	bool lifeline;
-	bool sni_check; /* CONNECT to 443 must carry a ClientHello whose SNI is the host */
+	bool sni_check; /* CONNECT to 443 opens with a ClientHello egr_sni_refusal passes */
 	struct egr_limits lim;
 	unsigned header_timeout_ms, dns_timeout_ms, connect_timeout_ms, idle_timeout_ms;
 	unsigned max_tunnels;
@@ -48,13 +48,30 @@ int egr_format_attempt(char *buf, size_t cap, const char *method, const char *ho
 int egr_format_close(char *buf, size_t cap, const char *host, int port, uint64_t bytes_up,
                      uint64_t bytes_down, uint64_t ms);
 
-/* TLS ClientHello: the SNI host name of the first handshake record.
- * 1: found, *name and *name_len point into buf; 0: need more bytes; -1: not a
- * ClientHello, no host name, or malformed (*why). Only the first record is
- * read: a ClientHello split across records is refused. */
+/* TLS ClientHello: the first record of a CONNECT tunnel to port 443.
+ * 1: a whole, well-formed ClientHello that fills its record exactly; h->sni
+ * and h->sni_len point into buf at its one host_name, or h->sni is NULL when
+ * it has no server_name extension. 0: need more bytes. -1: refused, *why
+ * says why: not a handshake record, a record version other than TLS 1.0-1.2,
+ * a record over 16384 bytes, a ClientHello split across records or followed
+ * by more in its record, a second server_name, a name list of anything but
+ * one host_name, an encrypted ClientHello (ECH), or malformed. Judged as the
+ * bytes arrive: plain text is refused at its first byte. */
 #define EGR_TLS_RECORD_MAX (5 + 16384)
+struct egr_hello {
+	const char *sni; /* NULL: no server name */
+	size_t sni_len;
+};
+int egr_tls_hello(const unsigned char *buf, size_t len, struct egr_hello *h, const char **why);
+/* The same, for callers that need a server name: a ClientHello without one
+ * is refused (-1); on 1, *name and *name_len point into buf. */
 int egr_tls_sni(const unsigned char *buf, size_t len, const char **name, size_t *name_len,
                 const char **why);
+/* Whether a ClientHello's server name (sni NULL: none) fits the CONNECT
+ * host: NULL when it does, else a static reason. A name must be sent as
+ * exactly its canonical text (lower case, no trailing dot; so a missing SNI
+ * is refused); an address takes no SNI, or exactly its canonical text. */
+const char *egr_sni_refusal(const struct egr_host *host, const char *sni, size_t sni_len);
 
 /* The event loop: listens, serves until a signal or (with -lifeline) the end
  * of standard input. Returns the exit status. `own` are the proxy's own

@@ -747,72 +747,476 @@ static void test_chunked(void)
 
 /* ---- TLS ----------------------------------------------------------------- */
 
-static size_t client_hello(unsigned char *out, const char *sni)
+static size_t put16(unsigned char *p, size_t at, size_t v)
 {
-	unsigned char body[512];
+	p[at] = (unsigned char)(v >> 8);
+	p[at + 1] = (unsigned char)v;
+	return at + 2;
+}
+
+/* One entry of a server_name list: a name_type and its bytes (may hold NUL) */
+struct sn_entry {
+	int type; /* -1 ends the list */
+	const char *name;
+	size_t len;
+};
+
+/* One extension: server_name from entries (type 0), or raw bytes */
+struct ext_spec {
+	unsigned type;
+	struct sn_entry e[3];
+	const char *raw;
+	size_t raw_n;
+	size_t list_junk; /* server_name: bytes after its list */
+};
+
+struct hello_spec {
+	struct ext_spec ext[3];
+	size_t next;
+	bool no_exts;                     /* no extensions block at all */
+	unsigned char rec_v[2], hel_v[2]; /* 0,0: 3,1 and 3,3 */
+	size_t session;                   /* session id length */
+	size_t pad;                       /* a padding extension of this size, last */
+	size_t junk;                      /* bytes after the hello inside its record */
+	int hlen_delta;                   /* added to the handshake length */
+};
+
+static size_t ext_build(unsigned char *p, size_t n, const struct ext_spec *e)
+{
+	n = put16(p, n, e->type);
+	size_t len_at = n;
+	n += 2;
+	if (e->type == 0 && e->raw == NULL) {
+		size_t list_at = n;
+		n += 2;
+		for (size_t i = 0; i < 3 && e->e[i].type >= 0; i++) {
+			size_t l = e->e[i].len != 0 ? e->e[i].len : strlen(e->e[i].name);
+			p[n++] = (unsigned char)e->e[i].type;
+			n = put16(p, n, l);
+			memcpy(p + n, e->e[i].name, l);
+			n += l;
+		}
+		put16(p, list_at, n - list_at - 2);
+		memset(p + n, 0, e->list_junk);
+		n += e->list_junk;
+	} else {
+		memcpy(p + n, e->raw, e->raw_n);
+		n += e->raw_n;
+	}
+	put16(p, len_at, n - len_at - 2);
+	return n;
+}
+
+/* A TLS record holding a ClientHello as the spec says; returns its length */
+static size_t hello_build(unsigned char *out, const struct hello_spec *h)
+{
+	static unsigned char body[20000];
 	size_t n = 0;
-	body[n++] = 3; /* legacy version */
-	body[n++] = 3;
+	body[n++] = h->hel_v[0] != 0 ? h->hel_v[0] : 3;
+	body[n++] = h->hel_v[0] != 0 ? h->hel_v[1] : 3;
 	memset(body + n, 7, 32); /* random */
 	n += 32;
-	body[n++] = 0; /* session id */
-	body[n++] = 0; /* cipher suites: 2 bytes */
-	body[n++] = 2;
+	body[n++] = (unsigned char)h->session;
+	memset(body + n, 9, h->session);
+	n += h->session;
+	n = put16(body, n, 2); /* cipher suites: TLS_AES_128_GCM_SHA256 */
 	body[n++] = 0x13;
 	body[n++] = 0x01;
-	body[n++] = 1; /* compression */
+	body[n++] = 1; /* compression: null */
 	body[n++] = 0;
-	size_t ext_at = n;
-	n += 2;
-	if (sni != NULL) {
-		size_t sl = strlen(sni);
-		body[n++] = 0; /* server_name */
-		body[n++] = 0;
-		body[n++] = (unsigned char)((sl + 5) >> 8);
-		body[n++] = (unsigned char)(sl + 5);
-		body[n++] = (unsigned char)((sl + 3) >> 8);
-		body[n++] = (unsigned char)(sl + 3);
-		body[n++] = 0; /* host_name */
-		body[n++] = (unsigned char)(sl >> 8);
-		body[n++] = (unsigned char)sl;
-		memcpy(body + n, sni, sl);
-		n += sl;
+	if (!h->no_exts) {
+		size_t exts_at = n;
+		n += 2;
+		for (size_t i = 0; i < h->next; i++)
+			n = ext_build(body, n, &h->ext[i]);
+		if (h->pad > 0) {
+			n = put16(body, n, 0x0015); /* padding */
+			n = put16(body, n, h->pad);
+			memset(body + n, 0, h->pad);
+			n += h->pad;
+		}
+		put16(body, exts_at, n - exts_at - 2);
 	}
-	body[ext_at] = (unsigned char)((n - ext_at - 2) >> 8);
-	body[ext_at + 1] = (unsigned char)(n - ext_at - 2);
-	size_t k = 0;
+	size_t rec = 4 + n + h->junk, k = 0;
 	out[k++] = 0x16;
-	out[k++] = 3;
-	out[k++] = 1;
-	out[k++] = (unsigned char)((n + 4) >> 8);
-	out[k++] = (unsigned char)(n + 4);
-	out[k++] = 1;
-	out[k++] = 0;
-	out[k++] = (unsigned char)(n >> 8);
-	out[k++] = (unsigned char)n;
+	out[k++] = h->rec_v[0] != 0 ? h->rec_v[0] : 3;
+	out[k++] = h->rec_v[0] != 0 ? h->rec_v[1] : 1;
+	k = put16(out, k, rec);
+	size_t hlen = (size_t)((long)n + h->hlen_delta);
+	out[k++] = 1; /* client_hello */
+	out[k++] = (unsigned char)(hlen >> 16);
+	k = put16(out, k, hlen & 0xffff);
 	memcpy(out + k, body, n);
-	return k + n;
+	k += n;
+	memset(out + k, 0x16, h->junk);
+	return k + h->junk;
+}
+
+#define SN(name)                                             \
+	{                                                    \
+		0, {{0, name, 0}, {-1, NULL, 0}}, NULL, 0, 0 \
+	}
+#define SN_N(name, n)                                        \
+	{                                                    \
+		0, {{0, name, n}, {-1, NULL, 0}}, NULL, 0, 0 \
+	}
+#define RAW(type, raw)                                         \
+	{                                                      \
+		type, {{-1, NULL, 0}}, raw, sizeof(raw) - 1, 0 \
+	}
+/* the padding that makes a record body of `rec` bytes around SN("a.example"):
+ * 4 (handshake header) + 41 (version to compression) + 2 (extensions length)
+ * + 18 (the server_name) + 4 (padding type and length) */
+#define PAD_TO(rec) ((rec)-69)
+
+struct tls_case {
+	const char *what;
+	struct hello_spec h;
+	int want;
+	const char *sni; /* want 1: the name found, NULL for none */
+	const char *why; /* want -1: the reason, a prefix */
+};
+
+static const struct tls_case tls_cases[] = {
+    {"one host_name", {.ext = {SN("api.example.com")}, .next = 1}, 1, "api.example.com", NULL},
+    {"no extensions block: no SNI", {.no_exts = true}, 1, NULL, NULL},
+    {"empty extensions: no SNI", {.next = 0}, 1, NULL, NULL},
+    {"other extensions, no server_name",
+     {.ext = {RAW(0x000a, "\x00\x02\x00\x1d")}, .next = 1},
+     1,
+     NULL,
+     NULL},
+    {"server_name among others",
+     {.ext = {RAW(0x000a, "\x00\x02\x00\x1d"), SN("a.example"), RAW(0x002b, "\x02\x03\x04")},
+      .next = 3},
+     1,
+     "a.example",
+     NULL},
+    {"record version 3,3",
+     {.ext = {SN("a.example")}, .next = 1, .rec_v = {3, 3}},
+     1,
+     "a.example",
+     NULL},
+    {"record version 3,2",
+     {.ext = {SN("a.example")}, .next = 1, .rec_v = {3, 2}},
+     1,
+     "a.example",
+     NULL},
+    {"a 32-byte session id",
+     {.ext = {SN("a.example")}, .next = 1, .session = 32},
+     1,
+     "a.example",
+     NULL},
+    {"a ClientHello that fills a 16384-byte record",
+     {.ext = {SN("a.example")}, .next = 1, .pad = PAD_TO(16384)},
+     1,
+     "a.example",
+     NULL},
+    /* record version tricks */
+    {"record version SSL 3.0",
+     {.ext = {SN("a.example")}, .next = 1, .rec_v = {3, 0}},
+     -1,
+     NULL,
+     "TLS record version"},
+    {"record version 3,4",
+     {.ext = {SN("a.example")}, .next = 1, .rec_v = {3, 4}},
+     -1,
+     NULL,
+     "TLS record version"},
+    {"record version 3,255",
+     {.ext = {SN("a.example")}, .next = 1, .rec_v = {3, 255}},
+     -1,
+     NULL,
+     "TLS record version"},
+    {"record version 2,0",
+     {.ext = {SN("a.example")}, .next = 1, .rec_v = {2, 0}},
+     -1,
+     NULL,
+     "not a TLS ClientHello"},
+    {"ClientHello version SSL 3.0",
+     {.ext = {SN("a.example")}, .next = 1, .hel_v = {3, 0}},
+     -1,
+     NULL,
+     "ClientHello version"},
+    {"ClientHello version 3,4",
+     {.ext = {SN("a.example")}, .next = 1, .hel_v = {3, 4}},
+     -1,
+     NULL,
+     "ClientHello version"},
+    {"ClientHello version 4,3",
+     {.ext = {SN("a.example")}, .next = 1, .hel_v = {4, 3}},
+     -1,
+     NULL,
+     "ClientHello version"},
+    /* sizes and framing */
+    {"a record over 16384 bytes",
+     {.ext = {SN("a.example")}, .next = 1, .pad = PAD_TO(16385)},
+     -1,
+     NULL,
+     "bad TLS record length"},
+    {"a ClientHello longer than its record",
+     {.ext = {SN("a.example")}, .next = 1, .hlen_delta = 50},
+     -1,
+     NULL,
+     "ClientHello split across TLS records"},
+    {"a ClientHello shorter than its record",
+     {.ext = {SN("a.example")}, .next = 1, .hlen_delta = -4},
+     -1,
+     NULL,
+     "more than a ClientHello in its TLS record"},
+    {"bytes after the ClientHello in its record",
+     {.ext = {SN("a.example")}, .next = 1, .junk = 4},
+     -1,
+     NULL,
+     "more than a ClientHello in its TLS record"},
+    {"a 33-byte session id",
+     {.ext = {SN("a.example")}, .next = 1, .session = 33},
+     -1,
+     NULL,
+     "malformed ClientHello"},
+    /* the server name list */
+    {"two server_name extensions",
+     {.ext = {SN("a.example"), SN("b.example")}, .next = 2},
+     -1,
+     NULL,
+     "two server_name extensions"},
+    {"the same name twice",
+     {.ext = {SN("a.example"), SN("a.example")}, .next = 2},
+     -1,
+     NULL,
+     "two server_name extensions"},
+    {"two host_names in one list",
+     {.ext = {{0, {{0, "a.example", 0}, {0, "b.example", 0}, {-1, NULL, 0}}, NULL, 0, 0}},
+      .next = 1},
+     -1,
+     NULL,
+     "bad server name list"},
+    {"host_name then another name type",
+     {.ext = {{0, {{0, "a.example", 0}, {1, "b.example", 0}, {-1, NULL, 0}}, NULL, 0, 0}},
+      .next = 1},
+     -1,
+     NULL,
+     "bad server name list"},
+    {"another name type then host_name",
+     {.ext = {{0, {{1, "b.example", 0}, {0, "a.example", 0}, {-1, NULL, 0}}, NULL, 0, 0}},
+      .next = 1},
+     -1,
+     NULL,
+     "bad server name list"},
+    {"another name type alone",
+     {.ext = {{0, {{1, "b.example", 0}, {-1, NULL, 0}}, NULL, 0, 0}}, .next = 1},
+     -1,
+     NULL,
+     "bad server name list"},
+    {"an empty name list",
+     {.ext = {{0, {{-1, NULL, 0}}, NULL, 0, 0}}, .next = 1},
+     -1,
+     NULL,
+     "bad server name list"},
+    {"an empty host_name", {.ext = {SN_N("", 0)}, .next = 1}, -1, NULL, "bad server name list"},
+    {"bytes after the name list",
+     {.ext = {{0, {{0, "a.example", 0}, {-1, NULL, 0}}, NULL, 0, 1}}, .next = 1},
+     -1,
+     NULL,
+     "bad server name list"},
+    {"an empty server_name extension",
+     {.ext = {RAW(0x0000, "")}, .next = 1},
+     -1,
+     NULL,
+     "bad server name list"},
+    {"a name list longer than its extension",
+     {.ext = {RAW(0x0000, "\x00\x09\x00\x00\x01a")}, .next = 1},
+     -1,
+     NULL,
+     "bad server name list"},
+    /* the real name hidden */
+    {"ECH with a listed outer name",
+     {.ext = {SN("a.example"), RAW(0xfe0d, "\x00\x01")}, .next = 2},
+     -1,
+     NULL,
+     "encrypted ClientHello"},
+    {"ECH before the outer name",
+     {.ext = {RAW(0xfe0d, "\x00\x01"), SN("a.example")}, .next = 2},
+     -1,
+     NULL,
+     "encrypted ClientHello"},
+    {"ESNI",
+     {.ext = {SN("a.example"), RAW(0xffce, "\x00\x01")}, .next = 2},
+     -1,
+     NULL,
+     "encrypted ClientHello"},
+};
+
+static void test_tls_hello(void)
+{
+	static unsigned char rec[20000];
+	for (size_t i = 0; i < sizeof(tls_cases) / sizeof(tls_cases[0]); i++) {
+		const struct tls_case *tc = &tls_cases[i];
+		size_t n = hello_build(rec, &tc->h);
+		struct egr_hello h;
+		const char *why = "";
+		int r = egr_tls_hello(rec, n, &h, &why);
+		if (tc->want == 1)
+			T_OK(r == 1 &&
+			         (tc->sni == NULL ? h.sni == NULL
+			                          : h.sni != NULL && h.sni_len == strlen(tc->sni) &&
+			                                memcmp(h.sni, tc->sni, h.sni_len) == 0),
+			     "ClientHello: %s (r %d, why %s)", tc->what, r, r < 0 ? why : "-");
+		else
+			T_OK(r == -1 && strncmp(why, tc->why, strlen(tc->why)) == 0,
+			     "ClientHello refused: %s (r %d, why %s)", tc->what, r,
+			     r < 0 ? why : "-");
+	}
+}
+
+/* The rule for the server name, per kind of CONNECT host */
+struct sni_case {
+	const char *host; /* as in an authority */
+	const char *sni;  /* NULL: the ClientHello has none */
+	size_t len;       /* 0: strlen */
+	const char *why;  /* NULL: allowed */
+};
+
+static const char not_host[] = "the ClientHello's SNI is not the CONNECT host";
+static const char not_addr[] = "the ClientHello's SNI is not the CONNECT address";
+static const char bad_byte[] = "SNI with a byte that is not a letter, digit, hyphen or dot";
+
+static const struct sni_case sni_cases[] = {
+    /* a name */
+    {"upstream.test", "upstream.test", 0, NULL},
+    {"UPSTREAM.test.", "upstream.test", 0, NULL}, /* the CONNECT host is canonical */
+    {"upstream.test", NULL, 0, "ClientHello without server name"},
+    {"upstream.test", "other.test", 0, not_host},
+    {"upstream.test", "upstream.test.", 0, "SNI with a trailing dot"},
+    {"upstream.test", "upstream.test..", 0, "SNI with a trailing dot"},
+    {"upstream.test", "UPSTREAM.TEST", 0, "SNI not in lower case"},
+    {"upstream.test", "Upstream.test", 0, "SNI not in lower case"},
+    {"upstream.test", "upstream.test\0", 14, bad_byte},
+    {"upstream.test", "upstream.test\0other.test", 24, bad_byte},
+    {"upstream.test", "upstream\0.test", 14, bad_byte},
+    {"upstream.test", "upstream.test\xc0\xae", 0, bad_byte},
+    {"upstream.test", "upstream_test", 0, bad_byte},
+    {"upstream.test", "upstream.test:443", 0, bad_byte},
+    {"upstream.test", "", 0, "bad server name list"},
+    {"upstream.test", "upstream.tes", 0, not_host},
+    {"upstream.test", "upstream.test.other.test", 0, not_host},
+    {"upstream.test", "x.upstream.test", 0, not_host},
+    {"upstream.test", "10.233.0.2", 0, not_host},
+    /* an IPv4 literal */
+    {"10.233.0.2", NULL, 0, NULL},
+    {"10.233.0.2", "10.233.0.2", 0, NULL},
+    {"10.233.0.2", "other.test", 0, not_addr},
+    {"10.233.0.2", "upstream.test", 0, not_addr},
+    {"10.233.0.2", "10.233.0.2.", 0, not_addr},
+    {"10.233.0.2", "010.233.0.2", 0, not_addr},
+    {"10.233.0.2", "10.233.0.20", 0, not_addr},
+    {"10.233.0.2", "10.233.0", 0, not_addr},
+    {"10.233.0.2", "10.233.0.2\0", 11, not_addr},
+    {"10.233.0.2", "10.233.0.2:443", 0, not_addr},
+    {"10.233.0.2", "::ffff:10.233.0.2", 0, not_addr},
+    {"10.233.0.2", "[::ffff:10.233.0.2]", 0, not_addr},
+    {"10.233.0.2", "", 0, "bad server name list"},
+    /* an IPv6 literal */
+    {"[fd00:233::2]", NULL, 0, NULL},
+    {"[fd00:233::2]", "fd00:233::2", 0, NULL},
+    {"[FD00:233:0::2]", "fd00:233::2", 0, NULL},
+    {"[fd00:233::2]", "[fd00:233::2]", 0, not_addr},
+    {"[fd00:233::2]", "FD00:233::2", 0, not_addr},
+    {"[fd00:233::2]", "fd00:233:0:0:0:0:0:2", 0, not_addr},
+    {"[fd00:233::2]", "fd00:233::2%eth0", 0, not_addr},
+    {"[fd00:233::2]", "other.test", 0, not_addr},
+    /* an IPv4-mapped IPv6 literal is its own entry, with its own text */
+    {"[::ffff:10.233.0.2]", NULL, 0, NULL},
+    {"[::ffff:10.233.0.2]", "::ffff:10.233.0.2", 0, NULL},
+    {"[::ffff:10.233.0.2]", "10.233.0.2", 0, not_addr},
+    {"[::ffff:10.233.0.2]", "::ffff:a:e902", 0, not_addr},
+};
+
+static void test_sni_rule(void)
+{
+	for (size_t i = 0; i < sizeof(sni_cases) / sizeof(sni_cases[0]); i++) {
+		const struct sni_case *sc = &sni_cases[i];
+		struct egr_host h;
+		const char *ignored;
+		T_INT(egr_host_parse(sc->host, strlen(sc->host), &h, &ignored), 0, "host %s",
+		      sc->host);
+		size_t n = sc->sni == NULL ? 0 : sc->len != 0 ? sc->len : strlen(sc->sni);
+		const char *why = egr_sni_refusal(&h, sc->sni, n);
+		char shown[64];
+		size_t k = 0;
+		for (size_t j = 0; j < n && k + 5 < sizeof(shown); j++)
+			k += (size_t)snprintf(shown + k, sizeof(shown) - k,
+			                      sc->sni[j] > 0x20 && sc->sni[j] < 0x7f ? "%c"
+			                                                             : "\\x%02x",
+			                      (unsigned char)sc->sni[j]);
+		shown[k] = '\0';
+		if (sc->sni != NULL && n == 0)
+			snprintf(shown, sizeof(shown), "(empty)");
+		if (sc->why == NULL)
+			T_OK(why == NULL, "SNI rule: %s takes %s%s (got: %s)", sc->host,
+			     sc->sni == NULL ? "no SNI" : "SNI ", shown, why != NULL ? why : "-");
+		else
+			T_OK(why != NULL && strncmp(why, sc->why, strlen(sc->why)) == 0,
+			     "SNI rule: %s refuses %s%s (got: %s)", sc->host,
+			     sc->sni == NULL ? "no SNI" : "SNI ", shown,
+			     why != NULL ? why : "allowed");
+	}
 }
 
 static void test_tls(void)
 {
-	unsigned char hello[600];
-	size_t n = client_hello(hello, "api.example.com");
+	static unsigned char hello[20000];
+	struct hello_spec spec = {.ext = {SN("api.example.com")}, .next = 1};
+	size_t n = hello_build(hello, &spec);
 	const char *name, *why;
 	size_t nl;
+	struct egr_hello h;
 	T_INT(egr_tls_sni(hello, n, &name, &nl, &why), 1, "SNI found");
 	T_OK(nl == 15 && memcmp(name, "api.example.com", 15) == 0, "SNI is api.example.com");
 	int need_more = 1;
 	for (size_t k = 0; k < n; k++)
-		need_more = need_more && egr_tls_sni(hello, k, &name, &nl, &why) == 0;
-	T_OK(need_more, "every prefix asks for more bytes");
-	n = client_hello(hello, NULL);
-	T_INT(egr_tls_sni(hello, n, &name, &nl, &why), -1, "no SNI is refused");
-	T_INT(egr_tls_sni((const unsigned char *)"GET / HTTP/1.1\r\n", 16, &name, &nl, &why), -1,
-	      "plain HTTP is not a ClientHello");
-	n = client_hello(hello, "a.example");
-	hello[8] = (unsigned char)(hello[8] + 50); /* handshake longer than the record */
-	T_INT(egr_tls_sni(hello, n, &name, &nl, &why), -1, "a ClientHello past its record");
+		need_more = need_more && egr_tls_hello(hello, k, &h, &why) == 0;
+	T_OK(need_more, "every prefix asks for more bytes (a hello split across segments)");
+	struct hello_spec none = {.next = 0};
+	n = hello_build(hello, &none);
+	T_INT(egr_tls_sni(hello, n, &name, &nl, &why), -1, "no SNI: egr_tls_sni refuses");
+	T_INT(egr_tls_hello(hello, n, &h, &why), 1, "no SNI: egr_tls_hello reads it");
+	T_OK(h.sni == NULL, "no SNI: none found");
+	static const struct {
+		const char *bytes, *what;
+	} plain[] = {
+	    {"GET / HTTP/1.1\r\n", "a request line"},
+	    {"G", "its first byte"},
+	    {"\x16\x02", "a handshake record of major version 2"},
+	    {"\x80\x2e\x01", "an SSL 2.0 ClientHello"},
+	    {"SSH-2.0-x\r\n", "an SSH banner"},
+	};
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		T_INT(egr_tls_hello((const unsigned char *)plain[i].bytes, strlen(plain[i].bytes),
+		                    &h, &why),
+		      -1, "not TLS, refused at once: %s", plain[i].what);
+	/* the largest record there is, and one byte more (the table's PAD_TO) */
+	struct hello_spec big = {.ext = {SN("a.example")}, .next = 1, .pad = PAD_TO(16384)};
+	T_INT(hello_build(hello, &big), EGR_TLS_RECORD_MAX, "PAD_TO(16384) builds a full record");
+	T_INT(egr_tls_hello(hello, EGR_TLS_RECORD_MAX, &h, &why), 1, "a full record is read");
+	big.pad++;
+	T_INT(hello_build(hello, &big), EGR_TLS_RECORD_MAX + 1, "PAD_TO(16384) + 1 is one over");
+	/* a record header alone is enough to refuse a record that is too large */
+	T_INT(egr_tls_hello((const unsigned char *)"\x16\x03\x01\x40\x01", 5, &h, &why), -1,
+	      "a 16385-byte record is refused from its header");
+	T_INT(egr_tls_hello((const unsigned char *)"\x16\x03\x01\x40\x00", 5, &h, &why), 0,
+	      "a 16384-byte record is waited for");
+	T_INT(egr_tls_hello((const unsigned char *)"\x16\x03\x01\x00\x00", 5, &h, &why), -1,
+	      "an empty record is refused");
+	T_INT(egr_tls_hello((const unsigned char *)"\x16\x03\x00", 3, &h, &why), -1,
+	      "an SSL 3.0 record is refused from its third byte");
+	/* a hello in two records: the first ends early */
+	n = hello_build(hello, &spec);
+	unsigned char split[600];
+	memcpy(split, hello, 5 + 20);
+	put16(split, 3, 20);
+	T_INT(egr_tls_hello(split, 25, &h, &why), -1, "a ClientHello in two records");
+	T_OK(strcmp(why, "ClientHello split across TLS records") == 0, "... said so: %s", why);
 }
 
 /* ---- records ------------------------------------------------------------- */
@@ -919,6 +1323,8 @@ int main(void)
 	test_forward();
 	test_chunked();
 	test_tls();
+	test_tls_hello();
+	test_sni_rule();
 	test_records();
 	test_options();
 	return t_done();

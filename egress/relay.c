@@ -515,26 +515,22 @@ static void sni_step(struct loop *l, struct conn *c)
 	}
 	struct dir *up = &c->up;
 	for (;;) {
-		const char *name, *why;
-		size_t name_len;
-		int r =
-		    egr_tls_sni((const unsigned char *)up->buf, up->len, &name, &name_len, &why);
+		const char *why;
+		struct egr_hello hello;
+		int r = egr_tls_hello((const unsigned char *)up->buf, up->len, &hello, &why);
 		if (r > 0) {
-			struct egr_host h;
-			if (egr_host_parse(name, name_len, &h, &why) < 0 ||
-			    h.kind != EGR_HOST_NAME || strcmp(h.name, c->host.name) != 0) {
-				log_attempt(c, false,
-				            "tls: the ClientHello's SNI is not the CONNECT host");
-				conn_close(l, c);
+			why = egr_sni_refusal(&c->host, hello.sni, hello.sni_len);
+			if (why == NULL) {
+				log_attempt(c, true, "ok");
+				start_relay(l, c);
 				return;
 			}
-			log_attempt(c, true, "ok");
-			start_relay(l, c);
-			return;
 		}
-		if (r < 0 || up->len == up->cap) {
+		/* a record fits the buffer (connected() sized it), so "too large"
+		 * is a guard, not a case */
+		if (r != 0 || up->len == up->cap) {
 			snprintf(c->reason, sizeof(c->reason), "tls: %s",
-			         r < 0 ? why : "ClientHello too large");
+			         r != 0 ? why : "ClientHello too large");
 			log_attempt(c, false, c->reason);
 			conn_close(l, c);
 			return;
@@ -571,7 +567,8 @@ static void connected(struct loop *l, struct conn *c)
 	c->down.off = 0;
 	c->down.len = c->down.cap = sizeof(ok) - 1;
 	c->down.uncounted = sizeof(ok) - 1;
-	if (l->o->sni_check && c->port == 443 && c->host.kind == EGR_HOST_NAME) {
+	/* 443 is TLS whatever the entry: a name, an address, bare or :443 */
+	if (l->o->sni_check && c->port == 443) {
 		/* room for one whole TLS record after what came early */
 		if (c->up.cap < EGR_TLS_RECORD_MAX) {
 			char *buf = realloc(c->up.buf, EGR_TLS_RECORD_MAX);
@@ -851,6 +848,12 @@ static void process(struct loop *l, struct conn *c, size_t head_len)
 		return;
 	case EGR_MATCH_OK:
 		break;
+	}
+	/* A tunnel to 80 would carry any Host header past the check a plain
+	 * request gets, to any virtual host at the listed address */
+	if (c->is_connect && c->port == 80) {
+		refuse(l, c, 403, "CONNECT to port 80 (send plain HTTP as a proxy request)");
+		return;
 	}
 	const char *rest = c->head + head_len;
 	size_t rest_len = c->head_len - head_len;
