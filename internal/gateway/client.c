@@ -432,7 +432,7 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 		mg_err_free(berr);
 		return;
 	}
-	cleanup_free char *leak = gw_secrets_check_leaving(srv, args);
+	cleanup_free char *leak = gw_secrets_check_leaving(srv, msg->params);
 	if (leak != NULL) {
 		refuse_call(s, msg->id, name, RPC_SERVER_ERROR, "%s", leak);
 		return;

@@ -197,8 +197,10 @@ void gw_secrets_close(struct session *s);
 int gw_secrets_for_server(struct gw_server *srv, struct mg_err **err);
 /* the binding rule again, before every call */
 int gw_secrets_recheck(struct gw_server *srv, struct mg_err **err);
-/* NULL when args may go to srv, else why not (allocated; names the credential) */
-char *gw_secrets_check_leaving(const struct gw_server *srv, const struct json_value *args);
+/* NULL when params (a request's or notification's whole params: arguments,
+ * _meta and every other member) may go to srv, else why not (allocated;
+ * names the credential and the form it was found in) */
+char *gw_secrets_check_leaving(const struct gw_server *srv, const struct json_value *params);
 /* replace every stored value, in any of its forms, by [redacted:NAME];
  * returns how many strings changed */
 size_t gw_secrets_redact(const struct session *s, struct json_value *v);
