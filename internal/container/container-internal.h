@@ -9,6 +9,9 @@ extern const struct ctr_ops ctr_cli_ops;
 int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
                         struct strv *argv, struct strv *envp, struct mg_err **err);
 
+/* --label K=V for each of the labels every container and network carries */
+void ctr_push_labels(struct strv *a, const char *session, const char *server, pid_t owner);
+
 int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
                             struct strv *argv, struct strv *envp, struct mg_err **err);
 

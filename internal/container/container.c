@@ -218,8 +218,9 @@ bool ctr_owner_alive(pid_t pid)
 	return strncmp(base, "mcpgate", 7) == 0 && (base[7] == '\0' || base[7] == ' ');
 }
 
-static void push_labels(struct strv *a, const char *session, const char *server, pid_t owner)
+void ctr_push_labels(struct strv *a, const char *session, const char *server, pid_t owner)
 {
+	char *who = ctr_owner_label(owner);
 	strv_push(a, "--label");
 	strv_pushf(a, CTR_LABEL_SESSION "=%s", session);
 	strv_push(a, "--label");
@@ -227,7 +228,6 @@ static void push_labels(struct strv *a, const char *session, const char *server,
 	strv_push(a, "--label");
 	strv_pushf(a, CTR_LABEL_PID "=%d", (int)owner);
 	strv_push(a, "--label");
-	char *who = ctr_owner_label(owner);
 	strv_pushf(a, CTR_LABEL_OWNER "=%s", who);
 	free(who);
 }
@@ -292,7 +292,7 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	strv_pushf(&a, "--user=%s", spec->user != NULL ? spec->user : "65534:65534");
 	strv_push(&a, "--name");
 	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
-	push_labels(&a, spec->session, s->name, spec->owner);
+	ctr_push_labels(&a, spec->session, s->name, spec->owner);
 
 	for (size_t i = 0; i < d->env.n; i++)
 		strv_push(&e, d->env.v[i]);
@@ -373,7 +373,7 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 	strv_push(&a, "--user=65534:65534");
 	strv_push(&a, "--name");
 	strv_push(&a, spec->name);
-	push_labels(&a, spec->session, spec->server->name, spec->owner);
+	ctr_push_labels(&a, spec->session, spec->server->name, spec->owner);
 	/* read-only everywhere; relabelled (:z) where SELinux is on */
 	if (access("/sys/fs/selinux/enforce", F_OK) == 0) {
 		strv_push(&a, "--volume");

@@ -212,12 +212,6 @@ void ctr_driver_use_seccomp(struct ctr_driver *d, const char *data_dir);
 /* "mcpgate-SERVER-SESSION" (allocated) */
 char *ctr_container_name(const char *server, const char *session);
 
-/* Resolve a mount beneath the workspace (links too, in one step): the real
- * host path (allocated) when it stays strictly inside the workspace and
- * outside its .mcpgate, else an error naming the mount. */
-int ctr_resolve_mount(const char *workspace, const char *path, char **host_path,
-                      struct mg_err **err);
-
 /* Is pid a running mcpgate? (what runs as pid, not only that pid exists) */
 bool ctr_owner_alive(pid_t pid);
 

@@ -346,38 +346,25 @@ static int cli_network_create(const struct ctr_driver *d, const char *name, bool
                               const char *session, const char *server, pid_t owner,
                               struct mg_err **err)
 {
-	char l_session[128], l_server[128], l_pid[64], l_owner[160];
-	snprintf(l_session, sizeof(l_session), CTR_LABEL_SESSION "=%s", session);
-	snprintf(l_server, sizeof(l_server), CTR_LABEL_SERVER "=%s", server);
-	snprintf(l_pid, sizeof(l_pid), CTR_LABEL_PID "=%d", (int)owner);
-	cleanup_free char *who = ctr_owner_label(owner);
-	snprintf(l_owner, sizeof(l_owner), CTR_LABEL_OWNER "=%s", who);
-	const char *args[16];
-	size_t n = 0;
-	args[n++] = "network";
-	args[n++] = "create";
+	struct strv args = STRV_INIT;
+	strv_push(&args, "network");
+	strv_push(&args, "create");
 	if (internal) {
-		args[n++] = "--internal";
+		strv_push(&args, "--internal");
 		if (d->kind == CTR_PODMAN)
-			args[n++] = "--disable-dns";
+			strv_push(&args, "--disable-dns");
 		else
 			/* docker gives an internal bridge the gateway address on the
 			 * host, where any host service on 0.0.0.0 answered the server
 			 * directly; without it the host is not on that network */
-			args[n++] = "--opt=com.docker.network.bridge.inhibit_ipv4=true";
+			strv_push(&args, "--opt=com.docker.network.bridge.inhibit_ipv4=true");
 	}
-	args[n++] = "--label";
-	args[n++] = l_session;
-	args[n++] = "--label";
-	args[n++] = l_server;
-	args[n++] = "--label";
-	args[n++] = l_pid;
-	args[n++] = "--label";
-	args[n++] = l_owner;
-	args[n++] = name;
-	args[n] = NULL;
+	ctr_push_labels(&args, session, server, owner);
+	strv_push(&args, name);
 	struct proc_result res;
-	if (run_checked(d, "network create", args, &res, err) < 0)
+	int r = run_checked(d, "network create", (const char *const *)strv_array(&args), &res, err);
+	strv_free(&args);
+	if (r < 0)
 		return -1;
 	proc_result_free(&res);
 	return 0;

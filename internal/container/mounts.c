@@ -128,16 +128,6 @@ int ctr_mount_open(const char *workspace, const char *path, const char *const *p
 	return 0;
 }
 
-int ctr_resolve_mount(const char *workspace, const char *path, char **host_path,
-                      struct mg_err **err)
-{
-	int fd;
-	if (ctr_mount_open(workspace, path, NULL, &fd, host_path, err) < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
 /* Bind fd's directory on staged, private, non-recursive, nosuid and nodev,
  * read-only when ro. */
 static int stage(int fd, const char *staged, bool ro, struct mg_err **err)

@@ -3,6 +3,7 @@
 #include "internal/gateway/launch.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,28 +16,24 @@
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 
+/* The folder a file is in (allocated) */
+static char *folder_of(const char *path)
+{
+	char *copy = xstrdup(path);
+	char *folder = xstrdup(dirname(copy));
+	free(copy);
+	return folder;
+}
+
 void gw_mount_plan_init(struct gw_mount_plan *out, const struct cfg *cfg,
                         const struct cfg_server *s, const char *workspace, const char *data_dir,
                         const char *state_dir, const char *tag)
 {
 	memset(out, 0, sizeof(*out));
 	size_t n = 0;
-	char *conf = xstrdup(cfg->mcp_path);
-	char *slash = strrchr(conf, '/');
-	if (slash != NULL && slash != conf)
-		*slash = '\0';
-	else {
-		free(conf);
-		conf = xstrdup(".");
-	}
-	out->dirs[n++] = conf;
-	if (cfg->config_path != NULL) {
-		char *g = xstrdup(cfg->config_path);
-		char *sl = strrchr(g, '/');
-		if (sl != NULL && sl != g)
-			*sl = '\0';
-		out->dirs[n++] = g;
-	}
+	out->dirs[n++] = folder_of(cfg->mcp_path);
+	if (cfg->config_path != NULL)
+		out->dirs[n++] = folder_of(cfg->config_path);
 	if (data_dir != NULL)
 		out->dirs[n++] = xstrdup(data_dir);
 	if (state_dir != NULL) {
