@@ -56,7 +56,7 @@ REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
 MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
-GATEWAY_SRC = internal/gateway/launch.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c
+GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
           cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c
@@ -96,9 +96,9 @@ jsonrpc_fuzz_SRC = fuzz/jsonrpc_fuzz.c internal/jsonrpc/frame.c internal/jsonrpc
 jsonrpc_fuzz_LIBS = $(YAJL_LIBS)
 
 # C files that make lint checks (everything we wrote)
-LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) \
+LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) \
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
-LINT_HDR = internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
+LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
 	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/fs.h internal/toml/toml.h \
 	   internal/json/json.h internal/config/config.h internal/config/edit.h cmd/mcpgate/commands.h \
@@ -132,11 +132,15 @@ egress_test_SRC = egress/egress_test.c $(EGRESS_LIB_SRC) $(TESTING_SRC) internal
 egress_parse_fuzz_SRC = fuzz/egress_parse_fuzz.c egress/parse.c egress/addr.c egress/tls.c
 egress_addr_fuzz_SRC = fuzz/egress_addr_fuzz.c egress/addr.c
 
+# ---- launch: mcpgate-launch, a secret's way into a server (musl, libc only) --
+LAUNCH_SRC = launch/main.c
+LAUNCH_HDR = launch/launch.h
+
 # ---- targets ---------------------------------------------------------------
 .PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean bench \
 	everything-image bench-egress
 
-all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress
+all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -213,6 +217,13 @@ build/san/mcpgate-egress: $(patsubst %.c,build/san/%.o,$(EGRESS_SRC))
 	@$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 unit-deps: $(BIN)/mcpgate-egress
 
+# mcpgate-launch runs inside containers (and under the fake runtime in make
+# check): always the static release build
+mcpgate-launch: $(LAUNCH_SRC) $(LAUNCH_HDR)
+	@echo "  MUSL    $@"
+	@$(MUSL_CC) -static $(EGRESS_CFLAGS) -o $@ $(LAUNCH_SRC)
+unit-deps: mcpgate-launch
+
 # the contained-server benchmarks (bench/README.md): the release build, then a
 # table of medians and ratios; MCPGATE_BENCH_RUNTIME=podman|docker adds real containers
 bench: fakes
@@ -255,10 +266,11 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 0755 mcpgate $(DESTDIR)$(PREFIX)/bin/mcpgate
 	install -m 0755 mcpgate-egress $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 mcpgate-launch $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/mcpgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/mcpgate.1
 	install -m 0644 docs/man/mcp.toml.5 $(DESTDIR)$(PREFIX)/share/man/man5/mcp.toml.5
 
 clean:
-	rm -rf build mcpgate toml-decode mcpgate-egress
+	rm -rf build mcpgate toml-decode mcpgate-egress mcpgate-launch
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -444,6 +444,13 @@ static const char *image_hex(const char *line, char **id)
 	return hex;
 }
 
+/* Every image is the probe: its entrypoint, no Cmd, no volumes */
+static void put_image_config(struct pj_buf *b)
+{
+	pj_buf_adds(b, "{\"Entrypoint\":[\"/mcpgate-probe\"],\"User\":\"\",\"Cmd\":null,"
+	               "\"Env\":null,\"Volumes\":null}");
+}
+
 static void put_image_json(struct pj_buf *b, const char *line)
 {
 	struct pj_buf t = {0};
@@ -459,8 +466,9 @@ static void put_image_json(struct pj_buf *b, const char *line)
 	pj_put_string(b, t.p, t.len);
 	pj_buf_adds(b, ",\"RepoTags\":[],\"RepoDigests\":[");
 	pj_put_cstring(b, line);
-	pj_buf_adds(b, "],\"Config\":{\"Entrypoint\":[\"/mcpgate-probe\"],\"User\":\"\","
-	               "\"Cmd\":null,\"Env\":null}}");
+	pj_buf_adds(b, "],\"Config\":");
+	put_image_config(b);
+	pj_buf_adds(b, "}");
 	pj_buf_free(&t);
 	free(id);
 }
@@ -504,6 +512,19 @@ static int cmd_image_inspect(struct args *a)
 	}
 	free(delay);
 	digests_only = format != NULL && strcmp(format, "{{json .RepoDigests}}") == 0;
+	if (format != NULL && strcmp(format, "{{json .Config}}") == 0) {
+		for (i = a->i; i < a->argc; i++) {
+			char *line = find_image(a->argv[i]);
+			if (line == NULL)
+				image_not_found(a->argv[i]);
+			free(line);
+			put_image_config(&b);
+			pj_buf_adds(&b, "\n");
+		}
+		out(&b);
+		pj_buf_free(&b);
+		return 0;
+	}
 	if (!digests_only)
 		pj_buf_adds(&b, "[");
 	for (i = a->i; i < a->argc; i++) {
@@ -970,6 +991,43 @@ static const char *path_basename(const char *p)
 
 /* The egress sidecar, faked: one allowed record per -allow host, one refused
  * record, then it lives until its input (the lifeline) ends. */
+/* --entrypoint=/mcpgate-launch: the launcher mounted there (its source on
+ * the host) runs, and what it runs in the image, /mcpgate-probe, is the probe */
+static void fake_launch(const struct strv *mounts, char **args, char **env)
+    __attribute__((noreturn));
+static void fake_launch(const struct strv *mounts, char **args, char **env)
+{
+	const char *source = NULL;
+	size_t i, n = 0;
+	char **v;
+	for (i = 0; i < mounts->n && source == NULL; i++) {
+		const char *m = mounts->v[i], *src = strstr(m, "source=");
+		if (strstr(m, "target=/mcpgate-launch") != NULL && src != NULL) {
+			char *copy = pj_xstrdup(src + 7), *comma = strchr(copy, ',');
+			if (comma != NULL)
+				*comma = '\0';
+			source = copy;
+		}
+	}
+	if (source == NULL) {
+		fprintf(stderr, "Error: /mcpgate-launch: no such file or directory\n");
+		_exit(127);
+	}
+	while (args[n] != NULL)
+		n++;
+	/* args are the probe's (the image's entrypoint, /mcpgate-probe, is left
+	 * out of them): the launcher runs the probe with them */
+	v = pj_xmalloc((n + 2) * sizeof(*v));
+	v[0] = (char *)source;
+	v[1] = probe_path;
+	for (i = 1; i < n; i++)
+		v[i + 1] = args[i];
+	v[n + 1] = NULL;
+	execve(source, v, env != NULL ? env : (char *[]){NULL});
+	fprintf(stderr, "Error: exec %s: %s\n", source, strerror(errno));
+	_exit(127);
+}
+
 static void fake_egress(char **args) __attribute__((noreturn));
 static void fake_egress(char **args)
 {
@@ -1083,7 +1141,7 @@ static int cmd_run(struct args *a)
 	    {NULL, 0, 0},
 	};
 	const char *name, *value, *image, *cname = NULL;
-	struct strv labels = {0}, networks = {0}, env = {0}, argv = {0};
+	struct strv labels = {0}, networks = {0}, env = {0}, argv = {0}, mounts = {0};
 	struct pj_buf rec = {0}, gen = {0};
 	int rm = 0, interactive = 0, go[2], status, code, i;
 	const char *entrypoint = NULL;
@@ -1108,6 +1166,8 @@ static int cmd_run(struct args *a)
 			entrypoint = value;
 		} else if (strcmp(name, "label") == 0) {
 			strv_push(&labels, pj_xstrdup(value));
+		} else if (strcmp(name, "mount") == 0) {
+			strv_push(&mounts, pj_xstrdup(value));
 		} else if (strcmp(name, "network") == 0 || strcmp(name, "net") == 0) {
 			strv_push(&networks, pj_xstrdup(value));
 		} else if (strcmp(name, "env") == 0) {
@@ -1203,6 +1263,8 @@ static int cmd_run(struct args *a)
 			_exit(125);
 		if (entrypoint != NULL && strcmp(entrypoint, "/mcpgate-egress") == 0)
 			fake_egress(argv.v);
+		if (entrypoint != NULL && strcmp(entrypoint, "/mcpgate-launch") == 0)
+			fake_launch(&mounts, argv.v, env.v);
 		execve(probe_path, argv.v, env.v != NULL ? env.v : (char *[]){NULL});
 		fprintf(stderr, "Error: exec %s: %s\n", probe_path, strerror(errno));
 		_exit(127);

@@ -245,9 +245,18 @@ def test_credentials():
          "the refusal names the host, never the value", notes)
     runs = [x for x in f.runtime_log() if x["argv"][1:2] == ["run"] and
             any(a.startswith("mcpgate-net-") and not a.endswith("-egress") for a in x["argv"])]
-    t.ok(len(runs) == 1 and "--env=GITHUB_TOKEN" in runs[0]["argv"] and
-         runs[0]["env"].get("GITHUB_TOKEN") == SECRET and SECRET not in " ".join(runs[0]["argv"]),
-         "the value reaches the runtime only in its environment; argv says --env=NAME")
+    every = json.dumps(f.runtime_log())
+    t.ok(len(runs) == 1 and "--entrypoint=/mcpgate-launch" in runs[0]["argv"] and
+         not any("GITHUB_TOKEN" in a for a in runs[0]["argv"]) and
+         "GITHUB_TOKEN" not in runs[0]["env"] and SECRET not in every,
+         "the value reaches no runtime command, neither argv nor environment: the server is "
+         "started by mcpgate-launch", runs[0]["argv"] if runs else None)
+    launch = runs[0]["argv"] if runs else []
+    mounts = [a for a in launch if a.endswith(",target=/mcpgate-launch,readonly")]
+    t.ok(len(mounts) == 1 and "/launch/mcpgate-launch-" in mounts[0] and
+         launch[launch.index("--entrypoint=/mcpgate-launch") + 2:][:1] == ["/mcpgate-probe"],
+         "the launcher is a private copy, mounted read-only, and runs the image's own "
+         "entrypoint", launch[-6:])
     r = c.call("net__env", {"name": "GITHUB_TOKEN"})
     t.ok(text_of(r) == "[redacted:gh]", "the server has it; what it returns is redacted", r)
     forms = {"value": SECRET, "base64": base64.b64encode(SECRET.encode()).decode().rstrip("="),
@@ -290,6 +299,39 @@ def test_credentials():
                 if any(v.encode() in data for v in forms.values()):
                     leaked.append(os.path.join(root, name))
     t.ok(leaked == [], "the value is in no file under the config, data and state dirs", leaked)
+    f.cleanup()
+
+
+def test_secret_without_launcher():
+    """No mcpgate-launch to be found: a server with a secret is not started,
+    and the value is never put where the runtime would keep it instead"""
+    eg = 'egress = "%s"\n' % os.path.join(FAKES, "mcpgate-probe")
+    net = 'network = ["api.example.com"]\ncredential = "gh"\nposition = "env:GITHUB_TOKEN"\n'
+    f = Fixture(server("net", extra=net) + server("quiet"), config=eg)
+    subprocess.run([MCPGATE, "secret", "set", "gh"], input=SECRET + "\n", env=f.env(),
+                   capture_output=True, text=True, timeout=30)
+    subprocess.run([MCPGATE, "secret", "bind", "gh", "--host", "api.example.com", "--position",
+                    "env:GITHUB_TOKEN"], env=f.env(), capture_output=True, text=True, timeout=30)
+    lone = os.path.join(f.dir, "lone")
+    os.makedirs(lone)
+    shutil.copy(MCPGATE, os.path.join(lone, "mcpgate"))
+    argv = [os.path.join(lone, "mcpgate")] + f.argv()[1:]
+    c = Client(argv, env=f.env(), stderr=open(os.path.join(f.dir, "stderr.log"), "wb"))
+    c.initialize()
+    names = tool_names(c.request("tools/list", timeout=30))
+    notes = " ".join(n["params"]["data"] for n in c.notifications
+                     if n["method"] == "notifications/message")
+    c.close()
+    t.ok(names == ["quiet__echo"] and "server net is unavailable" in notes and
+         "mcpgate-launch" in notes, "without mcpgate-launch a server with a secret is not "
+         "started, and the notice says why", (names, notes))
+    t.ok(SECRET not in json.dumps(f.runtime_log()) and
+         not any(x["argv"][1:2] == ["run"] and
+                 any(a.startswith("mcpgate-net-") and not a.endswith("-egress")
+                     for a in x["argv"]) for x in f.runtime_log()),
+         "its container is never run (its proxy was, and is gone), and the value reaches no "
+         "runtime command")
+    t.ok(f.containers() == [], "nothing of it is left running", f.containers())
     f.cleanup()
 
 
@@ -905,7 +947,7 @@ def test_sidecar_run_fails():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines):

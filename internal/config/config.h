@@ -243,6 +243,8 @@ int cfg_check_credential_name(const char *s, const char *what, struct mg_err **e
 /* sha256:<64 lower-case hex> */
 int cfg_check_manifest(const char *s, const char *what, struct mg_err **err);
 
+/* A POSIX variable name, [A-Za-z_][A-Za-z0-9_]* */
+bool cfg_env_name_valid(const char *name);
 /* A variable a server may not take: the runtime, its libraries, the loader
  * or mcpgate would obey it (by rule, in any case; config_check.c) */
 bool cfg_env_name_reserved(const char *name);

@@ -600,7 +600,7 @@ int cfg_parse_memory(const char *s, const char *what, uint64_t *out, struct mg_e
 	return 0;
 }
 
-static bool is_env_name(const char *s)
+bool cfg_env_name_valid(const char *s)
 {
 	if (!is_alpha(s[0]) && s[0] != '_')
 		return false;
@@ -674,7 +674,7 @@ int cfg_parse_position(const char *s, const char *what, enum cfg_position *posit
 {
 	if (strncmp(s, "env:", 4) == 0) {
 		const char *n = s + 4;
-		if (!is_env_name(n))
+		if (!cfg_env_name_valid(n))
 			return fail(err, what, s,
 			            "has a bad variable name: env:NAME takes a POSIX name, "
 			            "[A-Za-z_][A-Za-z0-9_]*");

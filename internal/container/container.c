@@ -14,10 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "internal/base/cleanup.h"
 #include "internal/base/log.h"
 #include "internal/base/xalloc.h"
 #include "internal/proc/proc.h"
+#include "launch/launch.h"
 
 extern char **environ;
 
@@ -267,6 +270,64 @@ static char *memory_arg(uint64_t bytes)
 	return xasprintf("--memory=%llub", (unsigned long long)bytes);
 }
 
+/* A binary of mcpgate's, read-only at target in the container; relabelled
+ * (:z) where SELinux is on */
+static void push_binary_mount(struct strv *a, const char *host, const char *target)
+{
+	if (access("/sys/fs/selinux/enforce", F_OK) == 0) {
+		strv_push(a, "--volume");
+		strv_pushf(a, "%s:%s:ro,z", host, target);
+	} else {
+		strv_push(a, "--mount");
+		strv_pushf(a, "type=bind,source=%s,target=%s,readonly", host, target);
+	}
+}
+
+/* The server's own command under mcpgate-launch: what the runtime would run
+ * (mcp.toml's command, else the image's Entrypoint; the args, else the
+ * image's Cmd), spelled out, since --entrypoint drops the image's Cmd */
+static int push_launcher(const struct ctr_driver *d, const struct ctr_run_spec *spec,
+                         struct strv *a, struct mg_err **err)
+{
+	const struct cfg_server *s = spec->server;
+	if (spec->launcher == NULL)
+		return mg_err_set(err, "server %s: no mcpgate-launch to hand it its secret",
+		                  s->name);
+	if (strchr(spec->launcher, ',') != NULL || strchr(spec->launcher, ':') != NULL)
+		return mg_err_set(err, "the path of mcpgate-launch %s holds a comma or colon",
+		                  spec->launcher);
+	if (s->command == NULL && spec->image == NULL)
+		return mg_err_set(err, "server %s: the command of its image is not known", s->name);
+	struct strv cmd = STRV_INIT;
+	if (s->command != NULL)
+		for (size_t i = 0; i < s->ncommand; i++)
+			strv_push(&cmd, s->command[i]);
+	else
+		for (size_t i = 0; i < spec->image->entrypoint.n; i++)
+			strv_push(&cmd, spec->image->entrypoint.v[i]);
+	if (s->nargs > 0)
+		for (size_t i = 0; i < s->nargs; i++)
+			strv_push(&cmd, s->args[i]);
+	else if (s->command == NULL)
+		for (size_t i = 0; i < spec->image->cmd.n; i++)
+			strv_push(&cmd, spec->image->cmd.v[i]);
+	if (cmd.n == 0) {
+		strv_free(&cmd);
+		return mg_err_set(err,
+		                  "server %s: its image %s names no command (no Entrypoint, no "
+		                  "Cmd): set command in mcp.toml",
+		                  s->name, s->image);
+	}
+	push_binary_mount(a, spec->launcher, LAUNCH_PATH);
+	strv_push(a, "--entrypoint=" LAUNCH_PATH);
+	strv_push(a, s->image);
+	for (size_t i = 0; i < cmd.n; i++)
+		strv_push(a, cmd.v[i]);
+	strv_free(&cmd);
+	(void)d;
+	return 0;
+}
+
 int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
                         struct strv *argv, struct strv *envp, struct mg_err **err)
 {
@@ -296,17 +357,20 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 
 	for (size_t i = 0; i < d->env.n; i++)
 		strv_push(&e, d->env.v[i]);
-	for (size_t i = 0; i < spec->nenv; i++) {
-		const char *name = spec->env[i].name;
-		if (!spec->env[i].own && ctr_env_name_reserved(name)) {
+	for (size_t i = 0; i < spec->nenv + spec->nsecrets; i++) {
+		bool secret = i >= spec->nenv;
+		const struct ctr_env *v = secret ? &spec->secrets[i - spec->nenv] : &spec->env[i];
+		if (!v->own && ctr_env_name_reserved(v->name)) {
 			mg_err_set(err,
 			           "server %s: variable %s would steer the runtime's own command",
-			           s->name, name);
+			           s->name, v->name);
 			goto fail;
 		}
+		if (secret)
+			continue; /* through the launcher, never the runtime */
 		/* the value stays in the runtime's environment, never in argv */
-		strv_pushf(&a, "--env=%s", name);
-		strv_pushf(&e, "%s=%s", name, spec->env[i].value);
+		strv_pushf(&a, "--env=%s", v->name);
+		strv_pushf(&e, "%s=%s", v->name, v->value);
 	}
 
 	if (s->nmounts > 0 && (spec->mounts == NULL || spec->mounts->n != s->nmounts)) {
@@ -325,22 +389,26 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	/* docker makes a writable volume on the host's disk for each VOLUME of
 	 * the image: cover each with a tiny read-only tmpfs instead */
 	for (size_t i = 0;
-	     d->kind == CTR_DOCKER && spec->image_volumes != NULL && i < spec->image_volumes->n;
-	     i++) {
-		const char *v = spec->image_volumes->v[i];
+	     d->kind == CTR_DOCKER && spec->image != NULL && i < spec->image->volumes.n; i++) {
+		const char *v = spec->image->volumes.v[i];
 		if (v[0] != '/' || strchr(v, ',') != NULL || strchr(v, ':') != NULL ||
 		    strcmp(v, "/tmp") == 0)
 			continue;
 		strv_push(&a, "--tmpfs");
 		strv_pushf(&a, "%s:ro,nosuid,nodev,noexec,size=4k", v);
 	}
-	if (s->command != NULL)
-		strv_pushf(&a, "--entrypoint=%s", s->command[0]);
-	strv_push(&a, s->image);
-	for (size_t i = 1; i < s->ncommand; i++)
-		strv_push(&a, s->command[i]);
-	for (size_t i = 0; i < s->nargs; i++)
-		strv_push(&a, s->args[i]);
+	if (spec->nsecrets > 0) {
+		if (push_launcher(d, spec, &a, err) < 0)
+			goto fail;
+	} else {
+		if (s->command != NULL)
+			strv_pushf(&a, "--entrypoint=%s", s->command[0]);
+		strv_push(&a, s->image);
+		for (size_t i = 1; i < s->ncommand; i++)
+			strv_push(&a, s->command[i]);
+		for (size_t i = 0; i < s->nargs; i++)
+			strv_push(&a, s->args[i]);
+	}
 
 	*argv = a;
 	*envp = e;
@@ -374,14 +442,7 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 	strv_push(&a, "--name");
 	strv_push(&a, spec->name);
 	ctr_push_labels(&a, spec->session, spec->server->name, spec->owner);
-	/* read-only everywhere; relabelled (:z) where SELinux is on */
-	if (access("/sys/fs/selinux/enforce", F_OK) == 0) {
-		strv_push(&a, "--volume");
-		strv_pushf(&a, "%s:/mcpgate-egress:ro,z", spec->binary);
-	} else {
-		strv_push(&a, "--mount");
-		strv_pushf(&a, "type=bind,source=%s,target=/mcpgate-egress,readonly", spec->binary);
-	}
+	push_binary_mount(&a, spec->binary, "/mcpgate-egress");
 	strv_push(&a, "--entrypoint=/mcpgate-egress");
 	strv_push(&a, spec->server->image);
 	for (size_t i = 0; spec->args[i] != NULL; i++)
@@ -391,4 +452,54 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 	*argv = a;
 	*envp = e;
 	return 0;
+}
+
+void ctr_image_config_free(struct ctr_image_config *c)
+{
+	strv_free(&c->volumes);
+	strv_free(&c->entrypoint);
+	strv_free(&c->cmd);
+}
+
+/* ---- the launcher's block (launch/launch.h) ----------------------------- */
+
+char *ctr_launch_block(const struct ctr_env *vars, size_t n, size_t *len, struct mg_err **err)
+{
+	size_t body = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!cfg_env_name_valid(vars[i].name))
+			return mg_err_set(err, "%s is not a variable's name", vars[i].name), NULL;
+		body += strlen(vars[i].name) + 1 + strlen(vars[i].value) + 1;
+	}
+	if (body == 0 || body > LAUNCH_BLOCK_MAX)
+		return mg_err_set(err, "the variables for mcpgate-launch take %zu bytes (1 to %u)",
+		                  body, LAUNCH_BLOCK_MAX),
+		       NULL;
+	char head[LAUNCH_HEAD_MAX];
+	int h = snprintf(head, sizeof(head), LAUNCH_MAGIC "%zu\n", body);
+	if (h < 0 || (size_t)h >= sizeof(head))
+		return mg_err_set(err, "the header for mcpgate-launch does not fit"), NULL;
+	char *block = sodium_init() >= 0 ? sodium_malloc((size_t)h + body) : NULL;
+	if (block == NULL)
+		return mg_err_set(err, "no locked memory for a secret"), NULL;
+	memcpy(block, head, (size_t)h);
+	size_t off = (size_t)h;
+	for (size_t i = 0; i < n; i++) {
+		size_t nl = strlen(vars[i].name), vl = strlen(vars[i].value);
+		memcpy(block + off, vars[i].name, nl);
+		block[off + nl] = '=';
+		memcpy(block + off + nl + 1, vars[i].value, vl);
+		block[off + nl + 1 + vl] = '\0';
+		off += nl + vl + 2;
+	}
+	*len = off;
+	return block;
+}
+
+void ctr_launch_block_free(char *block, size_t len)
+{
+	if (block == NULL)
+		return;
+	sodium_memzero(block, len);
+	sodium_free(block);
 }

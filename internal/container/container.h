@@ -3,8 +3,10 @@
  *
  * Every runtime process starts with a fixed short environment (PATH, HOME,
  * XDG_RUNTIME_DIR and the runtime's own variables), never mcpgate's whole
- * environment. A value for a contained server reaches the runtime only as
- * NAME=value in that environment; its argv says --env=NAME.
+ * environment. A setting for a contained server reaches the runtime only as
+ * NAME=value in that environment; its argv says --env=NAME. A secret never
+ * reaches the runtime at all: mcpgate-launch, mounted as the entrypoint,
+ * reads it from the server's standard input (ctr_launch_block).
  *
  * Ownership: ctr_driver_new() hands a driver to free with ctr_driver_free().
  * Strings in the specs are borrowed for the duration of the call. */
@@ -38,8 +40,9 @@ enum ctr_kind {
 
 struct ctr_driver;
 
-/* One variable for the server: its value goes only into the runtime's
- * environment; the argv names it. */
+/* One variable for the server. A setting's value goes only into the
+ * runtime's environment, the argv names it; a secret's goes through the
+ * launcher (ctr_run_spec.secrets). */
 struct ctr_env {
 	const char *name;
 	const char *value;
@@ -84,14 +87,33 @@ struct ctr_run_spec {
 	pid_t owner;           /* the mcpgate that owns it (label mcpgate.pid) */
 	const char *workspace; /* absolute; mounts resolve under it; NULL: no mounts allowed */
 	const struct ctr_mounts *mounts; /* the server's mounts, opened (ctr_mounts_open) */
-	/* docker: the image's own VOLUME paths, each covered read-only (podman
-	 * ignores them by flag) */
-	const struct strv *image_volumes;
+	/* what the image declares (its VOLUMEs, docker; its command, when a
+	 * secret is given), from the image_config op */
+	const struct ctr_image_config *image;
 	const char *network; /* a network to attach to; NULL: --network=none */
 	const char *user;    /* "UID:GID" it runs as (ctr_default_user); NULL: 65534:65534 */
 	const struct ctr_env *env;
 	size_t nenv;
+	/* variables written on the server's standard input ahead of MCP and
+	 * set by the launcher (ctr_launch_block), so that no runtime stores them */
+	const struct ctr_env *secrets;
+	size_t nsecrets;
+	const char *launcher; /* host path of mcpgate-launch; needed with secrets */
 };
+
+/* What an image declares, as far as the driver needs it */
+struct ctr_image_config {
+	struct strv volumes;    /* VOLUME paths */
+	struct strv entrypoint; /* Entrypoint */
+	struct strv cmd;        /* Cmd */
+};
+void ctr_image_config_free(struct ctr_image_config *c);
+
+/* The block mcpgate-launch reads (launch/launch.h) for vars[0..n), in
+ * sodium_malloc'd memory to free with ctr_launch_block_free; NULL with err
+ * when the variables are too long or a name is not a variable's */
+char *ctr_launch_block(const struct ctr_env *vars, size_t n, size_t *len, struct mg_err **err);
+void ctr_launch_block_free(char *block, size_t len);
 
 /* The egress sidecar of one server (docs/egress.md) */
 struct ctr_sidecar_spec {
@@ -139,10 +161,12 @@ struct ctr_ops {
 	                   struct strv *argv, struct strv *envp, struct mg_err **err);
 	/* 1 when image NAME@DIGEST is present with that digest, 0 when it is not */
 	int (*image_present)(const struct ctr_driver *d, const char *image, struct mg_err **err);
-	/* the VOLUME paths image declares, where the runtime would make a
-	 * volume of its own (docker; podman: none, --image-volume=ignore) */
-	int (*image_volumes)(const struct ctr_driver *d, const char *image, struct strv *out,
-	                     struct mg_err **err);
+	/* what image declares: the VOLUME paths where the runtime would make a
+	 * volume of its own (docker; podman: none, --image-volume=ignore) and,
+	 * when command is true, its Entrypoint and Cmd. Nothing is asked of the
+	 * runtime when nothing is needed. */
+	int (*image_config)(const struct ctr_driver *d, const char *image, bool command,
+	                    struct ctr_image_config *out, struct mg_err **err);
 	/* pull image NAME@DIGEST, the runtime's progress on mcpgate's stderr */
 	int (*pull)(const struct ctr_driver *d, const char *image, struct mg_err **err);
 	/* remove a container now, whatever it is doing; absent is fine */

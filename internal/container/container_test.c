@@ -74,15 +74,24 @@ static void test_argv(const struct cfg *cfg, enum ctr_kind kind)
 	d->seccomp = xstrdup("/seccomp/mcpgate.json");
 	for (size_t i = 0; i < cfg->nservers; i++) {
 		const struct cfg_server *s = &cfg->servers[i];
-		struct ctr_env env[] = {{"GITHUB_TOKEN", "ghp_value_never_in_argv", false}};
+		struct ctr_env env[] = {{"HTTPS_PROXY", "http://10.89.0.2:3128", true}};
+		struct ctr_env secret[] = {{"GITHUB_TOKEN", "ghp_value_never_in_argv", false}};
+		struct ctr_image_config image = {0};
+		strv_push(&image.entrypoint, "/app/server");
+		strv_push(&image.cmd, "--stdio");
+		strv_push(&image.volumes, "/data");
 		struct ctr_run_spec spec = {
 		    .server = s,
 		    .session = "s1",
 		    .owner = 4242,
 		    .workspace = workspace,
+		    .image = &image,
 		    .network = s->nhosts > 0 ? "mcpgate-full-s1-in" : NULL,
-		    .env = s->credential != NULL ? env : NULL,
-		    .nenv = s->credential != NULL ? 1 : 0,
+		    .env = s->nhosts > 0 ? env : NULL,
+		    .nenv = s->nhosts > 0 ? 1 : 0,
+		    .secrets = s->credential != NULL ? secret : NULL,
+		    .nsecrets = s->credential != NULL ? 1 : 0,
+		    .launcher = "/data/mcpgate/launch/mcpgate-launch-abc",
 		};
 		struct strv argv = STRV_INIT, envp = STRV_INIT;
 		struct mg_err *err = NULL;
@@ -104,12 +113,61 @@ static void test_argv(const struct cfg *cfg, enum ctr_kind kind)
 		cleanup_free char *ge = xasprintf("testdata/container/%s.%s.env", s->name, d->name);
 		check_golden(a, ga);
 		check_golden(e, ge);
-		T_OK(strstr(a, "ghp_value_never_in_argv") == NULL,
-		     "%s %s: no variable's value in argv", d->name, s->name);
+		T_OK(strstr(a, "ghp_value_never_in_argv") == NULL &&
+		         strstr(e, "ghp_value_never_in_argv") == NULL,
+		     "%s %s: a secret's value is neither in argv nor in the runtime's environment",
+		     d->name, s->name);
 		strv_free(&argv);
 		strv_free(&envp);
+		if (s->credential != NULL && s->command == NULL) {
+			/* an image that names no command: nothing to launch */
+			struct ctr_image_config bare = {0};
+			spec.image = &bare;
+			T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), -1,
+			      "%s %s: an image without Entrypoint or Cmd is refused", d->name,
+			      s->name);
+			T_OK(strstr(mg_err_msg(err), "names no command") != NULL &&
+			         strstr(mg_err_msg(err), "set command in mcp.toml") != NULL,
+			     "%s: and says what to do: %s", d->name, mg_err_msg(err));
+			mg_err_clear(&err);
+			spec.launcher = NULL;
+			spec.image = &image;
+			T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), -1,
+			      "%s %s: a secret without the launcher is refused, never put in the "
+			      "environment",
+			      d->name, s->name);
+			mg_err_clear(&err);
+		}
+		ctr_image_config_free(&image);
 	}
 	ctr_driver_free(d);
+}
+
+static void test_launch_block(void)
+{
+	struct ctr_env v[] = {{"A_TOKEN", "s3cret", false}, {"B", "x=y", false}};
+	size_t len = 0;
+	struct mg_err *err = NULL;
+	char *b = ctr_launch_block(v, 2, &len, &err);
+	static const char want[] = "mcpgate-launch 1 21\nA_TOKEN=s3cret\0B=x=y\0";
+	T_OK(b != NULL && len == sizeof(want) - 1 && memcmp(b, want, len) == 0,
+	     "the launcher's block: header, then NAME=VALUE entries, each NUL-terminated");
+	ctr_launch_block_free(b, len);
+	struct ctr_env bad[] = {{"1X", "v", false}};
+	T_OK(ctr_launch_block(bad, 1, &len, &err) == NULL && strstr(mg_err_msg(err), "1X") != NULL,
+	     "a name that is not a variable's is refused: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	T_OK(ctr_launch_block(v, 0, &len, &err) == NULL, "no variables: no block");
+	mg_err_clear(&err);
+	char *big = xmalloc((256u << 10) + 1);
+	memset(big, 'v', 256u << 10);
+	big[256u << 10] = '\0';
+	struct ctr_env huge[] = {{"H", big, false}};
+	T_OK(ctr_launch_block(huge, 1, &len, &err) == NULL &&
+	         strstr(mg_err_msg(err), "bytes") != NULL,
+	     "more than the launcher takes is refused here: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	free(big);
 }
 
 static void test_sidecar(const struct cfg *cfg, enum ctr_kind kind)
@@ -674,6 +732,7 @@ int main(void)
 	}
 	test_argv(cfg, CTR_PODMAN);
 	test_argv(cfg, CTR_DOCKER);
+	test_launch_block();
 	test_sidecar(cfg, CTR_PODMAN);
 	test_sidecar(cfg, CTR_DOCKER);
 	test_reserved(cfg);

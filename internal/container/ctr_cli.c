@@ -112,13 +112,29 @@ static int cli_image_present(const struct ctr_driver *d, const char *image, stru
 static int run_checked(const struct ctr_driver *d, const char *what, const char *const *args,
                        struct proc_result *res, struct mg_err **err);
 
-static int cli_image_volumes(const struct ctr_driver *d, const char *image, struct strv *out,
-                             struct mg_err **err)
+/* The strings of a JSON array (null and absent are empty); -1 for anything else */
+static int string_list(const struct json_value *v, struct strv *out)
 {
-	if (d->kind != CTR_DOCKER)
+	if (v == NULL || v->kind == JSON_NULL)
 		return 0;
-	const char *args[] = {"image", "inspect", "--format", "{{json .Config.Volumes}}",
-	                      image,   NULL};
+	if (v->kind != JSON_ARRAY)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.len; i++) {
+		const struct json_value *x = v->u.arr.items[i];
+		if (x->kind != JSON_STRING || strlen(x->u.str.ptr) != x->u.str.len)
+			return -1;
+		strv_push(out, x->u.str.ptr);
+	}
+	return 0;
+}
+
+static int cli_image_config(const struct ctr_driver *d, const char *image, bool command,
+                            struct ctr_image_config *out, struct mg_err **err)
+{
+	memset(out, 0, sizeof(*out));
+	if (d->kind != CTR_DOCKER && !command)
+		return 0;
+	const char *args[] = {"image", "inspect", "--format", "{{json .Config}}", image, NULL};
 	struct proc_result res;
 	if (run_checked(d, "image inspect", args, &res, err) < 0)
 		return -1;
@@ -126,9 +142,18 @@ static int cli_image_volumes(const struct ctr_driver *d, const char *image, stru
 	int r = json_parse(res.out.data, res.out.len, NULL, &v, err);
 	proc_result_free(&res);
 	if (r < 0)
-		return mg_err_wrap(err, "the volumes of %s", image);
-	for (size_t i = 0; v->kind == JSON_OBJECT && i < v->u.obj.len; i++)
-		strv_push(out, v->u.obj.items[i].key);
+		return mg_err_wrap(err, "the configuration of image %s", image);
+	const struct json_value *vol = v->kind == JSON_OBJECT ? json_get(v, "Volumes") : NULL;
+	for (size_t i = 0; vol != NULL && vol->kind == JSON_OBJECT && i < vol->u.obj.len; i++)
+		strv_push(&out->volumes, vol->u.obj.items[i].key);
+	if (v->kind != JSON_OBJECT ||
+	    string_list(json_get(v, "Entrypoint"), &out->entrypoint) < 0 ||
+	    string_list(json_get(v, "Cmd"), &out->cmd) < 0) {
+		json_free(v);
+		ctr_image_config_free(out);
+		return mg_err_set(err, "image %s: its configuration is not what %s inspect gives",
+		                  image, d->name);
+	}
 	json_free(v);
 	return 0;
 }
@@ -510,7 +535,7 @@ const struct ctr_ops ctr_cli_ops = {
     .network_connect = cli_network_connect,
     .container_address = cli_container_address,
     .image_present = cli_image_present,
-    .image_volumes = cli_image_volumes,
+    .image_config = cli_image_config,
     .pull = cli_pull,
     .remove = cli_remove,
     .sweep = cli_sweep,

@@ -24,111 +24,13 @@
 #define EGRESS_RECORDS_MAX 1000
 #define EGRESS_LINE_MAX    8192
 
-/* ---- the binary: a private copy named by its content hash --------------- */
-
-static int hash_file(const char *path, char hex[65], struct mg_err **err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return mg_err_sys(err, errno, "%s", path);
-	crypto_hash_sha256_state st;
-	crypto_hash_sha256_init(&st);
-	unsigned char buf[65536];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		crypto_hash_sha256_update(&st, buf, (unsigned long long)n);
-	int e = errno;
-	close(fd);
-	if (n < 0)
-		return mg_err_sys(err, e, "reading %s", path);
-	unsigned char digest[crypto_hash_sha256_BYTES];
-	crypto_hash_sha256_final(&st, digest);
-	sodium_bin2hex(hex, 65, digest, sizeof(digest));
-	return 0;
-}
-
-static int copy_file(const char *from, const char *to, struct mg_err **err)
-{
-	cleanup_free char *tmp = xasprintf("%s.tmp.%d", to, (int)getpid());
-	int in = open(from, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return mg_err_sys(err, errno, "%s", from);
-	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	if (out < 0) {
-		int e = errno;
-		close(in);
-		return mg_err_sys(err, e, "creating %s", tmp);
-	}
-	char buf[65536];
-	ssize_t n;
-	int r = 0;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			r = mg_err_sys(err, errno, "writing %s", tmp);
-			break;
-		}
-	if (n < 0)
-		r = mg_err_sys(err, errno, "reading %s", from);
-	close(in);
-	if (fsync(out) < 0 && r == 0)
-		r = mg_err_sys(err, errno, "writing %s", tmp);
-	close(out);
-	if (r == 0 && rename(tmp, to) < 0)
-		r = mg_err_sys(err, errno, "renaming %s", tmp);
-	if (r < 0)
-		unlink(tmp);
-	return r;
-}
-
-/* Where the proxy binary is: config.toml's egress, else beside mcpgate */
-static char *find_binary(const struct cfg *cfg)
-{
-	if (cfg->mcp.egress != NULL)
-		return xstrdup(cfg->mcp.egress);
-	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			char *beside = xasprintf("%s/mcpgate-egress", self);
-			if (access(beside, X_OK) == 0)
-				return beside;
-			free(beside);
-			/* a build tree: build/san/mcpgate has the proxy two levels up */
-			char *top = xasprintf("%s/../../mcpgate-egress", self);
-			if (access(top, X_OK) == 0)
-				return top;
-			free(top);
-		}
-	}
-	return NULL;
-}
-
 int gw_egress_prepare(struct session *s, struct mg_err **err)
 {
-	cleanup_free char *src = find_binary(s->cfg);
-	if (src == NULL)
-		return mg_err_set(err,
-		                  "no mcpgate-egress: set egress = \"/path/to/mcpgate-egress\" "
-		                  "under [mcp] in config.toml, or install it beside mcpgate");
-	char hex[65];
-	if (hash_file(src, hex, err) < 0)
-		return -1;
-	cleanup_free char *dir = xasprintf("%s/egress", s->data_dir);
-	if (mg_mkdir_p(dir, 0700, err) < 0)
-		return -1;
-	char *dst = xasprintf("%s/mcpgate-egress-%s", dir, hex);
-	char check[65];
-	/* a copy that exists is used only if its content still has its name */
-	if (access(dst, X_OK) != 0 || hash_file(dst, check, NULL) < 0 || strcmp(check, hex) != 0) {
-		if (copy_file(src, dst, err) < 0) {
-			free(dst);
-			return mg_err_wrap(err, "copying the egress proxy");
-		}
-	}
-	s->egress_binary = dst;
+	if (gw_binary_prepare(s, "mcpgate-egress", s->cfg->mcp.egress, "egress", &s->egress_binary,
+	                      err) < 0)
+		return mg_err_wrap(err,
+		                   "the egress proxy (set egress = \"/path/to/mcpgate-egress\" "
+		                   "under [mcp] in config.toml, or install it beside mcpgate)");
 	return 0;
 }
 

@@ -129,6 +129,8 @@ struct session {
 	char *data_dir;
 	char *egress_binary;          /* the private copy of mcpgate-egress, or NULL */
 	char *egress_error;           /* why there is none */
+	char *launch_binary;          /* the private copy of mcpgate-launch, or NULL */
+	char *launch_error;           /* why there is none */
 	struct ctr_platform platform; /* what the runtime enforces here */
 	char *platform_error;         /* why that is not known: no server starts */
 	struct kc *keychain;          /* NULL when it cannot be read */
@@ -183,6 +185,10 @@ void gw_remote_stop(struct gw_server *srv);                      /* loop thread;
 
 /* egress.c */
 int gw_egress_prepare(struct session *s, struct mg_err **err);
+/* The private copy of mcpgate's binary NAME (configured, else found beside
+ * mcpgate) in DATA/folder, named by its content hash (binaries.c) */
+int gw_binary_prepare(struct session *s, const char *name, const char *configured,
+                      const char *folder, char **out, struct mg_err **err);
 int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err);
 size_t gw_egress_env(const struct gw_server *srv, struct ctr_env *env, size_t max);
 void gw_egress_watch(struct loop *loop, void *data);

@@ -66,23 +66,39 @@ void gw_launch_mounted(struct gw_launch *l)
 	ctr_mounts_release(&l->mounts);
 }
 
+/* The secrets' block on the server's standard input, ahead of any MCP: the
+ * pipe takes it at once unless it is larger than the pipe, so a deadline
+ * bounds the wait for a runtime that does not read */
+static int write_secrets(int fd, const struct ctr_run_spec *spec, struct mg_err **err)
+{
+	size_t len = 0;
+	char *block = ctr_launch_block(spec->secrets, spec->nsecrets, &len, err);
+	if (block == NULL)
+		return mg_err_wrap(err, "server %s", spec->server->name);
+	int r = proc_write_all(fd, block, len, proc_now_ms() + 10000, err);
+	ctr_launch_block_free(block, len);
+	if (r < 0)
+		return mg_err_wrap(err, "handing server %s its secret", spec->server->name);
+	return 0;
+}
+
 int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
                     const struct ctr_mount_plan *plan, const struct rpc_peer_config *pc,
                     struct gw_launch *l, struct mg_err **err)
 {
 	struct strv envp = STRV_INIT;
 	struct ctr_run_spec with = *spec;
-	struct strv volumes = STRV_INIT;
-	if (d->ops->image_volumes(d, spec->server->image, &volumes, err) < 0)
+	struct ctr_image_config image;
+	if (d->ops->image_config(d, spec->server->image, spec->nsecrets > 0, &image, err) < 0)
 		return -1;
-	with.image_volumes = &volumes;
+	with.image = &image;
 	if (plan != NULL && ctr_mounts_open(plan, &l->mounts, err) < 0) {
-		strv_free(&volumes);
+		ctr_image_config_free(&image);
 		return -1;
 	}
 	with.mounts = &l->mounts;
 	int built = d->ops->run_command(d, &with, &l->argv, &envp, err);
-	strv_free(&volumes);
+	ctr_image_config_free(&image);
 	if (built < 0) {
 		ctr_mounts_release(&l->mounts);
 		return -1;
@@ -96,14 +112,13 @@ int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
 	              {PROC_STDIO_PIPE, -1, true}},
 	};
 	int r = proc_spawn(&ps, &l->proc, err);
-	/* the environment may hold a secret's value: gone as soon as it is used */
-	for (size_t i = 0; i < envp.n; i++)
-		sodium_memzero(envp.v[i], strlen(envp.v[i]));
 	strv_free(&envp);
 	if (r < 0)
 		return -1;
 	l->err_fd = l->proc.err_fd;
 	l->proc.err_fd = -1;
+	if (spec->nsecrets > 0 && write_secrets(l->proc.in_fd, spec, err) < 0)
+		return -1;
 	int in = l->proc.out_fd, out = l->proc.in_fd;
 	l->proc.out_fd = l->proc.in_fd = -1; /* the peer owns them now */
 	return rpc_peer_new(in, out, pc, &l->peer, err);

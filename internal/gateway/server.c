@@ -143,9 +143,22 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	    .env = env,
 	    .nenv = gw_egress_env(srv, env, sizeof(env) / sizeof(env[0])),
 	};
-	if (srv->secret != NULL && spec.nenv < sizeof(env) / sizeof(env[0]))
-		env[spec.nenv++] =
+	/* the value goes on the server's standard input, through mcpgate-launch,
+	 * never to the runtime (which would keep it in its record) */
+	struct ctr_env secret;
+	if (srv->secret != NULL) {
+		if (s->launch_binary == NULL) {
+			kc_secret_free(steal_pointer(&srv->secret));
+			return mg_err_set(err, "it cannot be handed its secret: %s",
+			                  s->launch_error != NULL ? s->launch_error
+			                                          : "no mcpgate-launch");
+		}
+		secret =
 		    (struct ctr_env){c->position_name, (const char *)srv->secret->bytes, false};
+		spec.secrets = &secret;
+		spec.nsecrets = 1;
+		spec.launcher = s->launch_binary;
+	}
 	cleanup_free char *name = xasprintf("server %s", c->name);
 	struct rpc_peer_config pc = peer_config(srv, name);
 	struct gw_launch *l = &srv->launch;

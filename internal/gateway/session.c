@@ -401,6 +401,17 @@ int session_run(struct session *s, struct mg_err **err)
 		s->egress_error = xstrdup(mg_err_msg(eerr));
 		mg_err_free(eerr);
 	}
+	bool secrets = false;
+	for (size_t i = 0; i < s->nservers; i++)
+		secrets |= s->servers[i].cfg->transport == CFG_TRANSPORT_CONTAINER &&
+		           s->servers[i].cfg->credential != NULL;
+	if (secrets &&
+	    gw_binary_prepare(s, "mcpgate-launch", NULL, "launch", &s->launch_binary, &eerr) < 0) {
+		/* servers with a credential will be unavailable with this reason */
+		s->launch_error = xstrdup(mg_err_msg(eerr));
+		mg_err_free(eerr);
+		eerr = NULL;
+	}
 	struct mg_err *kerr = NULL;
 	if (gw_secrets_open(s, &kerr) < 0) {
 		/* servers with a credential will be unavailable with this reason */
@@ -494,6 +505,8 @@ void session_free(struct session *s)
 	free(s->data_dir);
 	free(s->egress_binary);
 	free(s->egress_error);
+	free(s->launch_binary);
+	free(s->launch_error);
 	free(s->platform_error);
 	ctr_platform_free(&s->platform);
 	mg_log_set_filter(NULL, NULL); /* the values it knew go now */

@@ -83,6 +83,11 @@ int proc_signal(struct proc *p, int signo, struct mg_err **err);
  * the child running. Other failures return -1. */
 int proc_wait(struct proc *p, int64_t deadline_ms, int *status, struct mg_err **err);
 
+/* Write all len bytes to fd (a pipe to a child) by deadline_ms, whether fd
+ * blocks or not; fd's own blocking mode is kept. -1 with err naming why
+ * (the reader gone: EPIPE). */
+int proc_write_all(int fd, const void *buf, size_t len, int64_t deadline_ms, struct mg_err **err);
+
 /* SIGTERM, wait up to grace_ms, then SIGKILL and wait up to
  * PROC_KILL_WAIT_MS. Returns 0 with the child reaped, or -1 when there is
  * no child (already reaped) or even SIGKILL did not end it in time. */

@@ -186,6 +186,46 @@ static int spawn_actions(const int src[3], posix_spawn_file_actions_t *fa, struc
 	return 0;
 }
 
+int proc_write_all(int fd, const void *buf, size_t len, int64_t deadline_ms, struct mg_err **err)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return mg_err_sys(err, errno, "making a pipe non-blocking");
+	const char *p = buf;
+	int r = 0;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN) {
+			r = mg_err_sys(err, errno, "writing to a pipe");
+			break;
+		}
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+		int t = poll_timeout(deadline_ms);
+		int pr = t > 0 ? poll(&pfd, 1, t) : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0) {
+			r = mg_err_sys(err, errno, "waiting to write to a pipe");
+			break;
+		}
+		if (pr == 0) {
+			r = mg_err_set(err, "the reader took nothing for too long (%zu bytes left)",
+			               len);
+			break;
+		}
+	}
+	if (fcntl(fd, F_SETFL, fl) < 0 && r == 0)
+		r = mg_err_sys(err, errno, "restoring a pipe's mode");
+	return r;
+}
+
 int proc_spawn(const struct proc_spec *spec, struct proc *out, struct mg_err **err)
 {
 	*out = (struct proc)PROC_INIT;
