@@ -9,6 +9,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/err.h"
 #include "internal/base/log.h"
+#include "internal/container/container.h"
 
 /* `mcpgate mcp VERB` is the familiar spelling of these verbs */
 static const char *const mcp_verbs[] = {"list", "pull", "review", "approve", NULL};
@@ -44,6 +45,10 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *name = argv[1];
+	/* not a command of the person's: what rootless podman runs in its own
+	 * namespace to stage a server's mounts (docs/mounts.md) */
+	if (strcmp(name, "__stage") == 0)
+		return ctr_mounts_stage_main(argc - 1, argv + 1);
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
 		return help_print(argc > 2 ? argv[2] : NULL);
 	if (strcmp(name, "--version") == 0) {

@@ -15,4 +15,11 @@ void ctr_push_labels(struct strv *a, const char *session, const char *server, pi
 int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
                             struct strv *argv, struct strv *envp, struct mg_err **err);
 
+/* podman here, local: its rootless namespaces can be entered (unshare) */
+bool ctr_can_unshare(const struct ctr_driver *d);
+/* podman unshare ARGS...: a command in rootless podman's user and mount
+ * namespace, in_fd its stdin (-1: /dev/null); an error for docker */
+int ctr_cli_unshare(const struct ctr_driver *d, const char *const *args, int in_fd,
+                    struct mg_err **err);
+
 #endif

@@ -69,12 +69,16 @@ struct ctr_mount_plan {
 	const char *const *protected_dirs; /* mcpgate's own folders, NULL-terminated */
 	const char *stage_dir;             /* root: where staged binds go; NULL: none */
 	const char *tag;                   /* names the staged folders (the container) */
+	/* the runtime; rootless podman stages in its own namespace; NULL: none */
+	const struct ctr_driver *driver;
 };
 
 /* Open every mount of plan->server, check it and, as root, stage it. The
  * runtime must have mounted them before ctr_mounts_release(). */
 int ctr_mounts_open(const struct ctr_mount_plan *plan, struct ctr_mounts *out, struct mg_err **err);
 void ctr_mounts_release(struct ctr_mounts *m);
+/* `mcpgate __stage ...`, which ctr_mounts_open runs under `podman unshare` */
+int ctr_mounts_stage_main(int argc, char **argv);
 /* Unbind and remove what dead mcpgate processes staged in stage_dir */
 void ctr_mounts_sweep(const char *stage_dir);
 /* One mount: its O_PATH fd and real path, or an error naming it */

@@ -20,8 +20,8 @@
 #include "internal/proc/proc.h"
 
 /* Run the runtime with args (argv[0] is added) and capture its output. */
-static int runtime_run(const struct ctr_driver *d, const char *const *args, struct proc_result *res,
-                       struct mg_err **err)
+static int runtime_run_in(const struct ctr_driver *d, const char *const *args, int in_fd,
+                          struct proc_result *res, struct mg_err **err)
 {
 	struct strv argv = STRV_INIT;
 	strv_push(&argv, d->path);
@@ -30,9 +30,9 @@ static int runtime_run(const struct ctr_driver *d, const char *const *args, stru
 	struct strv env = STRV_INIT;
 	for (size_t i = 0; i < d->env.n; i++)
 		strv_push(&env, d->env.v[i]);
-	int r =
-	    proc_run((const char *const *)strv_array(&argv), (const char *const *)strv_array(&env),
-	             d->timeout_ms, CTR_OUTPUT_MAX, res, err);
+	int r = proc_run_in((const char *const *)strv_array(&argv),
+	                    (const char *const *)strv_array(&env), in_fd, d->timeout_ms,
+	                    CTR_OUTPUT_MAX, res, err);
 	if (r < 0) {
 		proc_result_free(res);
 		mg_err_wrap(err, "%s %s", d->name, args[0]);
@@ -40,6 +40,12 @@ static int runtime_run(const struct ctr_driver *d, const char *const *args, stru
 	strv_free(&argv);
 	strv_free(&env);
 	return r;
+}
+
+static int runtime_run(const struct ctr_driver *d, const char *const *args, struct proc_result *res,
+                       struct mg_err **err)
+{
+	return runtime_run_in(d, args, -1, res, err);
 }
 
 /* The runtime's complaint, trimmed to one readable line */
@@ -365,6 +371,38 @@ static int run_checked(const struct ctr_driver *d, const char *what, const char 
 		return -1;
 	}
 	return 0;
+}
+
+bool ctr_can_unshare(const struct ctr_driver *d)
+{
+	if (d->kind != CTR_PODMAN)
+		return false;
+	/* a podman that talks to a service elsewhere has no namespace here */
+	for (size_t i = 0; i < d->env.n; i++)
+		if (strncmp(d->env.v[i], "CONTAINER_HOST=", 15) == 0 ||
+		    strncmp(d->env.v[i], "CONTAINER_CONNECTION=", 21) == 0)
+			return false;
+	return true;
+}
+
+int ctr_cli_unshare(const struct ctr_driver *d, const char *const *args, int in_fd,
+                    struct mg_err **err)
+{
+	if (d->kind != CTR_PODMAN)
+		return mg_err_set(err, "%s has no unshare", d->name);
+	struct strv a = STRV_INIT;
+	strv_push(&a, "unshare");
+	for (size_t i = 0; args[i] != NULL; i++)
+		strv_push(&a, args[i]);
+	struct proc_result res;
+	int r = runtime_run_in(d, (const char *const *)strv_array(&a), in_fd, &res, err);
+	strv_free(&a);
+	if (r == 0 && !exited_ok(&res)) {
+		runtime_failed(d, "unshare", &res, err);
+		r = -1;
+	}
+	proc_result_free(&res);
+	return r;
 }
 
 static int cli_network_create(const struct ctr_driver *d, const char *name, bool internal,

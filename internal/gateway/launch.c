@@ -92,7 +92,9 @@ int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
 	if (d->ops->image_config(d, spec->server->image, spec->nsecrets > 0, &image, err) < 0)
 		return -1;
 	with.image = &image;
-	if (plan != NULL && ctr_mounts_open(plan, &l->mounts, err) < 0) {
+	struct ctr_mount_plan staged_by = plan != NULL ? *plan : (struct ctr_mount_plan){0};
+	staged_by.driver = d; /* rootless podman stages in its own namespace */
+	if (plan != NULL && ctr_mounts_open(&staged_by, &l->mounts, err) < 0) {
 		ctr_image_config_free(&image);
 		return -1;
 	}

@@ -114,6 +114,9 @@ struct proc_result {
  * a failure here; look at res->status. */
 int proc_run(const char *const argv[], const char *const envp[], int64_t timeout_ms, size_t out_max,
              struct proc_result *res, struct mg_err **err);
+/* The same with in_fd (the caller's, left open) as the child's stdin */
+int proc_run_in(const char *const argv[], const char *const envp[], int in_fd, int64_t timeout_ms,
+                size_t out_max, struct proc_result *res, struct mg_err **err);
 
 /* Free the buffers; NULL does nothing; safe to call twice. */
 void proc_result_free(struct proc_result *res);

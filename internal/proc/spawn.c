@@ -403,6 +403,12 @@ static int run_kill(struct proc *p, const char *name, int64_t timeout_ms, struct
 int proc_run(const char *const argv[], const char *const envp[], int64_t timeout_ms, size_t out_max,
              struct proc_result *res, struct mg_err **err)
 {
+	return proc_run_in(argv, envp, -1, timeout_ms, out_max, res, err);
+}
+
+int proc_run_in(const char *const argv[], const char *const envp[], int in_fd, int64_t timeout_ms,
+                size_t out_max, struct proc_result *res, struct mg_err **err)
+{
 	memset(res, 0, sizeof(*res));
 	mg_buf_init(&res->out, out_max);
 	mg_buf_init(&res->err, out_max);
@@ -416,7 +422,7 @@ int proc_run(const char *const argv[], const char *const envp[], int64_t timeout
 	    .path = argv[0],
 	    .argv = argv,
 	    .envp = envp,
-	    .stdio = {{PROC_STDIO_NULL, -1, false},
+	    .stdio = {{in_fd >= 0 ? PROC_STDIO_FD : PROC_STDIO_NULL, in_fd, false},
 	              {PROC_STDIO_PIPE, -1, true},
 	              {PROC_STDIO_PIPE, -1, true}},
 	    .new_pgroup = true,

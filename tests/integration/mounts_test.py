@@ -9,9 +9,12 @@ enough for the second server to get the host's `/`. Now every start must
 give it the folder itself, read-only, or refuse to start. A start never
 gives it anything else. A read-only mount with a mount below it stays
 read-only all the way down: nothing below comes along. Runs as root (mcpgate
-stages each mount on a private bind of its own); in a rootless pass it
-skips, since there nothing can be staged, and a mount inside another
-server's write mount is refused by rule instead (unit-tested).
+stages each mount on a private bind of its own) and as a user with rootless
+podman (the bind is made in podman's own namespace, by `podman unshare
+mcpgate __stage`); with docker and no root it skips, since there nothing can
+be staged, and a mount inside another server's write mount is refused by
+rule instead (unit-tested). The swapper is a container of the test's own,
+outside the configuration, so that rule cannot be what stops it.
 """
 import os
 import subprocess
@@ -26,7 +29,10 @@ from mcpclient import text_of  # noqa: E402
 t = ct.t
 RT = ct.RT
 SESSIONS = int(os.environ.get("MCPGATE_MOUNT_RACE_SESSIONS", "40"))
-SWAP = ("cd /w && i=0; while :; do ln -s / sub.l; mv sub sub.d; mv sub.l sub; rm sub; "
+# TARGET: the host's / as root; rootless, a folder of the person's outside the
+# workspace (a non-recursive bind of / itself is refused by the kernel in a
+# user namespace, since it has mounts below it; a plain folder is not)
+SWAP = ("cd /w && i=0; while :; do ln -s TARGET sub.l; mv sub sub.d; mv sub.l sub; rm sub; "
         "mv sub.d sub; i=$((i+1)); [ $((i % 500)) -eq 0 ] && echo $i > /w/count.tmp && "
         "mv /w/count.tmp /w/count; done")
 
@@ -49,6 +55,10 @@ def test(base, probe_image, busybox_image):
     marker = "the-folder-itself-%s" % ct.TAG
     with open(os.path.join(sub, "marker"), "w") as fh:
         fh.write(marker)
+    target = os.path.join(s.dir, "outside")  # the person's, not the workspace's
+    os.makedirs(target)
+    with open(os.path.join(target, "private"), "w") as fh:
+        fh.write("outside-the-workspace")
     # a mount below the read-only folder: it must not come along
     below = os.path.join(sub, "below")
     os.makedirs(below)
@@ -80,7 +90,8 @@ def test(base, probe_image, busybox_image):
         # the attacker: a container that holds shared with write access
         name = "mcpgate-itest-swapper-" + ct.TAG
         ct.rt("run", "-d", "--rm", "--name", name, "--network=none", "--mount",
-              "type=bind,source=%s,target=/w" % shared, busybox_image, "sh", "-c", SWAP)
+              "type=bind,source=%s,target=/w" % shared, busybox_image, "sh", "-c",
+              SWAP.replace("TARGET", target if os.geteuid() != 0 else "/"))
         ct.made["containers"].append(name)
         for _ in range(100):
             if swaps(shared) > 0:
@@ -100,12 +111,14 @@ def test(base, probe_image, busybox_image):
             got = text_of(c.call("reader__read_file", {"path": "/workspace/shared/sub/marker"}))
             root = text_of(c.call("reader__read_file",
                                   {"path": "/workspace/shared/sub/proc/sys/kernel/core_pattern"}))
+            private = text_of(c.call("reader__read_file",
+                                     {"path": "/workspace/shared/sub/private"}))
             c.close(timeout=60)
-            if got == marker and "No such file" in root:
+            if got == marker and "No such file" in root and "No such file" in private:
                 folder += 1
             else:
                 other += 1
-                seen.append((got[:80], root[:80]))
+                seen.append((got[:80], root[:80], private[:80]))
         done = swaps(shared) - start
         ct.rt("rm", "-f", name, check=False)
         print("# %s: %d sessions against %d swaps: %d got the folder, %d refused, %d other"
@@ -119,7 +132,10 @@ def test(base, probe_image, busybox_image):
         stage = os.path.join(s.state, "mcpgate", "mounts")
         left = os.listdir(stage) if os.path.isdir(stage) else []
         with open("/proc/self/mountinfo") as fh:
-            staged = [x for x in fh.read().splitlines() if stage in x]
+            info = fh.read()
+        if os.geteuid() != 0:  # rootless: the binds were in podman's namespace
+            info += ct.rt("unshare", "cat", "/proc/self/mountinfo").stdout
+        staged = [x for x in info.splitlines() if stage in x]
         t.ok(left == [] and staged == [], "%s: no staged bind is left" % RT, (left, staged))
     finally:
         if mounted_below:
@@ -162,9 +178,9 @@ def test_image_volume(base):
 
 
 def main():
-    if os.geteuid() != 0:
-        return ct.skip("not root: mounts are not staged rootless (a mount inside another "
-                       "server's write mount is refused by rule instead)")
+    if os.geteuid() != 0 and RT != "podman":
+        return ct.skip("not root and not podman: mounts are not staged (a mount inside "
+                       "another server's write mount is refused by rule instead)")
 
     def body(base):
         test(base, ct.probe_image(), ct.busybox_image())
