@@ -11,6 +11,7 @@ audit log as mcp.egress. Killing mcpgate stops the proxy; nothing is left.
 The upstream is a busybox httpd container of the test's own; no other
 address is ever dialled.
 """
+import glob
 import json
 import os
 import re
@@ -115,7 +116,11 @@ def host_reach(c, in_net, out_net):
 STORE_DIRS = ("/var/lib/containers/storage/overlay-containers", "/run/containers/storage",
               "/run/libpod", "/var/lib/docker/containers", "/run/docker", "/run/containerd",
               os.path.expanduser("~/.local/share/containers/storage/overlay-containers"),
-              os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"))
+              os.environ.get("XDG_RUNTIME_DIR", "/nonexistent")) + tuple(
+    # rootless without XDG_RUNTIME_DIR: the run folders podman and mcpgate make
+    glob.glob("/tmp/mcpgate-run-%d" % os.geteuid()) +
+    glob.glob("/tmp/podman-run-%d" % os.geteuid()) +
+    glob.glob("/tmp/containers-user-%d" % os.geteuid()))
 
 
 def files_holding(value, dirs=STORE_DIRS, max_size=16 << 20):
