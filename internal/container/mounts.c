@@ -439,8 +439,8 @@ int ctr_mounts_stage_main(int argc, char **argv)
 	size_t ndone = 0;
 	struct mg_err *err = NULL;
 	for (;;) {
-		int checked;
-		bool ro;
+		int checked = -1;
+		bool ro = false;
 		char staged[PATH_MAX], real[PATH_MAX];
 		int r = stage_next(&checked, &ro, staged, real, &err);
 		if (r <= 0)
