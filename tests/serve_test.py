@@ -302,6 +302,34 @@ def test_credentials():
     f.cleanup()
 
 
+def test_env_settings():
+    """mcp.toml's env: each setting reaches the server as --env=NAME with the
+    value in the runtime's environment, in serve and in review alike, and
+    review lists it"""
+    extra = 'env = { MEMORY_FILE_PATH = "/tmp/memory.jsonl", MODE = "a b \\u001b[2K" }\n'
+    f = Fixture(server("mem", tools_on=("echo", "env"), extra=extra))
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    r = c.call("mem__env", {"name": "MEMORY_FILE_PATH"})
+    t.ok(text_of(r) == "/tmp/memory.jsonl", "the server has the setting", r)
+    c.close()
+    runs = [x for x in f.runtime_log() if x["argv"][1:2] == ["run"]]
+    t.ok(len(runs) == 1 and "--env=MEMORY_FILE_PATH" in runs[0]["argv"] and
+         runs[0]["env"].get("MEMORY_FILE_PATH") == "/tmp/memory.jsonl" and
+         not any("/tmp/memory.jsonl" in a for a in runs[0]["argv"]),
+         "passed as --env=NAME, the value in the runtime's environment only",
+         runs[0]["argv"] if runs else None)
+    r = f.mcpgate("review", "mem")
+    runs = [x for x in f.runtime_log() if x["argv"][1:2] == ["run"]]
+    t.ok(r.returncode == 0 and "setting (env): MEMORY_FILE_PATH=/tmp/memory.jsonl" in r.stdout
+         and "MODE=a b \\x1b[2K" in r.stdout and "\x1b" not in r.stdout,
+         "review lists each setting, control characters escaped", r.stdout + r.stderr)
+    t.ok(len(runs) == 2 and runs[1]["env"].get("MEMORY_FILE_PATH") == "/tmp/memory.jsonl",
+         "and review starts the server with them too (the same manifest as serve)")
+    f.cleanup()
+
+
 def test_secret_without_launcher():
     """No mcpgate-launch to be found: a server with a secret is not started,
     and the value is never put where the runtime would keep it instead"""
@@ -947,7 +975,7 @@ def test_sidecar_run_fails():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines):

@@ -232,6 +232,13 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 	printf("server %s: %s\n", s->name, s->image);
 	printf("runs in: a %s container, network: %s\n", t.driver->name,
 	       s->nhosts == 0 ? "none" : "its listed hosts, through the egress proxy");
+	for (size_t i = 0; i < s->nmounts; i++)
+		printf("mount: %s/%s at /workspace/%s%s\n", t.workspace, s->mounts[i].path,
+		       s->mounts[i].path, s->mounts[i].write ? ", read-write" : ", read-only");
+	for (size_t i = 0; i < s->nenv; i++) {
+		cleanup_free char *v = mg_shown(s->env[i].value, strlen(s->env[i].value));
+		printf("setting (env): %s=%s\n", s->env[i].name, v);
+	}
 	if (f.accepted != NULL) {
 		printf("unenforced here, accepted in mcp.toml (accept_unenforced):");
 		for (size_t i = 0; i < f.accepted->u.arr.len; i++)

@@ -288,6 +288,7 @@ enum server_key {
 	K_MANIFEST,
 	K_RELAY,
 	K_ACCEPT_UNENFORCED,
+	K_ENV,
 	K_TOOLS,
 	K_SERVER_COUNT,
 };
@@ -313,6 +314,7 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_RELAY] = {"relay", TOML_ARRAY, "an array of strings", SCOPE_ANY},
     [K_ACCEPT_UNENFORCED] = {"accept_unenforced", TOML_ARRAY, "an array of strings",
                              SCOPE_CONTAINER},
+    [K_ENV] = {"env", TOML_TABLE, "a table of strings", SCOPE_CONTAINER},
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
 
@@ -538,6 +540,52 @@ static char **check_argv(struct ctx *c, const struct toml_kv *kv, const char *ke
 		out[(*n)++] = xstrdup(entry);
 	}
 	return out;
+}
+
+/* env: settings that are not secret, NAME = "value", by the rules of an
+ * env: position (docs/config.md) */
+static void check_env(struct ctx *c, const struct toml_kv *kv, struct cfg_server *s)
+{
+	const struct toml_value *t = kv->value;
+	s->env = xcalloc(t->u.table.len + 1, sizeof(*s->env));
+	for (size_t i = 0; i < t->u.table.len; i++) {
+		const struct toml_kv *e = &t->u.table.items[i];
+		const struct toml_value *v = e->value;
+		if (strlen(e->key) != e->keylen || !cfg_env_name_valid(e->key)) {
+			diag(c, e->keypos,
+			     "\"env\" key \"%s\" is not a variable name: [A-Za-z_][A-Za-z0-9_]*",
+			     e->key);
+			continue;
+		}
+		if (cfg_env_name_reserved(e->key)) {
+			diag(c, e->keypos,
+			     "\"env\" key %s names a variable that mcpgate, the container runtime "
+			     "or the loader obeys itself (the rule of env: positions, "
+			     "docs/config.md): "
+			     "choose another",
+			     e->key);
+			continue;
+		}
+		if (v->kind != TOML_STRING) {
+			diag(c, v->pos, "\"env\" value of %s must be a string, not %s", e->key,
+			     toml_kind_name(v->kind));
+			continue;
+		}
+		if (memchr(v->u.str.ptr, '\0', v->u.str.len) != NULL) {
+			diag(c, v->pos, "\"env\" value of %s must not hold a NUL character",
+			     e->key);
+			continue;
+		}
+		if (v->u.str.len > CFG_ENV_VALUE_MAX) {
+			diag(c, v->pos, "\"env\" value of %s is longer than %u bytes", e->key,
+			     CFG_ENV_VALUE_MAX);
+			continue;
+		}
+		s->env[s->nenv].name = xstrdup(e->key);
+		s->env[s->nenv].value = xstrdup(v->u.str.ptr);
+		s->env[s->nenv].pos = (struct cfg_pos){e->keypos.line, e->keypos.col};
+		s->nenv++;
+	}
 }
 
 static void check_credential(struct ctx *c, const struct keys *k, enum transport_seen tr,
@@ -838,6 +886,14 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 	if (k.kv[K_ARGS] != NULL)
 		s->args = check_argv(c, k.kv[K_ARGS], "args", &s->nargs);
 	check_credential(c, &k, tr, s);
+	if (k.kv[K_ENV] != NULL)
+		check_env(c, k.kv[K_ENV], s);
+	for (size_t i = 0; s->position_name != NULL && i < s->nenv; i++)
+		if (strcmp(s->env[i].name, s->position_name) == 0)
+			diag(c, (struct toml_pos){s->env[i].pos.line, s->env[i].pos.col},
+			     "\"env\" key %s is also the credential's position: the secret goes "
+			     "there; set one or the other",
+			     s->env[i].name);
 	if (k.kv[K_MEMORY] != NULL) {
 		const struct toml_value *v = k.kv[K_MEMORY]->value;
 		const char *mem = str_of(c, "memory", v);
@@ -1180,6 +1236,11 @@ void cfg_free(struct cfg *cfg)
 		free(s->ca_file);
 		free(s->credential);
 		free(s->position_name);
+		for (size_t j = 0; j < s->nenv; j++) {
+			free(s->env[j].name);
+			free(s->env[j].value);
+		}
+		free(s->env);
 		for (size_t j = 0; j < s->nworkspaces; j++)
 			free(s->workspaces[j]);
 		free(s->workspaces);

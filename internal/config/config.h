@@ -109,6 +109,16 @@ struct cfg_tool {
 	struct cfg_pos effect_pos; /* the "effect" key, {0, 0} when absent */
 };
 
+/* One setting of a server's env table */
+struct cfg_env {
+	char *name;
+	char *value;
+	struct cfg_pos pos; /* its key */
+};
+
+/* The longest value of an env setting */
+#define CFG_ENV_VALUE_MAX (32u << 10)
+
 struct cfg_server {
 	char *name;
 	enum cfg_transport transport;
@@ -155,6 +165,9 @@ struct cfg_server {
 	bool relay_sampling;    /* sampling/createMessage */
 	bool relay_elicitation; /* elicitation/create */
 	bool relay_roots;       /* roots/list */
+	/* env: settings for the server, not secret (passed as --env=NAME) */
+	struct cfg_env *env;
+	size_t nenv;
 	/* accept_unenforced: CFG_PROP_* bits the person accepts may not hold
 	 * on this platform; the server starts anyway, and says so */
 	unsigned accept_unenforced;

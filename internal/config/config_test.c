@@ -194,15 +194,23 @@ static void test_full(void)
 	}
 	T_STR(s->manifest, MANIFEST, "full: manifest");
 	T_INT(s->manifest_pos.line, 16, "full: manifest line");
+	T_INT(s->nenv, 2, "full: two env settings");
+	if (s->nenv == 2) {
+		T_STR(s->env[0].name, "MEMORY_FILE_PATH", "full: env name, in file order");
+		T_STR(s->env[0].value, "/tmp/memory.jsonl", "full: env value");
+		T_STR(s->env[1].name, "files_mode", "full: a lower-case env name");
+		T_STR(s->env[1].value, "read only", "full: a value with a space");
+		T_INT(s->env[0].pos.line, 17, "full: env key line");
+	}
 	T_INT(s->manifest_pos.col, 1, "full: manifest column");
 	T_INT(s->ntools, 3, "full: three tools");
 	if (s->ntools == 3) {
 		T_STR(s->tools[0].name, "read_file", "full: tool 0");
 		T_OK(s->tools[0].on, "full: tool 0 on");
 		T_INT(s->tools[0].effect, CFG_EFFECT_READ, "full: tool 0 read");
-		T_INT(s->tools[0].pos.line, 18, "full: tool 0 line");
-		T_INT(s->tools[0].on_pos.line, 19, "full: tool 0 on line");
-		T_INT(s->tools[0].effect_pos.line, 20, "full: tool 0 effect line");
+		T_INT(s->tools[0].pos.line, 19, "full: tool 0 line");
+		T_INT(s->tools[0].on_pos.line, 20, "full: tool 0 on line");
+		T_INT(s->tools[0].effect_pos.line, 21, "full: tool 0 effect line");
 		T_INT(s->tools[1].effect, CFG_EFFECT_WRITE, "full: tool 1 write");
 		T_STR(s->tools[2].name, "list.dirs", "full: quoted tool name");
 		T_OK(!s->tools[2].on, "full: a tool is off by default");

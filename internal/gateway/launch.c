@@ -88,6 +88,16 @@ int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
 {
 	struct strv envp = STRV_INIT;
 	struct ctr_run_spec with = *spec;
+	/* mcp.toml's env settings after mcpgate's own variables, for review
+	 * and serve alike */
+	const struct cfg_server *c = spec->server;
+	cleanup_free struct ctr_env *env = xcalloc(spec->nenv + c->nenv + 1, sizeof(*env));
+	for (size_t i = 0; i < spec->nenv; i++)
+		env[i] = spec->env[i];
+	for (size_t i = 0; i < c->nenv; i++)
+		env[spec->nenv + i] = (struct ctr_env){c->env[i].name, c->env[i].value, false};
+	with.env = env;
+	with.nenv = spec->nenv + c->nenv;
 	struct ctr_image_config image;
 	if (d->ops->image_config(d, spec->server->image, spec->nsecrets > 0, &image, err) < 0)
 		return -1;
