@@ -78,6 +78,8 @@ const struct command mg_commands[] = {
      "  --path-in-image PATH   where --binary goes instead of /NAME\n"
      "  --folder DIR           DIR's tree becomes the root filesystem\n"
      "  --add SRC:DEST         also a file or folder SRC at absolute DEST (repeatable)\n"
+     "  --base-add SRC:DEST    the same, in a base layer of its own below the rest: the\n"
+     "                         same base gives the same layer, stored once (repeatable)\n"
      "  --entrypoint JSON      the entrypoint, a JSON array: '[\"/server\",\"--stdio\"]'\n"
      "  --entrypoint-arg ARG   one more argument after the entrypoint (repeatable)\n"
      "  --env NAME=VALUE       an environment variable (repeatable; PATH has a default)\n"

@@ -61,6 +61,9 @@ static void summary(const struct pack_spec *spec, const struct pack_result *res)
 	        spec->output, archive, res->files, res->files == 1 ? "" : "s", res->dirs,
 	        res->dirs == 1 ? "" : "s", res->symlinks, res->symlinks == 1 ? "" : "s", layer,
 	        res->platform, res->config_digest);
+	if (res->base_digest[0] != '\0')
+		fprintf(stderr, "mcpgate pack: its base layer %.19s... (%llu bytes compressed)\n",
+		        res->base_digest, (unsigned long long)res->base_size);
 	for (size_t i = 0; i < res->warnings.n; i++)
 		fprintf(stderr, "mcpgate pack: warning: %s\n", res->warnings.v[i]);
 	if (res->ref[0] != '\0')
@@ -94,14 +97,13 @@ int cmd_pack(int argc, char **argv, struct mg_err **err)
 	cleanup_free const char **args = xcalloc((size_t)argc, sizeof(char *));
 	cleanup_free const char **env = xcalloc((size_t)argc, sizeof(char *));
 	cleanup_free const char **labels = xcalloc((size_t)argc, sizeof(char *));
+	cleanup_free const char **base = xcalloc((size_t)argc, sizeof(char *));
 	struct {
 		const char *name;
 		struct repeated r;
 	} repeats[] = {
-	    {"add", {adds, 0}},
-	    {"entrypoint-arg", {args, 0}},
-	    {"env", {env, 0}},
-	    {"label", {labels, 0}},
+	    {"add", {adds, 0}},     {"entrypoint-arg", {args, 0}}, {"env", {env, 0}},
+	    {"label", {labels, 0}}, {"base-add", {base, 0}},
 	};
 	const size_t n_singles = sizeof(singles) / sizeof(singles[0]);
 	const size_t n_repeats = sizeof(repeats) / sizeof(repeats[0]);
@@ -138,6 +140,8 @@ int cmd_pack(int argc, char **argv, struct mg_err **err)
 	spec.n_env = repeats[2].r.n;
 	spec.labels = repeats[3].r.v;
 	spec.n_labels = repeats[3].r.n;
+	spec.base_adds = repeats[4].r.v;
+	spec.n_base_adds = repeats[4].r.n;
 
 	struct strv ep = STRV_INIT;
 	struct pack_result res = {0};

@@ -437,7 +437,14 @@ static int render(struct json_value *v, struct mg_buf *out, struct mg_err **err)
 	return r;
 }
 
-static int config_json(const struct image_conf *c, uint64_t mtime, const char *diff_id,
+/* The image's layers, bottom first: the base (when given), then the top */
+struct layers {
+	size_t n;
+	struct pack_layer_info info[2];
+	int fd[2];
+};
+
+static int config_json(const struct image_conf *c, uint64_t mtime, const struct layers *l,
                        struct mg_buf *out, struct mg_err **err)
 {
 	time_t t = (time_t)mtime;
@@ -460,7 +467,8 @@ static int config_json(const struct image_conf *c, uint64_t mtime, const char *d
 	struct json_value *rootfs = json_new_object();
 	json_object_set(rootfs, "type", json_new_string("layers"));
 	struct json_value *diff_ids = json_new_array();
-	json_array_push(diff_ids, json_new_string(diff_id));
+	for (size_t i = 0; i < l->n; i++)
+		json_array_push(diff_ids, json_new_string(l->info[i].diff_id));
 	json_object_set(rootfs, "diff_ids", diff_ids);
 
 	struct json_value *doc = json_new_object();
@@ -474,16 +482,17 @@ static int config_json(const struct image_conf *c, uint64_t mtime, const char *d
 	return render(doc, out, err);
 }
 
-static int manifest_json(const char *config_digest, uint64_t config_size,
-                         const struct pack_layer_info *layer, struct mg_buf *out,
-                         struct mg_err **err)
+static int manifest_json(const char *config_digest, uint64_t config_size, const struct layers *l,
+                         struct mg_buf *out, struct mg_err **err)
 {
 	struct json_value *doc = json_new_object();
 	json_object_set(doc, "schemaVersion", json_new_int(2));
 	json_object_set(doc, "mediaType", json_new_string(MEDIA_MANIFEST));
 	json_object_set(doc, "config", descriptor(MEDIA_CONFIG, config_digest, config_size));
 	struct json_value *layers = json_new_array();
-	json_array_push(layers, descriptor(MEDIA_LAYER, layer->digest, layer->size));
+	for (size_t i = 0; i < l->n; i++)
+		json_array_push(layers,
+		                descriptor(MEDIA_LAYER, l->info[i].digest, l->info[i].size));
 	json_object_set(doc, "layers", layers);
 	return render(doc, out, err);
 }
@@ -510,11 +519,10 @@ static int index_json(const struct image_conf *c, const char *manifest_digest,
 
 /* docker-archive's manifest.json: docker before 25 loads only this */
 static int docker_manifest_json(const struct image_conf *c, const char *config_digest,
-                                const char *layer_digest, struct mg_buf *out, struct mg_err **err)
+                                const struct layers *l, struct mg_buf *out, struct mg_err **err)
 {
 	struct json_value *e = json_new_object();
 	cleanup_free char *config = xasprintf("blobs/sha256/%s", config_digest + 7);
-	cleanup_free char *layer = xasprintf("blobs/sha256/%s", layer_digest + 7);
 	json_object_set(e, "Config", json_new_string(config));
 	struct json_value *tags = json_new_array();
 	if (c->repo != NULL) {
@@ -523,7 +531,10 @@ static int docker_manifest_json(const struct image_conf *c, const char *config_d
 	}
 	json_object_set(e, "RepoTags", tags);
 	struct json_value *layers = json_new_array();
-	json_array_push(layers, json_new_string(layer));
+	for (size_t i = 0; i < l->n; i++) {
+		cleanup_free char *layer = xasprintf("blobs/sha256/%s", l->info[i].digest + 7);
+		json_array_push(layers, json_new_string(layer));
+	}
 	json_object_set(e, "Layers", layers);
 	struct json_value *doc = json_new_array();
 	json_array_push(doc, e);
@@ -642,7 +653,9 @@ static int out_layer(struct archive *a, const struct out_sink *s, const char *na
 
 struct blob {
 	const char *digest;
-	const struct mg_buf *bytes; /* NULL: the layer, from its file */
+	const struct mg_buf *bytes; /* NULL: a layer, from its file */
+	int fd;
+	uint64_t size;
 };
 
 static int blob_cmp(const void *a, const void *b)
@@ -657,8 +670,8 @@ struct docs {
 };
 
 /* Entries in byte order of their names, like the layer's */
-static int write_outer(int fd, const struct docs *d, const struct pack_layer_info *layer,
-                       int layer_fd, uint64_t mtime, uint64_t *size, struct mg_err **err)
+static int write_outer(int fd, const struct docs *d, const struct layers *l, uint64_t mtime,
+                       uint64_t *size, struct mg_err **err)
 {
 	struct out_sink s = {.fd = fd};
 	struct archive *a = archive_write_new();
@@ -673,21 +686,27 @@ static int write_outer(int fd, const struct docs *d, const struct pack_layer_inf
 		out_fail(&s, a, "the archive", err);
 		goto out;
 	}
-	struct blob blobs[] = {{d->config_digest, &d->config},
-	                       {d->manifest_digest, &d->manifest},
-	                       {layer->digest, NULL}};
-	qsort(blobs, 3, sizeof(blobs[0]), blob_cmp);
+	struct blob blobs[4] = {{d->config_digest, &d->config, -1, 0},
+	                        {d->manifest_digest, &d->manifest, -1, 0}};
+	size_t nb = 2;
+	for (size_t i = 0; i < l->n; i++) {
+		/* a base identical to the top (an empty one over an empty one) is one blob */
+		if (i > 0 && strcmp(l->info[i].digest, l->info[0].digest) == 0)
+			continue;
+		blobs[nb++] = (struct blob){l->info[i].digest, NULL, l->fd[i], l->info[i].size};
+	}
+	qsort(blobs, nb, sizeof(blobs[0]), blob_cmp);
 	if (out_header(a, &s, "blobs/", true, 0, mtime, err) < 0 ||
 	    out_header(a, &s, "blobs/sha256/", true, 0, mtime, err) < 0)
 		goto out;
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < nb; i++) {
 		char name[sizeof("blobs/sha256/") + PACK_DIGEST_LEN];
 		int n = snprintf(name, sizeof(name), "blobs/sha256/%s", blobs[i].digest + 7);
 		if (n < 0 || (size_t)n >= sizeof(name))
 			abort();
 		int w = blobs[i].bytes != NULL
 		            ? out_bytes(a, &s, name, blobs[i].bytes, mtime, err)
-		            : out_layer(a, &s, name, layer_fd, layer->size, mtime, err);
+		            : out_layer(a, &s, name, blobs[i].fd, blobs[i].size, mtime, err);
 		if (w < 0)
 			goto out;
 	}
@@ -741,6 +760,28 @@ static int refuse_output_inside(const char *out_dir, const char *output, const c
 	return 0;
 }
 
+/* Each "SRC:DEST" of adds into t; opt names them in messages */
+static int add_all(const struct pack_spec *spec, const char *out_dir, const char *const *adds,
+                   size_t n, const char *opt, struct pack_tree *t, struct mg_err **err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *a = adds[i];
+		const char *sep = NULL;
+		for (const char *p = a; (p = strchr(p, ':')) != NULL; p++)
+			if (p[1] == '/')
+				sep = p;
+		if (sep == NULL || sep == a)
+			return mg_err_set(err, "%s: \"%s\" is not SRC:DEST with an absolute DEST",
+			                  opt, a);
+		cleanup_free char *src = xstrndup(a, (size_t)(sep - a));
+		if (refuse_output_inside(out_dir, spec->output, src, opt, err) < 0)
+			return -1;
+		if (pack_tree_add_path(t, src, sep + 1, err) < 0)
+			return mg_err_wrap(err, "%s %s", opt, a);
+	}
+	return 0;
+}
+
 static int build_tree(const struct pack_spec *spec, const struct image_conf *c, struct pack_tree *t,
                       struct mg_err **err)
 {
@@ -761,27 +802,24 @@ static int build_tree(const struct pack_spec *spec, const struct image_conf *c, 
 		if (pack_tree_add_binary(t, spec->binary, dest, err) < 0)
 			return mg_err_wrap(err, "--binary");
 	}
-	for (size_t i = 0; i < spec->n_adds; i++) {
-		const char *a = spec->adds[i];
-		const char *sep = NULL;
-		for (const char *p = a; (p = strchr(p, ':')) != NULL; p++)
-			if (p[1] == '/')
-				sep = p;
-		if (sep == NULL || sep == a)
-			return mg_err_set(err,
-			                  "--add: \"%s\" is not SRC:DEST with an absolute DEST", a);
-		cleanup_free char *src = xstrndup(a, (size_t)(sep - a));
-		if (refuse_output_inside(out_dir, spec->output, src, "--add", err) < 0)
-			return -1;
-		if (pack_tree_add_path(t, src, sep + 1, err) < 0)
-			return mg_err_wrap(err, "--add %s", a);
-	}
+	if (add_all(spec, out_dir, spec->adds, spec->n_adds, "--add", t, err) < 0)
+		return -1;
 	pack_tree_add_implied_dir(t, c->workdir_image);
 	return pack_tree_finish(t, err);
 }
 
+/* The base layer: base_adds alone */
+static int build_base(const struct pack_spec *spec, struct pack_tree *t, struct mg_err **err)
+{
+	cleanup_free char *out_dir = output_dir(spec->output);
+	if (add_all(spec, out_dir, spec->base_adds, spec->n_base_adds, "--base-add", t, err) < 0)
+		return -1;
+	return pack_tree_finish(t, err);
+}
+
 static void check_startable(const struct pack_spec *spec, const struct image_conf *c,
-                            const struct pack_tree *t, struct pack_result *out)
+                            const struct pack_tree *t, const struct pack_tree *base,
+                            struct pack_result *out)
 {
 	if (spec->binary != NULL) {
 		struct pack_elf elf;
@@ -793,7 +831,8 @@ static void check_startable(const struct pack_spec *spec, const struct image_con
 			cleanup_free char *interp = NULL;
 			if (elf.interp[0] != '\0' &&
 			    (pack_image_path(elf.interp, "PT_INTERP", &interp, NULL) < 0 ||
-			     pack_tree_find(t, interp) == NULL))
+			     (pack_tree_find(t, interp) == NULL &&
+			      pack_tree_find(base, interp) == NULL)))
 				strv_pushf(
 				    &out->warnings,
 				    "%s is dynamically linked and the image has no %s: add it "
@@ -807,23 +846,23 @@ static void check_startable(const struct pack_spec *spec, const struct image_con
 	} else if (c->entrypoint.v[0][0] == '/') {
 		cleanup_free char *prog = NULL;
 		if (pack_image_path(c->entrypoint.v[0], "--entrypoint", &prog, NULL) < 0 ||
-		    pack_tree_find(t, prog) == NULL)
+		    (pack_tree_find(t, prog) == NULL && pack_tree_find(base, prog) == NULL))
 			strv_pushf(&out->warnings, "the entrypoint %s is not in the image",
 			           c->entrypoint.v[0]);
 	}
 }
 
-static int make_docs(const struct image_conf *c, const struct pack_layer_info *layer,
-                     uint64_t mtime, struct docs *d, struct mg_err **err)
+static int make_docs(const struct image_conf *c, const struct layers *l, uint64_t mtime,
+                     struct docs *d, struct mg_err **err)
 {
-	if (config_json(c, mtime, layer->diff_id, &d->config, err) < 0)
+	if (config_json(c, mtime, l, &d->config, err) < 0)
 		return mg_err_wrap(err, "the image configuration");
 	digest_of(&d->config, d->config_digest);
-	if (manifest_json(d->config_digest, d->config.len, layer, &d->manifest, err) < 0)
+	if (manifest_json(d->config_digest, d->config.len, l, &d->manifest, err) < 0)
 		return mg_err_wrap(err, "the manifest");
 	digest_of(&d->manifest, d->manifest_digest);
 	if (index_json(c, d->manifest_digest, d->manifest.len, &d->index, err) < 0 ||
-	    docker_manifest_json(c, d->config_digest, layer->digest, &d->docker, err) < 0 ||
+	    docker_manifest_json(c, d->config_digest, l, &d->docker, err) < 0 ||
 	    mg_buf_puts(&d->layout, "{\"imageLayoutVersion\":\"1.0.0\"}", err) < 0)
 		return mg_err_wrap(err, "the index");
 	return 0;
@@ -886,29 +925,36 @@ int pack_build(const struct pack_spec *spec, struct pack_result *out, struct mg_
 	                 MG_BUF_INIT(DOC_MAX),
 	                 "",
 	                 ""};
-	struct pack_layer_info layer = {0};
-	cleanup_close int layer_fd = -1;
+	struct pack_tree base = {0};
+	struct layers l = {.n = 0, .fd = {-1, -1}};
 	cleanup_close int out_fd = -1;
-	cleanup_free char *layer_path = NULL;
 	char *out_path = NULL;
 	int r = -1;
 
-	if (image_conf_init(spec, &c, err) < 0 || build_tree(spec, &c, &t, err) < 0)
+	if (image_conf_init(spec, &c, err) < 0 || build_tree(spec, &c, &t, err) < 0 ||
+	    (spec->n_base_adds > 0 && build_base(spec, &base, err) < 0))
 		goto out;
-	check_startable(spec, &c, &t, out);
+	check_startable(spec, &c, &t, &base, out);
 
-	if ((layer_fd = temp_beside(spec->output, "layer", &layer_path, err)) < 0)
-		goto out;
-	unlink(layer_path);
+	const struct pack_tree *trees[2] = {&base, &t};
+	for (size_t i = spec->n_base_adds > 0 ? 0 : 1; i < 2; i++) {
+		cleanup_free char *layer_path = NULL;
+		if ((l.fd[l.n] = temp_beside(spec->output, "layer", &layer_path, err)) < 0)
+			goto out;
+		unlink(layer_path);
+		if (pack_write_layer(trees[i], spec->mtime, l.fd[l.n], &l.info[l.n], err) < 0) {
+			mg_err_wrap(err, "%s", spec->output);
+			l.n++;
+			goto out;
+		}
+		l.n++;
+	}
+	const struct pack_layer_info *top = &l.info[l.n - 1];
 	if ((out_fd = temp_beside(spec->output, "tmp", &out_path, err)) < 0)
 		goto out;
-	if (pack_write_layer(&t, spec->mtime, layer_fd, &layer, err) < 0) {
-		mg_err_wrap(err, "%s", spec->output);
+	if (make_docs(&c, &l, spec->mtime, &d, err) < 0)
 		goto out;
-	}
-	if (make_docs(&c, &layer, spec->mtime, &d, err) < 0)
-		goto out;
-	if (write_outer(out_fd, &d, &layer, layer_fd, spec->mtime, &out->archive_size, err) < 0) {
+	if (write_outer(out_fd, &d, &l, spec->mtime, &out->archive_size, err) < 0) {
 		mg_err_wrap(err, "%s", spec->output);
 		goto out;
 	}
@@ -924,10 +970,14 @@ int pack_build(const struct pack_spec *spec, struct pack_result *out, struct mg_
 
 	memcpy(out->manifest_digest, d.manifest_digest, sizeof(out->manifest_digest));
 	memcpy(out->config_digest, d.config_digest, sizeof(out->config_digest));
-	memcpy(out->layer_digest, layer.digest, sizeof(out->layer_digest));
-	memcpy(out->diff_id, layer.diff_id, sizeof(out->diff_id));
-	out->layer_size = layer.size;
-	out->layer_tar_size = layer.tar_size;
+	memcpy(out->layer_digest, top->digest, sizeof(out->layer_digest));
+	memcpy(out->diff_id, top->diff_id, sizeof(out->diff_id));
+	out->layer_size = top->size;
+	out->layer_tar_size = top->tar_size;
+	if (l.n == 2) {
+		memcpy(out->base_digest, l.info[0].digest, sizeof(out->base_digest));
+		out->base_size = l.info[0].size;
+	}
 	out->files = t.files;
 	out->dirs = t.dirs;
 	out->symlinks = t.symlinks;
@@ -947,7 +997,11 @@ out:
 		unlink(out_path);
 		free(out_path);
 	}
+	for (size_t i = 0; i < 2; i++)
+		if (l.fd[i] >= 0)
+			close(l.fd[i]);
 	docs_free(&d);
+	pack_tree_free(&base);
 	pack_tree_free(&t);
 	image_conf_free(&c);
 	return r;

@@ -2,7 +2,7 @@
  *
  * pack_build() turns a static binary and/or a folder, plus added files, into
  * one tar in the OCI image layout: oci-layout, index.json, the blobs
- * (manifest, config, one gzip layer), and a docker-archive manifest.json
+ * (manifest, config, one gzip layer, or a base layer below it), and a docker-archive manifest.json
  * beside them, so `podman load` and `docker load` both take it. The same
  * inputs and options always give a byte-identical archive: fixed times, sorted
  * entries, owner 0:0, normalised modes, a gzip header without time or name.
@@ -37,6 +37,11 @@ struct pack_spec {
 	 * absolute path DEST; the split is at the last ':' that a '/' follows */
 	const char *const *adds;
 	size_t n_adds;
+	/* "SRC:DEST" as adds, but in a layer of their own below the rest: the
+	 * same base_adds give the same layer (one blob, stored once by the
+	 * runtime, whatever image is on top); none: one layer */
+	const char *const *base_adds;
+	size_t n_base_adds;
 
 	/* The entrypoint: entrypoint[] when n_entrypoint > 0, else [binary_dest]
 	 * with a binary, else none; then entrypoint_args[] appended. */
@@ -59,7 +64,9 @@ struct pack_spec {
 struct pack_result {
 	char manifest_digest[PACK_DIGEST_LEN + 1]; /* what `pack` prints; the image's digest */
 	char config_digest[PACK_DIGEST_LEN + 1];   /* the image ID runtimes show */
-	char layer_digest[PACK_DIGEST_LEN + 1];    /* of the gzip blob */
+	char layer_digest[PACK_DIGEST_LEN + 1];    /* of the (top) layer's gzip blob */
+	char base_digest[PACK_DIGEST_LEN + 1];     /* of the base layer's, or "" */
+	uint64_t base_size;                        /* bytes of the base layer's blob */
 	char diff_id[PACK_DIGEST_LEN + 1];         /* of the uncompressed layer tar */
 	uint64_t layer_size;                       /* bytes of the gzip blob */
 	uint64_t layer_tar_size;                   /* bytes of the uncompressed layer tar */

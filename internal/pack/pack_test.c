@@ -671,6 +671,78 @@ static void test_layout(void)
 	pack_result_free(&res);
 }
 
+/* A base layer: the same base_adds under two different tops give the same
+ * base blob; each image lists base then top, in the manifest, the config's
+ * diff_ids and docker's manifest.json */
+static void test_base_layer(void)
+{
+	cleanup_free char *out_a = in_base("base-a.tar");
+	cleanup_free char *out_b = in_base("base-b.tar");
+	cleanup_free char *base_add = xasprintf("%s:/opt/runtime", TREE);
+	const char *bases[] = {base_add};
+	cleanup_free char *top_a = xasprintf("%s:/app/server", SERVER);
+	cleanup_free char *top_b = xasprintf("%s:/app/other", SERVER);
+	const char *adds_a[] = {top_a}, *adds_b[] = {top_b};
+	const char *ep[] = {"/app/server"};
+	struct pack_spec spec = {.output = out_a,
+	                         .adds = adds_a,
+	                         .n_adds = 1,
+	                         .base_adds = bases,
+	                         .n_base_adds = 1,
+	                         .entrypoint = ep,
+	                         .n_entrypoint = 1};
+	struct pack_result a, b;
+	int ra = pack_ok(&spec, &a, "an image with a base layer");
+	spec.output = out_b;
+	spec.adds = adds_b;
+	int rb = pack_ok(&spec, &b, "another top on the same base");
+	if (ra < 0 || rb < 0) {
+		pack_result_free(&a);
+		pack_result_free(&b);
+		return;
+	}
+	T_OK(a.base_digest[0] != '\0' && strcmp(a.base_digest, b.base_digest) == 0,
+	     "the same base gives the same base layer digest: %s", a.base_digest);
+	T_OK(strcmp(a.layer_digest, b.layer_digest) != 0 && strcmp(a.base_digest, a.layer_digest),
+	     "the tops differ, and differ from the base");
+	T_INT((long long)a.warnings.n, 0, "no warning: the entrypoint is found in the top");
+	size_t len;
+	cleanup_free char *bytes = file_bytes(out_a, &len);
+	struct t_tar outer = {0};
+	if (!T_OK(tar_read(bytes, len, &outer) == 0, "the two-layer archive reads as a tar")) {
+		pack_result_free(&a);
+		pack_result_free(&b);
+		return;
+	}
+	cleanup_free char *mname = xasprintf("blobs/sha256/%s", a.manifest_digest + 7);
+	cleanup_free char *cname = xasprintf("blobs/sha256/%s", a.config_digest + 7);
+	struct json_value *m = parse_entry(&outer, mname);
+	const struct json_value *layers = m != NULL ? json_get(m, "layers") : NULL;
+	T_OK(layers != NULL && layers->kind == JSON_ARRAY && layers->u.arr.len == 2 &&
+	         strcmp(json_get_string(layers->u.arr.items[0], "digest"), a.base_digest) == 0 &&
+	         strcmp(json_get_string(layers->u.arr.items[1], "digest"), a.layer_digest) == 0,
+	     "the manifest lists the base, then the top");
+	json_free(m);
+	struct json_value *config = parse_entry(&outer, cname);
+	const struct json_value *rootfs = config != NULL ? json_get(config, "rootfs") : NULL;
+	const struct json_value *ids = rootfs != NULL ? json_get(rootfs, "diff_ids") : NULL;
+	T_OK(ids != NULL && ids->kind == JSON_ARRAY && ids->u.arr.len == 2 &&
+	         strcmp(ids->u.arr.items[1]->u.str.ptr, a.diff_id) == 0,
+	     "the config has two diff_ids, the top's last");
+	json_free(config);
+	const struct t_entry *docker = tar_find(&outer, "manifest.json");
+	cleanup_free char *want = xasprintf("\"Layers\":[\"blobs/sha256/%s\",\"blobs/sha256/%s\"]",
+	                                    a.base_digest + 7, a.layer_digest + 7);
+	T_OK(docker != NULL && strstr(docker->data, want) != NULL,
+	     "docker's manifest.json lists both layers, base first");
+	cleanup_free char *bname = xasprintf("blobs/sha256/%s", a.base_digest + 7);
+	const struct t_entry *bblob = tar_find(&outer, bname);
+	T_OK(bblob != NULL && bblob->size == a.base_size, "the base blob is in the archive");
+	t_tar_free(&outer);
+	pack_result_free(&a);
+	pack_result_free(&b);
+}
+
 static void test_defaults(void)
 {
 	cleanup_free char *out = in_base("defaults.tar");
@@ -1089,6 +1161,7 @@ int main(void)
 	test_parse_ref();
 	test_parse_entrypoint();
 	test_layout();
+	test_base_layer();
 	test_defaults();
 	test_names();
 	test_reproducible();
