@@ -70,6 +70,23 @@ const struct command mg_commands[] = {
      "                    ~/.local/share/mcpgate)\n"
      "Values are sealed in DIR/keychain with DIR/keychain.key (made on first use), or\n"
      "with a passphrase read from the descriptor MCPGATE_PASSPHRASE_FD names.\n"},
+    {"add", cmd_add,
+     "mcpgate add npm:PACKAGE[@VERSION] [--name NAME] [--arg A]... [--mount PATH[:write]]... "
+     "[--network HOST]... [--env NAME=VALUE]... [--node PATH] [--config DIR]",
+     "make an npm package a contained server: a pinned image and an entry, tools off",
+     "  npm:PACKAGE[@VERSION]  the package; VERSION a version, range or tag (default latest)\n"
+     "  --name NAME            the server's name (default: the package's last part)\n"
+     "  --arg A                an argument for the server (repeatable; args in mcp.toml)\n"
+     "  --mount PATH[:write]   a workspace folder for it (repeatable; mounts in mcp.toml)\n"
+     "  --network HOST         a host it may reach (repeatable; network in mcp.toml)\n"
+     "  --env NAME=VALUE       a setting, not secret (repeatable; env in mcp.toml)\n"
+     "  --node PATH            the node to put in the image (default: node on PATH)\n"
+     "  --config DIR           the configuration folder (default $XDG_CONFIG_HOME/mcpgate)\n"
+     "npm resolves and installs it with every install script off, from a lockfile kept\n"
+     "in DATA/npm/NAME (the same input, the same image); the image is this machine's\n"
+     "node and its libraries (one layer, shared by every such image) and the package;\n"
+     "it is loaded into the runtime and pinned by digest, and mcp.toml gets its\n"
+     "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n"},
     {"pack", cmd_pack,
      "mcpgate pack --output FILE.tar (--binary PATH | --folder DIR | --add SRC:DEST)... [OPTIONS]",
      "build an image archive from a static binary or a folder, without a Dockerfile",

@@ -12,7 +12,7 @@
 #include "internal/container/container.h"
 
 /* `mcpgate mcp VERB` is the familiar spelling of these verbs */
-static const char *const mcp_verbs[] = {"list", "pull", "review", "approve", NULL};
+static const char *const mcp_verbs[] = {"add", "list", "pull", "review", "approve", NULL};
 
 static int is_mcp_verb(const char *name)
 {
@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	if (strcmp(name, "mcp") == 0) {
 		if (argc < 3 || !is_mcp_verb(argv[2])) {
 			fprintf(stderr,
-			        "mcpgate: usage: mcpgate mcp list|pull|review|approve ...\n");
+			        "mcpgate: usage: mcpgate mcp add|list|pull|review|approve ...\n");
 			return EXIT_USAGE;
 		}
 		name = argv[2];

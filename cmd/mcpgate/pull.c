@@ -2,10 +2,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
 #include "cmd/mcpgate/setup.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/xalloc.h"
 
 /* localhost/NAME (no port): podman's name for an image built or loaded
  * here; no registry answers for it */
@@ -31,6 +34,7 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 		return usage_error(self, "which server? (see: mcpgate list)");
 
 	struct cfg *cfg = NULL;
+	cleanup_free char *kept = NULL;
 	struct ctr_driver *d = NULL;
 	int status = EXIT_FAIL;
 	if (setup_config(dir, &cfg, err) < 0)
@@ -52,6 +56,25 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 	}
 	if (present > 0) {
 		printf("%s: %s is present already: nothing to pull\n", name, s->image);
+		status = EXIT_OK;
+		goto out;
+	}
+	if (d->images_dir != NULL && strlen(s->image_digest) == 71)
+		kept = xasprintf("%s/sha256-%s.tar", d->images_dir, s->image_digest + 7);
+	if (local_only(s->image_name) && kept != NULL && access(kept, R_OK) == 0) {
+		/* one mcpgate made (mcpgate add): its archive is kept by digest */
+		fprintf(stderr, "mcpgate: %s load -i %s\n", d->name, kept);
+		if (d->ops->load(d, kept, err) < 0)
+			goto out;
+		present = d->ops->image_present(d, s->image, err);
+		if (present <= 0) {
+			if (present == 0)
+				mg_err_set(err,
+				           "%s loaded %s, but no image %s is present afterwards",
+				           d->name, kept, s->image);
+			goto out;
+		}
+		printf("%s: %s loaded from %s\n", name, s->image, kept);
 		status = EXIT_OK;
 		goto out;
 	}

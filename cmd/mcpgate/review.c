@@ -134,6 +134,47 @@ static void schema_summary(const struct json_value *schema, struct mg_buf *out)
 	}
 }
 
+/* Where the image came from, as its labels say (under the digest pin):
+ * mcpgate add writes the npm package, version and integrity there */
+static void show_origin(const struct ctr_driver *d, const char *image)
+{
+	struct ctr_image_config c;
+	if (d->ops->image_config(d, image, true, &c, NULL) < 0)
+		return;
+	static const char *const keys[] = {"org.opencontainers.image.source",
+	                                   "io.mcpgate.npm.integrity", "io.mcpgate.node"};
+	static const char *const what[] = {"from", "npm integrity", "node"};
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		for (size_t i = 0; i + 1 < c.labels.n; i += 2)
+			if (strcmp(c.labels.v[i], keys[k]) == 0) {
+				cleanup_free char *v =
+				    mg_shown(c.labels.v[i + 1], strlen(c.labels.v[i + 1]));
+				printf("image %s: %s\n", what[k], v);
+			}
+	ctr_image_config_free(&c);
+}
+
+/* The tool's own hints (readOnlyHint, destructiveHint, ...): the server's
+ * claim, which mcpgate's effect does not take on trust */
+static void show_hints(const struct json_value *a)
+{
+	if (a == NULL || a->kind != JSON_OBJECT)
+		return;
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	for (size_t i = 0; i < a->u.obj.len; i++) {
+		const struct json_member *m = &a->u.obj.items[i];
+		if (m->value->kind != JSON_BOOL || m->keylen < 5 ||
+		    strcmp(m->key + m->keylen - 4, "Hint") != 0)
+			continue;
+		cleanup_free char *key = mg_shown(m->key, m->keylen);
+		mg_buf_printf(&b, NULL, "%s%s=%s", b.len > 0 ? ", " : "", key,
+		              m->value->u.boolean ? "true" : "false");
+	}
+	if (b.len > 0)
+		printf("      the server claims: %s\n", mg_buf_str(&b));
+	mg_buf_free(&b);
+}
+
 static void show_tools(const struct cfg_server *s, const struct json_value *tools)
 {
 	struct json_value *m = manifest_of(tools);
@@ -154,6 +195,7 @@ static void show_tools(const struct cfg_server *s, const struct json_value *tool
 		schema_summary(json_get(t, "inputSchema"), &sum);
 		printf("      input: %s\n", mg_buf_str(&sum));
 		mg_buf_free(&sum);
+		show_hints(json_get(t, "annotations"));
 	}
 	json_free(m);
 }
@@ -239,6 +281,7 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 		cleanup_free char *v = mg_shown(s->env[i].value, strlen(s->env[i].value));
 		printf("setting (env): %s=%s\n", s->env[i].name, v);
 	}
+	show_origin(t.driver, s->image);
 	if (f.accepted != NULL) {
 		printf("unenforced here, accepted in mcp.toml (accept_unenforced):");
 		for (size_t i = 0; i < f.accepted->u.arr.len; i++)

@@ -26,9 +26,10 @@ int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err *
 	/* every container it runs gets mcpgate's seccomp profile, or none runs */
 	cleanup_free char *data = NULL;
 	struct mg_err *derr = NULL;
-	if (cfg_default_data_dir(&data, &derr) == 0)
+	if (cfg_default_data_dir(&data, &derr) == 0) {
 		ctr_driver_use_seccomp(*out, data);
-	else
+		(*out)->images_dir = xasprintf("%s/images", data);
+	} else
 		(*out)->seccomp_error = xstrdup(mg_err_msg(derr));
 	mg_err_free(derr);
 	return 0;

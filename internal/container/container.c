@@ -17,8 +17,10 @@
 #include <sodium.h>
 
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/log.h"
 #include "internal/base/xalloc.h"
+#include "internal/json/json.h"
 #include "internal/proc/proc.h"
 #include "launch/launch.h"
 
@@ -177,6 +179,7 @@ void ctr_driver_free(struct ctr_driver *d)
 		return;
 	free(d->seccomp);
 	free(d->seccomp_error);
+	free(d->images_dir);
 	free(d->path);
 	strv_free(&d->env);
 	free(d);
@@ -318,13 +321,13 @@ static int push_launcher(const struct ctr_driver *d, const struct ctr_run_spec *
 		                  "Cmd): set command in mcp.toml",
 		                  s->name, s->image);
 	}
+	char id[CTR_ID_LEN + 1];
 	push_binary_mount(a, spec->launcher, LAUNCH_PATH);
 	strv_push(a, "--entrypoint=" LAUNCH_PATH);
-	strv_push(a, s->image);
+	strv_push(a, ctr_run_ref(d, s->image, id));
 	for (size_t i = 0; i < cmd.n; i++)
 		strv_push(a, cmd.v[i]);
 	strv_free(&cmd);
-	(void)d;
 	return 0;
 }
 
@@ -397,13 +400,14 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		strv_push(&a, "--tmpfs");
 		strv_pushf(&a, "%s:ro,nosuid,nodev,noexec,size=4k", v);
 	}
+	char id[CTR_ID_LEN + 1];
 	if (spec->nsecrets > 0) {
 		if (push_launcher(d, spec, &a, err) < 0)
 			goto fail;
 	} else {
 		if (s->command != NULL)
 			strv_pushf(&a, "--entrypoint=%s", s->command[0]);
-		strv_push(&a, s->image);
+		strv_push(&a, ctr_run_ref(d, s->image, id));
 		for (size_t i = 1; i < s->ncommand; i++)
 			strv_push(&a, s->command[i]);
 		for (size_t i = 0; i < s->nargs; i++)
@@ -443,8 +447,9 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 	strv_push(&a, spec->name);
 	ctr_push_labels(&a, spec->session, spec->server->name, spec->owner);
 	push_binary_mount(&a, spec->binary, "/mcpgate-egress");
+	char id[CTR_ID_LEN + 1];
 	strv_push(&a, "--entrypoint=/mcpgate-egress");
-	strv_push(&a, spec->server->image);
+	strv_push(&a, ctr_run_ref(d, spec->server->image, id));
 	for (size_t i = 0; spec->args[i] != NULL; i++)
 		strv_push(&a, spec->args[i]);
 	for (size_t i = 0; i < d->env.n; i++)
@@ -459,6 +464,7 @@ void ctr_image_config_free(struct ctr_image_config *c)
 	strv_free(&c->volumes);
 	strv_free(&c->entrypoint);
 	strv_free(&c->cmd);
+	strv_free(&c->labels);
 }
 
 /* ---- the launcher's block (launch/launch.h) ----------------------------- */
@@ -502,4 +508,44 @@ void ctr_launch_block_free(char *block, size_t len)
 		return;
 	sodium_memzero(block, len);
 	sodium_free(block);
+}
+
+/* ---- images mcpgate made, on docker --------------------------------------- */
+
+const char *ctr_local_image_id(const struct ctr_driver *d, const char *image,
+                               char id[CTR_ID_LEN + 1])
+{
+	const char *at = strstr(image, "@sha256:");
+	if (d->kind != CTR_DOCKER || d->images_dir == NULL || at == NULL || strlen(at + 8) != 64)
+		return NULL;
+	cleanup_free char *path = xasprintf("%s/sha256-%s.manifest", d->images_dir, at + 8);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	if (mg_read_file(path, 1 << 20, &text, &len, NULL) < 0)
+		return NULL;
+	unsigned char sum[crypto_hash_sha256_BYTES];
+	char hex[65];
+	crypto_hash_sha256(sum, (const unsigned char *)text, len);
+	sodium_bin2hex(hex, sizeof(hex), sum, sizeof(sum));
+	if (strcmp(hex, at + 8) != 0)
+		return NULL; /* not the manifest the pin names */
+	struct json_value *m = NULL;
+	if (json_parse(text, len, NULL, &m, NULL) < 0)
+		return NULL;
+	const struct json_value *config = json_get(m, "config");
+	const char *digest = config != NULL ? json_get_string(config, "digest") : NULL;
+	const char *r = NULL;
+	if (digest != NULL && strlen(digest) == CTR_ID_LEN && strncmp(digest, "sha256:", 7) == 0 &&
+	    strspn(digest + 7, "0123456789abcdef") == 64) {
+		memcpy(id, digest, CTR_ID_LEN + 1);
+		r = id;
+	}
+	json_free(m);
+	return r;
+}
+
+const char *ctr_run_ref(const struct ctr_driver *d, const char *image, char id[CTR_ID_LEN + 1])
+{
+	const char *local = ctr_local_image_id(d, image, id);
+	return local != NULL ? local : image;
 }

@@ -110,6 +110,7 @@ struct ctr_image_config {
 	struct strv volumes;    /* VOLUME paths */
 	struct strv entrypoint; /* Entrypoint */
 	struct strv cmd;        /* Cmd */
+	struct strv labels;     /* Labels: key, value, key, value... */
 };
 void ctr_image_config_free(struct ctr_image_config *c);
 
@@ -173,6 +174,8 @@ struct ctr_ops {
 	                    struct ctr_image_config *out, struct mg_err **err);
 	/* pull image NAME@DIGEST, the runtime's progress on mcpgate's stderr */
 	int (*pull)(const struct ctr_driver *d, const char *image, struct mg_err **err);
+	/* load an image archive (mcpgate pack's) into the runtime's store */
+	int (*load)(const struct ctr_driver *d, const char *archive, struct mg_err **err);
 	/* remove a container now, whatever it is doing; absent is fine */
 	int (*remove)(const struct ctr_driver *d, const char *name, struct mg_err **err);
 	/* argv of `run` for an egress sidecar: the same isolation, uid 65534,
@@ -214,8 +217,23 @@ struct ctr_driver {
 	char *seccomp_error; /* why there is none: then nothing is run */
 	struct strv env;     /* the fixed environment every runtime process gets */
 	int64_t timeout_ms;  /* for runtime commands other than run and pull */
+	/* DATA/images: the manifests of images mcpgate made (ctr_local_image_id) */
+	char *images_dir;
 	const struct ctr_ops *ops;
 };
+
+/* "sha256:" and 64 hex digits */
+#define CTR_ID_LEN 71
+
+/* docker keeps no digest for an image it loaded from an archive. For one
+ * that mcpgate made, d->images_dir holds its manifest, named by the digest
+ * image pins (sha256-HEX.manifest, checked against it): the config digest
+ * it names is the image's ID, which docker runs it by. That ID in id and
+ * returned; NULL for podman, for other images, or without the manifest. */
+const char *ctr_local_image_id(const struct ctr_driver *d, const char *image,
+                               char id[CTR_ID_LEN + 1]);
+/* The reference run and inspect use for image: its local ID, else itself */
+const char *ctr_run_ref(const struct ctr_driver *d, const char *image, char id[CTR_ID_LEN + 1]);
 
 /* Find the runtime: runtime UNSET means podman when it is on PATH, else
  * docker. path_var is the PATH to search (mcpgate's own). The fixed

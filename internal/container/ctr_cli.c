@@ -79,6 +79,20 @@ static int cli_image_present(const struct ctr_driver *d, const char *image, stru
 	if (at == NULL)
 		return mg_err_set(err, "image %s is not pinned by digest", image);
 	const char *digest = at + 1;
+	char id[CTR_ID_LEN + 1];
+	if (ctr_local_image_id(d, image, id) != NULL) {
+		/* docker keeps no digest for a loaded image: an image of mcpgate's
+		 * own is the one whose ID is the config its kept manifest names */
+		const char *by_id[] = {"image", "inspect", "--format", "{{.Id}}", id, NULL};
+		struct proc_result res;
+		if (runtime_run(d, by_id, &res, err) < 0)
+			return -1;
+		int r = exited_ok(&res) && strncmp(res.out.data, id, strlen(id)) == 0 ? 1 : 0;
+		if (!exited_ok(&res) && !says_missing(&res))
+			r = -1, runtime_failed(d, "image inspect", &res, err);
+		proc_result_free(&res);
+		return r;
+	}
 	const char *args[] = {"image", "inspect", "--format", "{{json .RepoDigests}}", image, NULL};
 	struct proc_result res;
 	if (runtime_run(d, args, &res, err) < 0)
@@ -152,6 +166,12 @@ static int cli_image_config(const struct ctr_driver *d, const char *image, bool 
 	const struct json_value *vol = v->kind == JSON_OBJECT ? json_get(v, "Volumes") : NULL;
 	for (size_t i = 0; vol != NULL && vol->kind == JSON_OBJECT && i < vol->u.obj.len; i++)
 		strv_push(&out->volumes, vol->u.obj.items[i].key);
+	const struct json_value *lab = v->kind == JSON_OBJECT ? json_get(v, "Labels") : NULL;
+	for (size_t i = 0; lab != NULL && lab->kind == JSON_OBJECT && i < lab->u.obj.len; i++)
+		if (lab->u.obj.items[i].value->kind == JSON_STRING) {
+			strv_push(&out->labels, lab->u.obj.items[i].key);
+			strv_push(&out->labels, lab->u.obj.items[i].value->u.str.ptr);
+		}
 	if (v->kind != JSON_OBJECT ||
 	    string_list(json_get(v, "Entrypoint"), &out->entrypoint) < 0 ||
 	    string_list(json_get(v, "Cmd"), &out->cmd) < 0) {
@@ -162,6 +182,25 @@ static int cli_image_config(const struct ctr_driver *d, const char *image, bool 
 	}
 	json_free(v);
 	return 0;
+}
+
+static int cli_load(const struct ctr_driver *d, const char *archive, struct mg_err **err)
+{
+	const char *argv[] = {d->path, "load", "-i", archive, NULL};
+	struct strv env = STRV_INIT;
+	for (size_t i = 0; i < d->env.n; i++)
+		strv_push(&env, d->env.v[i]);
+	struct proc_result res;
+	/* a few hundred MB of layers: ten minutes at most */
+	int r = proc_run(argv, (const char *const *)strv_array(&env), 600 * 1000, CTR_OUTPUT_MAX,
+	                 &res, err);
+	strv_free(&env);
+	if (r == 0 && !exited_ok(&res)) {
+		runtime_failed(d, "load", &res, err);
+		r = -1;
+	}
+	proc_result_free(&res);
+	return r < 0 ? mg_err_wrap(err, "loading %s", archive) : 0;
 }
 
 static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err **err)
@@ -575,6 +614,7 @@ const struct ctr_ops ctr_cli_ops = {
     .image_present = cli_image_present,
     .image_config = cli_image_config,
     .pull = cli_pull,
+    .load = cli_load,
     .remove = cli_remove,
     .sweep = cli_sweep,
 };

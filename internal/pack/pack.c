@@ -267,6 +267,8 @@ void pack_result_free(struct pack_result *r)
 	if (r == NULL)
 		return;
 	strv_free(&r->warnings);
+	free(r->manifest);
+	r->manifest = NULL;
 }
 
 /* ---- the image configuration --------------------------------------------- */
@@ -970,6 +972,10 @@ int pack_build(const struct pack_spec *spec, struct pack_result *out, struct mg_
 
 	memcpy(out->manifest_digest, d.manifest_digest, sizeof(out->manifest_digest));
 	memcpy(out->config_digest, d.config_digest, sizeof(out->config_digest));
+	out->manifest = xmalloc(d.manifest.len + 1);
+	memcpy(out->manifest, d.manifest.data, d.manifest.len);
+	out->manifest[d.manifest.len] = '\0';
+	out->manifest_len = d.manifest.len;
 	memcpy(out->layer_digest, top->digest, sizeof(out->layer_digest));
 	memcpy(out->diff_id, top->diff_id, sizeof(out->diff_id));
 	out->layer_size = top->size;

@@ -74,6 +74,8 @@ struct pack_result {
 	size_t files, dirs, symlinks;              /* entries in the layer */
 	char platform[32];                         /* "linux/amd64", "linux/arm64/v8" */
 	char ref[400];                             /* "NAME:TAG", or "" without a name */
+	char *manifest;                            /* the manifest's bytes (owned) */
+	size_t manifest_len;
 	/* What may keep the image from starting, one sentence each: a binary
 	 * that is dynamically linked and whose loader is not in the image, or
 	 * built for another architecture; an entrypoint that is not in it, or

@@ -1,0 +1,745 @@
+/* mcpgate add npm:PACKAGE[@VERSION]: from a package on the npm registry to a
+ * pinned image in the runtime and a [[server]] entry in mcp.toml with every
+ * tool off (docs/adding.md).
+ *
+ * No package code runs on the host: npm resolves and installs with every
+ * lifecycle script off (--ignore-scripts and npm_config_ignore_scripts), from
+ * a lockfile kept in DATA/npm/NAME, so the same input gives the same image.
+ * The image is two layers: this machine's node with the libraries it loads
+ * (one layer, byte for byte the same for every server made here, so the
+ * runtime stores it once) and the package's node_modules. Where the package
+ * came from (name, version, npm integrity, node) is in the image's labels,
+ * under the digest pin, and review shows them. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/mcpgate/commands.h"
+#include "cmd/mcpgate/opts.h"
+#include "cmd/mcpgate/setup.h"
+#include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
+#include "internal/base/log.h"
+#include "internal/base/strv.h"
+#include "internal/base/xalloc.h"
+#include "internal/config/edit.h"
+#include "internal/json/json.h"
+#include "internal/pack/pack.h"
+#include "internal/proc/proc.h"
+
+extern char **environ;
+
+#define NPM_TIMEOUT_MS (15 * 60 * 1000)
+#define NPM_OUTPUT_MAX (8u << 20)
+
+struct npm_pkg {
+	char *name;      /* as the registry spells it */
+	char *version;   /* the exact version resolved */
+	char *integrity; /* dist.integrity, "sha512-..." */
+	char *bin;       /* the entry point, relative to the package's folder */
+};
+
+static void npm_pkg_free(struct npm_pkg *p)
+{
+	free(p->name);
+	free(p->version);
+	free(p->integrity);
+	free(p->bin);
+}
+
+/* ---- the package's name ------------------------------------------------- */
+
+static bool npm_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+	       c == '_' || c == '~';
+}
+
+/* [@scope/]name as npm takes it: lower case, no leading dot or underscore */
+static bool npm_name_ok(const char *s)
+{
+	const char *p = s;
+	if (*p == '@') {
+		p++;
+		const char *slash = strchr(p, '/');
+		if (slash == NULL || slash == p)
+			return false;
+		for (; p < slash; p++)
+			if (!npm_char(*p))
+				return false;
+		p++;
+	}
+	if (*p == '\0' || *p == '.' || *p == '_' || strlen(s) > 214)
+		return false;
+	for (; *p != '\0'; p++)
+		if (!npm_char(*p))
+			return false;
+	return true;
+}
+
+/* "npm:PACKAGE[@VERSION]" into its parts (allocated) */
+static int parse_source(const char *src, char **pkg, char **version, struct mg_err **err)
+{
+	if (strncmp(src, "npm:", 4) != 0)
+		return mg_err_set(err,
+		                  "%s: give npm:PACKAGE[@VERSION] (or --server-json FILE); other "
+		                  "sources are not supported",
+		                  src);
+	const char *spec = src + 4;
+	const char *at = strchr(spec[0] == '@' ? spec + 1 : spec, '@');
+	*pkg = at != NULL ? xstrndup(spec, (size_t)(at - spec)) : xstrdup(spec);
+	*version = at != NULL ? xstrdup(at + 1) : xstrdup("latest");
+	if (!npm_name_ok(*pkg))
+		return mg_err_set(
+		    err,
+		    "%s: \"%s\" is not an npm package name ([@scope/]name, lower case "
+		    "letters, digits, - . _ ~)",
+		    src, *pkg);
+	for (const char *p = *version; *p != '\0'; p++)
+		if (!(npm_char(*p) || *p == '^' || *p == '<' || *p == '>' || *p == '=' ||
+		      *p == '*' || *p == '+' || *p == ' ' || *p == '|' || *p == 'x'))
+			return mg_err_set(err, "%s: \"%s\" is not a version or range", src,
+			                  *version);
+	if ((*version)[0] == '\0')
+		return mg_err_set(err, "%s: the version after @ is empty", src);
+	return 0;
+}
+
+/* A server name from the package: its last part, as mcp.toml names take it */
+static char *default_name(const char *pkg)
+{
+	const char *slash = strrchr(pkg, '/');
+	const char *base = slash != NULL ? slash + 1 : pkg;
+	char *out = xstrdup(base);
+	for (char *p = out; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+			*p = '-';
+	return out;
+}
+
+/* ---- npm ---------------------------------------------------------------- */
+
+/* The person's environment, with npm's scripts off whatever their npmrc says */
+static struct strv npm_env(void)
+{
+	struct strv e = STRV_INIT;
+	for (size_t i = 0; environ[i] != NULL; i++)
+		if (strncasecmp(environ[i], "npm_config_ignore_scripts=", 26) != 0)
+			strv_push(&e, environ[i]);
+	strv_push(&e, "npm_config_ignore_scripts=true");
+	strv_push(&e, "npm_config_audit=false");
+	strv_push(&e, "npm_config_fund=false");
+	strv_push(&e, "npm_config_update_notifier=false");
+	return e;
+}
+
+static int npm_run(const char *npm, const char *const *args, struct proc_result *res,
+                   struct mg_err **err)
+{
+	struct strv argv = STRV_INIT;
+	strv_push(&argv, npm);
+	for (size_t i = 0; args[i] != NULL; i++)
+		strv_push(&argv, args[i]);
+	struct strv env = npm_env();
+	int r =
+	    proc_run((const char *const *)strv_array(&argv), (const char *const *)strv_array(&env),
+	             NPM_TIMEOUT_MS, NPM_OUTPUT_MAX, res, err);
+	strv_free(&argv);
+	strv_free(&env);
+	return r;
+}
+
+/* npm's own complaint: its "npm error" lines, else the last line */
+static char *npm_complaint(const struct proc_result *res)
+{
+	struct mg_buf b = MG_BUF_INIT(4096);
+	const char *text = mg_buf_str(&res->err);
+	for (const char *line = text; line != NULL && *line != '\0';) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl != NULL ? (size_t)(nl - line) : strlen(line);
+		if (n > 10 && strncmp(line, "npm error ", 10) == 0 && b.len < 600 &&
+		    memmem(line, n, "complete log", 12) == NULL) {
+			if (b.len > 0)
+				mg_buf_puts(&b, "; ", NULL);
+			mg_buf_append(&b, line + 10, n - 10, NULL);
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	if (b.len == 0)
+		mg_buf_puts(&b, "(npm said nothing on stderr)", NULL);
+	return mg_buf_steal(&b, NULL);
+}
+
+/* The entry point of bin (a string, or an object of commands) */
+static char *pick_bin(const struct json_value *bin, const char *pkg, struct mg_err **err)
+{
+	if (bin != NULL && bin->kind == JSON_STRING)
+		return xstrdup(bin->u.str.ptr);
+	if (bin == NULL || bin->kind != JSON_OBJECT || bin->u.obj.len == 0)
+		return mg_err_set(err,
+		                  "npm:%s has no \"bin\" in its package.json: nothing says which "
+		                  "file starts the server",
+		                  pkg),
+		       NULL;
+	const char *slash = strrchr(pkg, '/');
+	const char *base = slash != NULL ? slash + 1 : pkg;
+	const struct json_value *only = NULL;
+	for (size_t i = 0; i < bin->u.obj.len; i++) {
+		const struct json_member *m = &bin->u.obj.items[i];
+		if (m->value->kind != JSON_STRING)
+			continue;
+		if (bin->u.obj.len == 1 || strcmp(m->key, base) == 0 || strcmp(m->key, pkg) == 0)
+			only = m->value;
+	}
+	if (only == NULL) {
+		struct mg_buf names = MG_BUF_INIT(4096);
+		for (size_t i = 0; i < bin->u.obj.len; i++)
+			mg_buf_printf(&names, NULL, "%s%s", i > 0 ? ", " : "",
+			              bin->u.obj.items[i].key);
+		mg_err_set(err, "npm:%s has several commands in \"bin\" (%s) and none is named %s",
+		           pkg, mg_buf_str(&names), base);
+		mg_buf_free(&names);
+		return NULL;
+	}
+	return xstrdup(only->u.str.ptr);
+}
+
+static int npm_resolve(const char *npm, const char *pkg, const char *version, struct npm_pkg *out,
+                       struct mg_err **err)
+{
+	memset(out, 0, sizeof(*out));
+	cleanup_free char *spec = xasprintf("%s@%s", pkg, version);
+	const char *args[] = {"view", "--json",         spec, "name", "version",
+	                      "bin",  "dist.integrity", NULL};
+	struct proc_result res;
+	if (npm_run(npm, args, &res, err) < 0) {
+		proc_result_free(&res);
+		return mg_err_wrap(err, "npm view %s", spec);
+	}
+	struct json_value *v = NULL;
+	int r = 0;
+	if (res.out.len == 0 && WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0) {
+		r = mg_err_set(err, "npm:%s: no version matches %s", pkg, version);
+	} else if (json_parse(res.out.data, res.out.len, NULL, &v, NULL) < 0) {
+		cleanup_free char *why = npm_complaint(&res);
+		r = mg_err_set(err, "npm view %s failed: %s", spec, why);
+	} else {
+		/* a range matches several: the last is the highest */
+		const struct json_value *doc = v;
+		if (v->kind == JSON_ARRAY)
+			doc = v->u.arr.len > 0 ? v->u.arr.items[v->u.arr.len - 1] : NULL;
+		const struct json_value *e = doc != NULL ? json_get(doc, "error") : NULL;
+		const char *summary = e != NULL ? json_get_string(e, "summary") : NULL;
+		const char *code = e != NULL ? json_get_string(e, "code") : NULL;
+		if (e != NULL && code != NULL && strcmp(code, "E404") == 0 && summary != NULL &&
+		    strstr(summary, "No match found for version") != NULL)
+			r = mg_err_set(err, "npm:%s: no version matches %s (npm: %s)", pkg, version,
+			               summary);
+		else if (e != NULL && code != NULL && strcmp(code, "E404") == 0)
+			r = mg_err_set(err, "npm:%s: no such package in the npm registry", pkg);
+		else if (e != NULL)
+			r = mg_err_set(err, "npm view %s failed: %s", spec,
+			               summary != NULL ? summary : "(no summary)");
+		else if (doc == NULL || json_get_string(doc, "name") == NULL ||
+		         json_get_string(doc, "version") == NULL)
+			r = mg_err_set(err, "npm:%s: npm view gave no name and version", pkg);
+		else if (json_get_string(doc, "dist.integrity") == NULL)
+			r = mg_err_set(err, "npm:%s@%s: the registry gives no integrity hash", pkg,
+			               json_get_string(doc, "version"));
+		else {
+			out->name = xstrdup(json_get_string(doc, "name"));
+			out->version = xstrdup(json_get_string(doc, "version"));
+			out->integrity = xstrdup(json_get_string(doc, "dist.integrity"));
+			out->bin = pick_bin(json_get(doc, "bin"), pkg, err);
+			if (out->bin == NULL)
+				r = -1;
+		}
+	}
+	json_free(v);
+	proc_result_free(&res);
+	return r;
+}
+
+/* package.json of the folder the package is installed in: that one
+ * dependency at that exact version */
+static int write_manifest(const char *dir, const struct npm_pkg *p, struct mg_err **err)
+{
+	struct json_value *deps = json_new_object();
+	json_object_set(deps, p->name, json_new_string(p->version));
+	struct json_value *doc = json_new_object();
+	json_object_set(doc, "name", json_new_string("mcpgate-npm-server"));
+	json_object_set(doc, "private", json_new_bool(true));
+	json_object_set(doc, "dependencies", deps);
+	struct mg_buf b = MG_BUF_INIT(1 << 20);
+	int r = json_generate(doc, &b, err);
+	json_free(doc);
+	cleanup_free char *path = xasprintf("%s/package.json", dir);
+	if (r == 0)
+		r = mg_write_file_atomic(path, b.data, b.len, 0644, err);
+	mg_buf_free(&b);
+	return r;
+}
+
+/* The kept lockfile's package.json, when it is this one */
+static bool same_file(const char *path, const char *text, size_t len)
+{
+	cleanup_free char *have = NULL;
+	size_t n = 0;
+	return mg_read_file(path, 1 << 20, &have, &n, NULL) == 0 && n == len &&
+	       memcmp(have, text, len) == 0;
+}
+
+/* node_modules in dir, scripts off: npm ci from the kept lockfile when there
+ * is one for this very package.json, else npm install, which writes it */
+static int npm_install(const char *npm, const char *dir, const struct npm_pkg *p,
+                       struct mg_err **err)
+{
+	cleanup_free char *lock = xasprintf("%s/package-lock.json", dir);
+	cleanup_free char *manifest = xasprintf("%s/package.json", dir);
+	cleanup_free char *kept = xasprintf("%s/package.json.locked", dir);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	if (write_manifest(dir, p, err) < 0 ||
+	    mg_read_file(manifest, 1 << 20, &text, &len, err) < 0)
+		return -1;
+	bool ci = access(lock, F_OK) == 0 && same_file(kept, text, len);
+	const char *args_ci[] = {"--prefix",   dir,          "ci",        "--ignore-scripts",
+	                         "--omit=dev", "--no-audit", "--no-fund", NULL};
+	const char *args_install[] = {"--prefix",   dir,          "install",   "--ignore-scripts",
+	                              "--omit=dev", "--no-audit", "--no-fund", "--save-exact",
+	                              NULL};
+	fprintf(stderr, "mcpgate add: npm %s %s@%s, with install scripts off\n",
+	        ci ? "ci (the kept lockfile)" : "install", p->name, p->version);
+	struct proc_result res;
+	int r = npm_run(npm, ci ? args_ci : args_install, &res, err);
+	if (r == 0 && !(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)) {
+		cleanup_free char *why = npm_complaint(&res);
+		r = mg_err_set(err, "npm could not install %s@%s: %s", p->name, p->version, why);
+	}
+	proc_result_free(&res);
+	if (r == 0 && !ci)
+		r = mg_write_file_atomic(kept, text, len, 0644, err);
+	return r;
+}
+
+/* Packages in the lockfile whose install scripts were not run */
+static void scripts_skipped(const char *dir, struct strv *out)
+{
+	cleanup_free char *lock = xasprintf("%s/package-lock.json", dir);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	struct json_value *v = NULL;
+	if (mg_read_file(lock, 64u << 20, &text, &len, NULL) < 0 ||
+	    json_parse(text, len, NULL, &v, NULL) < 0)
+		return;
+	const struct json_value *pkgs = json_get(v, "packages");
+	for (size_t i = 0; pkgs != NULL && pkgs->kind == JSON_OBJECT && i < pkgs->u.obj.len; i++) {
+		const struct json_value *h =
+		    json_get(pkgs->u.obj.items[i].value, "hasInstallScript");
+		if (h != NULL && h->kind == JSON_BOOL && h->u.boolean)
+			strv_push(out, pkgs->u.obj.items[i].key);
+	}
+	json_free(v);
+}
+
+/* ---- the node layer ------------------------------------------------------ */
+
+/* node and what `ldd` says it loads, each "PATH:PATH" for --base-add. ldd runs
+ * the host's loader on the host's node: the person's own programs. */
+static int node_layer(const char *node, struct strv *adds, char **version, struct mg_err **err)
+{
+	const char *ldd_argv[] = {"/usr/bin/ldd", node, NULL};
+	const char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
+	struct proc_result res;
+	if (proc_run(ldd_argv, env, 30000, 1 << 20, &res, err) < 0) {
+		proc_result_free(&res);
+		return mg_err_wrap(err, "ldd %s", node);
+	}
+	int r = 0;
+	if (!(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0))
+		r = mg_err_set(err, "ldd %s failed: %s", node, mg_buf_str(&res.err));
+	struct strv libs = STRV_INIT;
+	for (char *line = res.out.data; r == 0 && line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		char *arrow = strstr(line, "=> ");
+		char *path = arrow != NULL ? arrow + 3 : line;
+		while (*path == ' ' || *path == '\t')
+			path++;
+		if (*path == '/') {
+			char *end = strchr(path, ' ');
+			if (end != NULL)
+				*end = '\0';
+			strv_push(&libs, path);
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	proc_result_free(&res);
+	if (r == 0 && libs.n == 0)
+		r = mg_err_set(err, "ldd %s listed no libraries: is it a node for this machine?",
+		               node);
+	strv_pushf(adds, "%s:/usr/bin/node", node);
+	for (size_t i = 0; r == 0 && i < libs.n; i++)
+		strv_pushf(adds, "%s:%s", libs.v[i], libs.v[i]);
+	strv_free(&libs);
+	/* TLS to a listed host needs the CA bundle */
+	if (r == 0 && access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
+		strv_push(adds,
+		          "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt");
+	if (r < 0)
+		return -1;
+	const char *v_argv[] = {node, "--version", NULL};
+	if (proc_run(v_argv, env, 30000, 4096, &res, err) < 0 ||
+	    !(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)) {
+		proc_result_free(&res);
+		return mg_err_set(err, "%s --version failed", node);
+	}
+	*version = xstrndup(res.out.data, strcspn(res.out.data, "\n"));
+	proc_result_free(&res);
+	return 0;
+}
+
+/* ---- mcp.toml ------------------------------------------------------------- */
+
+static void toml_quote(struct mg_buf *b, const char *s)
+{
+	mg_buf_putc(b, '"', NULL);
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			mg_buf_printf(b, NULL, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			mg_buf_printf(b, NULL, "\\u%04x", *p);
+		else
+			mg_buf_putc(b, (char)*p, NULL);
+	}
+	mg_buf_putc(b, '"', NULL);
+}
+
+static void toml_array(struct mg_buf *b, const char *key, const struct strv *v)
+{
+	if (v->n == 0)
+		return;
+	mg_buf_printf(b, NULL, "%s = [", key);
+	for (size_t i = 0; i < v->n; i++) {
+		if (i > 0)
+			mg_buf_puts(b, ", ", NULL);
+		toml_quote(b, v->v[i]);
+	}
+	mg_buf_puts(b, "]\n", NULL);
+}
+
+struct entry_opts {
+	struct strv args, mounts, network, env; /* env: "NAME=VALUE" */
+};
+
+/* The [[server]] block, every tool off (no tools table: off is the default) */
+static char *server_block(const char *name, const char *image, const struct npm_pkg *p,
+                          const struct entry_opts *o)
+{
+	struct mg_buf b = MG_BUF_INIT(1 << 20);
+	time_t now = time(NULL);
+	struct tm tm;
+	char day[16] = "";
+	if (gmtime_r(&now, &tm) != NULL)
+		strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+	mg_buf_printf(&b, NULL,
+	              "\n# added by `mcpgate add npm:%s@%s` on %s; npm integrity %s.\n"
+	              "# Every tool is off: `mcpgate review %s`, then `mcpgate approve %s`.\n"
+	              "[[server]]\nname = ",
+	              p->name, p->version, day, p->integrity, name, name);
+	toml_quote(&b, name);
+	mg_buf_puts(&b, "\ntransport = \"container\"\nimage = ", NULL);
+	toml_quote(&b, image);
+	mg_buf_putc(&b, '\n', NULL);
+	toml_array(&b, "args", &o->args);
+	toml_array(&b, "mounts", &o->mounts);
+	toml_array(&b, "network", &o->network);
+	if (o->env.n > 0) {
+		mg_buf_puts(&b, "env = { ", NULL);
+		for (size_t i = 0; i < o->env.n; i++) {
+			const char *eq = strchr(o->env.v[i], '=');
+			mg_buf_printf(&b, NULL, "%s%.*s = ", i > 0 ? ", " : "",
+			              (int)(eq - o->env.v[i]), o->env.v[i]);
+			toml_quote(&b, eq + 1);
+		}
+		mg_buf_puts(&b, " }\n", NULL);
+	}
+	return mg_buf_steal(&b, NULL);
+}
+
+/* mcp.toml with the block appended, checked whole before it is written */
+static int append_server(const char *mcp_path, const char *name, const char *block,
+                         struct mg_err **err)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	if (mg_read_file(mcp_path, CFG_FILE_MAX, &text, &len, NULL) < 0) {
+		if (errno != ENOENT)
+			return mg_err_sys(err, errno, "%s", mcp_path);
+		text = xstrdup("# mcp.toml: the servers mcpgate runs (mcp.toml(5))\n");
+		len = strlen(text);
+	}
+	struct mg_buf b = MG_BUF_INIT((size_t)CFG_FILE_MAX * 2);
+	mg_buf_append(&b, text, len, NULL);
+	if (len > 0 && text[len - 1] != '\n')
+		mg_buf_putc(&b, '\n', NULL);
+	mg_buf_puts(&b, block, NULL);
+	struct cfg *after = NULL;
+	int r = cfg_parse(b.data, b.len, mcp_path, NULL, 0, NULL, &after, err);
+	if (r == 0 && cfg_find_server(after, name) == NULL)
+		r = mg_err_set(err, "the entry for %s did not load back", name);
+	cfg_free(after);
+	if (r < 0)
+		mg_err_wrap(err, "mcp.toml is left as it was: the new entry does not load");
+	else
+		r = cfg_write_atomic(mcp_path, b.data, b.len, err);
+	mg_buf_free(&b);
+	return r;
+}
+
+/* The image of the package installed in work, packed over the node layer,
+ * kept in DATA/images by its digest (the archive, and its manifest for
+ * docker's pin); *image is the pin for mcp.toml */
+static int make_image(const char *work, const char *data, const char *name, const struct npm_pkg *p,
+                      const char *node, char **image, char **archive, struct mg_err **err)
+{
+	cleanup_free char *entry_file = xasprintf("%s/node_modules/%s/%s", work, p->name, p->bin);
+	struct stat st;
+	if (stat(entry_file, &st) < 0 || !S_ISREG(st.st_mode))
+		return mg_err_set(err, "npm:%s@%s: its bin %s is not a file after the install",
+		                  p->name, p->version, p->bin);
+	struct strv base = STRV_INIT, labels = STRV_INIT;
+	cleanup_free char *node_version = NULL;
+	if (node_layer(node, &base, &node_version, err) < 0) {
+		strv_free(&base);
+		return -1;
+	}
+	cleanup_free char *modules = xasprintf("%s/node_modules:/app/node_modules", work);
+	cleanup_free char *manifest = xasprintf("%s/package.json:/app/package.json", work);
+	cleanup_free char *entry = xasprintf("/app/node_modules/%s/%s", p->name, p->bin);
+	cleanup_free char *ref = xasprintf("mcpgate-npm-%s:%s", name, p->version);
+	cleanup_free char *images = xasprintf("%s/images", data);
+	cleanup_free char *out = xasprintf("%s/npm-%s.tar.new", images, name);
+	const char *adds[] = {modules, manifest};
+	const char *ep[] = {"/usr/bin/node", entry};
+	const char *envs[] = {"NODE_ENV=production"};
+	strv_pushf(&labels, "org.opencontainers.image.source=npm:%s@%s", p->name, p->version);
+	strv_pushf(&labels, "io.mcpgate.npm.package=%s", p->name);
+	strv_pushf(&labels, "io.mcpgate.npm.version=%s", p->version);
+	strv_pushf(&labels, "io.mcpgate.npm.integrity=%s", p->integrity);
+	strv_pushf(&labels, "io.mcpgate.node=%s %s", node, node_version);
+	struct pack_spec spec = {
+	    .output = out,
+	    .adds = adds,
+	    .n_adds = 2,
+	    .base_adds = (const char *const *)base.v,
+	    .n_base_adds = base.n,
+	    .entrypoint = ep,
+	    .n_entrypoint = 2,
+	    .env = envs,
+	    .n_env = 1,
+	    .labels = (const char *const *)labels.v,
+	    .n_labels = labels.n,
+	    .workdir = "/app",
+	    .name = ref,
+	};
+	struct pack_result res = {0};
+	int r = mg_mkdir_p(images, 0700, err) < 0 ? -1 : pack_build(&spec, &res, err);
+	strv_free(&base);
+	strv_free(&labels);
+	for (size_t i = 0; r == 0 && i < res.warnings.n; i++)
+		fprintf(stderr, "mcpgate add: warning: %s\n", res.warnings.v[i]);
+	if (r == 0) {
+		/* kept by digest: pull loads it again, and docker's pin is checked
+		 * against the manifest (ctr_local_image_id) */
+		char *kept = xasprintf("%s/sha256-%s.tar", images, res.manifest_digest + 7);
+		cleanup_free char *mpath =
+		    xasprintf("%s/sha256-%s.manifest", images, res.manifest_digest + 7);
+		if (rename(out, kept) < 0)
+			r = mg_err_sys(err, errno, "keeping %s", kept);
+		else if (mg_write_file_atomic(mpath, res.manifest, res.manifest_len, 0644, err) < 0)
+			r = -1;
+		if (r == 0) {
+			fprintf(
+			    stderr,
+			    "mcpgate add: packed %s: node layer %.19s..., package layer %.19s...\n",
+			    kept, res.base_digest, res.layer_digest);
+			*image =
+			    xasprintf("localhost/mcpgate-npm-%s@%s", name, res.manifest_digest);
+			*archive = kept;
+		} else {
+			free(kept);
+		}
+	}
+	pack_result_free(&res);
+	return r;
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+static int check_env_opt(const char *v, struct mg_err **err)
+{
+	const char *eq = strchr(v, '=');
+	cleanup_free char *name = eq != NULL ? xstrndup(v, (size_t)(eq - v)) : NULL;
+	if (name == NULL || !cfg_env_name_valid(name))
+		return mg_err_set(err, "--env %s: give NAME=VALUE with a variable name", v);
+	return 0;
+}
+
+int cmd_add(int argc, char **argv, struct mg_err **err)
+{
+	const struct command *self = command_find("add");
+	const char *dir = NULL, *name_opt = NULL, *source = NULL, *node_opt = NULL;
+	struct entry_opts o = {STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT};
+	struct npm_pkg p = {0};
+	cleanup_free char *pkg = NULL, *version = NULL, *name = NULL, *data = NULL, *node = NULL;
+	cleanup_free char *work = NULL, *archive = NULL, *image = NULL;
+	cleanup_free char *block = NULL, *mcp_path = NULL, *def_dir = NULL, *npm = NULL;
+	struct strv skipped = STRV_INIT;
+	struct cfg *cfg = NULL;
+	struct ctr_driver *d = NULL;
+	int status = EXIT_FAIL;
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		int r = opt_value(argc, argv, &i, "config", &dir);
+		if (r == 0)
+			r = opt_value(argc, argv, &i, "name", &name_opt);
+		if (r == 0)
+			r = opt_value(argc, argv, &i, "node", &node_opt);
+		if (r == 0 && (r = opt_value(argc, argv, &i, "arg", &v)) > 0)
+			strv_push(&o.args, v);
+		if (r == 0 && (r = opt_value(argc, argv, &i, "mount", &v)) > 0)
+			strv_push(&o.mounts, v);
+		if (r == 0 && (r = opt_value(argc, argv, &i, "network", &v)) > 0)
+			strv_push(&o.network, v);
+		if (r == 0 && (r = opt_value(argc, argv, &i, "env", &v)) > 0) {
+			if (check_env_opt(v, err) < 0)
+				goto out;
+			strv_push(&o.env, v);
+		}
+		if (r < 0) {
+			status = EXIT_USAGE;
+			goto out;
+		}
+		if (r > 0)
+			continue;
+		if (argv[i][0] == '-' || source != NULL) {
+			status = usage_error(self, "unexpected argument \"%s\"", argv[i]);
+			goto out;
+		}
+		source = argv[i];
+	}
+	if (source == NULL) {
+		status = usage_error(self, "what to add? (npm:PACKAGE[@VERSION])");
+		goto out;
+	}
+	if (parse_source(source, &pkg, &version, err) < 0)
+		goto out;
+	name = xstrdup(name_opt != NULL ? name_opt : "");
+	if (name_opt == NULL) {
+		free(name);
+		name = default_name(pkg);
+	}
+	if (cfg_check_server_name(name, "the server's name (--name)", err) < 0)
+		goto out;
+
+	/* the configuration first: a name taken fails before anything is fetched */
+	if (dir == NULL) {
+		if (cfg_default_config_dir(&def_dir, err) < 0)
+			goto out;
+		dir = def_dir;
+	}
+	mcp_path = xasprintf("%s/mcp.toml", dir);
+	if (access(mcp_path, F_OK) == 0) {
+		if (cfg_load(dir, &cfg, err) < 0)
+			goto out;
+		if (cfg_find_server(cfg, name) != NULL) {
+			mg_err_set(
+			    err,
+			    "a server named %s is already in %s: choose another with --name, or "
+			    "remove that entry first",
+			    name, mcp_path);
+			goto out;
+		}
+	} else {
+		if (mg_mkdir_p(dir, 0700, err) < 0)
+			goto out;
+		if (cfg_parse("", 0, mcp_path, NULL, 0, NULL, &cfg, err) < 0)
+			goto out;
+	}
+	npm = proc_find_in_path("npm", getenv("PATH"));
+	if (npm == NULL) {
+		mg_err_set(err, "no npm on this machine (PATH): install it, e.g. apt-get install "
+		                "npm; mcp.toml is left as it was");
+		goto out;
+	}
+	node = node_opt != NULL ? realpath(node_opt, NULL) : NULL;
+	if (node == NULL) {
+		cleanup_free char *found =
+		    node_opt != NULL ? NULL : proc_find_in_path("node", getenv("PATH"));
+		node = found != NULL ? realpath(found, NULL) : NULL;
+	}
+	if (node == NULL) {
+		mg_err_set(err,
+		           "no node %s: the image is made with this machine's node (--node PATH)",
+		           node_opt != NULL ? node_opt : "on PATH");
+		goto out;
+	}
+
+	if (npm_resolve(npm, pkg, version, &p, err) < 0)
+		goto out;
+	fprintf(stderr, "mcpgate add: npm:%s resolves to %s@%s (%s)\n", source + 4, p.name,
+	        p.version, p.integrity);
+	if (cfg_default_data_dir(&data, err) < 0)
+		goto out;
+	work = xasprintf("%s/npm/%s", data, name);
+	if (mg_mkdir_p(work, 0700, err) < 0 || npm_install(npm, work, &p, err) < 0)
+		goto out;
+	scripts_skipped(work, &skipped);
+	for (size_t i = 0; i < skipped.n; i++)
+		fprintf(stderr,
+		        "mcpgate add: warning: %s has an install script, which was not run (no "
+		        "package code runs on the host)\n",
+		        skipped.v[i]);
+	if (make_image(work, data, name, &p, node, &image, &archive, err) < 0)
+		goto out;
+
+	if (setup_driver(cfg, &d, err) < 0 || d->ops->load(d, archive, err) < 0)
+		goto out;
+	int present = d->ops->image_present(d, image, err);
+	if (present < 0)
+		goto out;
+	if (present == 0) {
+		mg_err_set(err,
+		           "%s load took %s, but it holds no image %s: %s names loaded images "
+		           "by their digest only when they come from a registry",
+		           d->name, archive, image, d->name);
+		goto out;
+	}
+	block = server_block(name, image, &p, &o);
+	if (append_server(mcp_path, name, block, err) < 0)
+		goto out;
+	printf("%s\n", image);
+	fprintf(stderr,
+	        "mcpgate add: server %s is in %s with every tool off; next: mcpgate review %s\n",
+	        name, mcp_path, name);
+	status = EXIT_OK;
+out:
+	npm_pkg_free(&p);
+	strv_free(&o.args);
+	strv_free(&o.mounts);
+	strv_free(&o.network);
+	strv_free(&o.env);
+	strv_free(&skipped);
+	ctr_driver_free(d);
+	cfg_free(cfg);
+	return status;
+}
