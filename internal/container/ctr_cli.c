@@ -154,7 +154,9 @@ static int cli_image_config(const struct ctr_driver *d, const char *image, bool 
 	memset(out, 0, sizeof(*out));
 	if (d->kind != CTR_DOCKER && !command)
 		return 0;
-	const char *args[] = {"image", "inspect", "--format", "{{json .Config}}", image, NULL};
+	char id[CTR_ID_LEN + 1];
+	const char *args[] = {"image", "inspect", "--format", "{{json .Config}}",
+	                      ctr_run_ref(d, image, id), NULL};
 	struct proc_result res;
 	if (run_checked(d, "image inspect", args, &res, err) < 0)
 		return -1;

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""`mcpgate add` of real npm servers on a real runtime
+(MCPGATE_CONTAINER_TEST_RUNTIME=podman|docker), as a new user would do it.
+
+@modelcontextprotocol/server-memory with its MEMORY_FILE_PATH setting and
+@modelcontextprotocol/server-filesystem with a read-only and a read-write
+mount are added from the npm registry: each becomes a pinned image in the
+runtime and a [[server]] with every tool off, in an mcp.toml whose comments
+are kept. The two images share their node layer. Then review, approve and a
+session: the read-only mount refuses a write, the read-write one takes it,
+and the memory server answers. The same package added again under another
+name gives the same image digest. Refusals (an unknown package, a version
+that does not exist, a name taken) leave mcp.toml byte for byte as it was.
+
+Needs npm and the npm registry; without npm it reports skipped. Traffic: the
+npm registry (npm itself), containers with no network.
+"""
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import containers_test as ct  # noqa: E402
+from mcpclient import text_of  # noqa: E402
+
+t = ct.t
+RT = ct.RT
+MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+FILES = "@modelcontextprotocol/server-filesystem@2026.8.31"
+
+
+def pin_of(s, name):
+    with open(os.path.join(s.conf, "mcp.toml")) as fh:
+        text = fh.read()
+    section = text.split('name = "%s"' % name, 1)[1].split("[[server]]", 1)[0]
+    for line in section.splitlines():
+        if line.startswith("image = "):
+            return json.loads(line[len("image = "):])
+    return None
+
+
+def layers_of(s, pin):
+    """The image's layers, as the runtime has them"""
+    ref = pin
+    if RT == "docker":  # docker runs an image mcpgate made by its ID
+        data = s.env["XDG_DATA_HOME"]
+        with open(os.path.join(data, "mcpgate", "images",
+                               "sha256-%s.manifest" % pin.split("@sha256:")[1])) as fh:
+            ref = json.load(fh)["config"]["digest"]
+    r = ct.rt("image", "inspect", "--format", "{{json .RootFS.Layers}}", ref, check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else []
+
+
+def remember(pin, name, version):
+    """what the test loaded, removed at the end"""
+    tag = ("localhost/" if RT == "podman" else "") + "mcpgate-npm-%s:%s" % (name, version)
+    ct.made["images"].append(tag)
+
+
+def test(base):
+    s = ct.Session(base, "# my servers, by hand\n")
+    # npm needs what the person's shell gives it to reach the registry
+    for k in ("NODE_EXTRA_CA_CERTS", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+              "NO_PROXY", "no_proxy", "npm_config_registry"):
+        if k in os.environ:
+            s.env[k] = os.environ[k]
+    mcp = os.path.join(s.conf, "mcp.toml")
+    ro, rw = os.path.join(s.ws, "ro"), os.path.join(s.ws, "rw")
+    with open(os.path.join(ro, "notes.txt"), "w") as fh:
+        fh.write("read me through the read-only mount\n")
+    os.chmod(os.path.join(ro, "notes.txt"), 0o644)
+
+    r = s.mcpgate("add", "npm:" + MEMORY, "--env", "MEMORY_FILE_PATH=/tmp/memory.jsonl")
+    t.ok(r.returncode == 0 and r.stdout.startswith("localhost/mcpgate-npm-server-memory@sha256:"),
+         "%s: add npm:server-memory prints its pinned image" % RT, r.stderr[-600:])
+    remember(r.stdout.strip(), "server-memory", "2026.8.31")
+    r = s.mcpgate("add", "npm:" + FILES, "--name", "files", "--mount", "ro", "--mount", "rw:write",
+                  "--arg", "/workspace/ro", "--arg", "/workspace/rw")
+    t.ok(r.returncode == 0 and "with install scripts off" in r.stderr,
+         "%s: add npm:server-filesystem, install scripts off" % RT, r.stderr[-600:])
+    remember(r.stdout.strip(), "files", "2026.8.31")
+    with open(mcp) as fh:
+        text = fh.read()
+    t.ok(text.startswith("# my servers, by hand\n") and "[server.tools" not in text and
+         'env = { MEMORY_FILE_PATH = "/tmp/memory.jsonl" }' in text and
+         'mounts = ["ro", "rw:write"]' in text and
+         "npm integrity sha512-" in text,
+         "%s: mcp.toml keeps its comment and gets both entries, every tool off, with where "
+         "they came from" % RT, text[-900:])
+    r = s.mcpgate("list", "--json")
+    entries = {e["name"]: e for e in json.loads(r.stdout)} if r.returncode == 0 else {}
+    t.ok(all(entries.get(n, {}).get("image_state") == "present" for n in ("server-memory", "files")),
+         "%s: list sees both images present by their pins" % RT, r.stdout[-400:])
+
+    mem_pin, files_pin = pin_of(s, "server-memory"), pin_of(s, "files")
+    a, b = layers_of(s, mem_pin), layers_of(s, files_pin)
+    t.ok(len(a) == 2 and len(b) == 2 and a[0] == b[0] and a[1] != b[1],
+         "%s: the two images share their node layer, and only it" % RT, (a, b))
+
+    r = s.mcpgate("pull", "files")
+    t.ok(r.returncode == 0 and "present" in r.stdout, "%s: pull accepts the pin" % RT,
+         r.stdout + r.stderr[-300:])
+    r = s.mcpgate("review", "files")
+    t.ok(r.returncode == 0 and "image from: npm:@modelcontextprotocol/server-filesystem@2026.8.31"
+         in r.stdout and "mount: " in r.stdout and "read_text_file" in r.stdout,
+         "%s: review shows where the image came from, its mounts and its tools" % RT,
+         (r.stdout + r.stderr)[-800:])
+    r = s.mcpgate("review", "server-memory")
+    t.ok(r.returncode == 0 and "setting (env): MEMORY_FILE_PATH=/tmp/memory.jsonl" in r.stdout,
+         "%s: review lists the memory server's setting" % RT, (r.stdout + r.stderr)[-600:])
+
+    # write_file is marked read here only so this client, which cannot confirm,
+    # may call it: what is tried is the mount, not the confirmation
+    r = s.mcpgate("approve", "files", "--tool", "read_text_file", "--on", "--effect", "read",
+                  "--tool", "write_file", "--on", "--effect", "read")
+    t.ok(r.returncode == 0, "%s: approve files" % RT, r.stderr[-400:])
+    r = s.mcpgate("approve", "server-memory", "--tool", "read_graph", "--on", "--effect", "read")
+    t.ok(r.returncode == 0, "%s: approve server-memory" % RT, r.stderr[-400:])
+
+    c = s.serve()
+    c.initialize()
+    names = sorted(x["name"] for x in c.request("tools/list", timeout=180)["result"]["tools"])
+    t.ok(names == ["files__read_text_file", "files__write_file", "server-memory__read_graph"],
+         "%s: a session offers what was approved" % RT, names)
+    got = c.call("files__read_text_file", {"path": "/workspace/ro/notes.txt"}, timeout=60)
+    t.ok("read me through" in json.dumps(got), "%s: the read-only mount is read" % RT, got)
+    w = c.call("files__write_file", {"path": "/workspace/ro/x.txt", "content": "no"}, timeout=60)
+    t.ok(w.get("result", {}).get("isError") is True and not os.path.exists(os.path.join(ro, "x.txt")),
+         "%s: a write to the read-only mount fails" % RT, w)
+    w = c.call("files__write_file", {"path": "/workspace/rw/y.txt", "content": "yes"}, timeout=60)
+    made = os.path.join(rw, "y.txt")
+    st = os.stat(made) if os.path.exists(made) else None
+    t.ok(w.get("result", {}).get("isError") is not True and st is not None and
+         (os.geteuid() != 0 or st.st_uid != 0),
+         "%s: the read-write mount takes it, as the workspace's owner, not root" % RT,
+         (w, st.st_uid if st else None))
+    g = c.call("server-memory__read_graph", {}, timeout=60)
+    t.ok("result" in g and "entities" in text_of(g), "%s: the memory server answers" % RT, g)
+    c.close(timeout=60)
+
+    # the same input, the same image
+    r = s.mcpgate("add", "npm:" + MEMORY, "--name", "memory-again")
+    remember(r.stdout.strip(), "memory-again", "2026.8.31")
+    t.ok(r.returncode == 0 and r.stdout.strip().split("@")[1] == mem_pin.split("@")[1],
+         "%s: the same package added again gives the same digest" % RT,
+         (r.stdout, mem_pin, r.stderr[-300:]))
+
+    with open(mcp, "rb") as fh:
+        before = fh.read()
+    for args, want in (
+            (["npm:@modelcontextprotocol/server-memory@99.0.0", "--name", "m9"], "no version matches"),
+            (["npm:@mcpgate-itest/no-such-package-%s" % ct.TAG.replace("-", "")], "no such package"),
+            (["npm:" + MEMORY], "already in"),
+            (["npm:is-number@7.0.0"], "has no \"bin\"")):
+        r = s.mcpgate("add", *args)
+        with open(mcp, "rb") as fh:
+            after = fh.read()
+        t.ok(r.returncode != 0 and want in r.stderr and after == before,
+             "%s: add %s is refused (%s) and mcp.toml is left as it was" % (RT, args[0], want),
+             r.stderr[-300:])
+
+
+def main():
+    if shutil.which("npm") is None:
+        return ct.skip("no npm here (scripts/setup installs it)")
+    return ct.run_cases("add", test)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
