@@ -7,7 +7,7 @@
 #   make lint          clang-format check and the banned-function check
 #   make fuzz          fuzz targets (clang -fsanitize=fuzzer); make fuzz-run FUZZ_SECONDS=N
 #   make demo          the demo session
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local  (DESTDIR=... for a staged install)
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -262,13 +262,17 @@ fuzz-run: build/fuzz/$(FUZZ)
 demo: all
 	@scripts/demo
 
+# mcp.toml.example goes where mcpgate's "mcp.toml does not exist" points
+# (cfg_example_path(): PREFIX/bin/../share/mcpgate)
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(PREFIX)/share/mcpgate
 	install -m 0755 mcpgate $(DESTDIR)$(PREFIX)/bin/mcpgate
 	install -m 0755 mcpgate-egress $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 mcpgate-launch $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/mcpgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/mcpgate.1
 	install -m 0644 docs/man/mcp.toml.5 $(DESTDIR)$(PREFIX)/share/man/man5/mcp.toml.5
+	install -m 0644 mcp.toml.example $(DESTDIR)$(PREFIX)/share/mcpgate/mcp.toml.example
 
 clean:
 	rm -rf build mcpgate toml-decode mcpgate-egress mcpgate-launch
