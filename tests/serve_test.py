@@ -974,11 +974,57 @@ def test_sidecar_run_fails():
         f.cleanup()
 
 
+def test_config_error():
+    """A missing or invalid configuration: serve still speaks MCP, and says
+    what to fix in answer to everything"""
+    cases = [("an invalid mcp.toml", '[[server]]\nname = "x"\nimag = "y"\n', None),
+             ("a missing mcp.toml", None, None),
+             ("an invalid config.toml", server("alpha"), "start_timeout = -1\n")]
+    for what, mcp, config in cases:
+        f = Fixture(mcp or "", config=config or "")
+        if mcp is None:
+            os.remove(os.path.join(f.conf, "mcp.toml"))
+        check = f.mcpgate("check").stderr.strip()
+        c = f.start()
+        init = c.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                        "clientInfo": {"name": "t", "version": "1"}})
+        t.ok(init.get("result", {}).get("protocolVersion") == "2025-11-25" and
+             "tools" in init["result"].get("capabilities", {}),
+             "%s: initialize is answered as always" % what, init)
+        r = c.request("ping")
+        t.ok(r.get("result") == {}, "%s: ping too" % what, r)
+        t.ok(not c.notifications, "%s: nothing is said before notifications/initialized" % what,
+             c.notifications)
+        c.notify("notifications/initialized")
+        answers = [c.request(m, p) for m, p in (
+            ("tools/list", None), ("tools/call", {"name": "alpha__echo", "arguments": {}}),
+            ("resources/list", None), ("prompts/list", None),
+            ("prompts/get", {"name": "alpha__greet"}))]
+        t.ok(check and ":" in check and
+             all(a.get("error", {}).get("code") == -32000 and check in a["error"]["message"]
+                 for a in answers),
+             "%s: every request is refused with what `mcpgate check` prints" % what,
+             (check, answers))
+        msgs = [n["params"] for n in c.notifications if n["method"] == "notifications/message"]
+        t.ok(len(msgs) == 1 and msgs[0]["level"] == "error" and check in msgs[0]["data"],
+             "%s: and one notifications/message, level error, says it" % what, msgs)
+        t.ok(all(json.loads(line).get("jsonrpc") == "2.0" for line in c.received),
+             "%s: nothing but MCP on stdout" % what, c.received)
+        status = c.close()
+        t.ok(status == 1, "%s: the end of input ends it (status 1)" % what, status)
+        t.ok(not any(r["argv"][1:2] == ["run"] for r in f.runtime_log()),
+             "%s: no server is started" % what, f.runtime_log())
+        t.ok(any(e["event"] == "session.config_error" and e["error"] == check
+                 for e in f.audit()), "%s: the audit log records the error" % what)
+        f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
-             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines):
+             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
+             test_config_error):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

@@ -557,6 +557,15 @@ static void initialize(struct session *s, const struct rpc_msg *msg)
 
 /* ---- the client's messages ---------------------------------------------- */
 
+/* What the client is told, for every request, while the configuration is
+ * broken: the words of `mcpgate check`, which the person can act on */
+static char *config_error_text(const struct session *s)
+{
+	return xasprintf("mcpgate offers nothing: its configuration is not valid (fix it, then "
+	                 "restart mcpgate; `mcpgate check` shows the same):\n%s",
+	                 s->config_error);
+}
+
 static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
 {
 	(void)peer;
@@ -568,7 +577,10 @@ static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *
 		gw_client_result(s, msg->id, NULL);
 	else if (!s->answered_initialize)
 		gw_client_error(s, msg->id, RPC_INVALID_REQUEST, "initialize first");
-	else if (strcmp(m, "tools/list") == 0)
+	else if (s->config_error != NULL) {
+		cleanup_free char *text = config_error_text(s);
+		gw_client_error(s, msg->id, RPC_SERVER_ERROR, "%s", text);
+	} else if (strcmp(m, "tools/list") == 0)
 		tools_list(s, msg->id, msg->params);
 	else if (strcmp(m, "tools/call") == 0)
 		tools_call(s, msg);
@@ -615,9 +627,13 @@ static void on_client_notification(struct rpc_peer *peer, struct rpc_msg *msg, v
 {
 	(void)peer;
 	struct session *s = data;
-	if (strcmp(msg->method, "notifications/initialized") == 0)
+	if (strcmp(msg->method, "notifications/initialized") == 0) {
+		if (s->config_error != NULL && !s->client_initialized) {
+			cleanup_free char *text = config_error_text(s);
+			send_notice_now(s, "error", text);
+		}
 		s->client_initialized = true;
-	else if (strcmp(msg->method, "notifications/cancelled") == 0)
+	} else if (strcmp(msg->method, "notifications/cancelled") == 0)
 		cancel_call(s, msg->params);
 	else if (strcmp(msg->method, "notifications/roots/list_changed") == 0)
 		gw_relay_roots_changed(s);

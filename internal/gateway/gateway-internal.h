@@ -136,6 +136,7 @@ struct session {
 	struct kc *keychain;          /* NULL when it cannot be read */
 	char *keychain_error;
 	struct gw_secrets *secrets; /* every stored value's forms, for the scanner */
+	char *config_error;         /* why there is no configuration, or NULL */
 
 	struct rpc_peer *client;
 	bool client_initialized; /* it sent notifications/initialized */

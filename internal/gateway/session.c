@@ -93,6 +93,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->state_dir = xstrdup(opt->state_dir);
 	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);
 	s->deferred_lists = json_new_array();
+	s->config_error = opt->config_error != NULL ? xstrdup(opt->config_error) : NULL;
 	if (opt->session_id != NULL) {
 		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
 	} else {
@@ -384,6 +385,13 @@ int session_run(struct session *s, struct mg_err **err)
 	              s->driver != NULL ? json_new_string(s->driver->name) : json_new_null(),
 	              "servers", names, NULL));
 	loop_on_signal(s->loop, on_signal, s);
+	if (s->config_error != NULL) {
+		mg_error("%s", s->config_error);
+		mg_error("until the configuration is fixed and the client starts mcpgate again, "
+		         "every request is answered with this error");
+		audit_record(s->audit, "session.config_error",
+		             gw_fields("error", json_new_string(s->config_error), NULL));
+	}
 	if (s->driver != NULL) {
 		sweep_once(s);
 		struct mg_err *perr = NULL;
@@ -512,5 +520,6 @@ void session_free(struct session *s)
 	mg_log_set_filter(NULL, NULL); /* the values it knew go now */
 	gw_secrets_close(s);
 	free(s->keychain_error);
+	free(s->config_error);
 	free(s);
 }
