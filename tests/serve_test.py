@@ -1019,12 +1019,121 @@ def test_config_error():
         f.cleanup()
 
 
+def slow_inspect(f, ms):
+    """the fake runtime's image inspect, and so every start, takes ms longer"""
+    with open(os.path.join(f.rt, "inspect-delay-ms"), "w") as fh:
+        fh.write("%d\n" % ms)
+
+
+def answers(c, ids, timeout=30):
+    """the responses to ids, sent already, by id, in whatever order they come"""
+    want, got = set(ids), {}
+    deadline = time.monotonic() + timeout
+    while want - set(got):
+        msg = c.read_message(max(0.0, deadline - time.monotonic()))
+        if msg is None:
+            raise EOFError("the gateway closed its output")
+        if "method" in msg:
+            (c.requests if "id" in msg else c.notifications).append(msg)
+        elif msg.get("id") in want:
+            got[msg["id"]] = msg
+    return got
+
+
+def test_calls_during_start():
+    """tools/call, resources/read and prompts/get sent while servers start wait
+    for them, answered by the start deadline at the latest"""
+    f = Fixture(server("alpha"))
+    slow_inspect(f, 1500)
+    c = f.start()
+    c.initialize()
+    t0 = time.monotonic()
+    c.send({"jsonrpc": "2.0", "id": 101, "method": "tools/call",
+            "params": {"name": "alpha__echo", "arguments": {"text": "early"}}})
+    c.send({"jsonrpc": "2.0", "id": 102, "method": "resources/read",
+            "params": {"uri": "mcpgate://alpha/probe://greeting"}})
+    c.send({"jsonrpc": "2.0", "id": 103, "method": "prompts/get", "params": {"name": "alpha__plain"}})
+    c.send({"jsonrpc": "2.0", "id": 104, "method": "tools/call",
+            "params": {"name": "alpha__echo", "arguments": {"text": "dropped"}}})
+    c.notify("notifications/cancelled", {"requestId": 104, "reason": "changed my mind"})
+    got = answers(c, (101, 102, 103))
+    waited = time.monotonic() - t0
+    t.ok(text_of(got[101]) == "early", "a tools/call sent during start-up waits and runs", got[101])
+    t.ok(waited > 1.2, "(it waited for the start: %.1f s)" % waited)
+    t.ok(got[102].get("result", {}).get("contents", [{}])[0].get("text") == "Hello from the probe",
+         "so does a resources/read", got[102])
+    t.ok(got[103].get("result", {}).get("messages", [{}])[0].get("content", {}).get("text") ==
+         "A plain prompt.", "and a prompts/get", got[103])
+    c.request("ping")
+    t.ok(not any('"id":104' in line.replace(" ", "") for line in c.received),
+         "a waiting call the client cancelled is never answered or run", c.received)
+    c.close()
+    calls = events(f.audit(), "tool.call")
+    t.ok([x["outcome"] for x in calls] == ["cancelled", "ok"],
+         "the audit log has the cancelled call and the one that ran", calls)
+    f.cleanup()
+
+    # a server that turns out unavailable: its waiting call gets the reason
+    f = Fixture(server("alpha"), images=())
+    slow_inspect(f, 800)
+    c = f.start()
+    c.initialize()
+    r = c.call("alpha__echo", {"text": "x"})
+    msg = r.get("error", {}).get("message", "")
+    t.ok(r.get("error", {}).get("code") == -32000 and "tool alpha__echo is unavailable" in msg and
+         "mcpgate pull alpha" in msg,
+         "a waiting call to a server that did not start gets why", r)
+    c.close()
+    f.cleanup()
+
+    # a start slower than its deadline: waiting requests are answered by then
+    f = Fixture(server("alpha"), config="start_timeout = 2\n")
+    slow_inspect(f, 7000)
+    c = f.start()
+    c.initialize()
+    t0 = time.monotonic()
+    c.send({"jsonrpc": "2.0", "id": 201, "method": "tools/call",
+            "params": {"name": "alpha__echo", "arguments": {"text": "late"}}})
+    c.send({"jsonrpc": "2.0", "id": 202, "method": "tools/list"})
+    got = answers(c, (201, 202))
+    took = time.monotonic() - t0
+    t.ok(all(got[i].get("error", {}).get("code") == -32000 and
+             "within start_timeout (2 s)" in got[i]["error"]["message"] for i in (201, 202)),
+         "past the start deadline, what waits is refused and says so", got)
+    t.ok(took < 5.5, "by the deadline, not the slow start (%.1f s)" % took)
+    r = c.call("alpha__echo", {"text": "later"})
+    t.ok("within start_timeout (2 s)" in r.get("error", {}).get("message", ""),
+         "and so is one that comes later, while it still starts", r)
+    time.sleep(max(0.0, 8.0 - (time.monotonic() - t0)))
+    r = c.call("alpha__echo", {"text": "later"})
+    msg = r.get("error", {}).get("message", "")
+    t.ok("tool alpha__echo is unavailable" in msg and "timed out" in msg,
+         "once the start has failed, a call says why", r)
+    c.close()
+    f.cleanup()
+
+    # waiting room is bounded: one request over it is told to ask again
+    f = Fixture(server("alpha"))
+    slow_inspect(f, 1500)
+    c = f.start()
+    c.initialize()
+    for i in range(65):
+        c.send({"jsonrpc": "2.0", "id": 300 + i, "method": "tools/list"})
+    got = answers(c, range(300, 365))
+    lists = [i for i, r in got.items() if "result" in r and tool_names(r) == ["alpha__echo"]]
+    refused = [i for i, r in got.items() if "ask again" in r.get("error", {}).get("message", "")]
+    t.ok(len(lists) == 64 and refused == [364],
+         "64 requests wait; the 65th is refused with ask again", (len(lists), refused))
+    c.close()
+    f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
-             test_config_error):
+             test_config_error, test_calls_during_start):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner
