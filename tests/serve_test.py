@@ -1019,10 +1019,23 @@ def test_config_error():
         f.cleanup()
 
 
-def slow_inspect(f, ms):
-    """the fake runtime's image inspect, and so every start, takes ms longer"""
+def slow_start(servers, ms, **fixture):
+    """a session whose every start is ms slower (the fake runtime's image
+    inspect sleeps), initialized"""
+    f = Fixture(servers, **fixture)
     with open(os.path.join(f.rt, "inspect-delay-ms"), "w") as fh:
         fh.write("%d\n" % ms)
+    c = f.start()
+    c.initialize()
+    return f, c
+
+
+def send(c, rid, method, params=None):
+    """a request with id rid, not waited for"""
+    msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        msg["params"] = params
+    c.send(msg)
 
 
 def answers(c, ids, timeout=30):
@@ -1043,18 +1056,12 @@ def answers(c, ids, timeout=30):
 def test_calls_during_start():
     """tools/call, resources/read and prompts/get sent while servers start wait
     for them, answered by the start deadline at the latest"""
-    f = Fixture(server("alpha"))
-    slow_inspect(f, 1500)
-    c = f.start()
-    c.initialize()
+    f, c = slow_start(server("alpha"), 1500)
     t0 = time.monotonic()
-    c.send({"jsonrpc": "2.0", "id": 101, "method": "tools/call",
-            "params": {"name": "alpha__echo", "arguments": {"text": "early"}}})
-    c.send({"jsonrpc": "2.0", "id": 102, "method": "resources/read",
-            "params": {"uri": "mcpgate://alpha/probe://greeting"}})
-    c.send({"jsonrpc": "2.0", "id": 103, "method": "prompts/get", "params": {"name": "alpha__plain"}})
-    c.send({"jsonrpc": "2.0", "id": 104, "method": "tools/call",
-            "params": {"name": "alpha__echo", "arguments": {"text": "dropped"}}})
+    send(c, 101, "tools/call", {"name": "alpha__echo", "arguments": {"text": "early"}})
+    send(c, 102, "resources/read", {"uri": "mcpgate://alpha/probe://greeting"})
+    send(c, 103, "prompts/get", {"name": "alpha__plain"})
+    send(c, 104, "tools/call", {"name": "alpha__echo", "arguments": {"text": "dropped"}})
     c.notify("notifications/cancelled", {"requestId": 104, "reason": "changed my mind"})
     got = answers(c, (101, 102, 103))
     waited = time.monotonic() - t0
@@ -1074,10 +1081,7 @@ def test_calls_during_start():
     f.cleanup()
 
     # a server that turns out unavailable: its waiting call gets the reason
-    f = Fixture(server("alpha"), images=())
-    slow_inspect(f, 800)
-    c = f.start()
-    c.initialize()
+    f, c = slow_start(server("alpha"), 800, images=())
     r = c.call("alpha__echo", {"text": "x"})
     msg = r.get("error", {}).get("message", "")
     t.ok(r.get("error", {}).get("code") == -32000 and "tool alpha__echo is unavailable" in msg and
@@ -1087,14 +1091,10 @@ def test_calls_during_start():
     f.cleanup()
 
     # a start slower than its deadline: waiting requests are answered by then
-    f = Fixture(server("alpha"), config="start_timeout = 2\n")
-    slow_inspect(f, 7000)
-    c = f.start()
-    c.initialize()
+    f, c = slow_start(server("alpha"), 7000, config="start_timeout = 2\n")
     t0 = time.monotonic()
-    c.send({"jsonrpc": "2.0", "id": 201, "method": "tools/call",
-            "params": {"name": "alpha__echo", "arguments": {"text": "late"}}})
-    c.send({"jsonrpc": "2.0", "id": 202, "method": "tools/list"})
+    send(c, 201, "tools/call", {"name": "alpha__echo", "arguments": {"text": "late"}})
+    send(c, 202, "tools/list")
     got = answers(c, (201, 202))
     took = time.monotonic() - t0
     t.ok(all(got[i].get("error", {}).get("code") == -32000 and
@@ -1113,12 +1113,9 @@ def test_calls_during_start():
     f.cleanup()
 
     # waiting room is bounded: one request over it is told to ask again
-    f = Fixture(server("alpha"))
-    slow_inspect(f, 1500)
-    c = f.start()
-    c.initialize()
+    f, c = slow_start(server("alpha"), 1500)
     for i in range(65):
-        c.send({"jsonrpc": "2.0", "id": 300 + i, "method": "tools/list"})
+        send(c, 300 + i, "tools/list")
     got = answers(c, range(300, 365))
     lists = [i for i, r in got.items() if "result" in r and tool_names(r) == ["alpha__echo"]]
     refused = [i for i, r in got.items() if "ask again" in r.get("error", {}).get("message", "")]
