@@ -7,7 +7,7 @@
 #   make lint          clang-format check and the banned-function check
 #   make fuzz          fuzz targets (clang -fsanitize=fuzzer); make fuzz-run FUZZ_SECONDS=N
 #   make demo          the demo session
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local  (DESTDIR=... for a staged install)
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -41,7 +41,7 @@ ARCHIVE_LIBS := $(shell $(PKG_CONFIG) --libs libarchive)
 # ---- sources, one module a line -------------------------------------------
 BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
            internal/base/num.c internal/base/log.c internal/base/utf8.c \
-           internal/base/strv.c internal/base/fs.c
+           internal/base/strv.c internal/base/fs.c internal/base/suggest.c
 TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c
@@ -100,7 +100,7 @@ LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) inte
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
-	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/fs.h internal/toml/toml.h \
+	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/toml/toml.h \
 	   internal/json/json.h internal/config/config.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h internal/container/container.h \
@@ -262,13 +262,17 @@ fuzz-run: build/fuzz/$(FUZZ)
 demo: all
 	@scripts/demo
 
+# mcp.toml.example goes where mcpgate's "mcp.toml does not exist" points
+# (cfg_example_path(): PREFIX/bin/../share/mcpgate)
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(PREFIX)/share/mcpgate
 	install -m 0755 mcpgate $(DESTDIR)$(PREFIX)/bin/mcpgate
 	install -m 0755 mcpgate-egress $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 mcpgate-launch $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/mcpgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/mcpgate.1
 	install -m 0644 docs/man/mcp.toml.5 $(DESTDIR)$(PREFIX)/share/man/man5/mcp.toml.5
+	install -m 0644 mcp.toml.example $(DESTDIR)$(PREFIX)/share/mcpgate/mcp.toml.example
 
 clean:
 	rm -rf build mcpgate toml-decode mcpgate-egress mcpgate-launch

@@ -974,11 +974,163 @@ def test_sidecar_run_fails():
         f.cleanup()
 
 
+def test_config_error():
+    """A missing or invalid configuration: serve still speaks MCP, and says
+    what to fix in answer to everything"""
+    cases = [("an invalid mcp.toml", '[[server]]\nname = "x"\nimag = "y"\n', None),
+             ("a missing mcp.toml", None, None),
+             ("an invalid config.toml", server("alpha"), "start_timeout = -1\n")]
+    for what, mcp, config in cases:
+        f = Fixture(mcp or "", config=config or "")
+        if mcp is None:
+            os.remove(os.path.join(f.conf, "mcp.toml"))
+        check = f.mcpgate("check").stderr.strip()
+        c = f.start()
+        init = c.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                        "clientInfo": {"name": "t", "version": "1"}})
+        t.ok(init.get("result", {}).get("protocolVersion") == "2025-11-25" and
+             "tools" in init["result"].get("capabilities", {}),
+             "%s: initialize is answered as always" % what, init)
+        r = c.request("ping")
+        t.ok(r.get("result") == {}, "%s: ping too" % what, r)
+        t.ok(not c.notifications, "%s: nothing is said before notifications/initialized" % what,
+             c.notifications)
+        c.notify("notifications/initialized")
+        answers = [c.request(m, p) for m, p in (
+            ("tools/list", None), ("tools/call", {"name": "alpha__echo", "arguments": {}}),
+            ("resources/list", None), ("prompts/list", None),
+            ("prompts/get", {"name": "alpha__greet"}))]
+        t.ok(check and ":" in check and
+             all(a.get("error", {}).get("code") == -32000 and check in a["error"]["message"]
+                 for a in answers),
+             "%s: every request is refused with what `mcpgate check` prints" % what,
+             (check, answers))
+        msgs = [n["params"] for n in c.notifications if n["method"] == "notifications/message"]
+        t.ok(len(msgs) == 1 and msgs[0]["level"] == "error" and check in msgs[0]["data"],
+             "%s: and one notifications/message, level error, says it" % what, msgs)
+        t.ok(all(json.loads(line).get("jsonrpc") == "2.0" for line in c.received),
+             "%s: nothing but MCP on stdout" % what, c.received)
+        status = c.close()
+        t.ok(status == 1, "%s: the end of input ends it (status 1)" % what, status)
+        t.ok(not any(r["argv"][1:2] == ["run"] for r in f.runtime_log()),
+             "%s: no server is started" % what, f.runtime_log())
+        t.ok(any(e["event"] == "session.config_error" and e["error"] == check
+                 for e in f.audit()), "%s: the audit log records the error" % what)
+        f.cleanup()
+
+
+def slow_start(servers, ms, **fixture):
+    """a session whose every start is ms slower (the fake runtime's image
+    inspect sleeps), initialized"""
+    f = Fixture(servers, **fixture)
+    with open(os.path.join(f.rt, "inspect-delay-ms"), "w") as fh:
+        fh.write("%d\n" % ms)
+    c = f.start()
+    c.initialize()
+    return f, c
+
+
+def send(c, rid, method, params=None):
+    """a request with id rid, not waited for"""
+    msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        msg["params"] = params
+    c.send(msg)
+
+
+def answers(c, ids, timeout=30):
+    """the responses to ids, sent already, by id, in whatever order they come"""
+    want, got = set(ids), {}
+    deadline = time.monotonic() + timeout
+    while want - set(got):
+        msg = c.read_message(max(0.0, deadline - time.monotonic()))
+        if msg is None:
+            raise EOFError("the gateway closed its output")
+        if "method" in msg:
+            (c.requests if "id" in msg else c.notifications).append(msg)
+        elif msg.get("id") in want:
+            got[msg["id"]] = msg
+    return got
+
+
+def test_calls_during_start():
+    """tools/call, resources/read and prompts/get sent while servers start wait
+    for them, answered by the start deadline at the latest"""
+    f, c = slow_start(server("alpha"), 1500)
+    t0 = time.monotonic()
+    send(c, 101, "tools/call", {"name": "alpha__echo", "arguments": {"text": "early"}})
+    send(c, 102, "resources/read", {"uri": "mcpgate://alpha/probe://greeting"})
+    send(c, 103, "prompts/get", {"name": "alpha__plain"})
+    send(c, 104, "tools/call", {"name": "alpha__echo", "arguments": {"text": "dropped"}})
+    c.notify("notifications/cancelled", {"requestId": 104, "reason": "changed my mind"})
+    got = answers(c, (101, 102, 103))
+    waited = time.monotonic() - t0
+    t.ok(text_of(got[101]) == "early", "a tools/call sent during start-up waits and runs", got[101])
+    t.ok(waited > 1.2, "(it waited for the start: %.1f s)" % waited)
+    t.ok(got[102].get("result", {}).get("contents", [{}])[0].get("text") == "Hello from the probe",
+         "so does a resources/read", got[102])
+    t.ok(got[103].get("result", {}).get("messages", [{}])[0].get("content", {}).get("text") ==
+         "A plain prompt.", "and a prompts/get", got[103])
+    c.request("ping")
+    t.ok(not any('"id":104' in line.replace(" ", "") for line in c.received),
+         "a waiting call the client cancelled is never answered or run", c.received)
+    c.close()
+    calls = events(f.audit(), "tool.call")
+    t.ok([x["outcome"] for x in calls] == ["cancelled", "ok"],
+         "the audit log has the cancelled call and the one that ran", calls)
+    f.cleanup()
+
+    # a server that turns out unavailable: its waiting call gets the reason
+    f, c = slow_start(server("alpha"), 800, images=())
+    r = c.call("alpha__echo", {"text": "x"})
+    msg = r.get("error", {}).get("message", "")
+    t.ok(r.get("error", {}).get("code") == -32000 and "tool alpha__echo is unavailable" in msg and
+         "mcpgate pull alpha" in msg,
+         "a waiting call to a server that did not start gets why", r)
+    c.close()
+    f.cleanup()
+
+    # a start slower than its deadline: waiting requests are answered by then
+    f, c = slow_start(server("alpha"), 7000, config="start_timeout = 2\n")
+    t0 = time.monotonic()
+    send(c, 201, "tools/call", {"name": "alpha__echo", "arguments": {"text": "late"}})
+    send(c, 202, "tools/list")
+    got = answers(c, (201, 202))
+    took = time.monotonic() - t0
+    t.ok(all(got[i].get("error", {}).get("code") == -32000 and
+             "within start_timeout (2 s)" in got[i]["error"]["message"] for i in (201, 202)),
+         "past the start deadline, what waits is refused and says so", got)
+    t.ok(took < 5.5, "by the deadline, not the slow start (%.1f s)" % took)
+    r = c.call("alpha__echo", {"text": "later"})
+    t.ok("within start_timeout (2 s)" in r.get("error", {}).get("message", ""),
+         "and so is one that comes later, while it still starts", r)
+    time.sleep(max(0.0, 8.0 - (time.monotonic() - t0)))
+    r = c.call("alpha__echo", {"text": "later"})
+    msg = r.get("error", {}).get("message", "")
+    t.ok("tool alpha__echo is unavailable" in msg and "timed out" in msg,
+         "once the start has failed, a call says why", r)
+    c.close()
+    f.cleanup()
+
+    # waiting room is bounded: one request over it is told to ask again
+    f, c = slow_start(server("alpha"), 1500)
+    for i in range(65):
+        send(c, 300 + i, "tools/list")
+    got = answers(c, range(300, 365))
+    lists = [i for i, r in got.items() if "result" in r and tool_names(r) == ["alpha__echo"]]
+    refused = [i for i, r in got.items() if "ask again" in r.get("error", {}).get("message", "")]
+    t.ok(len(lists) == 64 and refused == [364],
+         "64 requests wait; the 65th is refused with ask again", (len(lists), refused))
+    c.close()
+    f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
-             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines):
+             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
+             test_config_error, test_calls_during_start):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

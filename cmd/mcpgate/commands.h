@@ -6,6 +6,9 @@
 
 #define MCPGATE_VERSION "0.1.0-dev"
 
+/* `mcpgate mcp VERB` is the familiar spelling of these commands */
+#define MCP_USAGE "mcpgate mcp add|list|pull|review|approve ..."
+
 /* Exit statuses of every command */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -17,11 +20,16 @@ struct command {
 	const char *usage;   /* one line: "mcpgate check [--config DIR]" */
 	const char *summary; /* what it does, one line */
 	const char *help;    /* the options, one per line, for `mcpgate help NAME` */
+	/* the long options it takes, for opts_scan(): "config= json" (a name
+	 * with "=" takes a value) */
+	const char *options;
 };
 
 extern const struct command mg_commands[];
 
 const struct command *command_find(const char *name);
+/* The command most likely meant by a mistyped name, or NULL */
+const char *command_suggest(const char *name);
 /* The general help (to stdout) or a command's help; returns EXIT_OK, or
  * EXIT_USAGE for an unknown name. */
 int help_print(const char *name);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd/mcpgate/commands.h"
+#include "internal/base/suggest.h"
 
 const struct command mg_commands[] = {
     {"serve", cmd_serve, "mcpgate serve [--config DIR] [--workspace DIR] [--passthrough]",
@@ -19,16 +20,19 @@ const struct command mg_commands[] = {
      "Every server offered here starts at once, contained; tools that are on are\n"
      "offered as SERVER__TOOL, prompts as SERVER__PROMPT, resources as\n"
      "mcpgate://SERVER/URI. Logs go to stderr and to the session's audit log in\n"
-     "$XDG_STATE_HOME/mcpgate/sessions/ID.jsonl; stdout carries only MCP.\n"},
+     "$XDG_STATE_HOME/mcpgate/sessions/ID.jsonl; stdout carries only MCP.\n",
+     "config= workspace= passthrough"},
     {"list", cmd_list, "mcpgate list [--config DIR] [--json]",
      "one line per server: transport, image present or not, manifest state",
      "  --config DIR  the folder holding mcp.toml and config.toml\n"
-     "  --json        a JSON array instead of lines\n"},
+     "  --json        a JSON array instead of lines\n",
+     "config= json"},
     {"pull", cmd_pull, "mcpgate pull [--config DIR] NAME",
      "pull server NAME's image by its pinned digest (the runtime's progress is shown)",
      "  --config DIR  the folder holding mcp.toml and config.toml\n"
      "A session never pulls: a missing image makes its server unavailable with\n"
-     "this command as the fix. Also spelled `mcpgate mcp pull NAME`.\n"},
+     "this command as the fix. Also spelled `mcpgate mcp pull NAME`.\n",
+     "config="},
     {"review", cmd_review, "mcpgate review [--config DIR] [--workspace DIR] NAME",
      "start NAME with its isolation, show its tools and what changed since approval",
      "  --config DIR     the folder holding mcp.toml and config.toml\n"
@@ -36,7 +40,8 @@ const struct command mg_commands[] = {
      "Shows each tool (name, declared effect, description, a summary of its input)\n"
      "and, when an approved manifest is recorded, the tools added, removed and\n"
      "changed field by field. The reviewed manifest is stored under the data dir;\n"
-     "the container is removed. Also spelled `mcpgate mcp review NAME`.\n"},
+     "the container is removed. Also spelled `mcpgate mcp review NAME`.\n",
+     "config= workspace="},
     {"approve", cmd_approve,
      "mcpgate approve [--config DIR] NAME [--tool T [--on|--off] [--effect read|write]]...",
      "pin NAME's reviewed manifest in mcp.toml, with tool settings",
@@ -47,12 +52,14 @@ const struct command mg_commands[] = {
      "  --effect read|write what T does; write (and undeclared) tools ask every call\n"
      "The live manifest is read again and must be the one reviewed; then its hash\n"
      "and the settings are written into mcp.toml, keeping the rest of the file as\n"
-     "it was (comments, order), atomically. Also spelled `mcpgate mcp approve NAME`.\n"},
+     "it was (comments, order), atomically. Also spelled `mcpgate mcp approve NAME`.\n",
+     "config= workspace= tool= on off effect="},
     {"sweep", cmd_sweep, "mcpgate sweep [--config DIR]",
      "remove containers and networks left by mcpgate processes that are gone",
      "  --config DIR  the folder holding mcp.toml and config.toml\n"
      "Only what carries the label mcpgate.pid=P, where P is not a running mcpgate,\n"
-     "is removed: containers first, then networks. serve does this by itself.\n"},
+     "is removed: containers first, then networks. serve does this by itself.\n",
+     "config="},
     {"secret", cmd_secret,
      "mcpgate secret set|list|rm|bind|unbind [NAME] [--host H]... [--position P] [--data DIR]",
      "the keychain: store secrets, and bind each to the hosts and position it may go to",
@@ -69,7 +76,8 @@ const struct command mg_commands[] = {
      "  --data DIR        the data folder (default $XDG_DATA_HOME/mcpgate, else\n"
      "                    ~/.local/share/mcpgate)\n"
      "Values are sealed in DIR/keychain with DIR/keychain.key (made on first use), or\n"
-     "with a passphrase read from the descriptor MCPGATE_PASSPHRASE_FD names.\n"},
+     "with a passphrase read from the descriptor MCPGATE_PASSPHRASE_FD names.\n",
+     "data= host= position="},
     {"add", cmd_add,
      "mcpgate add npm:PACKAGE[@VERSION] [--name NAME] [--arg A]... [--mount PATH[:write]]... "
      "[--network HOST]... [--env NAME=VALUE]... [--node PATH] [--config DIR]",
@@ -86,7 +94,8 @@ const struct command mg_commands[] = {
      "in DATA/npm/NAME (the same input, the same image); the image is this machine's\n"
      "node and its libraries (one layer, shared by every such image) and the package;\n"
      "it is loaded into the runtime and pinned by digest, and mcp.toml gets its\n"
-     "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n"},
+     "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n",
+     "name= arg= mount= network= env= node= config="},
     {"pack", cmd_pack,
      "mcpgate pack --output FILE.tar (--binary PATH | --folder DIR | --add SRC:DEST)... [OPTIONS]",
      "build an image archive from a static binary or a folder, without a Dockerfile",
@@ -108,7 +117,9 @@ const struct command mg_commands[] = {
      "Prints the manifest digest (sha256:...) on stdout: pin it in mcp.toml. The\n"
      "same inputs give the same archive byte for byte: times are SOURCE_DATE_EPOCH\n"
      "or 0, owners 0:0, modes 0755 or 0644. Symlinks in a folder stay symlinks;\n"
-     "devices, pipes and sockets are refused. See docs/packing.md.\n"},
+     "devices, pipes and sockets are refused. See docs/packing.md.\n",
+     "output= binary= path-in-image= folder= add= base-add= entrypoint= entrypoint-arg= env= "
+     "label= user= workdir= arch= name="},
     {"check", cmd_check, "mcpgate check [--config DIR] [--mcp FILE] [--global FILE]",
      "validate the configuration; prints \"configuration OK\"",
      "  --config DIR   the folder holding mcp.toml and config.toml\n"
@@ -116,10 +127,11 @@ const struct command mg_commands[] = {
      "  --mcp FILE     check this file as mcp.toml (config.toml from --global, or none)\n"
      "  --global FILE  check this file as config.toml\n"
      "Every error is printed, one per line, as FILE:LINE:COL: what is wrong;\n"
-     "the exit status is 0 when the configuration is valid, 1 when it is not.\n"},
+     "the exit status is 0 when the configuration is valid, 1 when it is not.\n",
+     "config= mcp= global="},
     {"help", cmd_help, "mcpgate help [COMMAND]", "show this text, or one command's",
-     "  COMMAND  a command's name\n"},
-    {NULL, NULL, NULL, NULL, NULL},
+     "  COMMAND  a command's name\n", ""},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 const struct command *command_find(const char *name)
@@ -130,12 +142,39 @@ const struct command *command_find(const char *name)
 	return NULL;
 }
 
+const char *command_suggest(const char *name)
+{
+	/* what main takes besides the table: the "mcp" spelling and its options */
+	const char *names[sizeof(mg_commands) / sizeof(mg_commands[0]) + 3];
+	size_t n = 0;
+	for (const struct command *c = mg_commands; c->name != NULL; c++)
+		names[n++] = c->name;
+	names[n++] = "mcp";
+	names[n++] = "--help";
+	names[n++] = "--version";
+	names[n] = NULL;
+	return mg_suggest(name, names);
+}
+
 int help_print(const char *name)
 {
+	if (name != NULL && strcmp(name, "mcp") == 0) {
+		printf("usage: %s\n\nthe familiar spelling of mcpgate add, list, pull, review and "
+		       "approve; `mcpgate help VERB` shows each one's options.\n",
+		       MCP_USAGE);
+		return EXIT_OK;
+	}
 	if (name != NULL) {
 		const struct command *c = command_find(name);
 		if (c == NULL) {
-			fprintf(stderr, "mcpgate: no command \"%s\" (see: mcpgate --help)\n", name);
+			const char *meant = command_suggest(name);
+			if (meant != NULL)
+				fprintf(stderr,
+				        "mcpgate: no command \"%s\"; did you mean \"%s\"?\n", name,
+				        meant);
+			else
+				fprintf(stderr,
+				        "mcpgate: no command \"%s\" (see: mcpgate --help)\n", name);
 			return EXIT_USAGE;
 		}
 		printf("usage: %s\n\n%s.\n\n%s", c->usage, c->summary, c->help);

@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "cmd/mcpgate/commands.h"
+#include "cmd/mcpgate/opts.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/err.h"
 #include "internal/base/log.h"
+#include "internal/base/suggest.h"
 #include "internal/container/container.h"
 
-/* `mcpgate mcp VERB` is the familiar spelling of these verbs */
 static const char *const mcp_verbs[] = {"add", "list", "pull", "review", "approve", NULL};
 
 static int is_mcp_verb(const char *name)
@@ -57,9 +58,15 @@ int main(int argc, char **argv)
 	}
 	int shift = 1;
 	if (strcmp(name, "mcp") == 0) {
+		if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))
+			return help_print("mcp");
 		if (argc < 3 || !is_mcp_verb(argv[2])) {
-			fprintf(stderr,
-			        "mcpgate: usage: mcpgate mcp add|list|pull|review|approve ...\n");
+			const char *meant = argc < 3 ? NULL : mg_suggest(argv[2], mcp_verbs);
+			if (meant != NULL)
+				fprintf(stderr,
+				        "mcpgate: unknown verb \"%s\"; did you mean \"%s\"?\n",
+				        argv[2], meant);
+			fprintf(stderr, "mcpgate: usage: %s\n", MCP_USAGE);
 			return EXIT_USAGE;
 		}
 		name = argv[2];
@@ -67,9 +74,19 @@ int main(int argc, char **argv)
 	}
 	const struct command *cmd = command_find(name);
 	if (cmd == NULL) {
-		fprintf(stderr, "mcpgate: unknown command \"%s\" (see: mcpgate --help)\n", name);
+		const char *meant = command_suggest(name);
+		if (meant != NULL)
+			fprintf(stderr, "mcpgate: unknown command \"%s\"; did you mean \"%s\"?\n",
+			        name, meant);
+		else
+			fprintf(stderr, "mcpgate: unknown command \"%s\" (see: mcpgate --help)\n",
+			        name);
 		return EXIT_USAGE;
 	}
+	/* --help and unknown options, alike for every command */
+	int scan = opts_scan(cmd, argc - shift, argv + shift);
+	if (scan != 0)
+		return scan > 0 ? help_print(cmd->name) : EXIT_USAGE;
 	int status = cmd->run(argc - shift, argv + shift, &err);
 	if (err != NULL) {
 		fprintf(stderr, "mcpgate %s: %s\n", cmd->name, mg_err_msg(err));

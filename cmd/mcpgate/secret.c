@@ -16,6 +16,7 @@
 #include "cmd/mcpgate/opts.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/num.h"
+#include "internal/base/suggest.h"
 #include "internal/base/xalloc.h"
 #include "internal/config/config.h"
 #include "internal/keychain/keychain.h"
@@ -280,9 +281,15 @@ static int parse_args(const struct command *self, int argc, char **argv, struct 
 	bool is_set = strcmp(a->verb, "set") == 0, is_list = strcmp(a->verb, "list") == 0;
 	bool is_rm = strcmp(a->verb, "rm") == 0, is_bind = strcmp(a->verb, "bind") == 0;
 	bool is_unbind = strcmp(a->verb, "unbind") == 0;
-	if (!is_set && !is_list && !is_rm && !is_bind && !is_unbind)
+	if (!is_set && !is_list && !is_rm && !is_bind && !is_unbind) {
+		static const char *const verbs[] = {"set", "list", "rm", "bind", "unbind", NULL};
+		const char *meant = mg_suggest(a->verb, verbs);
+		if (meant != NULL)
+			return usage_error(self, "unknown action \"%s\"; did you mean \"%s\"?",
+			                   a->verb, meant);
 		return usage_error(self, "unknown action \"%s\": set, list, rm, bind or unbind",
 		                   a->verb);
+	}
 	/* not repeated: it may be the value itself */
 	if (is_set && extra != NULL)
 		return usage_error(self, "set takes one name: a value is read from standard input, "

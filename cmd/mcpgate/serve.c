@@ -14,6 +14,7 @@
 #include "cmd/mcpgate/setup.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/log.h"
+#include "internal/base/xalloc.h"
 #include "internal/gateway/gateway.h"
 
 /* The client's channel moves to fresh fds; fd 0 becomes /dev/null and fd 1 a
@@ -58,9 +59,17 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	struct session *s = NULL;
 	cleanup_free char *state = NULL;
 	cleanup_free char *data = NULL;
+	cleanup_free char *config_error = NULL;
 	int status = EXIT_FAIL;
-	if (setup_config(dir, &cfg, err) < 0)
-		goto out;
+	if (setup_config(dir, &cfg, err) < 0) {
+		/* the client still gets an MCP server, one that says what to fix
+		 * in answer to everything it asks: ending here, it would see only
+		 * its connection close */
+		config_error = xstrdup(mg_err_msg(*err));
+		mg_err_clear(err);
+		if (cfg_parse("", 0, NULL, NULL, 0, NULL, &cfg, err) < 0)
+			goto out;
+	}
 	cfg->passthrough = passthrough;
 	if (cfg_default_state_dir(&state, err) < 0 || cfg_default_data_dir(&data, err) < 0)
 		goto out;
@@ -85,11 +94,12 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	    .client_in = in,
 	    .client_out = outfd,
 	    .owner = getpid(),
+	    .config_error = config_error,
 	};
 	if (session_new(&opt, &s, err) < 0)
 		goto out;
 	mg_info("session %s: audit log %s", session_id(s), session_audit_path(s));
-	if (session_run(s, err) == 0)
+	if (session_run(s, err) == 0 && config_error == NULL)
 		status = EXIT_OK;
 out:
 	session_free(s);

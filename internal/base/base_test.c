@@ -9,6 +9,7 @@
 #include "internal/base/log.h"
 #include "internal/base/num.h"
 #include "internal/base/strv.h"
+#include "internal/base/suggest.h"
 #include "internal/base/testing.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
@@ -196,6 +197,36 @@ static void test_shown(void)
 	}
 }
 
+static void test_suggest(void)
+{
+	T_INT((long long)mg_edit_distance("review", "review"), 0, "no edits between equal words");
+	T_INT((long long)mg_edit_distance("reveiw", "review"), 1, "two neighbours swapped: 1 edit");
+	T_INT((long long)mg_edit_distance("srve", "serve"), 1, "a letter left out: 1 edit");
+	T_INT((long long)mg_edit_distance("", "abc"), 3, "from nothing: one insert a letter");
+	T_INT((long long)mg_edit_distance("kitten", "sitting"), 3, "kitten to sitting: 3 edits");
+	T_OK(mg_edit_distance(
+	         "x", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") ==
+	         SIZE_MAX,
+	     "a word over MG_SUGGEST_WORD_MAX is never close");
+	static const char *const commands[] = {"serve",   "list",  "pull",   "review",
+	                                       "approve", "sweep", "secret", "pack",
+	                                       "check",   "help",  NULL};
+	T_STR(mg_suggest("reveiw", commands), "review", "reveiw: review");
+	T_STR(mg_suggest("srve", commands), "serve", "srve: serve");
+	T_STR(mg_suggest("aprove", commands), "approve", "aprove: approve");
+	T_STR(mg_suggest("chek", commands), "check", "chek: check");
+	T_STR(mg_suggest("rev", commands), "review", "a unique prefix: rev is review");
+	T_STR(mg_suggest("s", commands), NULL, "a prefix of three: no suggestion");
+	T_STR(mg_suggest("frobnicate", commands), NULL, "nothing close: no suggestion");
+	T_STR(mg_suggest("x", commands), NULL, "one letter is not 1 edit from a word of 4");
+	T_STR(mg_suggest("", commands), NULL, "nothing typed: no suggestion");
+	static const char *const twins[] = {"pack", "pick", NULL};
+	T_STR(mg_suggest("peck", twins), NULL, "two equally close: no suggestion");
+	static const char *const options[] = {"config", "json", "help", NULL};
+	T_STR(mg_suggest("jsn", options), "json", "jsn: json");
+	T_STR(mg_suggest("confg", options), "config", "confg: config");
+}
+
 int main(void)
 {
 	test_strv();
@@ -206,5 +237,6 @@ int main(void)
 	test_shown();
 	test_log();
 	test_cleanup();
+	test_suggest();
 	return t_done();
 }

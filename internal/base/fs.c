@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,4 +119,24 @@ int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 		close(dfd);
 	}
 	return 0;
+}
+
+char *mg_find_beside_self(const char *const *paths, int amode)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash == NULL)
+		return NULL;
+	*slash = '\0';
+	for (size_t i = 0; paths[i] != NULL; i++) {
+		cleanup_free char *path = xasprintf("%s/%s", self, paths[i]);
+		char real[PATH_MAX];
+		if (access(path, amode) == 0)
+			return xstrdup(realpath(path, real) != NULL ? real : path);
+	}
+	return NULL;
 }

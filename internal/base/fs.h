@@ -22,4 +22,10 @@ int mg_read_file(const char *path, size_t max, char **text, size_t *len, struct 
 int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
                          struct mg_err **err);
 
+/* The first of paths (NULL-terminated, each relative to the folder of the
+ * running program, /proc/self/exe) that access(2) allows with amode: its
+ * real path, allocated. NULL when there is none. Finds what is installed
+ * beside mcpgate (bin/../share/...) or lies in its build tree. */
+char *mg_find_beside_self(const char *const *paths, int amode);
+
 #endif

@@ -1176,6 +1176,15 @@ static int pass_err(struct mg_err **err, struct mg_err **e)
 	return -1;
 }
 
+char *cfg_example_path(void)
+{
+	/* installed (PREFIX/bin/mcpgate), or the source tree's (./mcpgate,
+	 * build/san/mcpgate) */
+	static const char *const places[] = {"../share/mcpgate/mcp.toml.example",
+	                                     "mcp.toml.example", "../../mcp.toml.example", NULL};
+	return mg_find_beside_self(places, R_OK);
+}
+
 int cfg_load(const char *config_dir, struct cfg **out, struct mg_err **err)
 {
 	if (config_dir[0] == '\0')
@@ -1197,10 +1206,11 @@ int cfg_load(const char *config_dir, struct cfg **out, struct mg_err **err)
 	if (read_file(mcp_path, &mcp_text, &mcp_len, &e) < 0) {
 		if (errno != ENOENT)
 			return pass_err(err, &e);
+		cleanup_free char *example = cfg_example_path();
 		mg_err_set(err,
 		           "%s does not exist: mcp.toml lists the servers mcpgate runs (start from "
-		           "mcp.toml.example)",
-		           mcp_path);
+		           "%s)",
+		           mcp_path, example != NULL ? example : "mcp.toml.example");
 		if (err != NULL)
 			(*err)->code = ENOENT;
 		return -1;

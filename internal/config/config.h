@@ -196,7 +196,8 @@ struct cfg {
 };
 
 /* Read CONFIG_DIR/config.toml (optional: absent means the defaults) and
- * CONFIG_DIR/mcp.toml (required: absent is an error naming the path). */
+ * CONFIG_DIR/mcp.toml (required: absent is an error naming the path, and the
+ * example to start from). */
 int cfg_load(const char *config_dir, struct cfg **out, struct mg_err **err);
 
 /* Read mcp_path and, when config_path is not NULL, config_path (then
@@ -211,6 +212,11 @@ int cfg_parse(const char *mcp_text, size_t mcp_len, const char *mcp_name, const 
               size_t config_len, const char *config_name, struct cfg **out, struct mg_err **err);
 
 void cfg_free(struct cfg *cfg);
+
+/* The commented example every key is documented in: where `make install`
+ * put it beside this mcpgate (PREFIX/share/mcpgate/mcp.toml.example), else
+ * the source tree's. Allocated; NULL when neither is there. */
+char *cfg_example_path(void);
 
 /* The server named name, or NULL. */
 const struct cfg_server *cfg_find_server(const struct cfg *cfg, const char *name);

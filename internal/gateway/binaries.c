@@ -87,21 +87,9 @@ static char *find_binary(const char *name, const char *configured, const char *e
 {
 	if (configured != NULL)
 		return xstrdup(configured);
-	char self[4096];
-	char *found = NULL;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			found = runnable_in(self, name);
-			if (found == NULL) {
-				cleanup_free char *top = xasprintf("%s/../..", self);
-				found = runnable_in(top, name);
-			}
-		}
-	}
+	cleanup_free char *up = xasprintf("../../%s", name);
+	const char *const beside[] = {name, up, NULL};
+	char *found = mg_find_beside_self(beside, X_OK);
 	if (found == NULL && egress != NULL) {
 		cleanup_free char *dir = xstrdup(egress);
 		char *slash = strrchr(dir, '/');

@@ -410,14 +410,19 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 		                "tools/call: arguments must be an object");
 		return;
 	}
-	if (!s->registered) {
-		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
-		                "servers are still starting; list the tools first");
-		return;
-	}
 	const struct gw_tool *t = find_tool(s, name);
 	if (t == NULL) {
-		refuse_call(s, msg->id, name, RPC_INVALID_PARAMS, "unknown tool \"%.128s\"", name);
+		/* a server that did not start, or was stopped, offers no tool:
+		 * a call meant for it says why */
+		const struct gw_server *owner = gw_relay_owner_of_name(s, name);
+		if (owner != NULL && owner->state != GW_READY)
+			refuse_call(s, msg->id, name, RPC_SERVER_ERROR,
+			            "tool %.128s is unavailable: %s", name,
+			            owner->reason != NULL ? owner->reason
+			                                  : "its server is not running");
+		else
+			refuse_call(s, msg->id, name, RPC_INVALID_PARAMS, "unknown tool \"%.128s\"",
+			            name);
 		return;
 	}
 	struct gw_server *srv = t->server;
@@ -490,25 +495,11 @@ static struct json_value *tools_list_result(const struct session *s)
 static void tools_list(struct session *s, const struct json_value *id,
                        const struct json_value *params)
 {
-	/* pages of GW_PAGE_MAX with cursors of mcpgate's own (relay.c); a
-	 * cursor can only come after start-up */
+	/* pages of GW_PAGE_MAX with cursors of mcpgate's own (relay.c) */
 	const struct json_value *cursor = json_get(params, "cursor");
-	if (!s->registered && (cursor == NULL || cursor->kind == JSON_NULL)) {
-		json_array_push(s->deferred_lists, json_copy(id));
-		return;
-	}
 	struct json_value *result = tools_list_result(s);
 	gw_relay_send_page(s, id, "tools", json_get(result, "tools"), cursor);
 	json_free(result);
-}
-
-void gw_client_registered(struct session *s)
-{
-	s->registered = true;
-	for (size_t i = 0; i < s->deferred_lists->u.arr.len; i++)
-		tools_list(s, s->deferred_lists->u.arr.items[i], NULL);
-	json_free(s->deferred_lists);
-	s->deferred_lists = json_new_array();
 }
 
 /* ---- initialize --------------------------------------------------------- */
@@ -557,6 +548,91 @@ static void initialize(struct session *s, const struct rpc_msg *msg)
 
 /* ---- the client's messages ---------------------------------------------- */
 
+/* What the client is told, for every request, while the configuration is
+ * broken: the words of `mcpgate check`, which the person can act on */
+static char *config_error_text(const struct session *s)
+{
+	return xasprintf("mcpgate offers nothing: its configuration is not valid (fix it, then "
+	                 "restart mcpgate; `mcpgate check` shows the same):\n%s",
+	                 s->config_error);
+}
+
+/* ---- requests that wait for start-up ------------------------------------ */
+
+/* Keep a request that needs the servers until start-up is over: answered
+ * then, or refused at the start deadline */
+static void wait_for_start(struct session *s, struct rpc_msg *msg)
+{
+	if (s->start_overdue)
+		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
+		                "servers did not finish starting within start_timeout (%u s); ask "
+		                "again",
+		                s->cfg->mcp.start_timeout);
+	else if (s->nwaiting == GW_WAITING_MAX)
+		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
+		                "servers are still starting; ask again");
+	else
+		rpc_msg_move(&s->waiting[s->nwaiting++], msg);
+}
+
+void gw_client_start_deadline(struct loop *loop, void *data)
+{
+	(void)loop;
+	struct session *s = data;
+	s->start_timer = NULL;
+	if (s->registered || s->stopping)
+		return;
+	s->start_overdue = true;
+	size_t n = s->nwaiting;
+	s->nwaiting = 0;
+	for (size_t i = 0; i < n; i++) {
+		wait_for_start(s, &s->waiting[i]);
+		rpc_msg_free(&s->waiting[i]);
+	}
+}
+
+/* The client cancelled a request that waits: it is dropped unanswered */
+static bool cancel_waiting(struct session *s, const char *key)
+{
+	for (size_t i = 0; i < s->nwaiting; i++) {
+		cleanup_free char *k = rpc_id_key(s->waiting[i].id);
+		if (k == NULL || strcmp(k, key) != 0)
+			continue;
+		const struct rpc_msg *m = &s->waiting[i];
+		if (strcmp(m->method, "tools/call") == 0) {
+			const char *tool = json_get_string(m->params, "name");
+			audit_record(s->audit, "tool.call",
+			             gw_fields("tool", json_new_string(tool != NULL ? tool : ""),
+			                       "outcome", json_new_string("cancelled"), "detail",
+			                       json_new_string("by the client, during start-up"),
+			                       NULL));
+		}
+		rpc_msg_free(&s->waiting[i]);
+		memmove(&s->waiting[i], &s->waiting[i + 1],
+		        (s->nwaiting - i - 1) * sizeof(s->waiting[0]));
+		s->nwaiting--;
+		memset(&s->waiting[s->nwaiting], 0, sizeof(s->waiting[0]));
+		return true;
+	}
+	return false;
+}
+
+static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data);
+
+void gw_client_registered(struct session *s)
+{
+	s->registered = true;
+	loop_timer_cancel(s->loop, s->start_timer);
+	s->start_timer = NULL;
+	gw_relay_started(s);
+	size_t n = s->nwaiting;
+	s->nwaiting = 0;
+	for (size_t i = 0; i < n; i++) {
+		on_client_request(s->client, &s->waiting[i], s);
+		rpc_msg_free(&s->waiting[i]);
+	}
+}
+
 static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
 {
 	(void)peer;
@@ -568,6 +644,11 @@ static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *
 		gw_client_result(s, msg->id, NULL);
 	else if (!s->answered_initialize)
 		gw_client_error(s, msg->id, RPC_INVALID_REQUEST, "initialize first");
+	else if (s->config_error != NULL) {
+		cleanup_free char *text = config_error_text(s);
+		gw_client_error(s, msg->id, RPC_SERVER_ERROR, "%s", text);
+	} else if (!s->registered && strcmp(m, "logging/setLevel") != 0)
+		wait_for_start(s, msg); /* what needs the servers waits for them */
 	else if (strcmp(m, "tools/list") == 0)
 		tools_list(s, msg->id, msg->params);
 	else if (strcmp(m, "tools/call") == 0)
@@ -579,7 +660,7 @@ static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *
 static void cancel_call(struct session *s, const struct json_value *params)
 {
 	cleanup_free char *key = rpc_id_key(json_get(params, "requestId"));
-	if (key == NULL)
+	if (key == NULL || cancel_waiting(s, key))
 		return;
 	for (struct gw_call *c = s->calls; c != NULL; c = c->next) {
 		if (strcmp(c->client_key, key) != 0)
@@ -615,9 +696,13 @@ static void on_client_notification(struct rpc_peer *peer, struct rpc_msg *msg, v
 {
 	(void)peer;
 	struct session *s = data;
-	if (strcmp(msg->method, "notifications/initialized") == 0)
+	if (strcmp(msg->method, "notifications/initialized") == 0) {
+		if (s->config_error != NULL && !s->client_initialized) {
+			cleanup_free char *text = config_error_text(s);
+			send_notice_now(s, "error", text);
+		}
 		s->client_initialized = true;
-	else if (strcmp(msg->method, "notifications/cancelled") == 0)
+	} else if (strcmp(msg->method, "notifications/cancelled") == 0)
 		cancel_call(s, msg->params);
 	else if (strcmp(msg->method, "notifications/roots/list_changed") == 0)
 		gw_relay_roots_changed(s);

@@ -34,16 +34,13 @@ enum gw_state {
 struct gw_call;
 struct gw_relayed;
 
-/* A list the client asked for before start-up ended (relay.c): its id is
- * kept here, in fixed room, until the list can be answered */
-#define GW_RELAY_WAITS_MAX 16
-struct gw_relay_wait {
-	int kind;
-	bool id_is_string;
-	int64_t id_num;
-	char id_str[64];
-	size_t id_len;
-};
+/* Requests that need the servers (a list, a call, a read...) asked before
+ * start-up ended: kept whole, in the order they came, until it has (client.c).
+ * One more is refused with "ask again". */
+#define GW_WAITING_MAX 64
+/* How long after the start deadline (start_timeout) a request still waiting
+ * is refused: room for the servers that fail at the deadline to register */
+#define GW_START_GRACE_MS 1000
 
 /* A server's way out, when it lists hosts (egress.c) */
 struct gw_egress {
@@ -136,6 +133,7 @@ struct session {
 	struct kc *keychain;          /* NULL when it cannot be read */
 	char *keychain_error;
 	struct gw_secrets *secrets; /* every stored value's forms, for the scanner */
+	char *config_error;         /* why there is no configuration, or NULL */
 
 	struct rpc_peer *client;
 	bool client_initialized; /* it sent notifications/initialized */
@@ -150,7 +148,10 @@ struct session {
 	bool registered;
 	struct gw_tool *tools;
 	size_t ntools;
-	struct json_value *deferred_lists; /* ids of tools/list waiting for start-up */
+	struct rpc_msg waiting[GW_WAITING_MAX]; /* requests waiting for start-up */
+	size_t nwaiting;
+	struct loop_timer *start_timer; /* the start deadline, while servers start */
+	bool start_overdue;             /* it passed before start-up ended */
 
 	struct gw_call *calls;
 	int64_t next_token;
@@ -160,11 +161,8 @@ struct session {
 	/* relay.c: nothing here needs freeing at the end (what is pending
 	 * frees itself when its peer fails it) */
 	struct gw_relayed *relayed; /* servers' requests with the client */
-	struct gw_relay_wait waits[GW_RELAY_WAITS_MAX];
-	size_t nwaits;
-	struct loop_timer *relay_timer; /* looks for the end of start-up */
-	char log_level[16];             /* the client's logging/setLevel, or "" */
-	bool log_level_pending;         /* to send once start-up is over */
+	char log_level[16];         /* the client's logging/setLevel, or "" */
+	bool log_level_pending;     /* to send once start-up is over */
 	bool stopping;
 	int signal;
 };
@@ -233,6 +231,8 @@ char *gw_client_forward_error(struct session *s, const struct json_value *client
 void gw_client_tools_changed(struct session *s); /* notifications/tools/list_changed */
 int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err);
 void gw_client_registered(struct session *s); /* start-up is over: answer what waited */
+/* The start deadline (plus GW_START_GRACE_MS) is armed from session_run */
+void gw_client_start_deadline(struct loop *loop, void *data); /* loop_timer_cb; data: session */
 void gw_client_notice(struct session *s, const char *level, const char *text);
 void gw_call_finish_error(struct gw_call *c, int64_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -245,8 +245,14 @@ void gw_server_on_closed(struct rpc_peer *peer, const struct mg_err *why, void *
 /* relay.c: resources, prompts, completion, logging, and the servers'
  * sampling, elicitation and roots (docs/relay.md) */
 #define GW_PAGE_MAX 100 /* items in one page of a list the client gets */
-/* A request client.c does not serve itself: answered, or refused */
+/* A request client.c does not serve itself: answered, or refused. Only
+ * logging/setLevel comes before start-up is over. */
 void gw_relay_client_request(struct session *s, struct rpc_msg *msg);
+/* Start-up is over: what relay.c held for it (the client's level) goes out */
+void gw_relay_started(struct session *s);
+/* The server offered here that a public name (SERVER__NAME; any name with
+ * --passthrough) belongs to, ready or not; NULL when none */
+struct gw_server *gw_relay_owner_of_name(struct session *s, const char *pub);
 /* notifications/roots/list_changed from the client */
 void gw_relay_roots_changed(struct session *s);
 /* A server's request other than ping: true when relay.c took it (relayed to

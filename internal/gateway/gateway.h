@@ -27,6 +27,12 @@ struct session_options {
 	int client_in, client_out; /* the client's fds; the session owns them */
 	pid_t owner;               /* the pid on every label (getpid()) */
 	const char *session_id;    /* NULL: a random one */
+	/* Not NULL: the configuration could not be loaded, and this says why
+	 * (as `mcpgate check` prints it). The session then starts no server
+	 * (cfg is an empty one), answers initialize and ping, refuses every other
+	 * request with this text, and tells the person once the client is
+	 * initialized (notifications/message, level error). */
+	const char *config_error;
 };
 
 /* Create the session: open its audit log, sweep what dead mcpgate processes

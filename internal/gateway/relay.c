@@ -19,7 +19,6 @@
 
 #define URI_PREFIX     "mcpgate://"
 #define CURSOR_PREFIX  "mcpgate-"
-#define WAIT_POLL_MS   20
 #define META_SERVER    "io.mcpgate/server"
 #define LEVEL_NAME_MAX 15
 
@@ -54,18 +53,25 @@ static bool ready(const struct gw_server *srv)
 	return srv->state == GW_READY && srv->launch.peer != NULL;
 }
 
-/* The ready server called name[0..len), or with --passthrough the one server */
-static struct gw_server *ready_server(struct session *s, const char *name, size_t len)
+/* The server called name[0..len), or with --passthrough the one server;
+ * only a ready one when ready_only */
+static struct gw_server *server_called(struct session *s, const char *name, size_t len,
+                                       bool ready_only)
 {
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
-		if (!ready(srv))
+		if (ready_only && !ready(srv))
 			continue;
 		if (s->cfg->passthrough ||
 		    (strlen(srv->cfg->name) == len && memcmp(srv->cfg->name, name, len) == 0))
 			return srv;
 	}
 	return NULL;
+}
+
+static struct gw_server *ready_server(struct session *s, const char *name, size_t len)
+{
+	return server_called(s, name, len, true);
 }
 
 /* mcpgate://SERVER/URI: the server named up to the first "/", and the rest
@@ -88,17 +94,29 @@ static struct gw_server *server_of_uri(struct session *s, const char *uri, const
 }
 
 /* SERVER__NAME: server names hold no "__", so the first one splits */
-static struct gw_server *server_of_name(struct session *s, const char *pub, const char **rest)
+static struct gw_server *owner_of_name(struct session *s, const char *pub, const char **rest,
+                                       bool ready_only)
 {
 	if (s->cfg->passthrough) {
 		*rest = pub;
-		return ready_server(s, NULL, 0);
+		return server_called(s, NULL, 0, ready_only);
 	}
 	const char *sep = strstr(pub, "__");
 	if (sep == NULL || sep == pub)
 		return NULL;
 	*rest = sep + 2;
-	return ready_server(s, pub, (size_t)(sep - pub));
+	return server_called(s, pub, (size_t)(sep - pub), ready_only);
+}
+
+static struct gw_server *server_of_name(struct session *s, const char *pub, const char **rest)
+{
+	return owner_of_name(s, pub, rest, true);
+}
+
+struct gw_server *gw_relay_owner_of_name(struct session *s, const char *pub)
+{
+	const char *rest = NULL;
+	return owner_of_name(s, pub, &rest, false);
 }
 
 /* What the server declared in its initialize answer */
@@ -510,69 +528,6 @@ static void list_start(struct session *s, enum list_kind kind, const struct json
 		list_finish(op);
 }
 
-/* ---- waiting for start-up ---------------------------------------------------- */
-
-/* Lists asked before start-up ended are answered once it has: until then a
- * timer looks every WAIT_POLL_MS. What waits is held in the session itself
- * (ids copied into fixed room), so nothing is left to free when the session
- * ends first. */
-static void relay_tick(struct loop *loop, void *data);
-
-static void arm_wait(struct session *s)
-{
-	if (s->relay_timer == NULL)
-		s->relay_timer = loop_timer_add(s->loop, WAIT_POLL_MS, relay_tick, s);
-}
-
-static bool wait_add(struct session *s, enum list_kind kind, const struct json_value *id)
-{
-	if (s->nwaits >= GW_RELAY_WAITS_MAX)
-		return false;
-	struct gw_relay_wait *w = &s->waits[s->nwaits];
-	memset(w, 0, sizeof(*w));
-	w->kind = (int)kind;
-	if (id->kind == JSON_STRING) {
-		if (id->u.str.len >= sizeof(w->id_str))
-			return false;
-		w->id_is_string = true;
-		memcpy(w->id_str, id->u.str.ptr, id->u.str.len);
-		w->id_len = id->u.str.len;
-	} else if (json_number_int64(id, &w->id_num) < 0) {
-		return false;
-	}
-	s->nwaits++;
-	arm_wait(s);
-	return true;
-}
-
-static void send_level(struct session *s);
-
-static void relay_tick(struct loop *loop, void *data)
-{
-	(void)loop;
-	struct session *s = data;
-	s->relay_timer = NULL;
-	if (s->stopping)
-		return;
-	if (!s->registered) {
-		arm_wait(s);
-		return;
-	}
-	if (s->log_level_pending) {
-		s->log_level_pending = false;
-		send_level(s);
-	}
-	size_t n = s->nwaits;
-	s->nwaits = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct gw_relay_wait *w = &s->waits[i];
-		struct json_value *id = w->id_is_string ? json_new_stringn(w->id_str, w->id_len)
-		                                        : json_new_int(w->id_num);
-		list_start(s, (enum list_kind)w->kind, id, NULL);
-		json_free(id);
-	}
-}
-
 /* ---- client requests to one server ---------------------------------------- */
 
 enum fwd_kind { FWD_PLAIN, FWD_READ, FWD_PROMPT };
@@ -704,15 +659,6 @@ static void forward(struct session *s, struct gw_server *srv, const struct json_
 	}
 }
 
-static bool still_starting(struct session *s, const struct rpc_msg *msg, const char *what)
-{
-	if (s->registered)
-		return false;
-	gw_client_error(s, msg->id, RPC_SERVER_ERROR,
-	                "servers are still starting; list the %s first", what);
-	return true;
-}
-
 /* resources/read, resources/subscribe, resources/unsubscribe */
 static void resource_request(struct session *s, const struct rpc_msg *msg)
 {
@@ -723,8 +669,6 @@ static void resource_request(struct session *s, const struct rpc_msg *msg)
 		                msg->method);
 		return;
 	}
-	if (still_starting(s, msg, "resources"))
-		return;
 	const char *own = NULL;
 	struct gw_server *srv = server_of_uri(s, uri, &own);
 	if (srv == NULL || server_cap(srv, "resources") == NULL) {
@@ -761,8 +705,6 @@ static void prompt_get(struct session *s, const struct rpc_msg *msg)
 		                "prompts/get needs a name (a string)");
 		return;
 	}
-	if (still_starting(s, msg, "prompts"))
-		return;
 	const char *own = NULL;
 	struct gw_server *srv = server_of_name(s, name, &own);
 	if (srv == NULL || server_cap(srv, "prompts") == NULL) {
@@ -788,8 +730,6 @@ static void complete(struct session *s, const struct rpc_msg *msg)
 		                "ref/resource with a uri) and an argument");
 		return;
 	}
-	if (still_starting(s, msg, prompt ? "prompts" : "resources"))
-		return;
 	const char *own = NULL;
 	struct gw_server *srv = prompt ? server_of_name(s, pub, &own) : server_of_uri(s, pub, &own);
 	if (srv == NULL || server_cap(srv, prompt ? "prompts" : "resources") == NULL) {
@@ -872,11 +812,17 @@ static void set_level(struct session *s, const struct rpc_msg *msg)
 	}
 	snprintf(s->log_level, sizeof(s->log_level), "%s", levels[i]);
 	gw_client_result(s, msg->id, NULL);
-	if (s->registered) {
+	if (s->registered)
 		send_level(s);
-	} else {
-		s->log_level_pending = true;
-		arm_wait(s);
+	else
+		s->log_level_pending = true; /* gw_relay_started() sends it */
+}
+
+void gw_relay_started(struct session *s)
+{
+	if (s->log_level_pending) {
+		s->log_level_pending = false;
+		send_level(s);
 	}
 }
 
@@ -884,17 +830,7 @@ static void set_level(struct session *s, const struct rpc_msg *msg)
 
 static void list_request(struct session *s, const struct rpc_msg *msg, enum list_kind kind)
 {
-	const struct json_value *cursor = json_get(msg->params, "cursor");
-	if (s->registered) {
-		list_start(s, kind, msg->id, cursor);
-		return;
-	}
-	if (cursor_given(cursor))
-		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "%s: not a cursor mcpgate gave out",
-		                lists[kind].method);
-	else if (!wait_add(s, kind, msg->id))
-		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
-		                "servers are still starting; ask again");
+	list_start(s, kind, msg->id, json_get(msg->params, "cursor"));
 }
 
 void gw_relay_client_request(struct session *s, struct rpc_msg *msg)

@@ -92,7 +92,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->workspace = xstrdup(opt->workspace);
 	s->state_dir = xstrdup(opt->state_dir);
 	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);
-	s->deferred_lists = json_new_array();
+	s->config_error = opt->config_error != NULL ? xstrdup(opt->config_error) : NULL;
 	if (opt->session_id != NULL) {
 		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
 	} else {
@@ -384,6 +384,13 @@ int session_run(struct session *s, struct mg_err **err)
 	              s->driver != NULL ? json_new_string(s->driver->name) : json_new_null(),
 	              "servers", names, NULL));
 	loop_on_signal(s->loop, on_signal, s);
+	if (s->config_error != NULL) {
+		mg_error("%s", s->config_error);
+		mg_error("until the configuration is fixed and the client starts mcpgate again, "
+		         "every request is answered with this error");
+		audit_record(s->audit, "session.config_error",
+		             gw_fields("error", json_new_string(s->config_error), NULL));
+	}
 	if (s->driver != NULL) {
 		sweep_once(s);
 		struct mg_err *perr = NULL;
@@ -428,6 +435,11 @@ int session_run(struct session *s, struct mg_err **err)
 	start_servers(s);
 	if (s->starting == 0)
 		gw_session_register(s);
+	else
+		/* what waits for start-up is answered by then, whatever a start does */
+		s->start_timer = loop_timer_add(
+		    s->loop, (int64_t)s->cfg->mcp.start_timeout * 1000 + GW_START_GRACE_MS,
+		    gw_client_start_deadline, s);
 
 	int r = 0;
 	while (!s->stopping) {
@@ -496,7 +508,8 @@ void session_free(struct session *s)
 	free(s->tools);
 	json_free(s->client_caps);
 	free(s->client_version);
-	json_free(s->deferred_lists);
+	for (size_t i = 0; i < s->nwaiting; i++)
+		rpc_msg_free(&s->waiting[i]);
 	strv_free(&s->notices);
 	audit_close(s->audit);
 	loop_free(s->loop);
@@ -512,5 +525,6 @@ void session_free(struct session *s)
 	mg_log_set_filter(NULL, NULL); /* the values it knew go now */
 	gw_secrets_close(s);
 	free(s->keychain_error);
+	free(s->config_error);
 	free(s);
 }
