@@ -155,8 +155,8 @@ static int cli_image_config(const struct ctr_driver *d, const char *image, bool 
 	if (d->kind != CTR_DOCKER && !command)
 		return 0;
 	char id[CTR_ID_LEN + 1];
-	const char *args[] = {"image", "inspect", "--format", "{{json .Config}}",
-	                      ctr_run_ref(d, image, id), NULL};
+	const char *args[] = {
+	    "image", "inspect", "--format", "{{json .Config}}", ctr_run_ref(d, image, id), NULL};
 	struct proc_result res;
 	if (run_checked(d, "image inspect", args, &res, err) < 0)
 		return -1;
