@@ -138,7 +138,7 @@ LAUNCH_HDR = launch/launch.h
 
 # ---- targets ---------------------------------------------------------------
 .PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean bench \
-	everything-image bench-egress
+	everything-image bench-egress bench-add
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
 
@@ -164,7 +164,7 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
-	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py
+	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
@@ -234,6 +234,11 @@ bench: fakes
 # (tests/e2e/build-everything-image.sh); prints localhost:5000/NAME@sha256:... to pin
 everything-image: $(BIN)/mcpgate
 	@MCPGATE=$(BIN)/mcpgate tests/e2e/build-everything-image.sh
+
+# mcpgate add of three npm servers: add to first answer, and the store's growth
+# (the shared node layer); needs npm and the registry; MCPGATE_BENCH_RUNTIME=docker for docker
+bench-add: all
+	@MCPGATE=./mcpgate python3 bench/add.py --runtime $${MCPGATE_BENCH_RUNTIME:-podman}
 
 # the egress proxy beside tinyproxy and squid (bench/README.md): root, a network
 # namespace of its own; 1 GiB downloads, CONNECT handshakes/s, RSS; a table and ratios

@@ -758,6 +758,15 @@ def test_review_approve():
     r = f.mcpgate("approve", "probe")
     t.ok(r.returncode == 0 and f.mcp_toml().count("manifest =") == 1 and PROBE_HASH not in f.mcp_toml(),
          "approving the new review replaces the pin in place", f.mcp_toml())
+    r = f.mcpgate("approve", "probe", "--tool", "echo,env", "--off", "--effect", "read")
+    after = f.mcp_toml()
+    t.ok(r.returncode == 0 and
+         "[server.tools.echo]\neffect = \"read\"\non = false\n" in after and
+         '[server.tools.env]\non = false\neffect = "read"\n' in after,
+         "approve --tool a,b sets several tools at once", (r.stderr, after))
+    r = f.mcpgate("approve", "probe", "--tool", "echo,,env", "--on")
+    t.ok(r.returncode == 2 and "names an empty tool" in r.stderr,
+         "an empty name in --tool a,,b is a usage error", r.stderr)
     f.cleanup()
 
 

@@ -43,11 +43,11 @@ const struct command mg_commands[] = {
      "the container is removed. Also spelled `mcpgate mcp review NAME`.\n",
      "config= workspace="},
     {"approve", cmd_approve,
-     "mcpgate approve [--config DIR] NAME [--tool T [--on|--off] [--effect read|write]]...",
+     "mcpgate approve [--config DIR] NAME [--tool T[,T2...] [--on|--off] [--effect read|write]]...",
      "pin NAME's reviewed manifest in mcp.toml, with tool settings",
      "  --config DIR        the folder holding mcp.toml and config.toml\n"
      "  --workspace DIR     where its mounts resolve (default: the current folder)\n"
-     "  --tool T            the tool the following options set\n"
+     "  --tool T[,T2...]    the tools the following options set (one or several)\n"
      "  --on, --off         offer T to the client, or not\n"
      "  --effect read|write what T does; write (and undeclared) tools ask every call\n"
      "The live manifest is read again and must be the one reviewed; then its hash\n"

@@ -16,6 +16,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/utf8.h"
 #include "internal/base/fs.h"
+#include "internal/base/strv.h"
 #include "internal/base/xalloc.h"
 #include "internal/config/edit.h"
 #include "internal/gateway/launch.h"
@@ -362,7 +363,9 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 	const struct command *self = command_find("approve");
 	const char *dir = NULL, *ws = NULL, *name = NULL;
 	struct cfg_tool_change changes[256];
-	size_t n = 0;
+	size_t n = 0, group = 0;
+	/* owns the tool names split out of --tool a,b */
+	__attribute__((cleanup(strv_free))) struct strv names = STRV_INIT;
 	for (int i = 1; i < argc; i++) {
 		const char *v = NULL;
 		int r = parse_common(argc, argv, &i, &dir, &ws);
@@ -373,16 +376,26 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 		if ((r = opt_value(argc, argv, &i, "tool", &v)) != 0) {
 			if (r < 0)
 				return EXIT_USAGE;
-			if (n == sizeof(changes) / sizeof(changes[0]))
-				return usage_error(self, "too many --tool options");
-			changes[n++] = (struct cfg_tool_change){v, -1, -1};
+			/* --tool a,b,c: one group, which the options after it set */
+			group = n;
+			for (const char *p = v; *p != '\0';) {
+				size_t len = strcspn(p, ",");
+				if (len == 0)
+					return usage_error(self, "--tool %s names an empty tool", v);
+				if (n == sizeof(changes) / sizeof(changes[0]))
+					return usage_error(self, "too many tools");
+				strv_push_owned(&names, xstrndup(p, len));
+				changes[n++] = (struct cfg_tool_change){names.v[names.n - 1], -1, -1};
+				p += len + (p[len] == ',');
+			}
 			continue;
 		}
 		bool on = false, off = false;
 		if (opt_flag(argv, i, "on", &on) || opt_flag(argv, i, "off", &off)) {
 			if (n == 0)
 				return usage_error(self, "%s needs a --tool before it", argv[i]);
-			changes[n - 1].on = on ? 1 : 0;
+			for (size_t k = group; k < n; k++)
+				changes[k].on = on ? 1 : 0;
 			continue;
 		}
 		if ((r = opt_value(argc, argv, &i, "effect", &v)) != 0) {
@@ -390,11 +403,12 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 				return EXIT_USAGE;
 			if (n == 0)
 				return usage_error(self, "--effect needs a --tool before it");
-			if (strcmp(v, "read") == 0)
-				changes[n - 1].effect = CFG_EFFECT_READ;
-			else if (strcmp(v, "write") == 0)
-				changes[n - 1].effect = CFG_EFFECT_WRITE;
-			else
+			int effect = strcmp(v, "read") == 0    ? CFG_EFFECT_READ
+			             : strcmp(v, "write") == 0 ? CFG_EFFECT_WRITE
+			                                       : -1;
+			for (size_t k = group; effect >= 0 && k < n; k++)
+				changes[k].effect = effect;
+			if (effect < 0)
 				return usage_error(self, "--effect is read or write, not \"%s\"",
 				                   v);
 			continue;

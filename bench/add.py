@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""From `mcpgate add` to the first answered tool call, and what the runtime's
+store grows by, for one and for three npm servers (bench/README.md).
+
+For each of server-memory, server-sequential-thinking and
+server-filesystem: `mcpgate add` (npm's cache as the person has it), then
+review, approve of one read tool, and a session until its first tool call is
+answered; each step timed. The runtime's image store is measured before and
+after each add (podman: `podman system df`; docker: `docker system df`), so
+the shared node layer shows: the first server costs node plus its package,
+the next ones their packages only. Prints a table; never asserts on time.
+
+usage: MCPGATE=./mcpgate python3 bench/add.py [--runtime podman|docker]
+Needs npm with the registry reachable, and the runtime. Everything it adds
+is removed at the end (images and the temporary configuration).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
+from mcpclient import Client  # noqa: E402
+
+MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
+SERVERS = [  # (package, name, a read tool and its arguments, extra add options)
+    ("@modelcontextprotocol/server-memory@2026.8.31", "memory", "read_graph", {}, []),
+    ("@modelcontextprotocol/server-sequential-thinking@2026.8.31", "thinking", None, {}, []),
+    ("@modelcontextprotocol/server-filesystem@2026.8.31", "files", "list_allowed_directories",
+     {}, ["--mount", "docs", "--arg", "/workspace/docs"]),
+]
+
+
+def store_bytes(rt):
+    """bytes of images in the runtime's store"""
+    r = subprocess.run([rt, "system", "df", "--format", "{{json .}}"], capture_output=True,
+                       text=True, timeout=120)
+    for line in r.stdout.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if row.get("Type") == "Images":
+            size = row.get("RawSize") or row.get("Size")
+            if isinstance(size, (int, float)):
+                return int(size)
+            return parse_size(str(size))
+    return -1
+
+
+def parse_size(text):
+    m = re.match(r"([0-9.]+)\s*([kKMGT]?)B", text)
+    if not m:
+        return -1
+    mult = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m.group(2)]
+    return int(float(m.group(1)) * mult)
+
+
+def mb(n):
+    return "%.1f MB" % (n / 1e6) if n >= 0 else "?"
+
+
+def main():
+    rt = "podman"
+    if "--runtime" in sys.argv:
+        rt = sys.argv[sys.argv.index("--runtime") + 1]
+    if shutil.which("npm") is None or shutil.which(rt) is None:
+        print("bench/add.py: needs npm and %s" % rt)
+        return 1
+    d = tempfile.mkdtemp(prefix="mcpgate-bench-add-")
+    conf, ws = os.path.join(d, "conf"), os.path.join(d, "ws")
+    os.makedirs(conf)
+    os.makedirs(os.path.join(ws, "docs"))
+    with open(os.path.join(conf, "config.toml"), "w") as fh:
+        fh.write('[mcp]\nruntime = "%s"\n' % rt)
+    env = dict(os.environ, XDG_DATA_HOME=os.path.join(d, "data"),
+               XDG_STATE_HOME=os.path.join(d, "state"))
+    tags = []
+    rows = []
+    try:
+        base = store_bytes(rt)
+        for pkg, name, tool, args, extra in SERVERS:
+            t0 = time.monotonic()
+            r = subprocess.run([MCPGATE, "add", "npm:" + pkg, "--name", name, "--config", conf]
+                               + extra, env=env, capture_output=True, text=True, timeout=1800)
+            t_add = time.monotonic() - t0
+            if r.returncode != 0:
+                print("add %s failed: %s" % (pkg, r.stderr[-500:]))
+                return 1
+            tags.append(("localhost/" if rt == "podman" else "") + "mcpgate-npm-%s:%s"
+                        % (name, pkg.rsplit("@", 1)[1]))
+            grown = store_bytes(rt)
+            t1 = time.monotonic()
+            subprocess.run([MCPGATE, "review", name, "--config", conf], env=env, cwd=ws,
+                           capture_output=True, timeout=300, check=True)
+            approve = [MCPGATE, "approve", name, "--config", conf]
+            if tool:
+                approve += ["--tool", tool, "--on", "--effect", "read"]
+            subprocess.run(approve, env=env, cwd=ws, capture_output=True, timeout=300, check=True)
+            t_review = time.monotonic() - t1
+            t2 = time.monotonic()
+            first = None
+            if tool:
+                c = Client([MCPGATE, "serve", "--config", conf, "--workspace", ws], env=env,
+                           stderr=subprocess.DEVNULL)
+                c.initialize()
+                c.request("tools/list", timeout=120)
+                reply = c.call("%s__%s" % (name, tool), args, timeout=120)
+                first = time.monotonic() - t2
+                c.close(timeout=60)
+                if "result" not in reply:
+                    print("the first call to %s failed: %s" % (name, reply))
+                    return 1
+            rows.append((name, t_add, t_review, first, grown - base))
+            base = grown
+        print("mcpgate add, %s, one run (npm's cache as it is; seconds)" % rt)
+        print("%-9s %8s %16s %18s %16s" % ("server", "add", "review+approve",
+                                            "serve->1st answer", "store grows by"))
+        for name, a, rv, f, g in rows:
+            print("%-9s %8.1f %16.1f %18s %16s" % (name, a, rv, "%.1f" % f if f else "-", mb(g)))
+        total = sum(r[4] for r in rows)
+        print("three servers: %s in the store; the first %s (node and its package), the "
+              "next two %s together" % (mb(total), mb(rows[0][4]), mb(rows[1][4] + rows[2][4])))
+        return 0
+    finally:
+        for tag in tags:
+            subprocess.run([rt, "rmi", "-f", tag], capture_output=True, timeout=120)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""`mcpgate add` refusals without a network or a runtime (make check): a fake
+npm on PATH answers `npm view` as the registry would (an unknown package, a
+version that matches nothing, no bin, several bins) and fails an install.
+Each refusal must name what is wrong, and leave mcp.toml byte for byte as it
+was, with nothing packed. A name taken is refused before npm is asked at
+all; no npm on PATH is its own error. Environment: MCPGATE.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from mcpclient import Tap  # noqa: E402
+
+t = Tap()
+MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
+
+# what the fake registry knows: package -> npm view's document (or an error)
+REGISTRY = {
+    "no-bin": {"name": "no-bin", "version": "1.0.0", "dist.integrity": "sha512-AAAA"},
+    "two-bins": {"name": "two-bins", "version": "2.0.0", "dist.integrity": "sha512-BBBB",
+                 "bin": {"tool-a": "a.js", "tool-b": "b.js"}},
+    "fails-install": {"name": "fails-install", "version": "3.0.0",
+                      "dist.integrity": "sha512-CCCC", "bin": "index.js"},
+}
+
+FAKE_NPM = r'''#!/usr/bin/env python3
+import json, os, sys
+registry = json.loads(os.environ["FAKE_NPM_REGISTRY"])
+with open(os.environ["FAKE_NPM_LOG"], "a") as fh:
+    fh.write(json.dumps(sys.argv[1:] + ["scripts=" + os.environ.get("npm_config_ignore_scripts", "")]) + "\n")
+args = sys.argv[1:]
+if args and args[0] == "view":
+    spec = args[2]
+    name, _, version = spec.rpartition("@") if spec.count("@") > (1 if spec.startswith("@") else 0) else (spec, "", "latest")
+    doc = registry.get(name)
+    if doc is None:
+        print(json.dumps({"error": {"code": "E404", "summary": "Not Found - GET https://registry.npmjs.org/" + name}}))
+        sys.exit(1)
+    if version not in ("latest", doc["version"]):
+        print(json.dumps({"error": {"code": "E404", "summary": "No match found for version " + version}}))
+        sys.exit(1)
+    print(json.dumps(doc))
+    sys.exit(0)
+if "install" in args or "ci" in args:
+    sys.stderr.write("npm error code E500\nnpm error the registry is down today\n")
+    sys.exit(1)
+sys.exit(2)
+'''
+
+
+def main():
+    d = tempfile.mkdtemp(prefix="mcpgate-add-test-")
+    try:
+        bin_dir = os.path.join(d, "bin")
+        conf = os.path.join(d, "conf")
+        data = os.path.join(d, "data")
+        for p in (bin_dir, conf, data):
+            os.makedirs(p)
+        npm = os.path.join(bin_dir, "npm")
+        with open(npm, "w") as fh:
+            fh.write(FAKE_NPM)
+        os.chmod(npm, 0o755)
+        # node, as add looks for it after npm: this machine's python stands in,
+        # since no refusal here gets as far as using it
+        os.symlink(sys.executable, os.path.join(bin_dir, "node"))
+        log = os.path.join(d, "npm.log")
+        mcp = os.path.join(conf, "mcp.toml")
+        text = ("# hand-written, with a comment\n[[server]]\nname = \"taken\"\n"
+                "transport = \"container\"\n"
+                "image = \"example.org/x@sha256:%s\"\n" % ("1" * 64))
+        with open(mcp, "w") as fh:
+            fh.write(text)
+        env = {"PATH": bin_dir + ":/usr/bin:/bin", "HOME": d, "XDG_DATA_HOME": data,
+               "XDG_STATE_HOME": os.path.join(d, "state"), "FAKE_NPM_LOG": log,
+               "FAKE_NPM_REGISTRY": json.dumps(REGISTRY)}
+
+        def add(*args, path=None):
+            e = dict(env)
+            if path is not None:
+                e["PATH"] = path
+            if os.path.exists(log):
+                os.unlink(log)
+            return subprocess.run([MCPGATE, "add"] + list(args) + ["--config", conf], env=e,
+                                  capture_output=True, text=True, timeout=60)
+
+        def unchanged():
+            with open(mcp) as fh:
+                same = fh.read() == text
+            images = os.path.join(data, "mcpgate", "images")
+            return same and (not os.path.isdir(images) or os.listdir(images) == [])
+
+        def npm_calls():
+            if not os.path.exists(log):
+                return []
+            with open(log) as fh:
+                return [json.loads(line) for line in fh]
+
+        cases = [
+            (["npm:unknown-pkg"], "no such package in the npm registry", None),
+            (["npm:no-bin@9.9.9"], "no version matches 9.9.9", None),
+            (["npm:no-bin"], "has no \"bin\"", None),
+            (["npm:two-bins"], "several commands in \"bin\" (tool-a, tool-b)", None),
+            (["npm:fails-install"], "npm could not install fails-install@3.0.0: code E500; the "
+                                    "registry is down today", None),
+            (["npm:Not_Valid"], "is not an npm package name", None),
+            (["pypi:something"], "give npm:PACKAGE[@VERSION]", None),
+            (["npm:no-bin", "--env", "1BAD=x"], "--env 1BAD=x: give NAME=VALUE", None),
+            (["npm:no-bin", "--name", "Bad Name"], "", None),
+            (["npm:no-bin"], "no npm on this machine", "/nonexistent"),
+        ]
+        for args, want, path in cases:
+            r = add(*args, path=path)
+            t.ok(r.returncode != 0 and want in r.stderr and unchanged(),
+                 "add %s is refused (%s), mcp.toml as it was, nothing packed"
+                 % (" ".join(args), want or "a bad name"), r.stderr[-400:])
+        r = add("npm:fails-install")
+        calls = npm_calls()
+        t.ok(calls and all(c[-1] == "scripts=true" for c in calls) and
+             any("--ignore-scripts" in c for c in calls if "install" in c),
+             "npm always runs with install scripts off", calls)
+        r = add("npm:no-bin", "--name", "taken")
+        t.ok(r.returncode != 0 and "a server named taken is already in" in r.stderr and
+             unchanged() and npm_calls() == [],
+             "a name taken is refused before npm is asked anything", r.stderr[-300:])
+        r = add()
+        t.ok(r.returncode == 2 and "what to add?" in r.stderr, "no source: a usage error",
+             r.stderr)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
