@@ -738,10 +738,40 @@ def test_review_approve():
     r = f.mcpgate("check")
     t.ok(r.returncode == 0, "the edited file passes check", r.stderr)
     c = f.start()
-    c.initialize()
+    c.initialize({"elicitation": {}})
     names = tool_names(c.request("tools/list"))
     t.ok(names == ["probe__echo", "probe__env"], "the approved tools are offered", names)
     c.close()
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    notes = [n["params"]["data"] for n in c.notifications
+             if n["method"] == "notifications/message"]
+    c.close()
+    t.ok(names == ["probe__env"] and any("not listed to this client: probe__echo" in n and
+                                         "--no-confirm" in n for n in notes),
+         "a client that cannot ask is not offered the write tool, and is told why and what "
+         "to do", (names, notes))
+    r = f.mcpgate("approve", "probe", "--tool", "echo", "--no-confirm")
+    after = f.mcp_toml()
+    t.ok(r.returncode == 0 and "[server.tools.echo]\nconfirm = false\n" in after,
+         "approve --no-confirm writes confirm = false", (r.stderr, after))
+    r = f.mcpgate("list")
+    t.ok("write, no confirmation: echo" in r.stdout,
+         "list shows a write tool that is not asked about", r.stdout)
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    r = c.call("probe__echo", {"text": "unasked"})
+    c.close()
+    unconfirmed = [e for e in events(f.audit(), "tool.unconfirmed") if e.get("tool") == "echo"]
+    t.ok(names == ["probe__echo", "probe__env"] and text_of(r) == "unasked" and
+         len(unconfirmed) == 1,
+         "then even a client that cannot ask calls it, and each such call is recorded",
+         (names, r, unconfirmed))
+    r = f.mcpgate("approve", "probe", "--tool", "echo", "--confirm")
+    t.ok(r.returncode == 0 and "confirm = true" in f.mcp_toml(), "--confirm undoes it",
+         r.stderr)
 
     # a second build whose one description differs
     edited = f.mcp_toml()
@@ -761,7 +791,7 @@ def test_review_approve():
     r = f.mcpgate("approve", "probe", "--tool", "echo,env", "--off", "--effect", "read")
     after = f.mcp_toml()
     t.ok(r.returncode == 0 and
-         "[server.tools.echo]\neffect = \"read\"\non = false\n" in after and
+         "[server.tools.echo]\nconfirm = true\neffect = \"read\"\non = false\n" in after and
          '[server.tools.env]\non = false\neffect = "read"\n' in after,
          "approve --tool a,b sets several tools at once", (r.stderr, after))
     r = f.mcpgate("approve", "probe", "--tool", "echo,,env", "--on")

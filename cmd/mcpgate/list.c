@@ -67,6 +67,11 @@ static struct json_value *server_entry(const struct cfg_server *s, struct ctr_dr
 	for (size_t i = 0; i < s->ntools; i++)
 		on += s->tools[i].on;
 	json_object_set(o, "tools_on", json_new_int((int64_t)on));
+	struct json_value *unasked = json_new_array();
+	for (size_t i = 0; i < s->ntools; i++)
+		if (s->tools[i].effect == CFG_EFFECT_WRITE && !s->tools[i].confirm)
+			json_array_push(unasked, json_new_string(s->tools[i].name));
+	json_object_set(o, "write_without_confirmation", unasked);
 	return o;
 }
 
@@ -103,6 +108,10 @@ static void print_line(const struct json_value *o)
 		else
 			printf("; will not start: its %s limit%s cannot hold here", names, plural);
 	}
+	const struct json_value *unasked = json_get(o, "write_without_confirmation");
+	for (size_t i = 0; unasked != NULL && i < unasked->u.arr.len; i++)
+		printf("%s%s", i == 0 ? "; write, no confirmation: " : ", ",
+		       unasked->u.arr.items[i]->u.str.ptr);
 	if (json_get_string(o, "platform_error") != NULL)
 		printf("; will not start: cannot tell what the runtime enforces");
 	printf("\n");

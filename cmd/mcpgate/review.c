@@ -190,7 +190,14 @@ static void show_tools(const struct cfg_server *s, const struct json_value *tool
 		 * must not hide from the person what the model will read */
 		cleanup_free char *shown_name = mg_shown(name, strlen(name));
 		cleanup_free char *shown_desc = desc != NULL ? mg_shown(desc, strlen(desc)) : NULL;
-		printf("  %s  [effect: %s, %s]\n", shown_name, effect, on ? "on" : "off");
+		const struct cfg_tool *set = NULL;
+		for (size_t k = 0; k < s->ntools; k++)
+			if (strcmp(s->tools[k].name, name) == 0)
+				set = &s->tools[k];
+		printf("  %s  [effect: %s, %s%s]\n", shown_name, effect, on ? "on" : "off",
+		       set != NULL && set->effect == CFG_EFFECT_WRITE && !set->confirm
+		           ? ", no confirmation (confirm = false)"
+		           : "");
 		printf("      %s\n", shown_desc != NULL ? shown_desc : "(no description)");
 		struct mg_buf sum = MG_BUF_INIT(1 << 16);
 		schema_summary(json_get(t, "inputSchema"), &sum);
@@ -381,16 +388,26 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 			for (const char *p = v; *p != '\0';) {
 				size_t len = strcspn(p, ",");
 				if (len == 0)
-					return usage_error(self, "--tool %s names an empty tool", v);
+					return usage_error(self, "--tool %s names an empty tool",
+					                   v);
 				if (n == sizeof(changes) / sizeof(changes[0]))
 					return usage_error(self, "too many tools");
 				strv_push_owned(&names, xstrndup(p, len));
-				changes[n++] = (struct cfg_tool_change){names.v[names.n - 1], -1, -1};
+				changes[n++] =
+				    (struct cfg_tool_change){names.v[names.n - 1], -1, -1, -1};
 				p += len + (p[len] == ',');
 			}
 			continue;
 		}
-		bool on = false, off = false;
+		bool on = false, off = false, noconfirm = false, confirm = false;
+		if (opt_flag(argv, i, "no-confirm", &noconfirm) ||
+		    opt_flag(argv, i, "confirm", &confirm)) {
+			if (n == 0)
+				return usage_error(self, "%s needs a --tool before it", argv[i]);
+			for (size_t k = group; k < n; k++)
+				changes[k].confirm = noconfirm ? 0 : 1;
+			continue;
+		}
 		if (opt_flag(argv, i, "on", &on) || opt_flag(argv, i, "off", &off)) {
 			if (n == 0)
 				return usage_error(self, "%s needs a --tool before it", argv[i]);

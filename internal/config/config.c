@@ -318,11 +318,12 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
 
-enum tool_key { T_ON, T_EFFECT, T_TOOL_COUNT };
+enum tool_key { T_ON, T_EFFECT, T_CONFIRM, T_TOOL_COUNT };
 
 static const struct key_spec tool_keys[T_TOOL_COUNT] = {
     [T_ON] = {"on", TOML_BOOL, "a boolean", SCOPE_ANY},
     [T_EFFECT] = {"effect", TOML_STRING, "a string", SCOPE_ANY},
+    [T_CONFIRM] = {"confirm", TOML_BOOL, "a boolean", SCOPE_ANY},
 };
 
 enum transport_seen { TR_UNKNOWN, TR_CONTAINER, TR_REMOTE };
@@ -808,6 +809,7 @@ static void check_tool(struct ctx *c, const struct toml_kv *kv, struct cfg_serve
 	match_keys(c, t, tool_keys, T_TOOL_COUNT, where, &k);
 	struct cfg_tool tool = {0};
 	tool.pos = pos_of(t->pos);
+	tool.confirm = true;
 	if (k.kv[T_ON] != NULL) {
 		tool.on = k.kv[T_ON]->value->u.boolean;
 		tool.on_pos = pos_of(k.kv[T_ON]->keypos);
@@ -823,6 +825,16 @@ static void check_tool(struct ctx *c, const struct toml_kv *kv, struct cfg_serve
 		else if (effect != NULL)
 			diag_value(c, v->pos, "\"effect\"", effect,
 			           "must be \"read\" or \"write\" (leave it out for undeclared)");
+	}
+	if (k.kv[T_CONFIRM] != NULL) {
+		tool.confirm = k.kv[T_CONFIRM]->value->u.boolean;
+		tool.confirm_pos = pos_of(k.kv[T_CONFIRM]->keypos);
+		if (!tool.confirm && tool.effect != CFG_EFFECT_WRITE)
+			diag(c, k.kv[T_CONFIRM]->keypos,
+			     "\"confirm\" = false %s is for a tool whose effect is write: a read "
+			     "tool is never asked about, and an undeclared one must be declared "
+			     "first",
+			     where);
 	}
 	if (name_ok) {
 		tool.name = xstrdup(kv->key);

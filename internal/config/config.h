@@ -107,6 +107,11 @@ struct cfg_tool {
 	struct cfg_pos pos;        /* its table: [server.tools.NAME] */
 	struct cfg_pos on_pos;     /* the "on" key, {0, 0} when absent */
 	struct cfg_pos effect_pos; /* the "effect" key, {0, 0} when absent */
+	/* confirm = false: a write tool called without asking the person, every
+	 * such call in the audit log (the only way a client that cannot ask
+	 * calls one); true by default */
+	bool confirm;
+	struct cfg_pos confirm_pos; /* the "confirm" key, {0, 0} when absent */
 };
 
 /* One setting of a server's env table */

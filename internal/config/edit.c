@@ -154,6 +154,20 @@ static size_t after_last_content(const struct lines *l, size_t from, size_t to)
 	return at;
 }
 
+/* key = text in tool t's table: its value replaced where it is written, else
+ * a line added under the table's header */
+static int set_key(const struct cfg *cfg, const struct cfg_tool *t, struct lines *l,
+                   const char *key, struct cfg_pos at, const char *text, struct mg_err **err)
+{
+	if (at.line == 0) {
+		lines_insert(l, t->pos.line, xasprintf("%s = %s\n", key, text));
+		return 0;
+	}
+	if (replace_value(&l->v[at.line - 1], at.col, text, err) < 0)
+		return mg_err_wrap(err, "%s:%u", cfg->mcp_path, at.line);
+	return 0;
+}
+
 /* Edits bottom-up, so earlier line numbers stay valid */
 static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines *l,
                  const char *manifest, const struct cfg_tool_change *changes, size_t n,
@@ -175,6 +189,8 @@ static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines
 		if (c->effect >= 0 && effect_text((enum cfg_effect)c->effect) != NULL)
 			mg_buf_printf(&b, NULL, "effect = %s\n",
 			              effect_text((enum cfg_effect)c->effect));
+		if (c->confirm >= 0)
+			mg_buf_printf(&b, NULL, "confirm = %s\n", c->confirm ? "true" : "false");
 		if (append_at > 0) {
 			/* a last line without its newline gets one before the new table */
 			char *prev = l->v[append_at - 1];
@@ -207,17 +223,12 @@ static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines
 				lines_insert(l, t->pos.line, xasprintf("effect = %s\n", text));
 			}
 		}
-		if (c->on >= 0) {
-			const char *text = c->on ? "true" : "false";
-			if (t->on_pos.line != 0) {
-				if (replace_value(&l->v[t->on_pos.line - 1], t->on_pos.col, text,
-				                  err) < 0)
-					return mg_err_wrap(err, "%s:%u", cfg->mcp_path,
-					                   t->on_pos.line);
-			} else {
-				lines_insert(l, t->pos.line, xasprintf("on = %s\n", text));
-			}
-		}
+		if (c->on >= 0 &&
+		    set_key(cfg, t, l, "on", t->on_pos, c->on ? "true" : "false", err) < 0)
+			return -1;
+		if (c->confirm >= 0 && set_key(cfg, t, l, "confirm", t->confirm_pos,
+		                               c->confirm ? "true" : "false", err) < 0)
+			return -1;
 	}
 
 	if (manifest != NULL) {
@@ -250,7 +261,8 @@ static int verify(const struct cfg *before, const struct cfg *after, const char 
 	for (size_t k = 0; k < n; k++) {
 		const struct cfg_tool *t = tool_of(s, changes[k].tool);
 		if (t == NULL || (changes[k].on >= 0 && t->on != (changes[k].on != 0)) ||
-		    (changes[k].effect >= 0 && (int)t->effect != changes[k].effect))
+		    (changes[k].effect >= 0 && (int)t->effect != changes[k].effect) ||
+		    (changes[k].confirm >= 0 && t->confirm != (changes[k].confirm != 0)))
 			return mg_err_set(err, "the edit did not set tool %s of %s",
 			                  changes[k].tool, server);
 	}

@@ -11,8 +11,9 @@
 /* One tool's new settings; -1 leaves a setting as it is */
 struct cfg_tool_change {
 	const char *tool;
-	int on;     /* 0 off, 1 on */
-	int effect; /* an enum cfg_effect other than UNDECLARED */
+	int on;      /* 0 off, 1 on */
+	int effect;  /* an enum cfg_effect other than UNDECLARED */
+	int confirm; /* 0: no question for this write tool; 1: asked (the default) */
 };
 
 /* The text of mcp.toml (named name in messages) with server's manifest set

@@ -461,6 +461,15 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 		call_send(c);
 		return;
 	}
+	if (t->cfg->effect == CFG_EFFECT_WRITE && !t->cfg->confirm) {
+		/* the person said this write tool needs no question: each such call
+		 * is recorded as one made without asking */
+		audit_record(s->audit, "tool.unconfirmed",
+		             gw_fields("server", json_new_string(srv->cfg->name), "tool",
+		                       json_new_string(t->name), NULL));
+		call_send(c);
+		return;
+	}
 	/* write and undeclared tools: the person is asked every call */
 	if (!client_can_elicit(s)) {
 		cleanup_free char *text = xasprintf(
@@ -478,12 +487,49 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 
 /* ---- tools/list --------------------------------------------------------- */
 
-static struct json_value *tools_list_result(const struct session *s)
+/* A tool this client can never call: every call needs a question, and it
+ * declared no elicitation to ask with */
+static bool needs_asking(const struct session *s, const struct gw_tool *t)
 {
-	struct json_value *list = json_new_array();
+	return !client_can_elicit(s) && t->cfg->effect != CFG_EFFECT_READ &&
+	       !(t->cfg->effect == CFG_EFFECT_WRITE && !t->cfg->confirm);
+}
+
+/* Once a session: which tools are not listed to this client, and what to do */
+static void tell_unlisted(struct session *s)
+{
+	if (s->told_unlisted)
+		return;
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	size_t n = 0;
 	for (size_t i = 0; i < s->ntools; i++) {
 		const struct gw_tool *t = &s->tools[i];
-		if (t->server->state != GW_READY)
+		if (t->server->state != GW_READY || !needs_asking(s, t))
+			continue;
+		mg_buf_printf(&b, NULL, "%s%s", n++ > 0 ? ", " : "", t->public_name);
+	}
+	if (n > 0) {
+		s->told_unlisted = true;
+		cleanup_free char *text = xasprintf(
+		    "not listed to this client: %s. Each needs your confirmation on every call "
+		    "(effect write or undeclared), and this client cannot ask (no elicitation "
+		    "capability). Use a client that can ask; or, for a write tool you trust "
+		    "without "
+		    "a question, mcpgate approve SERVER --tool T --no-confirm (every such call is "
+		    "recorded); or, for one that only reads, --effect read",
+		    mg_buf_str(&b));
+		gw_client_notice(s, "warning", text);
+	}
+	mg_buf_free(&b);
+}
+
+static struct json_value *tools_list_result(struct session *s)
+{
+	struct json_value *list = json_new_array();
+	tell_unlisted(s);
+	for (size_t i = 0; i < s->ntools; i++) {
+		const struct gw_tool *t = &s->tools[i];
+		if (t->server->state != GW_READY || needs_asking(s, t))
 			continue;
 		struct json_value *def = manifest_tool(t->def);
 		json_object_set(def, "name", json_new_string(t->public_name));

@@ -139,6 +139,7 @@ struct session {
 	bool client_initialized; /* it sent notifications/initialized */
 	bool answered_initialize;
 	struct json_value *client_caps;
+	bool told_unlisted;   /* the client was told which tools it cannot call */
 	char *client_version; /* the protocol version agreed with the client */
 	struct strv notices;  /* notifications/message texts held until initialize */
 
