@@ -5,8 +5,8 @@ store grows by, for one and for three npm servers (bench/README.md).
 For each of server-memory, server-sequential-thinking and
 server-filesystem: `mcpgate add` (npm's cache as the person has it), then
 review, approve of one read tool, and a session until its first tool call is
-answered; each step timed. The runtime's image store is measured before and
-after each add (podman: `podman system df`; docker: `docker system df`), so
+answered; each step timed. The runtime's store is measured on disk before and
+after each add (`du` of podman's GraphRoot, docker's root dir), so
 the shared node layer shows: the first server costs node plus its package,
 the next ones their packages only. Prints a table; never asserts on time.
 
@@ -16,7 +16,6 @@ is removed at the end (images and the temporary configuration).
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -36,28 +35,18 @@ SERVERS = [  # (package, name, a read tool and its arguments, extra add options)
 
 
 def store_bytes(rt):
-    """bytes of images in the runtime's store"""
-    r = subprocess.run([rt, "system", "df", "--format", "{{json .}}"], capture_output=True,
-                       text=True, timeout=120)
-    for line in r.stdout.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if row.get("Type") == "Images":
-            size = row.get("RawSize") or row.get("Size")
-            if isinstance(size, (int, float)):
-                return int(size)
-            return parse_size(str(size))
-    return -1
-
-
-def parse_size(text):
-    m = re.match(r"([0-9.]+)\s*([kKMGT]?)B", text)
-    if not m:
+    """bytes on disk under the runtime's own store (podman's GraphRoot,
+    docker's root dir): shared layers count once there"""
+    fmt = "{{.Store.GraphRoot}}" if rt == "podman" else "{{.DockerRootDir}}"
+    root = subprocess.run([rt, "info", "--format", fmt], capture_output=True, text=True,
+                          timeout=120).stdout.strip()
+    if not root:
         return -1
-    mult = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m.group(2)]
-    return int(float(m.group(1)) * mult)
+    r = subprocess.run(["du", "-sb", "-x", root], capture_output=True, text=True, timeout=600)
+    try:
+        return int(r.stdout.split()[0])
+    except (IndexError, ValueError):
+        return -1
 
 
 def mb(n):
