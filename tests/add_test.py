@@ -130,6 +130,61 @@ def main():
         r = add()
         t.ok(r.returncode == 2 and "what to add?" in r.stderr, "no source: a usage error",
              r.stderr)
+
+        # the MCP registry's server.json, offline
+        def server_json(name, packages):
+            path = os.path.join(d, name)
+            with open(path, "w") as fh:
+                json.dump({"$schema": "https://static.modelcontextprotocol.io/schemas/"
+                                      "2025-09-29/server.schema.json",
+                           "name": "io.github.example/" + name.replace(".json", ""),
+                           "description": "d", "version": "1.0.0", "packages": packages}, fh)
+            return path
+        npm_pkg = {"registryType": "npm", "identifier": "fails-install", "version": "3.0.0",
+                   "transport": {"type": "stdio"},
+                   "environmentVariables": [
+                       {"name": "MODE", "default": "fast"},
+                       {"name": "API_TOKEN", "isSecret": True, "isRequired": True},
+                       {"name": "REGION", "isRequired": True}]}
+        f = server_json("weather.json", [npm_pkg])
+        r = add("--server-json", f)
+        t.ok(r.returncode != 0 and "the setting REGION is required and has no default: give "
+             "--env REGION=VALUE" in r.stderr and unchanged() and npm_calls() == [],
+             "server.json: a required setting without a default must be given", r.stderr[-300:])
+        r = add("--server-json", f, "--env", "REGION=eu")
+        calls = npm_calls()
+        t.ok(r.returncode != 0 and calls and calls[0][:3] == ["view", "--json", "fails-install@3.0.0"]
+             and "declares the secret API_TOKEN: it is not set here" in r.stderr and unchanged(),
+             "server.json: its npm package and version are what is installed; a secret is "
+             "named, never set", (calls[:1], r.stderr[-400:]))
+        image = "ghcr.io/example/weather@sha256:" + "ab" * 32
+        f = server_json("weather-oci.json", [
+            {"registryType": "oci", "identifier": image, "transport": {"type": "stdio"},
+             "environmentVariables": [{"name": "MODE", "default": "fast"}],
+             "packageArguments": [{"type": "positional", "value": "--stdio"}]}])
+        r = add("--server-json", f)
+        with open(mcp) as fh:
+            now = fh.read()
+        t.ok(r.returncode == 0 and now.startswith(text) and 'name = "weather-oci"' in now and
+             'image = "%s"' % image in now and 'env = { MODE = "fast" }' in now and
+             'args = ["--stdio"]' in now and "[server.tools" not in now,
+             "server.json with an OCI image pinned by digest: its entry, tools off, the "
+             "file's own text kept", (r.stderr[-300:], now[len(text):]))
+        with open(mcp, "w") as fh:
+            fh.write(text)
+        for packages, want in (
+                ([{"registryType": "oci", "identifier": "ghcr.io/example/w", "version": "1.0"}],
+                 "is not pinned by digest"),
+                ([{"registryType": "pypi", "identifier": "w", "version": "1.0"}],
+                 "no package add can take"),
+                ([], "no package add can take")):
+            f = server_json("bad.json", packages)
+            r = add("--server-json", f)
+            t.ok(r.returncode != 0 and want in r.stderr and unchanged(),
+                 "server.json refused: %s" % want, r.stderr[-300:])
+        r = add("--server-json", os.path.join(d, "absent.json"))
+        t.ok(r.returncode != 0 and "absent.json" in r.stderr and unchanged(),
+             "a server.json that is not there is named", r.stderr[-200:])
     finally:
         shutil.rmtree(d, ignore_errors=True)
     return t.done()

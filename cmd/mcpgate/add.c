@@ -441,7 +441,7 @@ struct entry_opts {
 };
 
 /* The [[server]] block, every tool off (no tools table: off is the default) */
-static char *server_block(const char *name, const char *image, const struct npm_pkg *p,
+static char *server_block(const char *name, const char *image, const char *what, const char *note,
                           const struct entry_opts *o)
 {
 	struct mg_buf b = MG_BUF_INIT(1 << 20);
@@ -451,10 +451,10 @@ static char *server_block(const char *name, const char *image, const struct npm_
 	if (gmtime_r(&now, &tm) != NULL)
 		strftime(day, sizeof(day), "%Y-%m-%d", &tm);
 	mg_buf_printf(&b, NULL,
-	              "\n# added by `mcpgate add npm:%s@%s` on %s; npm integrity %s.\n"
+	              "\n# added by `mcpgate add %s` on %s%s.\n"
 	              "# Every tool is off: `mcpgate review %s`, then `mcpgate approve %s`.\n"
 	              "[[server]]\nname = ",
-	              p->name, p->version, day, p->integrity, name, name);
+	              what, day, note, name, name);
 	toml_quote(&b, name);
 	mg_buf_puts(&b, "\ntransport = \"container\"\nimage = ", NULL);
 	toml_quote(&b, image);
@@ -583,6 +583,197 @@ static int make_image(const char *work, const char *data, const char *name, cons
 	return r;
 }
 
+/* mcp.toml of dir (NULL: the default place) and its configuration, where no
+ * server is named name yet; a missing mcp.toml is an empty one */
+static int open_target(const char *dir, const char *name, char **mcp_path, struct cfg **cfg,
+                       struct mg_err **err)
+{
+	cleanup_free char *def_dir = NULL;
+	if (dir == NULL) {
+		if (cfg_default_config_dir(&def_dir, err) < 0)
+			return -1;
+		dir = def_dir;
+	}
+	*mcp_path = xasprintf("%s/mcp.toml", dir);
+	if (access(*mcp_path, F_OK) != 0)
+		return mg_mkdir_p(dir, 0700, err) < 0
+		           ? -1
+		           : cfg_parse("", 0, *mcp_path, NULL, 0, NULL, cfg, err);
+	if (cfg_load(dir, cfg, err) < 0)
+		return -1;
+	if (cfg_find_server(*cfg, name) != NULL)
+		return mg_err_set(
+		    err,
+		    "a server named %s is already in %s: choose another with --name, or "
+		    "remove that entry first",
+		    name, *mcp_path);
+	return 0;
+}
+
+/* ---- server.json (the MCP registry's format) ----------------------------- */
+
+struct from_json {
+	char *source; /* npm:IDENTIFIER@VERSION, or NULL for an OCI image */
+	char *image;  /* an OCI package pinned by digest */
+	char *name;   /* the last part of its name */
+};
+
+static bool has_env(const struct strv *env, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=')
+			return true;
+	return false;
+}
+
+/* The package of FILE (offline) that add can take, with its declared
+ * variables (a default for each setting not given; a secret named, never
+ * set) and its arguments; o gets them */
+static int read_server_json(const char *file, struct entry_opts *o, struct from_json *out,
+                            struct mg_err **err)
+{
+	memset(out, 0, sizeof(*out));
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	struct json_value *doc = NULL;
+	if (mg_read_file(file, 4u << 20, &text, &len, err) < 0)
+		return -1;
+	if (json_parse(text, len, NULL, &doc, err) < 0)
+		return mg_err_wrap(err, "%s", file);
+	int r = 0;
+	const char *sname = json_get_string(doc, "name");
+	const struct json_value *pkgs = json_get(doc, "packages");
+	const struct json_value *pick = NULL;
+	for (size_t i = 0; pkgs != NULL && pkgs->kind == JSON_ARRAY && i < pkgs->u.arr.len; i++) {
+		const struct json_value *p = pkgs->u.arr.items[i];
+		const char *type = json_get_string(p, "registryType");
+		const struct json_value *tr = json_get(p, "transport");
+		const char *tt = tr != NULL ? json_get_string(tr, "type") : "stdio";
+		if (type != NULL && tt != NULL && strcmp(tt, "stdio") == 0 &&
+		    (strcmp(type, "npm") == 0 || strcmp(type, "oci") == 0) && pick == NULL)
+			pick = p;
+	}
+	if (sname == NULL) {
+		r = mg_err_set(err, "%s: no \"name\": not a server.json", file);
+		goto done;
+	}
+	if (pick == NULL) {
+		r = mg_err_set(err,
+		               "%s: no package add can take (an npm or oci package with stdio "
+		               "transport in \"packages\")",
+		               file);
+		goto done;
+	}
+	const char *slash = strrchr(sname, '/');
+	out->name = default_name(slash != NULL ? slash + 1 : sname);
+	const char *type = json_get_string(pick, "registryType");
+	const char *id = json_get_string(pick, "identifier");
+	const char *version = json_get_string(pick, "version");
+	if (id == NULL) {
+		r = mg_err_set(err, "%s: its %s package has no \"identifier\"", file, type);
+		goto done;
+	}
+	if (strcmp(type, "npm") == 0) {
+		out->source = xasprintf("npm:%s@%s", id, version != NULL ? version : "latest");
+	} else if (strstr(id, "@sha256:") != NULL) {
+		out->image = xstrdup(id);
+	} else {
+		r = mg_err_set(err,
+		               "%s: its oci package %s%s%s is not pinned by digest: mcpgate runs "
+		               "images by NAME@sha256:DIGEST only",
+		               file, id, version != NULL ? ":" : "",
+		               version != NULL ? version : "");
+		goto done;
+	}
+	const struct json_value *vars = json_get(pick, "environmentVariables");
+	for (size_t i = 0; vars != NULL && vars->kind == JSON_ARRAY && i < vars->u.arr.len; i++) {
+		const struct json_value *v = vars->u.arr.items[i];
+		const char *n = json_get_string(v, "name");
+		const char *def = json_get_string(v, "default");
+		const struct json_value *sec = json_get(v, "isSecret");
+		const struct json_value *req = json_get(v, "isRequired");
+		bool secret = sec != NULL && sec->kind == JSON_BOOL && sec->u.boolean;
+		bool required = req != NULL && req->kind == JSON_BOOL && req->u.boolean;
+		if (n == NULL || !cfg_env_name_valid(n)) {
+			r = mg_err_set(err, "%s: environment variable %zu has no valid name", file,
+			               i + 1);
+			goto done;
+		}
+		if (secret) {
+			fprintf(stderr,
+			        "mcpgate add: %s declares the secret %s: it is not set here; keep "
+			        "it in "
+			        "the keychain (mcpgate secret set NAME, then secret bind) and name "
+			        "it in "
+			        "the entry's credential and position = \"env:%s\"\n",
+			        file, n, n);
+			continue;
+		}
+		if (has_env(&o->env, n))
+			continue;
+		if (def != NULL)
+			strv_pushf(&o->env, "%s=%s", n, def);
+		else if (required) {
+			r = mg_err_set(err,
+			               "%s: the setting %s is required and has no default: give "
+			               "--env %s=VALUE",
+			               file, n, n);
+			goto done;
+		}
+	}
+	const struct json_value *args = json_get(pick, "packageArguments");
+	for (size_t i = 0; args != NULL && args->kind == JSON_ARRAY && i < args->u.arr.len; i++) {
+		const struct json_value *a = args->u.arr.items[i];
+		const char *kind = json_get_string(a, "type");
+		const char *value = json_get_string(a, "value");
+		if (value == NULL)
+			value = json_get_string(a, "default");
+		if (kind != NULL && strcmp(kind, "named") == 0 &&
+		    json_get_string(a, "name") != NULL)
+			strv_push(&o->args, json_get_string(a, "name"));
+		if (value != NULL)
+			strv_push(&o->args, value);
+	}
+done:
+	json_free(doc);
+	return r;
+}
+
+/* An OCI package pinned by digest: its entry, every tool off; no image is
+ * made here (the person pulls it) */
+static int add_image_entry(const char *dir, const char *name_opt, const char *image,
+                           const char *file, const struct entry_opts *o, struct mg_err **err)
+{
+	cleanup_free char *name = xstrdup(name_opt != NULL ? name_opt : "server");
+	cleanup_free char *mcp_path = NULL;
+	cleanup_free char *what = xasprintf("--server-json %s", file);
+	struct cfg *cfg = NULL;
+	int r = cfg_check_server_name(name, "the server's name (--name)", err) < 0 ||
+	                open_target(dir, name, &mcp_path, &cfg, err) < 0
+	            ? -1
+	            : 0;
+	cfg_free(cfg);
+	if (r < 0)
+		return -1;
+	cleanup_free char *block = server_block(name, image, what, "; an OCI image to pull", o);
+	if (append_server(mcp_path, name, block, err) < 0)
+		return -1;
+	printf("%s\n", image);
+	fprintf(stderr,
+	        "mcpgate add: server %s is in %s with every tool off; next: mcpgate pull %s, "
+	        "then mcpgate review %s\n",
+	        name, mcp_path, name, name);
+	return 0;
+}
+
+static void from_json_free(struct from_json *f)
+{
+	free(f->source);
+	free(f->image);
+	free(f->name);
+}
+
 /* ---- the command ------------------------------------------------------------ */
 
 static int check_env_opt(const char *v, struct mg_err **err)
@@ -598,11 +789,13 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 {
 	const struct command *self = command_find("add");
 	const char *dir = NULL, *name_opt = NULL, *source = NULL, *node_opt = NULL;
+	const char *json_file = NULL;
+	struct from_json fj = {0};
 	struct entry_opts o = {STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT};
 	struct npm_pkg p = {0};
 	cleanup_free char *pkg = NULL, *version = NULL, *name = NULL, *data = NULL, *node = NULL;
 	cleanup_free char *work = NULL, *archive = NULL, *image = NULL;
-	cleanup_free char *block = NULL, *mcp_path = NULL, *def_dir = NULL, *npm = NULL;
+	cleanup_free char *block = NULL, *mcp_path = NULL, *npm = NULL, *what = NULL, *note = NULL;
 	struct strv skipped = STRV_INIT;
 	struct cfg *cfg = NULL;
 	struct ctr_driver *d = NULL;
@@ -614,6 +807,8 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 			r = opt_value(argc, argv, &i, "name", &name_opt);
 		if (r == 0)
 			r = opt_value(argc, argv, &i, "node", &node_opt);
+		if (r == 0)
+			r = opt_value(argc, argv, &i, "server-json", &json_file);
 		if (r == 0 && (r = opt_value(argc, argv, &i, "arg", &v)) > 0)
 			strv_push(&o.args, v);
 		if (r == 0 && (r = opt_value(argc, argv, &i, "mount", &v)) > 0)
@@ -637,8 +832,27 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 		}
 		source = argv[i];
 	}
+	if (json_file != NULL && source != NULL) {
+		status = usage_error(self, "give npm:PACKAGE or --server-json FILE, not both");
+		goto out;
+	}
+	if (json_file != NULL) {
+		if (read_server_json(json_file, &o, &fj, err) < 0)
+			goto out;
+		source = fj.source;
+		if (name_opt == NULL)
+			name_opt = fj.name;
+	}
+	if (source == NULL && fj.image == NULL) {
+		status =
+		    usage_error(self, "what to add? (npm:PACKAGE[@VERSION] or --server-json FILE)");
+		goto out;
+	}
 	if (source == NULL) {
-		status = usage_error(self, "what to add? (npm:PACKAGE[@VERSION])");
+		/* an OCI image pinned by digest: its entry; the person pulls it */
+		if (add_image_entry(dir, name_opt, fj.image, json_file, &o, err) < 0)
+			goto out;
+		status = EXIT_OK;
 		goto out;
 	}
 	if (parse_source(source, &pkg, &version, err) < 0)
@@ -652,29 +866,8 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 		goto out;
 
 	/* the configuration first: a name taken fails before anything is fetched */
-	if (dir == NULL) {
-		if (cfg_default_config_dir(&def_dir, err) < 0)
-			goto out;
-		dir = def_dir;
-	}
-	mcp_path = xasprintf("%s/mcp.toml", dir);
-	if (access(mcp_path, F_OK) == 0) {
-		if (cfg_load(dir, &cfg, err) < 0)
-			goto out;
-		if (cfg_find_server(cfg, name) != NULL) {
-			mg_err_set(
-			    err,
-			    "a server named %s is already in %s: choose another with --name, or "
-			    "remove that entry first",
-			    name, mcp_path);
-			goto out;
-		}
-	} else {
-		if (mg_mkdir_p(dir, 0700, err) < 0)
-			goto out;
-		if (cfg_parse("", 0, mcp_path, NULL, 0, NULL, &cfg, err) < 0)
-			goto out;
-	}
+	if (open_target(dir, name, &mcp_path, &cfg, err) < 0)
+		goto out;
 	npm = proc_find_in_path("npm", getenv("PATH"));
 	if (npm == NULL) {
 		mg_err_set(err, "no npm on this machine (PATH): install it, e.g. apt-get install "
@@ -724,7 +917,9 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 		           d->name, archive, image, d->name);
 		goto out;
 	}
-	block = server_block(name, image, &p, &o);
+	what = xasprintf("npm:%s@%s", p.name, p.version);
+	note = xasprintf("; npm integrity %s", p.integrity);
+	block = server_block(name, image, what, note, &o);
 	if (append_server(mcp_path, name, block, err) < 0)
 		goto out;
 	printf("%s\n", image);
@@ -733,6 +928,7 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	        name, mcp_path, name);
 	status = EXIT_OK;
 out:
+	from_json_free(&fj);
 	npm_pkg_free(&p);
 	strv_free(&o.args);
 	strv_free(&o.mounts);

@@ -82,10 +82,14 @@ const struct command mg_commands[] = {
      "with a passphrase read from the descriptor MCPGATE_PASSPHRASE_FD names.\n",
      "data= host= position="},
     {"add", cmd_add,
-     "mcpgate add npm:PACKAGE[@VERSION] [--name NAME] [--arg A]... [--mount PATH[:write]]... "
+     "mcpgate add (npm:PACKAGE[@VERSION] | --server-json FILE) [--name NAME] [--arg A]... [--mount "
+     "PATH[:write]]... "
      "[--network HOST]... [--env NAME=VALUE]... [--node PATH] [--config DIR]",
      "make an npm package a contained server: a pinned image and an entry, tools off",
      "  npm:PACKAGE[@VERSION]  the package; VERSION a version, range or tag (default latest)\n"
+     "  --server-json FILE     the MCP registry's description of a server (offline): its\n"
+     "                         npm package, or its OCI image pinned by digest, with the\n"
+     "                         settings it declares (defaults; a secret is only named)\n"
      "  --name NAME            the server's name (default: the package's last part)\n"
      "  --arg A                an argument for the server (repeatable; args in mcp.toml)\n"
      "  --mount PATH[:write]   a workspace folder for it (repeatable; mounts in mcp.toml)\n"
@@ -98,7 +102,7 @@ const struct command mg_commands[] = {
      "node and its libraries (one layer, shared by every such image) and the package;\n"
      "it is loaded into the runtime and pinned by digest, and mcp.toml gets its\n"
      "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n",
-     "name= arg= mount= network= env= node= config="},
+     "name= arg= mount= network= env= node= config= server-json="},
     {"pack", cmd_pack,
      "mcpgate pack --output FILE.tar (--binary PATH | --folder DIR | --add SRC:DEST)... [OPTIONS]",
      "build an image archive from a static binary or a folder, without a Dockerfile",
