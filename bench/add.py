@@ -84,12 +84,15 @@ def main():
                         % (name, pkg.rsplit("@", 1)[1]))
             grown = store_bytes(rt)
             t1 = time.monotonic()
-            subprocess.run([MCPGATE, "review", name, "--config", conf], env=env, cwd=ws,
-                           capture_output=True, timeout=300, check=True)
             approve = [MCPGATE, "approve", name, "--config", conf]
             if tool:
                 approve += ["--tool", tool, "--on", "--effect", "read"]
-            subprocess.run(approve, env=env, cwd=ws, capture_output=True, timeout=300, check=True)
+            for argv in ([MCPGATE, "review", name, "--config", conf], approve):
+                r = subprocess.run(argv, env=env, cwd=ws, capture_output=True, text=True,
+                                   timeout=300)
+                if r.returncode != 0:
+                    print("%s failed: %s" % (" ".join(argv[1:3]), r.stderr[-600:]))
+                    return 1
             t_review = time.monotonic() - t1
             t2 = time.monotonic()
             first = None

@@ -182,6 +182,17 @@ def main():
             r = add("--server-json", f)
             t.ok(r.returncode != 0 and want in r.stderr and unchanged(),
                  "server.json refused: %s" % want, r.stderr[-300:])
+        # no mcp.toml yet: config.toml (the runtime) is read all the same
+        fresh = os.path.join(d, "fresh")
+        os.makedirs(fresh)
+        with open(os.path.join(fresh, "config.toml"), "w") as fh:
+            fh.write('[mcp]\nruntime = "lxc"\n')
+        r = subprocess.run([MCPGATE, "add", "npm:no-bin", "--config", fresh], env=env,
+                           capture_output=True, text=True, timeout=60)
+        t.ok(r.returncode != 0 and "config.toml" in r.stderr and "lxc" in r.stderr and
+             not os.path.exists(os.path.join(fresh, "mcp.toml")),
+             "without an mcp.toml, config.toml still counts (its runtime), and nothing is "
+             "written", r.stderr[-300:])
         r = add("--server-json", os.path.join(d, "absent.json"))
         t.ok(r.returncode != 0 and "absent.json" in r.stderr and unchanged(),
              "a server.json that is not there is named", r.stderr[-200:])

@@ -310,11 +310,14 @@ static int npm_install(const char *npm, const char *dir, const struct npm_pkg *p
 	    mg_read_file(manifest, 1 << 20, &text, &len, err) < 0)
 		return -1;
 	bool ci = access(lock, F_OK) == 0 && same_file(kept, text, len);
+	/* the version is exact and every tarball is checked by its integrity, so
+	 * what npm's cache holds is used before the network is asked */
 	const char *args_ci[] = {"--prefix",   dir,          "ci",        "--ignore-scripts",
-	                         "--omit=dev", "--no-audit", "--no-fund", NULL};
-	const char *args_install[] = {"--prefix",   dir,          "install",   "--ignore-scripts",
-	                              "--omit=dev", "--no-audit", "--no-fund", "--save-exact",
-	                              NULL};
+	                         "--omit=dev", "--no-audit", "--no-fund", "--prefer-offline",
+	                         NULL};
+	const char *args_install[] = {
+	    "--prefix",   dir,         "install",      "--ignore-scripts", "--omit=dev",
+	    "--no-audit", "--no-fund", "--save-exact", "--prefer-offline", NULL};
 	fprintf(stderr, "mcpgate add: npm %s %s@%s, with install scripts off\n",
 	        ci ? "ci (the kept lockfile)" : "install", p->name, p->version);
 	struct proc_result res;
@@ -595,10 +598,19 @@ static int open_target(const char *dir, const char *name, char **mcp_path, struc
 		dir = def_dir;
 	}
 	*mcp_path = xasprintf("%s/mcp.toml", dir);
-	if (access(*mcp_path, F_OK) != 0)
+	if (access(*mcp_path, F_OK) != 0) {
+		/* no servers yet, but config.toml (the runtime) counts already */
+		cleanup_free char *config_path = xasprintf("%s/config.toml", dir);
+		cleanup_free char *config = NULL;
+		size_t len = 0;
+		bool has = mg_read_file(config_path, CFG_FILE_MAX, &config, &len, NULL) == 0;
+		if (!has && errno != ENOENT)
+			return mg_err_sys(err, errno, "%s", config_path);
 		return mg_mkdir_p(dir, 0700, err) < 0
 		           ? -1
-		           : cfg_parse("", 0, *mcp_path, NULL, 0, NULL, cfg, err);
+		           : cfg_parse("", 0, *mcp_path, has ? config : NULL, len,
+		                       has ? config_path : NULL, cfg, err);
+	}
 	if (cfg_load(dir, cfg, err) < 0)
 		return -1;
 	if (cfg_find_server(*cfg, name) != NULL)
