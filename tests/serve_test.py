@@ -330,6 +330,35 @@ def test_env_settings():
     f.cleanup()
 
 
+def test_workspace_note():
+    """serve started by a client without --workspace, from / or the home
+    folder: the person is told what that means for the mounts, through the
+    client; with --workspace, or elsewhere, nothing is said"""
+    f = Fixture(server("files", extra='mounts = ["docs"]\n'))
+    home = os.path.join(f.dir, "home")
+    os.makedirs(home)
+    argv = [a for a in f.argv() if a != "--workspace" and a != f.ws]
+    for where, cwd, env in (("/", "/", f.env()), ("home", home, dict(f.env(), HOME=home))):
+        c = Client(argv, env=env, cwd=cwd, stderr=open(os.path.join(f.dir, "e"), "wb"))
+        c.initialize()
+        c.request("tools/list")
+        c.close()
+        notes = [n["params"]["data"] for n in c.notifications
+                 if n["method"] == "notifications/message"]
+        t.ok(any("started without --workspace" in n and "files's docs" in n and
+                 '"--workspace"' in n for n in notes),
+             "serve from %s without --workspace says which mounts would come from there, "
+             "and how to give one" % where, notes)
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    c.close()
+    t.ok(not any("without --workspace" in n["params"]["data"] for n in c.notifications
+                 if n["method"] == "notifications/message"),
+         "with --workspace nothing is said")
+    f.cleanup()
+
+
 def test_secret_without_launcher():
     """No mcpgate-launch to be found: a server with a secret is not started,
     and the value is never put where the runtime would keep it instead"""
@@ -1165,7 +1194,7 @@ def test_calls_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

@@ -12,6 +12,7 @@
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
 #include "cmd/mcpgate/setup.h"
+#include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/log.h"
 #include "internal/base/xalloc.h"
@@ -30,6 +31,38 @@ static int take_stdio(int *in, int *out, struct mg_err **err)
 		return mg_err_sys(err, errno, "moving standard input and output aside");
 	close(null);
 	return 0;
+}
+
+/* serve run without --workspace from / or the home folder (a client that
+ * starts it wherever it is): what that means for the servers' mounts, said
+ * to the person through the client */
+static char *workspace_note(const struct cfg *cfg, const char *ws)
+{
+	const char *home = getenv("HOME");
+	bool root = strcmp(ws, "/") == 0;
+	char home_real[PATH_MAX];
+	bool at_home =
+	    home != NULL && realpath(home, home_real) != NULL && strcmp(home_real, ws) == 0;
+	if (!root && !at_home)
+		return NULL;
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	for (size_t i = 0; i < cfg->nservers; i++)
+		for (size_t j = 0; j < cfg->servers[i].nmounts; j++)
+			mg_buf_printf(&b, NULL, "%s%s's %s%s", b.len > 0 ? ", " : "",
+			              cfg->servers[i].name, cfg->servers[i].mounts[j].path,
+			              cfg->servers[i].mounts[j].write ? " (write)" : "");
+	char *text = xasprintf(
+	    "mcpgate serve was started without --workspace, in %s (%s)%s%s. A workspace is "
+	    "the project folder the servers' mounts are taken from; %s. Give it in the "
+	    "client's configuration: \"args\": [\"serve\", \"--workspace\", \"/path/to/project\"]",
+	    ws, root ? "the root folder" : "your home folder",
+	    b.len > 0 ? ": these mounts would be taken from there: " : "",
+	    b.len > 0 ? mg_buf_str(&b) : "",
+	    root ? "the whole machine is no project, and mcpgate's own folders are below it"
+	         : "your home holds mcpgate's own folders (configuration, keychain) and every "
+	           "other project, so a mount there reaches far more than one project");
+	mg_buf_free(&b);
+	return text;
 }
 
 int cmd_serve(int argc, char **argv, struct mg_err **err)
@@ -82,6 +115,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 		mg_warn("%s", mg_err_msg(derr));
 		mg_err_free(derr);
 	}
+	cleanup_free char *note = workspace == NULL ? workspace_note(cfg, ws) : NULL;
 	int in, outfd;
 	if (take_stdio(&in, &outfd, err) < 0)
 		goto out;
@@ -95,6 +129,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	    .client_out = outfd,
 	    .owner = getpid(),
 	    .config_error = config_error,
+	    .workspace_note = note,
 	};
 	if (session_new(&opt, &s, err) < 0)
 		goto out;

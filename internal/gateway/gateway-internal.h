@@ -140,6 +140,7 @@ struct session {
 	bool answered_initialize;
 	struct json_value *client_caps;
 	bool told_unlisted;   /* the client was told which tools it cannot call */
+	char *workspace_note; /* a warning about serve's workspace, or NULL */
 	char *client_version; /* the protocol version agreed with the client */
 	struct strv notices;  /* notifications/message texts held until initialize */
 

@@ -33,6 +33,9 @@ struct session_options {
 	 * request with this text, and tells the person once the client is
 	 * initialized (notifications/message, level error). */
 	const char *config_error;
+	/* Not NULL: a warning told to the person once the client is initialized
+	 * (and logged): serve's workspace is not one a person meant */
+	const char *workspace_note;
 };
 
 /* Create the session: open its audit log, sweep what dead mcpgate processes

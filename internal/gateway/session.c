@@ -93,6 +93,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->state_dir = xstrdup(opt->state_dir);
 	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);
 	s->config_error = opt->config_error != NULL ? xstrdup(opt->config_error) : NULL;
+	s->workspace_note = opt->workspace_note != NULL ? xstrdup(opt->workspace_note) : NULL;
 	if (opt->session_id != NULL) {
 		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
 	} else {
@@ -384,6 +385,11 @@ int session_run(struct session *s, struct mg_err **err)
 	              s->driver != NULL ? json_new_string(s->driver->name) : json_new_null(),
 	              "servers", names, NULL));
 	loop_on_signal(s->loop, on_signal, s);
+	if (s->workspace_note != NULL) {
+		gw_client_notice(s, "warning", s->workspace_note);
+		audit_record(s->audit, "session.workspace_note",
+		             gw_fields("note", json_new_string(s->workspace_note), NULL));
+	}
 	if (s->config_error != NULL) {
 		mg_error("%s", s->config_error);
 		mg_error("until the configuration is fixed and the client starts mcpgate again, "
@@ -526,5 +532,6 @@ void session_free(struct session *s)
 	gw_secrets_close(s);
 	free(s->keychain_error);
 	free(s->config_error);
+	free(s->workspace_note);
 	free(s);
 }
