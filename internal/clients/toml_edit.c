@@ -24,7 +24,7 @@ struct tdoc {
 	size_t nlines;
 	unsigned *headers; /* the lines of every header, ascending */
 	size_t nheaders;
-	size_t bom; /* 3 when the text starts with one: line 1's columns count after it */
+	size_t bom; /* 3 when the text starts with one: line 1 starts after it, as its columns */
 };
 
 struct lines_of {
@@ -47,7 +47,6 @@ static size_t off_of(const struct tdoc *d, struct toml_pos pos)
 	if (pos.line == 0 || pos.line > d->nlines)
 		return d->len;
 	size_t off = d->line_off[pos.line - 1] + (pos.col > 0 ? pos.col - 1 : 0);
-	off += pos.line == 1 ? d->bom : 0;
 	return off < d->len ? off : d->len;
 }
 
@@ -101,6 +100,7 @@ static int tdoc_parse(struct tdoc *d, const char *text, size_t len, const char *
 		n += text[i] == '\n';
 	d->nlines = n + (len > 0 && text[len - 1] != '\n');
 	d->line_off = xcalloc(d->nlines + 1, sizeof(*d->line_off));
+	d->line_off[0] = d->bom;
 	size_t l = 1;
 	for (size_t i = 0; i < len && l < d->nlines; i++)
 		if (text[i] == '\n')
@@ -228,6 +228,25 @@ static void cut_table(const struct tdoc *d, unsigned header, struct clients_edit
 {
 	unsigned from = header > 1 && blank_line(d, header - 1, false) ? header - 1 : header;
 	clients_edits_add(ed, line_at(d, from), line_at(d, region_end(d, header)), xstrdup(""));
+}
+
+/* A file that did not start with a blank line does not after a cut at its
+ * top (the blank line that separated the cut table from the next) */
+static void trim_top(const struct tdoc *d, char *out, size_t *len)
+{
+	if (d->nlines == 0 || blank_line(d, 1, false))
+		return;
+	size_t at = d->bom, i = at;
+	while (i < *len) {
+		size_t j = i;
+		while (j < *len && (out[j] == ' ' || out[j] == '\t' || out[j] == '\r'))
+			j++;
+		if (j >= *len || out[j] != '\n')
+			break;
+		i = j + 1;
+	}
+	memmove(out + at, out + i, *len - i + 1);
+	*len -= i - at;
 }
 
 static char *table_text(const struct clients_client *c, const struct clients_entry *e,
@@ -376,6 +395,8 @@ int clients_toml_remove(const struct clients_client *c, const char *text, size_t
 		change = CLIENTS_REMOVED;
 	}
 	int r = finish(c, &d, &ed, name, NULL, count, out, out_len, err);
+	if (r == 0)
+		trim_top(&d, *out, out_len);
 	tdoc_free(&d);
 	return r < 0 ? -1 : change;
 }
