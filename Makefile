@@ -95,10 +95,12 @@ clients_test_SRC = internal/clients/clients_test.c $(CLIENTS_SRC) $(TOML_SRC) $(
 clients_test_LIBS = $(YAJL_LIBS)
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
-FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz
+FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz
 toml_fuzz_SRC = fuzz/toml_fuzz.c $(TOML_SRC) $(BASE_SRC)
 jsonrpc_fuzz_SRC = fuzz/jsonrpc_fuzz.c internal/jsonrpc/frame.c internal/jsonrpc/message.c $(JSON_SRC) $(BASE_SRC)
 jsonrpc_fuzz_LIBS = $(YAJL_LIBS)
+clients_fuzz_SRC = fuzz/clients_fuzz.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(BASE_SRC)
+clients_fuzz_LIBS = $(YAJL_LIBS)
 
 # C files that make lint checks (everything we wrote)
 LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) \

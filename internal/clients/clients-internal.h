@@ -35,7 +35,8 @@ void clients_edits_free(struct clients_edits *e);
  * error says the file is left as it was. */
 int clients_checked(int verified, const char *filename, char **out, struct mg_err **err);
 
-/* "\r\n" when the text's first line ends so, else "\n" */
+/* "\r\n" when every line of the text ends so, else "\n": what is written
+ * keeps a file all CRLF or not, so a second edit sees what the first did */
 const char *clients_eol(const char *text, size_t len);
 
 /* 1-based line and column (in bytes) of offset off */

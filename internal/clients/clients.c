@@ -258,8 +258,14 @@ int clients_checked(int verified, const char *filename, char **out, struct mg_er
 
 const char *clients_eol(const char *text, size_t len)
 {
-	const char *nl = memchr(text, '\n', len);
-	return nl != NULL && nl > text && nl[-1] == '\r' ? "\r\n" : "\n";
+	bool any = false;
+	for (const char *p = text, *end = text + len;
+	     (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) {
+		if (p == text || p[-1] != '\r')
+			return "\n";
+		any = true;
+	}
+	return any ? "\r\n" : "\n";
 }
 
 void clients_line_col(const char *text, size_t off, unsigned *line, unsigned *col)

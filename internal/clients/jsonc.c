@@ -781,9 +781,15 @@ static void cut_member(const struct jdoc *d, const struct jnode *o, size_t i,
 		return;
 	}
 	/* the last member, without a comma of its own: the one before loses its
-	 * comma, and the line break before this member goes with it */
-	size_t from = m->key_start;
-	if (own_line && ls > in_start) {
+	 * comma. On a line of its own, the line break before it goes too, unless
+	 * text follows it there (the object's '}'), which would then join a line
+	 * that may end in a // comment: then only the member's own text goes */
+	size_t rest = m->value.end;
+	while (rest < d->len && (t[rest] == ' ' || t[rest] == '\t' || t[rest] == '\r'))
+		rest++;
+	bool alone = rest >= d->len || t[rest] == '\n';
+	size_t from = own_line ? ls : m->key_start;
+	if (own_line && alone && ls > in_start) {
 		from = ls - 1;
 		if (from > in_start && t[from - 1] == '\r')
 			from--;
