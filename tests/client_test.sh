@@ -44,6 +44,10 @@ ok $? "and lists the clients"
 client add emacs
 ok $(( rc != 2 )) "an unknown client is a usage error"
 has "$errout" 'unknown client "emacs"'; ok $? "and names it"
+client add cursr
+has "$errout" 'unknown client "cursr"; did you mean "cursor"?'; ok $? "a near miss names the client meant"
+client rmove cursor
+has "$errout" 'unknown action "rmove"; did you mean "remove"?'; ok $? "and the action meant"
 client add cursor --bogus
 ok $(( rc != 2 )) "an unknown option is a usage error"
 client add cursor --scope team

@@ -17,12 +17,16 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/strv.h"
+#include "internal/base/suggest.h"
 #include "internal/base/xalloc.h"
 #include "internal/clients/clients.h"
 
 /* A file changed by someone else between our read and our write is read and
  * edited again, this many times at most */
 #define CLIENT_EDIT_TRIES 3
+
+/* Client names a near miss is matched against (the table has 8) */
+#define CLIENT_NAMES_MAX 32
 
 struct client_args {
 	const char *verb;
@@ -76,8 +80,14 @@ static int parse_args(const struct command *self, int argc, char **argv, struct 
 		return usage_error(self, "which action? add, remove or list");
 	bool is_add = strcmp(a->verb, "add") == 0, is_remove = strcmp(a->verb, "remove") == 0;
 	bool is_list = strcmp(a->verb, "list") == 0;
-	if (!is_add && !is_remove && !is_list)
+	if (!is_add && !is_remove && !is_list) {
+		static const char *const verbs[] = {"add", "remove", "list", NULL};
+		const char *meant = mg_suggest(a->verb, verbs);
+		if (meant != NULL)
+			return usage_error(self, "unknown action \"%s\"; did you mean \"%s\"?",
+			                   a->verb, meant);
 		return usage_error(self, "unknown action \"%s\": add, remove or list", a->verb);
+	}
 	if (extra != NULL || (is_list && a->client != NULL))
 		return usage_error(self, "unexpected argument \"%s\"",
 		                   extra != NULL ? extra : a->client);
@@ -90,8 +100,18 @@ static int parse_args(const struct command *self, int argc, char **argv, struct 
 		return EXIT_OK;
 	if (a->client == NULL)
 		return usage_error(self, "%s which client? one of %s", a->verb, names);
-	if (clients_find(a->client) == NULL)
+	if (clients_find(a->client) == NULL) {
+		const char *known[CLIENT_NAMES_MAX + 1] = {NULL};
+		size_t n = 0;
+		for (const struct clients_client *c = clients_table;
+		     c->name != NULL && n < CLIENT_NAMES_MAX; c++)
+			known[n++] = c->name;
+		const char *meant = mg_suggest(a->client, known);
+		if (meant != NULL)
+			return usage_error(self, "unknown client \"%s\"; did you mean \"%s\"?",
+			                   a->client, meant);
 		return usage_error(self, "unknown client \"%s\": one of %s", a->client, names);
+	}
 	if (is_remove && a->config != NULL)
 		return usage_error(self, "--config belongs to add");
 	if (a->file != NULL && a->scope != NULL)
