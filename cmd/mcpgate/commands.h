@@ -52,5 +52,6 @@ int cmd_approve(int argc, char **argv, struct mg_err **err);
 int cmd_secret(int argc, char **argv, struct mg_err **err);
 int cmd_pack(int argc, char **argv, struct mg_err **err);
 int cmd_add(int argc, char **argv, struct mg_err **err);
+int cmd_client(int argc, char **argv, struct mg_err **err);
 
 #endif

@@ -136,6 +136,29 @@ const struct command mg_commands[] = {
      "Every error is printed, one per line, as FILE:LINE:COL: what is wrong;\n"
      "the exit status is 0 when the configuration is valid, 1 when it is not.\n",
      "config= mcp= global="},
+    {"client", cmd_client,
+     "mcpgate client add|remove|list [CLIENT] [--scope user|project] [--file PATH] [--name NAME] "
+     "[--workspace DIR] [--config DIR] [--dry-run]",
+     "add or remove the mcpgate entry in an MCP client's own configuration file",
+     "  add CLIENT       add the entry, or replace mcpgate's own entry of that name; it\n"
+     "                   runs MCPGATE serve --workspace DIR [--config DIR]\n"
+     "  remove CLIENT    remove mcpgate's entry of that name\n"
+     "  list             each client's files (scope, state, path); * marks the scope\n"
+     "                   add and remove use when --scope is not given\n"
+     "  --scope S        user (the file in your home) or project (the workspace's)\n"
+     "  --file PATH      edit PATH, in the client's format, instead of its own file\n"
+     "  --name NAME      the entry's name (default mcpgate; letters, digits, _ and -)\n"
+     "  --workspace DIR  the workspace serve is given, and where a project's file is\n"
+     "                   (default: the current folder)\n"
+     "  --config DIR     also give serve --config DIR (add only)\n"
+     "  --dry-run        print the change as a unified diff and write nothing\n"
+     "CLIENT: claude-desktop, claude-code, cursor, vscode, windsurf, zed, codex, gemini.\n"
+     "The rest of the file stays byte for byte (comments, order, other servers); an\n"
+     "entry of that name that is not mcpgate's is never touched. The file is replaced\n"
+     "atomically and keeps its mode; a new one is made 0600 (0644 in a project), with\n"
+     "its folder. MCPGATE is this binary's absolute path, or the mcpgate first on PATH\n"
+     "when that is the same file. See docs/clients.md.\n",
+     "scope= file= name= workspace= config= dry-run"},
     {"help", cmd_help, "mcpgate help [COMMAND]", "show this text, or one command's",
      "  COMMAND  a command's name\n", ""},
     {NULL, NULL, NULL, NULL, NULL, NULL},

@@ -2,10 +2,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/err.h"
+#include "internal/base/fs.h"
 #include "internal/base/log.h"
 #include "internal/base/num.h"
 #include "internal/base/strv.h"
@@ -170,6 +173,36 @@ static void test_strv(void)
 	T_OK(s.v == NULL && s.n == 0, "free empties");
 }
 
+/* An existing file keeps its mode through an atomic write, whatever the
+ * umask; a new one gets the mode asked for, less the umask */
+static void test_write_atomic(void)
+{
+	char dir[] = "/tmp/mg-base-test-XXXXXX";
+	if (mkdtemp(dir) == NULL) {
+		T_OK(0, "mkdtemp");
+		return;
+	}
+	char *path = xasprintf("%s/file", dir);
+	mode_t old = umask(022);
+	struct stat st;
+	T_INT(mg_write_file_atomic(path, "one", 3, 0600, NULL), 0, "a new file is written");
+	T_INT(stat(path, &st) == 0 ? (long long)(st.st_mode & 07777) : -1, 0600,
+	      "a new file gets the mode asked for");
+	chmod(path, 0664);
+	T_INT(mg_write_file_atomic(path, "two", 3, 0600, NULL), 0, "an existing file is replaced");
+	T_INT(stat(path, &st) == 0 ? (long long)(st.st_mode & 07777) : -1, 0664,
+	      "and keeps its mode 0664 under umask 022");
+	umask(old);
+	char *text = NULL;
+	size_t len = 0;
+	T_INT(mg_read_file(path, 100, &text, &len, NULL), 0, "it reads back");
+	T_STR(text, "two", "with the new bytes");
+	free(text);
+	unlink(path);
+	rmdir(dir);
+	free(path);
+}
+
 static void test_shown(void)
 {
 	struct {
@@ -238,5 +271,6 @@ int main(void)
 	test_log();
 	test_cleanup();
 	test_suggest();
+	test_write_atomic();
 	return t_done();
 }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,10 +86,18 @@ int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 {
 	cleanup_free char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
 	struct stat st;
-	mode_t m = stat(path, &st) == 0 ? (st.st_mode & 07777) : mode;
+	bool existed = stat(path, &st) == 0;
+	mode_t m = existed ? (st.st_mode & 07777) : mode;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, m);
 	if (fd < 0)
 		return mg_err_sys(err, errno, "creating %s", tmp);
+	/* the umask applies to open's mode: an existing file's own is set again */
+	if (existed && fchmod(fd, m) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return mg_err_sys(err, e, "setting the mode of %s", tmp);
+	}
 	size_t off = 0;
 	while (off < len) {
 		ssize_t w = write(fd, (const char *)data + off, len - off);

@@ -1,5 +1,6 @@
 #include "internal/base/testing.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,34 @@ char *t_read_file(const char *path, size_t *len)
 	if (len != NULL)
 		*len = n;
 	return p;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **t_list_dir(const char *dir, const char *suffix, size_t *n)
+{
+	DIR *d = opendir(dir);
+	char **names = NULL;
+	size_t want = strlen(suffix);
+	*n = 0;
+	if (d == NULL)
+		return NULL;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] == '.' || len < want ||
+		    strcmp(e->d_name + len - want, suffix) != 0)
+			continue;
+		names = xreallocarray(names, *n + 1, sizeof(*names));
+		names[(*n)++] = xstrdup(e->d_name);
+	}
+	closedir(d);
+	if (*n > 1)
+		qsort(names, *n, sizeof(*names), cmp_name);
+	return names;
 }
 
 int t_done(void)

@@ -16,6 +16,10 @@ int t_check_int(long long got, long long want, const char *file, int line, const
 void t_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* read a whole file under the limit; aborts the test binary when it cannot */
 char *t_read_file(const char *path, size_t *len);
+/* the names in dir that end in suffix ("" for every name), sorted, without
+ * those starting with '.'; NULL (and *n 0) when there are none or dir cannot
+ * be read. The caller frees each name and the array. */
+char **t_list_dir(const char *dir, const char *suffix, size_t *n);
 int t_done(void);
 
 #define T_OK(cond, ...)       t_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)

@@ -5,7 +5,6 @@
  * testdata/config/good-minimal.toml) starts with one "# expect: " line per
  * error, the exact line of the report, path included. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,32 +19,6 @@
 #define DIGEST   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define MANIFEST "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 #define MINIMAL  "testdata/config/good-minimal.toml"
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* the sorted *.toml names of a folder */
-static char **list_toml(const char *dir, size_t *n)
-{
-	DIR *d = opendir(dir);
-	char **names = NULL;
-	*n = 0;
-	if (d == NULL)
-		return NULL;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		size_t len = strlen(e->d_name);
-		if (len < 6 || strcmp(e->d_name + len - 5, ".toml") != 0)
-			continue;
-		names = xreallocarray(names, *n + 1, sizeof(*names));
-		names[(*n)++] = xstrdup(e->d_name);
-	}
-	closedir(d);
-	qsort(names, *n, sizeof(*names), cmp_str);
-	return names;
-}
 
 /* the "# expect: " lines at the top of text, joined by "\n" */
 static char *expectations(const char *text)
@@ -68,7 +41,7 @@ static char *expectations(const char *text)
 static void run_bad_dir(const char *dir, bool as_config, size_t at_least)
 {
 	size_t n;
-	char **names = list_toml(dir, &n);
+	char **names = t_list_dir(dir, ".toml", &n);
 	T_OK(n >= at_least, "%s holds %zu failing files (at least %zu)", dir, n, at_least);
 	for (size_t i = 0; i < n; i++) {
 		cleanup_free char *path = xasprintf("%s/%s", dir, names[i]);
