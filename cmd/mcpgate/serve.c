@@ -93,6 +93,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	cleanup_free char *state = NULL;
 	cleanup_free char *data = NULL;
 	cleanup_free char *config_error = NULL;
+	cleanup_free char *note = NULL;
 	int status = EXIT_FAIL;
 	if (setup_config(dir, &cfg, err) < 0) {
 		/* the client still gets an MCP server, one that says what to fix
@@ -115,7 +116,8 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 		mg_warn("%s", mg_err_msg(derr));
 		mg_err_free(derr);
 	}
-	cleanup_free char *note = workspace == NULL ? workspace_note(cfg, ws) : NULL;
+	if (workspace == NULL)
+		note = workspace_note(cfg, ws);
 	int in, outfd;
 	if (take_stdio(&in, &outfd, err) < 0)
 		goto out;
