@@ -216,8 +216,19 @@ static int npm_resolve(const char *npm, const char *pkg, const char *version, st
 {
 	memset(out, 0, sizeof(*out));
 	cleanup_free char *spec = xasprintf("%s@%s", pkg, version);
-	const char *args[] = {"view", "--json",         spec, "name", "version",
-	                      "bin",  "dist.integrity", NULL};
+	/* an exact version's document never changes: npm's cache may answer;
+	 * a range or a tag asks the registry */
+	bool exact =
+	    strspn(version, "0123456789.") == strlen(version) && strchr(version, '.') != NULL;
+	const char *args[] = {"view",
+	                      "--json",
+	                      spec,
+	                      "name",
+	                      "version",
+	                      "bin",
+	                      "dist.integrity",
+	                      exact ? "--prefer-offline" : NULL,
+	                      NULL};
 	struct proc_result res;
 	if (npm_run(npm, args, &res, err) < 0) {
 		proc_result_free(&res);
