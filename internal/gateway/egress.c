@@ -211,11 +211,9 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 			usleep(50 * 1000);
 		}
 	}
-	if (wait_address(srv, deadline, err) < 0)
-		return -1;
-	/* its records and stderr belong to the loop from now on */
-	loop_post(s->loop, gw_egress_watch, srv);
-	return 0;
+	/* its records and stderr go to the loop once the server is ready
+	 * (gw_egress_watch, on the loop thread); until then they wait in the pipe */
+	return wait_address(srv, deadline, err);
 }
 
 /* The server's variables: every client that honours them goes through the
@@ -281,7 +279,8 @@ static void drain_records(struct gw_server *srv)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n <= 0) {
-			loop_unwatch(srv->sess->loop, e->out_fd);
+			if (e->watched)
+				loop_unwatch(srv->sess->loop, e->out_fd);
 			close(e->out_fd);
 			e->out_fd = -1;
 			return;
@@ -330,6 +329,7 @@ void gw_egress_watch(struct loop *loop, void *data)
 	struct gw_egress *e = &srv->egress;
 	e->out_fd = e->proc.out_fd;
 	e->proc.out_fd = -1;
+	e->watched = true;
 	if (e->out_fd >= 0)
 		loop_watch(loop, e->out_fd, EPOLLIN, on_records, srv, NULL);
 	if (e->proc.err_fd >= 0)
@@ -356,10 +356,16 @@ void gw_egress_stop(struct gw_server *srv, int64_t deadline_ms)
 				proc_stop(&e->proc, 0, &status);
 		}
 	}
+	if (!e->watched && e->proc.out_fd >= 0) {
+		/* never handed to the loop: read here, on this thread */
+		e->out_fd = e->proc.out_fd;
+		e->proc.out_fd = -1;
+	}
 	if (e->out_fd >= 0)
 		drain_records(srv);
 	if (e->out_fd >= 0) {
-		loop_unwatch(s->loop, e->out_fd);
+		if (e->watched)
+			loop_unwatch(s->loop, e->out_fd);
 		close(e->out_fd);
 		e->out_fd = -1;
 	}
@@ -367,8 +373,9 @@ void gw_egress_stop(struct gw_server *srv, int64_t deadline_ms)
 		audit_record(s->audit, "mcp.egress.dropped",
 		             gw_fields("server", json_new_string(srv->cfg->name), "count",
 		                       json_new_int(e->dropped), NULL));
-	if (e->proc.err_fd >= 0)
+	if (e->watched && e->proc.err_fd >= 0)
 		loop_unwatch(s->loop, e->proc.err_fd);
+	e->watched = false;
 	proc_close(&e->proc);
 	if (e->sidecar != NULL)
 		d->ops->remove(d, e->sidecar, NULL);

@@ -48,6 +48,10 @@ struct gw_egress {
 	char *sidecar;          /* the proxy's container */
 	struct proc proc;       /* its runtime process: stdin is the lifeline */
 	int out_fd;             /* its records, one JSON line each */
+	/* the loop watches out_fd and the proxy's stderr: set on the loop
+	 * thread once the server is ready, never before, so a start that fails
+	 * on the server's own thread touches no watch of the loop's */
+	bool watched;
 	struct mg_buf line;
 	unsigned records, dropped;
 	char *proxy_url; /* http://ADDRESS:PORT on the internal network */

@@ -336,6 +336,7 @@ void gw_server_started(struct loop *loop, void *data)
 		gw_client_notice(s, "warning", srv->reason);
 	} else {
 		srv->state = GW_READY;
+		gw_egress_watch(loop, srv); /* its proxy's records, from now on */
 		struct mg_err *err = NULL;
 		if (loop_watch(loop, rpc_peer_in_fd(srv->launch.peer), EPOLLIN, on_server_input,
 		               srv, &err) < 0 ||
