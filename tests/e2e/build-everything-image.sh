@@ -79,6 +79,11 @@ if ! cmp -s "$here/everything/package-lock.json" "$modules/package-lock.json" ||
 	cp "$here/everything/package.json" "$modules/package.json"
 	cp "$here/everything/package-lock.json" "$modules/package-lock.json.new"
 	mv "$modules/package-lock.json.new" "$modules/package-lock.json"
+	# node trusts its own CA list, not the machine's: give npm the machine's
+	# bundle when nothing else is named (a registry behind the machine's CA)
+	if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+		export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+	fi
 	timeout 600 npm ci --prefix "$modules" --ignore-scripts --no-audit --no-fund --loglevel=error >&2 ||
 		{ rm -f "$modules/package-lock.json"; die "npm ci failed"; }
 else
