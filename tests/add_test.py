@@ -160,13 +160,18 @@ def main():
         image = "ghcr.io/example/weather@sha256:" + "ab" * 32
         f = server_json("weather-oci.json", [
             {"registryType": "oci", "identifier": image, "transport": {"type": "stdio"},
-             "environmentVariables": [{"name": "MODE", "default": "fast"}],
+             "environmentVariables": [{"name": "MODE", "default": "fast"},
+                                      {"name": "ODD", "default": 'a"b\\c\tz'}],
              "packageArguments": [{"type": "positional", "value": "--stdio"}]}])
         r = add("--server-json", f)
         with open(mcp) as fh:
             now = fh.read()
+        import tomllib
+        odd = [x.get("env", {}).get("ODD") for x in tomllib.loads(now).get("server", [])]
+        t.ok(odd[-1:] == ['a"b\\c\tz'], "a setting with quotes, a backslash and a tab is "
+             "written so that TOML reads it back the same", odd)
         t.ok(r.returncode == 0 and now.startswith(text) and 'name = "weather-oci"' in now and
-             'image = "%s"' % image in now and 'env = { MODE = "fast" }' in now and
+             'image = "%s"' % image in now and 'MODE = "fast"' in now and
              'args = ["--stdio"]' in now and "[server.tools" not in now,
              "server.json with an OCI image pinned by digest: its entry, tools off, the "
              "file's own text kept", (r.stderr[-300:], now[len(text):]))

@@ -423,18 +423,11 @@ static int node_layer(const char *node, struct strv *adds, char **version, struc
 
 /* ---- mcp.toml ------------------------------------------------------------- */
 
+/* a TOML basic string: JSON's escapes are TOML's too (\" \\ \n \uXXXX); text that
+ * is not UTF-8 fails the parse append_server makes before anything is written */
 static void toml_quote(struct mg_buf *b, const char *s)
 {
-	mg_buf_putc(b, '"', NULL);
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\')
-			mg_buf_printf(b, NULL, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			mg_buf_printf(b, NULL, "\\u%04x", *p);
-		else
-			mg_buf_putc(b, (char)*p, NULL);
-	}
-	mg_buf_putc(b, '"', NULL);
+	json_quote(s, strlen(s), b, NULL);
 }
 
 static void toml_array(struct mg_buf *b, const char *key, const struct strv *v)
