@@ -554,11 +554,18 @@ int cfg_parse_mount(const char *s, const char *what, struct cfg_mount *out, stru
 		o += n;
 		first = false;
 	}
-	if (o == 0) {
+	if (o == 0 && write) {
 		free(path);
-		return fail(err, what, s,
-		            "names the workspace root itself: mount a folder inside the workspace");
+		return fail(
+		    err, what, s,
+		    "names the workspace root with write access: a server that can write "
+		    "the root can write .git/hooks, .vscode/tasks.json or a Makefile, which "
+		    "run code on the host when the project is next used; mount the root "
+		    "read-only (\".:read\") and a folder inside it for writing");
 	}
+	/* the root itself, read-only: "." */
+	if (o == 0)
+		path[o++] = '.';
 	path[o] = '\0';
 	out->path = path;
 	out->write = write;

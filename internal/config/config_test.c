@@ -568,6 +568,12 @@ static void test_mounts(void)
 	    {"a:b:read", NULL, 0},
 	    {"a\x01b", NULL, 0},
 	    {"//", NULL, 0},
+	    {".", ".", 0},
+	    {"./", ".", 0},
+	    {".:read", ".", 0},
+	    {".//.:read", ".", 0},
+	    {".:write", NULL, 0},
+	    {"./:write", NULL, 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct cfg_mount m = {0};

@@ -384,8 +384,9 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		/* non-recursive: a mount below the folder never comes along, so
 		 * read-only is read-only all the way down */
 		strv_push(&a, "--mount");
-		strv_pushf(&a, "type=bind,source=%s,target=/workspace/%s,bind-nonrecursive%s",
-		           spec->mounts->v[i].host, s->mounts[i].path,
+		bool root = strcmp(s->mounts[i].path, ".") == 0;
+		strv_pushf(&a, "type=bind,source=%s,target=/workspace%s%s,bind-nonrecursive%s",
+		           spec->mounts->v[i].host, root ? "" : "/", root ? "" : s->mounts[i].path,
 		           s->mounts[i].write ? "" : ",readonly");
 	}
 

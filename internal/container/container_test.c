@@ -297,6 +297,85 @@ static void test_mounts(void)
 	mg_err_clear(&err);
 }
 
+/* The workspace root, read-only: the workspace itself, never with .mcpgate
+ * or one of mcpgate's folders in it, at /workspace in the container */
+static void test_mount_root(void)
+{
+	char tmpl[] = "/tmp/mcpgate-ctr-root-XXXXXX";
+	char ws[PATH_MAX];
+	if (mkdtemp(tmpl) == NULL || realpath(tmpl, ws) == NULL) {
+		T_OK(false, "a workspace for the root mount");
+		return;
+	}
+	struct mg_err *err = NULL;
+	char *real = NULL;
+	int fd = -1;
+	T_INT(ctr_mount_open(ws, ".", NULL, &fd, &real, &err), 0, "the root opens as \".\": %s",
+	      mg_err_msg(err));
+	T_STR(real, ws, "the root is the workspace itself");
+	if (fd >= 0)
+		close(fd);
+	free(real);
+	real = NULL;
+	mg_err_clear(&err);
+
+	static const char text[] =
+	    "[[server]]\nname = \"whole\"\ntransport = \"container\"\nimage = \"a/b@sha256:"
+	    "2222222222222222222222222222222222222222222222222222222222222222\"\n"
+	    "mounts = [\".:read\"]\n";
+	struct cfg *cfg = NULL;
+	T_INT(cfg_parse(text, sizeof(text) - 1, "whole.toml", NULL, 0, NULL, &cfg, &err), 0,
+	      "a read-only root mount parses: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	struct ctr_driver *d = ctr_driver_for(CTR_PODMAN, "/usr/bin/podman", NULL);
+	d->seccomp = xstrdup("/data/mcpgate/seccomp.json");
+	if (cfg != NULL) {
+		struct ctr_mounts mounts;
+		struct ctr_mount_plan plan = {
+		    .server = &cfg->servers[0], .workspace = ws, .tag = "t"};
+		T_INT(ctr_mounts_open(&plan, &mounts, &err), 0, "the root mount opens: %s",
+		      mg_err_msg(err));
+		mg_err_clear(&err);
+		struct ctr_run_spec spec = {
+		    .server = &cfg->servers[0], .session = "s1", .owner = 1, .mounts = &mounts};
+		struct strv argv = STRV_INIT, envp = STRV_INIT;
+		T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), 0, "its argv: %s",
+		      mg_err_msg(err));
+		mg_err_clear(&err);
+		ctr_mounts_release(&mounts);
+		cleanup_free char *want = xasprintf(
+		    "type=bind,source=%s,target=/workspace,bind-nonrecursive,readonly", ws);
+		bool found = false;
+		for (size_t i = 0; i < argv.n; i++)
+			found = found || strcmp(argv.v[i], want) == 0;
+		T_OK(found, "the root is bound read-only at /workspace");
+		strv_free(&argv);
+		strv_free(&envp);
+	}
+	cfg_free(cfg);
+	ctr_driver_free(d);
+
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/.mcpgate", ws);
+	mkdir(p, 0700);
+	T_INT(ctr_mount_open(ws, ".", NULL, &fd, &real, &err), -1,
+	      "a root that holds .mcpgate is refused");
+	T_OK(err != NULL && strstr(err->msg, "holds .mcpgate") != NULL, "and says why: %s",
+	     mg_err_msg(err));
+	mg_err_clear(&err);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/data", ws);
+	mkdir(p, 0700);
+	const char *protected_dirs[] = {p, NULL};
+	T_INT(ctr_mount_open(ws, ".", protected_dirs, &fd, &real, &err), -1,
+	      "a root that holds mcpgate's data folder is refused");
+	T_OK(err != NULL && strstr(err->msg, "one of mcpgate's own folders") != NULL,
+	     "and says why: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	rmdir(p);
+	rmdir(ws);
+}
+
 static void test_owner_label(void)
 {
 	char *self = ctr_owner_label(getpid());
@@ -744,6 +823,7 @@ int main(void)
 	test_forward();
 	test_mount_race();
 	test_mount_rules(cfg);
+	test_mount_root();
 	cfg_free(cfg);
 	remove_workspace();
 	return t_done();

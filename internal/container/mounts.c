@@ -105,8 +105,17 @@ int ctr_mount_open(const char *workspace, const char *path, const char *const *p
 	}
 	size_t n = strlen(ws_real);
 	const char *why = NULL;
-	/* strictly inside: the workspace root itself is never mounted */
-	if (strncmp(real, ws_real, n) != 0 || real[n] != '/' || real[n + 1] == '\0')
+	struct stat st;
+	/* the root only as ".", which the configuration allows read-only; any
+	 * other path strictly inside */
+	bool root = strcmp(path, ".") == 0;
+	if (root && strcmp(real, ws_real) != 0)
+		why = "is not the workspace itself";
+	else if (root && fstatat(fd, ".mcpgate", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		why = "holds .mcpgate, mcpgate's own state, which no server may read";
+	else if (root)
+		;
+	else if (strncmp(real, ws_real, n) != 0 || real[n] != '/' || real[n + 1] == '\0')
 		why = "is the workspace itself or outside it";
 	else if (strncmp(real + n + 1, ".mcpgate", 8) == 0 &&
 	         (real[n + 9] == '\0' || real[n + 9] == '/'))

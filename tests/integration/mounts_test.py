@@ -142,6 +142,45 @@ def test(base, probe_image, busybox_image):
             subprocess.run(["umount", below], capture_output=True)
 
 
+def test_root(base, probe_image):
+    """The workspace root, read-only when mcp.toml says so: the server reads
+    the project's files (its .git/hooks too) and can write none of them; the
+    root for writing is refused before anything starts"""
+    server = ct.probe_server("whole", probe_image, tools=("read_file", "write_file"),
+                             extra='mounts = [".:read"]\n')
+    s = ct.Session(base, server)
+    hooks = os.path.join(s.ws, ".git", "hooks")
+    os.makedirs(hooks)
+    marker = "the-whole-workspace-%s" % ct.TAG
+    with open(os.path.join(s.ws, "README"), "w") as fh:
+        fh.write(marker)
+    s.mcpgate("pull", "whole")
+    s.mcpgate("review", "whole")
+    r = s.mcpgate("approve", "whole")
+    t.ok(r.returncode == 0, "%s: a server with the root read-only is approved" % RT, r.stderr)
+    c = s.serve()
+    c.initialize()
+    c.request("tools/list", timeout=120)
+    got = text_of(c.call("whole__read_file", {"path": "/workspace/README"}))
+    w_root = c.call("whole__write_file", {"path": "/workspace/planted"})
+    w_hook = c.call("whole__write_file", {"path": "/workspace/.git/hooks/pre-commit"})
+    c.close(timeout=60)
+    t.ok(got == marker, "%s: the root is mounted at /workspace" % RT, got)
+    t.ok(w_root["result"].get("isError") is True and
+         not os.path.exists(os.path.join(s.ws, "planted")),
+         "%s: the root is read-only" % RT, w_root)
+    t.ok(w_hook["result"].get("isError") is True and os.listdir(hooks) == [],
+         "%s: a git hook cannot be planted through it" % RT, w_hook)
+
+    writer = ct.probe_server("rootw", probe_image, tools=("write_file",),
+                             extra='mounts = [".:write"]\n')
+    s = ct.Session(base, writer)
+    r = s.mcpgate("check")
+    t.ok(r.returncode != 0 and "names the workspace root with write access" in r.stderr and
+         ".git/hooks" in r.stderr,
+         "%s: the root for writing is refused, with the reason" % RT, r.stderr)
+
+
 def test_image_volume(base):
     """The image's own VOLUME widens nothing: no writable volume on the host's
     disk, and no health check registered beside the server"""
@@ -184,6 +223,7 @@ def main():
 
     def body(base):
         test(base, ct.probe_image(), ct.busybox_image())
+        test_root(base, ct.probe_image())
         test_image_volume(base)
     return ct.run_cases("mounts", body)
 
