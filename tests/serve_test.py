@@ -826,6 +826,40 @@ def test_review_approve():
     r = f.mcpgate("approve", "probe", "--tool", "echo,,env", "--on")
     t.ok(r.returncode == 2 and "names an empty tool" in r.stderr,
          "an empty name in --tool a,,b is a usage error", r.stderr)
+
+    # tool by tool: --each asks in review's order; answers by name, Enter for the rest
+    order = re.findall(r"^  (\S+)  \[effect", f.mcpgate("review", "probe").stdout, re.M)
+
+    def answers(**by_name):
+        return "".join(by_name.get(n, "\n") for n in order)
+    r = f.mcpgate("approve", "probe", "--each", input=answers(echo="maybe\nw\nn\n", env="r\n"))
+    after = f.mcp_toml()
+    t.ok(r.returncode == 0 and "[1/%d]" % len(order) in r.stdout and
+         "  echo  [effect: read, off" in r.stdout and
+         '"maybe" is not an answer here' in r.stdout and
+         '[server.tools.echo]\nconfirm = false\neffect = "write"\non = true\n' in after and
+         '[server.tools.env]\non = true\neffect = "read"\n' in after and
+         after.count("[server.tools.") == 2,
+         "approve --each shows each tool and sets only those answered: write without "
+         "asking, read", (r.stdout, r.stderr, after))
+    r = f.mcpgate("approve", "probe", "--each", input=answers(echo="o\n", env="q\n"))
+    t.ok(r.returncode == 1 and "nothing was written" in r.stderr and f.mcp_toml() == after,
+         "q stops the walk and writes nothing, not even the answers before it", r.stderr)
+    r = f.mcpgate("approve", "probe", "--each", input="o\n")
+    t.ok(r.returncode == 1 and f.mcp_toml() == after,
+         "the input ending before the last tool writes nothing", r.stderr)
+    r = f.mcpgate("approve", "probe", "--each", input=answers())
+    t.ok(r.returncode == 0 and f.mcp_toml() == after,
+         "Enter keeps each tool as it is", (r.stderr, f.mcp_toml()))
+    r = f.mcpgate("approve", "probe", "--each", "--tool", "echo", "--on")
+    t.ok(r.returncode == 2 and "without --tool" in r.stderr,
+         "--each with --tool is a usage error", r.stderr)
+    shown, status = f.mcpgate_tty("approve", "probe", input=answers(echo="o\n", env="w\n\n"))
+    after_tty = f.mcp_toml()
+    t.ok(status == 0 and "r/w/o/Enter/q?" in shown and "ask before each call" in shown and
+         '[server.tools.echo]\nconfirm = false\neffect = "write"\non = false\n' in after_tty and
+         '[server.tools.env]\nconfirm = true\non = true\neffect = "write"\n' in after_tty,
+         "on a terminal, approve with no --tool asks tool by tool", (shown, after_tty))
     f.cleanup()
 
 

@@ -43,11 +43,13 @@ const struct command mg_commands[] = {
      "the container is removed. Also spelled `mcpgate mcp review NAME`.\n",
      "config= workspace="},
     {"approve", cmd_approve,
-     "mcpgate approve [--config DIR] NAME [--tool T[,T2...] [--on|--off] [--effect read|write] "
-     "[--no-confirm]]...",
+     "mcpgate approve [--config DIR] NAME [--each | --tool T[,T2...] [--on|--off] "
+     "[--effect read|write] [--no-confirm]]...",
      "pin NAME's reviewed manifest in mcp.toml, with tool settings",
      "  --config DIR        the folder holding mcp.toml and config.toml\n"
      "  --workspace DIR     where its mounts resolve (default: the current folder)\n"
+     "  --each              go through the tools one by one, asking for each (the\n"
+     "                      default on a terminal when no --tool is given)\n"
      "  --tool T[,T2...]    the tools the following options set (one or several)\n"
      "  --on, --off         offer T to the client, or not\n"
      "  --effect read|write what T does; write (and undeclared) tools ask every call\n"
@@ -56,7 +58,7 @@ const struct command mg_commands[] = {
      "The live manifest is read again and must be the one reviewed; then its hash\n"
      "and the settings are written into mcp.toml, keeping the rest of the file as\n"
      "it was (comments, order), atomically. Also spelled `mcpgate mcp approve NAME`.\n",
-     "config= workspace= tool= on off effect= confirm no-confirm"},
+     "config= workspace= each tool= on off effect= confirm no-confirm"},
     {"sweep", cmd_sweep, "mcpgate sweep [--config DIR]",
      "remove containers and networks left by mcpgate processes that are gone",
      "  --config DIR  the folder holding mcp.toml and config.toml\n"

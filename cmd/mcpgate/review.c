@@ -1,6 +1,7 @@
 /* mcpgate review NAME / mcpgate approve NAME: a person looks at what a server
  * offers before its tools reach a model, and pins it (docs/trust.md). */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -176,12 +177,9 @@ static void show_hints(const struct json_value *a)
 	mg_buf_free(&b);
 }
 
-static void show_tools(const struct cfg_server *s, const struct json_value *tools)
+static void show_tool(const struct cfg_server *s, const struct json_value *t)
 {
-	struct json_value *m = manifest_of(tools);
-	printf("tools (%zu):\n", m->u.arr.len);
-	for (size_t i = 0; i < m->u.arr.len; i++) {
-		const struct json_value *t = m->u.arr.items[i];
+	{
 		const char *name = json_get_string(t, "name");
 		bool on;
 		const char *effect = effect_name(s, name, &on);
@@ -205,6 +203,14 @@ static void show_tools(const struct cfg_server *s, const struct json_value *tool
 		mg_buf_free(&sum);
 		show_hints(json_get(t, "annotations"));
 	}
+}
+
+static void show_tools(const struct cfg_server *s, const struct json_value *tools)
+{
+	struct json_value *m = manifest_of(tools);
+	printf("tools (%zu):\n", m->u.arr.len);
+	for (size_t i = 0; i < m->u.arr.len; i++)
+		show_tool(s, m->u.arr.items[i]);
 	json_free(m);
 }
 
@@ -282,9 +288,15 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 	printf("server %s: %s\n", s->name, s->image);
 	printf("runs in: a %s container, network: %s\n", t.driver->name,
 	       s->nhosts == 0 ? "none" : "its listed hosts, through the egress proxy");
-	for (size_t i = 0; i < s->nmounts; i++)
-		printf("mount: %s/%s at /workspace/%s%s\n", t.workspace, s->mounts[i].path,
-		       s->mounts[i].path, s->mounts[i].write ? ", read-write" : ", read-only");
+	for (size_t i = 0; i < s->nmounts; i++) {
+		bool root = strcmp(s->mounts[i].path, ".") == 0;
+		printf("mount: %s%s%s at /workspace%s%s%s\n", t.workspace, root ? "" : "/",
+		       root ? "" : s->mounts[i].path, root ? "" : "/",
+		       root ? "" : s->mounts[i].path,
+		       root                 ? ", read-only: the whole workspace"
+		       : s->mounts[i].write ? ", read-write"
+		                            : ", read-only");
+	}
 	for (size_t i = 0; i < s->nenv; i++) {
 		cleanup_free char *v = mg_shown(s->env[i].value, strlen(s->env[i].value));
 		printf("setting (env): %s=%s\n", s->env[i].name, v);
@@ -365,12 +377,92 @@ static bool manifest_has(const struct json_value *tools, const char *name)
 	return false;
 }
 
+/* One answer from the person, its first word lower-cased; "" for Enter,
+ * NULL at the end of the input */
+static const char *ask(const char *question, char *buf, size_t len)
+{
+	printf("%s", question);
+	fflush(stdout);
+	if (fgets(buf, (int)len, stdin) == NULL)
+		return NULL;
+	if (strchr(buf, '\n') == NULL && !feof(stdin)) {
+		int c;
+		while ((c = getchar()) != EOF && c != '\n')
+			;
+	}
+	char *p = buf + strspn(buf, " \t");
+	p[strcspn(p, " \t\r\n")] = '\0';
+	for (char *q = p; *q != '\0'; q++)
+		*q = (char)tolower((unsigned char)*q);
+	return p;
+}
+
+/* approve on a terminal, tool by tool: each tool shown as review shows it,
+ * then read, write (asked or not), off, or kept as it is. Returns the number
+ * of changes, or -1 when the person stopped (nothing is written then). */
+static ssize_t walk_tools(const struct cfg_server *s, const struct json_value *tools,
+                          struct cfg_tool_change *changes, size_t cap, struct strv *names)
+{
+	struct json_value *m = manifest_of(tools);
+	size_t n = 0;
+	ssize_t r = 0;
+	printf("%zu tools; for each: r (on, reads only), w (on, writes), o (off), Enter "
+	       "(keep as it is), q (stop, write nothing)\n",
+	       m->u.arr.len);
+	for (size_t i = 0; r == 0 && i < m->u.arr.len && n < cap; i++) {
+		const struct json_value *t = m->u.arr.items[i];
+		printf("\n[%zu/%zu]\n", i + 1, m->u.arr.len);
+		show_tool(s, t);
+		char buf[64];
+		for (;;) {
+			const char *a = ask("  r/w/o/Enter/q? ", buf, sizeof(buf));
+			struct cfg_tool_change c = {json_get_string(t, "name"), -1, -1, -1};
+			if (a == NULL || strcmp(a, "q") == 0 || strcmp(a, "quit") == 0) {
+				r = -1;
+				break;
+			}
+			if (a[0] == '\0')
+				break;
+			if (strcmp(a, "r") == 0 || strcmp(a, "read") == 0) {
+				c.on = 1;
+				c.effect = CFG_EFFECT_READ;
+			} else if (strcmp(a, "o") == 0 || strcmp(a, "off") == 0) {
+				c.on = 0;
+			} else if (strcmp(a, "w") == 0 || strcmp(a, "write") == 0) {
+				c.on = 1;
+				c.effect = CFG_EFFECT_WRITE;
+				const char *q =
+				    ask("  ask before each call (a client that cannot ask "
+				        "never gets it)? Y/n ",
+				        buf, sizeof(buf));
+				if (q == NULL) {
+					r = -1;
+					break;
+				}
+				c.confirm = q[0] == 'n' ? 0 : 1;
+			} else {
+				printf("  \"%s\" is not an answer here\n", a);
+				continue;
+			}
+			strv_push(names, c.tool); /* the manifest's copy is freed here */
+			c.tool = names->v[names->n - 1];
+			changes[n++] = c;
+			break;
+		}
+	}
+	json_free(m);
+	if (r < 0)
+		return -1;
+	return (ssize_t)n;
+}
+
 int cmd_approve(int argc, char **argv, struct mg_err **err)
 {
 	const struct command *self = command_find("approve");
 	const char *dir = NULL, *ws = NULL, *name = NULL;
 	struct cfg_tool_change changes[256];
 	size_t n = 0, group = 0;
+	bool each = false;
 	/* owns the tool names split out of --tool a,b */
 	__attribute__((cleanup(strv_free))) struct strv names = STRV_INIT;
 	for (int i = 1; i < argc; i++) {
@@ -400,6 +492,8 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 			continue;
 		}
 		bool on = false, off = false, noconfirm = false, confirm = false;
+		if (opt_flag(argv, i, "each", &each))
+			continue;
 		if (opt_flag(argv, i, "no-confirm", &noconfirm) ||
 		    opt_flag(argv, i, "confirm", &confirm)) {
 			if (n == 0)
@@ -435,6 +529,11 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 	}
 	if (name == NULL)
 		return usage_error(self, "which server? (see: mcpgate list)");
+	if (each && n > 0)
+		return usage_error(self, "--each goes through every tool: give it without --tool");
+	/* a person at a terminal who names no tool is asked tool by tool */
+	if (n == 0 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
+		each = true;
 
 	struct target t;
 	struct gw_manifest_fetch f = {0};
@@ -474,6 +573,15 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 			           name, changes[i].tool, name);
 			goto out;
 		}
+	}
+	if (each) {
+		ssize_t got = walk_tools(t.server, f.tools, changes,
+		                         sizeof(changes) / sizeof(changes[0]), &names);
+		if (got < 0) {
+			mg_err_set(err, "stopped: nothing was written to %s", t.cfg->mcp_path);
+			goto out;
+		}
+		n = (size_t)got;
 	}
 	size_t len = 0, out_len = 0;
 	if (read_small_file(t.cfg->mcp_path, &text, &len, err) < 0 ||

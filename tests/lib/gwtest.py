@@ -9,9 +9,11 @@ import glob
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import tempfile
+import time
 
 from mcpclient import Client
 
@@ -61,10 +63,37 @@ class Fixture:
     def argv(self, *extra):
         return [MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws] + list(extra)
 
-    def mcpgate(self, *args):
+    def mcpgate(self, *args, input=None):
         return subprocess.run([MCPGATE] + list(args) + ["--config", self.conf],
                               env=self.env(), capture_output=True, text=True, timeout=60,
-                              cwd=self.ws)
+                              cwd=self.ws, input=input)
+
+    def mcpgate_tty(self, *args, input=""):
+        """args run on a terminal of their own (a pty): what it showed, and the status"""
+        import pty
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.chdir(self.ws)
+            os.execve(MCPGATE, [MCPGATE] + list(args) + ["--config", self.conf], self.env())
+        # ^D at the end: a program that wants more reads the end of its input
+        os.write(fd, input.encode() + b"\x04")
+        out = b""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                break
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(fd)
+        if time.monotonic() >= deadline:
+            os.kill(pid, 9)
+        _, status = os.waitpid(pid, 0)
+        return out.decode(errors="replace"), os.waitstatus_to_exitcode(status)
 
     def start(self, *extra):
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "wb")
