@@ -61,7 +61,7 @@ CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clien
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
-          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/client.c
+          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c
 
 MCPGATE_SRC = $(CMD_SRC) $(CLIENTS_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
               $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
@@ -110,7 +110,7 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/toml/toml.h \
 	   internal/json/json.h internal/config/config.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
-	   cmd/mcpgate/opts.h internal/container/container.h \
+	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
 	   internal/container/container-internal.h internal/audit/audit.h \
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h \
 	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \

@@ -6,11 +6,15 @@ Each refusal must name what is wrong, and leave mcp.toml byte for byte as it
 was, with nothing packed. A name taken is refused before npm is asked at
 all; no npm on PATH is its own error. Environment: MCPGATE.
 """
+import base64
+import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
@@ -123,6 +127,54 @@ def main():
         t.ok(calls and all(c[-1] == "scripts=true" for c in calls) and
              any("--ignore-scripts" in c for c in calls if "install" in c),
              "npm always runs with install scripts off", calls)
+        # a local tarball: read here, without npm view; nothing of it runs
+        def tarball(name, files, raw=None):
+            path = os.path.join(d, name)
+            if raw is not None:
+                with open(path, "wb") as fh:
+                    fh.write(raw)
+                return path
+            with tarfile.open(path, "w:gz") as tf:
+                for member, body in files.items():
+                    info = tarfile.TarInfo(member)
+                    data = body.encode()
+                    info.size = len(data)
+                    tf.addfile(info, io.BytesIO(data))
+            return path
+        good = {"name": "local-pkg", "version": "1.2.3", "bin": "server.js",
+                "scripts": {"postinstall": "node -e 'require(\"fs\").writeFileSync(\"/tmp/x\", \"\")'"}}
+        for name, files, raw, want in (
+                ("garbage.tgz", None, b"not a tarball at all", "is not a gzipped tar"),
+                ("empty.tgz", {"package/README": "no manifest"}, None,
+                 "holds no package.json below one folder"),
+                ("nobin.tgz", {"package/package.json": json.dumps(
+                    {"name": "local-pkg", "version": "1.0.0"})}, None, "has no \"bin\""),
+                ("badver.tgz", {"package/package.json": json.dumps(
+                    {"name": "local-pkg", "version": "1.0.0+x/../y", "bin": "s.js"})}, None,
+                 "has no \"version\" of letters, digits"),
+                ("badname.tgz", {"package/package.json": json.dumps(
+                    {"name": "../Evil", "version": "1.0.0", "bin": "s.js"})}, None,
+                 "has no valid \"name\"")):
+            path = tarball(name, files or {}, raw)
+            r = add("npm:" + path)
+            t.ok(r.returncode != 0 and want in r.stderr and unchanged() and npm_calls() == [],
+                 "add of the tarball %s is refused (%s) before npm is asked, mcp.toml as it was"
+                 % (name, want), r.stderr[-300:])
+        path = tarball("local-pkg-1.2.3.tgz", {"package/package.json": json.dumps(good),
+                                               "package/server.js": "// a server\n"})
+        with open(path, "rb") as fh:
+            want_integrity = "sha512-" + base64.b64encode(hashlib.sha512(fh.read()).digest()).decode()
+        r = add("npm:" + os.path.relpath(path))
+        calls = npm_calls()
+        with open(os.path.join(data, "mcpgate", "npm", "local-pkg", "package.json")) as fh:
+            wrote = json.load(fh)
+        t.ok(r.returncode != 0 and "resolves to local-pkg@1.2.3 (%s)" % want_integrity in r.stderr
+             and [c[0] if c[0] != "--prefix" else c[2] for c in calls] == ["install"] and
+             wrote.get("dependencies") == {"local-pkg": "file:" + os.path.realpath(path)} and
+             unchanged(),
+             "a good tarball: its name, version and npm integrity read from it, installed from "
+             "file:PATH with scripts off (the fake npm then fails)",
+             (r.stderr[-400:], calls, wrote))
         r = add("npm:no-bin", "--name", "taken")
         t.ok(r.returncode != 0 and "a server named taken is already in" in r.stderr and
              unchanged() and npm_calls() == [],

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd/mcpgate/add.h"
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
 #include "cmd/mcpgate/setup.h"
@@ -44,6 +45,7 @@ struct npm_pkg {
 	char *version;   /* the exact version resolved */
 	char *integrity; /* dist.integrity, "sha512-..." */
 	char *bin;       /* the entry point, relative to the package's folder */
+	char *spec;      /* what package.json depends on: the version, or file:TARBALL */
 };
 
 static void npm_pkg_free(struct npm_pkg *p)
@@ -52,6 +54,7 @@ static void npm_pkg_free(struct npm_pkg *p)
 	free(p->version);
 	free(p->integrity);
 	free(p->bin);
+	free(p->spec);
 }
 
 /* ---- the package's name ------------------------------------------------- */
@@ -278,12 +281,56 @@ static int npm_resolve(const char *npm, const char *pkg, const char *version, st
 	return r;
 }
 
+/* npm:./PACKAGE.tgz, npm:/path/PACKAGE.tgz: a local tarball */
+static bool tarball_source(const char *spec)
+{
+	return spec[0] == '/' || strncmp(spec, "./", 2) == 0 || strncmp(spec, "../", 3) == 0;
+}
+
+static int tarball_resolve(const char *path, struct npm_pkg *out, struct mg_err **err)
+{
+	memset(out, 0, sizeof(*out));
+	cleanup_free char *abs = realpath(path, NULL);
+	if (abs == NULL)
+		return mg_err_sys(err, errno, "the package tarball %s", path);
+	struct json_value *pkg = NULL;
+	char *integrity = NULL;
+	if (add_read_tarball(abs, &pkg, &integrity, err) < 0)
+		return -1;
+	const char *name = json_get_string(pkg, "name");
+	const char *version = json_get_string(pkg, "version");
+	int r = 0;
+	if (name == NULL || !npm_name_ok(name))
+		r = mg_err_set(err, "%s: its package.json has no valid \"name\"", abs);
+	/* the version names the image's tag: the characters a tag takes */
+	else if (version == NULL || version[0] == '\0' || strlen(version) > 64 ||
+	         strspn(version,
+	                "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") !=
+	             strlen(version))
+		r = mg_err_set(err,
+		               "%s: its package.json has no \"version\" of letters, digits, . "
+		               "and - (64 at most)",
+		               abs);
+	else if ((out->bin = pick_bin(json_get(pkg, "bin"), name, err)) == NULL)
+		r = -1;
+	if (r == 0) {
+		out->name = xstrdup(name);
+		out->version = xstrdup(version);
+		out->integrity = integrity;
+		out->spec = xasprintf("file:%s", abs);
+		integrity = NULL;
+	}
+	free(integrity);
+	json_free(pkg);
+	return r;
+}
+
 /* package.json of the folder the package is installed in: that one
  * dependency at that exact version */
 static int write_manifest(const char *dir, const struct npm_pkg *p, struct mg_err **err)
 {
 	struct json_value *deps = json_new_object();
-	json_object_set(deps, p->name, json_new_string(p->version));
+	json_object_set(deps, p->name, json_new_string(p->spec != NULL ? p->spec : p->version));
 	struct json_value *doc = json_new_object();
 	json_object_set(doc, "name", json_new_string("mcpgate-npm-server"));
 	json_object_set(doc, "private", json_new_bool(true));
@@ -365,21 +412,19 @@ static void scripts_skipped(const char *dir, struct strv *out)
 
 /* ---- the node layer ------------------------------------------------------ */
 
-/* node and what `ldd` says it loads, each "PATH:PATH" for --base-add. ldd runs
- * the host's loader on the host's node: the person's own programs. */
-static int node_layer(const char *node, struct strv *adds, char **version, struct mg_err **err)
+int add_ldd_libs(const char *binary, struct strv *adds, struct mg_err **err)
 {
-	const char *ldd_argv[] = {"/usr/bin/ldd", node, NULL};
+	const char *ldd_argv[] = {"/usr/bin/ldd", binary, NULL};
 	const char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
 	struct proc_result res;
 	if (proc_run(ldd_argv, env, 30000, 1 << 20, &res, err) < 0) {
 		proc_result_free(&res);
-		return mg_err_wrap(err, "ldd %s", node);
+		return mg_err_wrap(err, "ldd %s", binary);
 	}
 	int r = 0;
+	size_t had = adds->n;
 	if (!(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0))
-		r = mg_err_set(err, "ldd %s failed: %s", node, mg_buf_str(&res.err));
-	struct strv libs = STRV_INIT;
+		r = mg_err_set(err, "ldd %s failed: %s", binary, mg_buf_str(&res.err));
 	for (char *line = res.out.data; r == 0 && line != NULL && *line != '\0';) {
 		char *nl = strchr(line, '\n');
 		if (nl != NULL)
@@ -392,24 +437,30 @@ static int node_layer(const char *node, struct strv *adds, char **version, struc
 			char *end = strchr(path, ' ');
 			if (end != NULL)
 				*end = '\0';
-			strv_push(&libs, path);
+			strv_pushf(adds, "%s:%s", path, path);
 		}
 		line = nl != NULL ? nl + 1 : NULL;
 	}
 	proc_result_free(&res);
-	if (r == 0 && libs.n == 0)
-		r = mg_err_set(err, "ldd %s listed no libraries: is it a node for this machine?",
-		               node);
+	if (r == 0 && adds->n == had)
+		r = mg_err_set(err, "ldd %s listed no libraries: is it a program for this machine?",
+		               binary);
+	return r;
+}
+
+/* node and what `ldd` says it loads, each "PATH:PATH" for --base-add. ldd runs
+ * the host's loader on the host's node: the person's own programs. */
+static int node_layer(const char *node, struct strv *adds, char **version, struct mg_err **err)
+{
+	const char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
+	struct proc_result res;
 	strv_pushf(adds, "%s:/usr/bin/node", node);
-	for (size_t i = 0; r == 0 && i < libs.n; i++)
-		strv_pushf(adds, "%s:%s", libs.v[i], libs.v[i]);
-	strv_free(&libs);
+	if (add_ldd_libs(node, adds, err) < 0)
+		return -1;
 	/* TLS to a listed host needs the CA bundle */
-	if (r == 0 && access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
+	if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
 		strv_push(adds,
 		          "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt");
-	if (r < 0)
-		return -1;
 	const char *v_argv[] = {node, "--version", NULL};
 	if (proc_run(v_argv, env, 30000, 4096, &res, err) < 0 ||
 	    !(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)) {
@@ -512,27 +563,47 @@ static int append_server(const char *mcp_path, const char *name, const char *blo
 	return r;
 }
 
-/* The image of the package installed in work, packed over the node layer,
- * kept in DATA/images by its digest (the archive, and its manifest for
- * docker's pin); *image is the pin for mcp.toml */
+int add_pack_kept(struct pack_spec *spec, const char *images, const char *repo,
+                  struct pack_result *res, char **image, char **archive, struct mg_err **err)
+{
+	int r = mg_mkdir_p(images, 0700, err) < 0 ? -1 : pack_build(spec, res, err);
+	for (size_t i = 0; r == 0 && i < res->warnings.n; i++)
+		fprintf(stderr, "mcpgate add: warning: %s\n", res->warnings.v[i]);
+	if (r < 0)
+		return -1;
+	char *kept = xasprintf("%s/sha256-%s.tar", images, res->manifest_digest + 7);
+	cleanup_free char *mpath =
+	    xasprintf("%s/sha256-%s.manifest", images, res->manifest_digest + 7);
+	if (rename(spec->output, kept) < 0)
+		r = mg_err_sys(err, errno, "keeping %s", kept);
+	else if (mg_write_file_atomic(mpath, res->manifest, res->manifest_len, 0644, err) < 0)
+		r = -1;
+	if (r < 0) {
+		free(kept);
+		return -1;
+	}
+	*image = xasprintf("localhost/%s@%s", repo, res->manifest_digest);
+	*archive = kept;
+	return 0;
+}
+
+/* The image of the package installed in work, packed over the node layer
+ * (base), kept in DATA/images by its digest; *image is the pin for mcp.toml */
 static int make_image(const char *work, const char *data, const char *name, const struct npm_pkg *p,
-                      const char *node, char **image, char **archive, struct mg_err **err)
+                      const char *node, const struct strv *base, const char *node_version,
+                      char **image, char **archive, struct mg_err **err)
 {
 	cleanup_free char *entry_file = xasprintf("%s/node_modules/%s/%s", work, p->name, p->bin);
 	struct stat st;
 	if (stat(entry_file, &st) < 0 || !S_ISREG(st.st_mode))
 		return mg_err_set(err, "npm:%s@%s: its bin %s is not a file after the install",
 		                  p->name, p->version, p->bin);
-	struct strv base = STRV_INIT, labels = STRV_INIT;
-	cleanup_free char *node_version = NULL;
-	if (node_layer(node, &base, &node_version, err) < 0) {
-		strv_free(&base);
-		return -1;
-	}
+	struct strv labels = STRV_INIT;
 	cleanup_free char *modules = xasprintf("%s/node_modules:/app/node_modules", work);
 	cleanup_free char *manifest = xasprintf("%s/package.json:/app/package.json", work);
 	cleanup_free char *entry = xasprintf("/app/node_modules/%s/%s", p->name, p->bin);
 	cleanup_free char *ref = xasprintf("mcpgate-npm-%s:%s", name, p->version);
+	cleanup_free char *repo = xasprintf("mcpgate-npm-%s", name);
 	cleanup_free char *images = xasprintf("%s/images", data);
 	cleanup_free char *out = xasprintf("%s/npm-%s.tar.new", images, name);
 	const char *adds[] = {modules, manifest};
@@ -547,8 +618,8 @@ static int make_image(const char *work, const char *data, const char *name, cons
 	    .output = out,
 	    .adds = adds,
 	    .n_adds = 2,
-	    .base_adds = (const char *const *)base.v,
-	    .n_base_adds = base.n,
+	    .base_adds = (const char *const *)base->v,
+	    .n_base_adds = base->n,
 	    .entrypoint = ep,
 	    .n_entrypoint = 2,
 	    .env = envs,
@@ -559,33 +630,12 @@ static int make_image(const char *work, const char *data, const char *name, cons
 	    .name = ref,
 	};
 	struct pack_result res = {0};
-	int r = mg_mkdir_p(images, 0700, err) < 0 ? -1 : pack_build(&spec, &res, err);
-	strv_free(&base);
+	int r = add_pack_kept(&spec, images, repo, &res, image, archive, err);
 	strv_free(&labels);
-	for (size_t i = 0; r == 0 && i < res.warnings.n; i++)
-		fprintf(stderr, "mcpgate add: warning: %s\n", res.warnings.v[i]);
-	if (r == 0) {
-		/* kept by digest: pull loads it again, and docker's pin is checked
-		 * against the manifest (ctr_local_image_id) */
-		char *kept = xasprintf("%s/sha256-%s.tar", images, res.manifest_digest + 7);
-		cleanup_free char *mpath =
-		    xasprintf("%s/sha256-%s.manifest", images, res.manifest_digest + 7);
-		if (rename(out, kept) < 0)
-			r = mg_err_sys(err, errno, "keeping %s", kept);
-		else if (mg_write_file_atomic(mpath, res.manifest, res.manifest_len, 0644, err) < 0)
-			r = -1;
-		if (r == 0) {
-			fprintf(
-			    stderr,
-			    "mcpgate add: packed %s: node layer %.19s..., package layer %.19s...\n",
-			    kept, res.base_digest, res.layer_digest);
-			*image =
-			    xasprintf("localhost/mcpgate-npm-%s@%s", name, res.manifest_digest);
-			*archive = kept;
-		} else {
-			free(kept);
-		}
-	}
+	if (r == 0)
+		fprintf(stderr,
+		        "mcpgate add: packed %s: node layer %.19s..., package layer %.19s...\n",
+		        *archive, res.base_digest, res.layer_digest);
 	pack_result_free(&res);
 	return r;
 }
@@ -812,7 +862,9 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	cleanup_free char *pkg = NULL, *version = NULL, *name = NULL, *data = NULL, *node = NULL;
 	cleanup_free char *work = NULL, *archive = NULL, *image = NULL;
 	cleanup_free char *block = NULL, *mcp_path = NULL, *npm = NULL, *what = NULL, *note = NULL;
-	struct strv skipped = STRV_INIT;
+	struct strv skipped = STRV_INIT, base = STRV_INIT;
+	cleanup_free char *node_version = NULL;
+	bool scripts = false;
 	struct cfg *cfg = NULL;
 	struct ctr_driver *d = NULL;
 	int status = EXIT_FAIL;
@@ -825,6 +877,8 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 			r = opt_value(argc, argv, &i, "node", &node_opt);
 		if (r == 0)
 			r = opt_value(argc, argv, &i, "server-json", &json_file);
+		if (r == 0 && opt_flag(argv, i, "scripts", &scripts))
+			continue;
 		if (r == 0 && (r = opt_value(argc, argv, &i, "arg", &v)) > 0)
 			strv_push(&o.args, v);
 		if (r == 0 && (r = opt_value(argc, argv, &i, "mount", &v)) > 0)
@@ -871,8 +925,13 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 		status = EXIT_OK;
 		goto out;
 	}
-	if (parse_source(source, &pkg, &version, err) < 0)
+	bool tarball = strncmp(source, "npm:", 4) == 0 && tarball_source(source + 4);
+	/* a tarball is read first: its package.json names it */
+	if (tarball ? tarball_resolve(source + 4, &p, err) < 0
+	            : parse_source(source, &pkg, &version, err) < 0)
 		goto out;
+	if (tarball)
+		pkg = xstrdup(p.name);
 	name = xstrdup(name_opt != NULL ? name_opt : "");
 	if (name_opt == NULL) {
 		free(name);
@@ -903,7 +962,7 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 		goto out;
 	}
 
-	if (npm_resolve(npm, pkg, version, &p, err) < 0)
+	if (!tarball && npm_resolve(npm, pkg, version, &p, err) < 0)
 		goto out;
 	fprintf(stderr, "mcpgate add: npm:%s resolves to %s@%s (%s)\n", source + 4, p.name,
 	        p.version, p.integrity);
@@ -912,16 +971,20 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	work = xasprintf("%s/npm/%s", data, name);
 	if (mg_mkdir_p(work, 0700, err) < 0 || npm_install(npm, work, &p, err) < 0)
 		goto out;
+	if (setup_driver(cfg, &d, err) < 0 || node_layer(node, &base, &node_version, err) < 0)
+		goto out;
 	scripts_skipped(work, &skipped);
-	for (size_t i = 0; i < skipped.n; i++)
+	for (size_t i = 0; !scripts && i < skipped.n; i++)
 		fprintf(stderr,
 		        "mcpgate add: warning: %s has an install script, which was not run (no "
-		        "package code runs on the host)\n",
+		        "package code runs on the host; --scripts runs it in a container)\n",
 		        skipped.v[i]);
-	if (make_image(work, data, name, &p, node, &image, &archive, err) < 0)
+	if (scripts && skipped.n > 0 &&
+	    add_run_scripts(cfg, d, work, data, name, &base, &skipped, err) < 0)
 		goto out;
-
-	if (setup_driver(cfg, &d, err) < 0 || d->ops->load(d, archive, err) < 0)
+	if (make_image(work, data, name, &p, node, &base, node_version, &image, &archive, err) <
+	        0 ||
+	    d->ops->load(d, archive, err) < 0)
 		goto out;
 	int present = d->ops->image_present(d, image, err);
 	if (present < 0)
@@ -933,7 +996,8 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 		           d->name, archive, image, d->name);
 		goto out;
 	}
-	what = xasprintf("npm:%s@%s", p.name, p.version);
+	what = tarball ? xasprintf("npm:%s@%s, the tarball %s", p.name, p.version, p.spec + 5)
+	               : xasprintf("npm:%s@%s", p.name, p.version);
 	note = xasprintf("; npm integrity %s", p.integrity);
 	block = server_block(name, image, what, note, &o);
 	if (append_server(mcp_path, name, block, err) < 0)
@@ -951,6 +1015,7 @@ out:
 	strv_free(&o.network);
 	strv_free(&o.env);
 	strv_free(&skipped);
+	strv_free(&base);
 	ctr_driver_free(d);
 	cfg_free(cfg);
 	return status;
