@@ -15,10 +15,14 @@ that does not exist, a name taken) leave mcp.toml byte for byte as it was.
 Needs npm and the npm registry; without npm it reports skipped. Traffic: the
 npm registry (npm itself), containers with no network.
 """
+import io
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
+import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -28,6 +32,10 @@ from mcpclient import text_of  # noqa: E402
 t = ct.t
 RT = ct.RT
 MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+CLIENTS = os.path.join(TOP, "tests", "e2e", "clients")
+SDK_CLIENT = os.path.join(TOP, "tests", "e2e", "added_client.mjs")
+SCRIPTS_PKG = os.path.join(TOP, "testdata", "npm", "scripts-pkg")
 FILES = "@modelcontextprotocol/server-filesystem@2026.8.31"
 
 
@@ -57,6 +65,122 @@ def remember(pin, name, version):
     """what the test loaded, removed at the end"""
     tag = ("localhost/" if RT == "podman" else "") + "mcpgate-npm-%s:%s" % (name, version)
     ct.made["images"].append(tag)
+
+
+def clients_installed(env):
+    """build/e2e/clients: the pinned Inspector and SDK, installed with scripts off"""
+    dest = os.path.join(TOP, "build", "e2e", "clients")
+    lock = os.path.join(CLIENTS, "package-lock.json")
+    stamp = os.path.join(dest, "package-lock.json")
+    if os.path.exists(stamp) and open(stamp).read() == open(lock).read() and \
+            os.path.isdir(os.path.join(dest, "node_modules")):
+        return os.path.join(dest, "node_modules")
+    os.makedirs(dest, exist_ok=True)
+    for f in ("package.json", "package-lock.json"):
+        shutil.copy(os.path.join(CLIENTS, f), os.path.join(dest, f))
+    e = dict(env, npm_config_ignore_scripts="true")
+    r = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund",
+                        "--prefer-offline"], cwd=dest, env=e, capture_output=True, text=True,
+                       timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError("npm ci in %s: %s" % (dest, r.stderr[-800:]))
+    return os.path.join(dest, "node_modules")
+
+
+def tarball(dest, changes=None):
+    """testdata/npm/scripts-pkg as npm pack makes it, package.json changed by changes"""
+    with tarfile.open(dest, "w:gz") as tf:
+        for f in sorted(os.listdir(SCRIPTS_PKG)):
+            with open(os.path.join(SCRIPTS_PKG, f), "rb") as fh:
+                data = fh.read()
+            if f == "package.json" and changes:
+                doc = json.loads(data)
+                doc.update(changes)
+                data = json.dumps(doc).encode()
+            info = tarfile.TarInfo("package/" + f)
+            info.size = len(data)
+            info.mode = 0o755 if f == "server.js" else 0o644
+            tf.addfile(info, io.BytesIO(data))
+    return dest
+
+
+def test_scripts(base):
+    """A package of testdata's own, from a local tarball, whose install script
+    tries what a hostile one would: skipped by default, it never runs on the
+    host; with --scripts it runs in a container, where only its own
+    node_modules is writable, and what it left is in the image"""
+    s = ct.Session(base, "")
+    for k in ("NODE_EXTRA_CA_CERTS",):
+        if k in os.environ:
+            s.env[k] = os.environ[k]
+    marks = ["/tmp/mcpgate-install-script-ran",
+             os.path.join(s.env["HOME"], ".mcpgate-install-script-ran")]
+    for m in marks:
+        if os.path.exists(m):
+            os.unlink(m)
+    mcp = os.path.join(s.conf, "mcp.toml")
+    pkg = tarball(os.path.join(s.dir, "mcpgate-test-scripts-1.0.0.tgz"))
+    built = os.path.join(s.env["XDG_DATA_HOME"], "mcpgate", "npm", "%s", "node_modules",
+                         "mcpgate-test-scripts")
+
+    r = s.mcpgate("add", "npm:" + pkg, "--name", "skipped")
+    remember(r.stdout.strip(), "skipped", "1.0.0")
+    t.ok(r.returncode == 0 and "mcpgate-test-scripts has an install script, which was not run"
+         in r.stderr and "--scripts" in r.stderr,
+         "%s: a tarball's install script is skipped, and add says so and how to run it" % RT,
+         r.stderr[-600:])
+    t.ok(not any(os.path.exists(m) for m in marks) and
+         not os.path.exists(os.path.join(built % "skipped", "built.json")),
+         "%s: nothing it tried to write is on the host, nor in its own folder" % RT,
+         [m for m in marks if os.path.exists(m)])
+
+    r = s.mcpgate("add", "npm:" + pkg, "--name", "scripted", "--scripts")
+    remember(r.stdout.strip(), "scripted", "1.0.0")
+    remember(None, "scripts", "scripted")  # the install step's own image
+    t.ok(r.returncode == 0 and "[contained] > mcpgate-test-scripts@1.0.0 postinstall" in r.stderr,
+         "%s: add --scripts runs the install script in a container" % RT, r.stderr[-800:])
+    try:
+        with open(os.path.join(built % "scripted", "built.json")) as fh:
+            tries = json.load(fh)
+    except (OSError, ValueError):
+        tries = {}
+    t.ok(not any(os.path.exists(m) for m in marks),
+         "%s: what the contained script wrote to /tmp and the home folder is not on the "
+         "host" % RT, [m for m in marks if os.path.exists(m)])
+    t.ok(tries.get("workspace") == "EROFS" and tries.get("lockfile") == "EROFS" and
+         tries.get("root_home") not in (None, "done"),
+         "%s: in its container the install folder (the lockfile too) and the rest of the "
+         "filesystem are read-only" % RT, tries)
+    suid = os.path.join(built % "scripted", "suid")
+    t.ok(tries.get("setuid") == "done" and os.path.exists(suid) and
+         os.stat(suid).st_mode & 0o6000 == 0 and "cleared 1 setuid" in r.stderr,
+         "%s: the setuid file it made is cleared of its bit before anything reads it" % RT,
+         (tries, oct(os.stat(suid).st_mode) if os.path.exists(suid) else None))
+    r = s.mcpgate("review", "scripted")
+    s.mcpgate("approve", "scripted", "--tool", "built", "--on", "--effect", "read")
+    c = s.serve()
+    c.initialize()
+    c.request("tools/list", timeout=180)
+    got = text_of(c.call("scripted__built", {}, timeout=60))
+    c.close(timeout=60)
+    t.ok('"workspace":"EROFS"' in got,
+         "%s: what the script made is in the image the server runs from" % RT, got)
+
+    with open(mcp, "rb") as fh:
+        before = fh.read()
+    bad = tarball(os.path.join(s.dir, "fails.tgz"),
+                  {"scripts": {"postinstall": "echo the script says no >&2; exit 3"}})
+    r = s.mcpgate("add", "npm:" + bad, "--name", "fails", "--scripts")
+    remember(None, "scripts", "fails")
+    with open(mcp, "rb") as fh:
+        after = fh.read()
+    t.ok(r.returncode != 0 and "the script says no" in r.stderr and
+         "an install script failed in its container" in r.stderr and after == before,
+         "%s: a failing install script fails add with its output, mcp.toml as it was" % RT,
+         r.stderr[-600:])
+    left = ct.rt("ps", "-a", "--filter", "label=mcpgate.mcp=fails-scripts",
+                 "--format", "{{.Names}}").stdout.split()
+    t.ok(left == [], "%s: no container of the install step is left" % RT, left)
 
 
 def test(base):
@@ -144,6 +268,58 @@ def test(base):
     t.ok("result" in g and "entities" in text_of(g), "%s: the memory server answers" % RT, g)
     c.close(timeout=60)
 
+    # two real clients from npm: write_file asks now, as a write tool does
+    r = s.mcpgate("approve", "files", "--tool", "write_file", "--effect", "write")
+    t.ok(r.returncode == 0, "%s: write_file is approved as a write tool" % RT, r.stderr[-400:])
+    modules = clients_installed(s.env)
+    r = subprocess.run(["node", SDK_CLIENT, "--mcpgate", ct.MCPGATE, "--config", s.conf,
+                        "--workspace", s.ws, "--modules", modules,
+                        "--stderr", os.path.join(s.dir, "sdk-client.stderr")],
+                       env=s.env, capture_output=True, text=True, timeout=420)
+    for line in r.stdout.splitlines():
+        m = re.match(r"^(ok|not ok) \d+ - (.*)$", line)
+        if m:
+            t.ok(m.group(1) == "ok", "%s: SDK client: %s" % (RT, m.group(2)), r.stdout[-1500:])
+    t.ok(r.returncode == 0 and os.path.exists(os.path.join(rw, "from-sdk.txt")) and
+         not os.path.exists(os.path.join(rw, "declined.txt")),
+         "%s: the SDK client's session ended well: the accepted write is on disk, the "
+         "declined one is not" % RT, (r.returncode, r.stdout[-600:], r.stderr[-600:]))
+    inspector = os.path.join(modules, "@modelcontextprotocol", "inspector", "clients",
+                             "launcher", "build", "index.js")
+    config = os.path.join(s.dir, "inspector.json")
+    with open(config, "w") as fh:
+        json.dump({"mcpServers": {"gate": {
+            "command": ct.MCPGATE,
+            "args": ["serve", "--config", s.conf, "--workspace", s.ws],
+            "env": {k: s.env[k] for k in ("PATH", "HOME", "XDG_STATE_HOME", "XDG_DATA_HOME")
+                    if k in s.env}}}}, fh)
+
+    def inspect(*args):
+        e = dict(s.env, MCP_INSPECTOR_SECRET_STORE="memory")
+        r = subprocess.run(["node", inspector, "--cli", "--config", config, "--server", "gate"] +
+                           list(args), env=e, capture_output=True, text=True, timeout=300)
+        try:
+            return r, json.loads(r.stdout)
+        except ValueError:
+            return r, None
+    r, listed = inspect("--method", "tools/list")
+    names = sorted(x["name"] for x in (listed or {}).get("tools", []))
+    t.ok(r.returncode == 0 and "files__read_text_file" in names and
+         "server-memory__read_graph" in names,
+         "%s: the MCP Inspector's CLI lists the approved tools through mcpgate" % RT,
+         (names, r.stderr[-600:]))
+    r, got = inspect("--method", "tools/call", "--tool-name", "files__read_text_file",
+                     "--tool-arg", "path=/workspace/ro/notes.txt")
+    t.ok(r.returncode == 0 and got is not None and "read me through" in json.dumps(got) and
+         got.get("_meta", {}).get("io.mcpgate/server") == "files",
+         "%s: the Inspector's CLI calls a tool through mcpgate" % RT,
+         (got, r.stderr[-600:]))
+    r, got = inspect("--method", "tools/call", "--tool-name", "files__write_file",
+                     "--tool-arg", "path=/workspace/rw/from-inspector.txt", "content=x")
+    t.ok(not os.path.exists(os.path.join(rw, "from-inspector.txt")),
+         "%s: the Inspector's CLI, which cannot answer mcpgate's question, does not get a "
+         "write through" % RT, (got, r.stderr[-400:]))
+
     # the same input, the same image
     r = s.mcpgate("add", "npm:" + MEMORY, "--name", "memory-again")
     remember(r.stdout.strip(), "memory-again", "2026.8.31")
@@ -169,7 +345,10 @@ def test(base):
 def main():
     if shutil.which("npm") is None:
         return ct.skip("no npm here (scripts/setup installs it)")
-    return ct.run_cases("add", test)
+    def body(base):
+        test(base)
+        test_scripts(base)
+    return ct.run_cases("add", body)
 
 
 if __name__ == "__main__":
