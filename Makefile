@@ -37,6 +37,7 @@ YAJL_LIBS := $(shell $(PKG_CONFIG) --libs yajl)
 CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
 SODIUM_LIBS := $(shell $(PKG_CONFIG) --libs libsodium)
 ARCHIVE_LIBS := $(shell $(PKG_CONFIG) --libs libarchive)
+PSL_LIBS := $(shell $(PKG_CONFIG) --libs libpsl)
 
 # ---- sources, one module a line -------------------------------------------
 BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
@@ -47,7 +48,7 @@ TOML_SRC = internal/toml/toml.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
 CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
-             egress/addr.c
+             internal/config/suffix.c egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
 	internal/container/forward.c internal/container/mounts.c internal/container/owner.c internal/container/seccomp.c
@@ -65,7 +66,7 @@ CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/s
 
 MCPGATE_SRC = $(CMD_SRC) $(CLIENTS_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
               $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
-MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) -lpthread
+MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(PSL_LIBS) -lpthread
 TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
@@ -79,14 +80,15 @@ jsonrpc_test_SRC = internal/jsonrpc/jsonrpc_test.c $(JSONRPC_SRC) $(JSON_SRC) $(
 jsonrpc_test_LIBS = $(YAJL_LIBS)
 container_test_SRC = internal/container/container_test.c $(CONTAINER_SRC) $(CONFIG_SRC) $(TOML_SRC) \
 	$(PROC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
-container_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
+container_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(PSL_LIBS) -lpthread
 mcp_test_SRC = internal/mcp/mcp_test.c $(MCP_SRC) $(JSONRPC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 mcp_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 config_test_SRC = internal/config/config_test.c $(CONFIG_SRC) $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
+config_test_LIBS = $(PSL_LIBS)
 proc_test_SRC = internal/proc/proc_test.c $(PROC_SRC) $(BASE_SRC) $(TESTING_SRC)
 keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_SRC) $(TOML_SRC) \
 	$(BASE_SRC) $(TESTING_SRC)
-keychain_test_LIBS = $(SODIUM_LIBS)
+keychain_test_LIBS = $(SODIUM_LIBS) $(PSL_LIBS)
 pack_test_SRC = internal/pack/pack_test.c $(PACK_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 pack_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
 remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c $(BASE_SRC) $(TESTING_SRC)
@@ -108,7 +110,7 @@ LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) inte
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
 	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/toml/toml.h \
-	   internal/json/json.h internal/config/config.h internal/config/edit.h cmd/mcpgate/commands.h \
+	   internal/json/json.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
 	   internal/container/container-internal.h internal/audit/audit.h \

@@ -260,20 +260,43 @@ int egr_authority_parse(const char *s, size_t n, uint16_t default_port, struct e
 	return 0;
 }
 
+static const char *const host_aliases[] = {
+    "host.containers.internal",
+    "host.docker.internal",
+    "gateway.docker.internal",
+    "localhost",
+};
+
 bool egr_name_always_refused(const char *name)
 {
-	static const char *const aliases[] = {
-	    "host.containers.internal",
-	    "host.docker.internal",
-	    "gateway.docker.internal",
-	    "localhost",
-	};
-	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-		if (strcmp(name, aliases[i]) == 0)
+	for (size_t i = 0; i < sizeof(host_aliases) / sizeof(host_aliases[0]); i++)
+		if (strcmp(name, host_aliases[i]) == 0)
 			return true;
 	size_t n = strlen(name);
 	static const char suffix[] = ".localhost";
 	return n >= sizeof(suffix) - 1 && strcmp(name + n - (sizeof(suffix) - 1), suffix) == 0;
+}
+
+bool egr_wildcard_covers(const char *base, const char *name)
+{
+	size_t bn = strlen(base), nn = strlen(name);
+	if (bn == 0 || nn < bn + 2)
+		return false;
+	size_t label = nn - bn - 1;
+	return name[label] == '.' && strcmp(name + label + 1, base) == 0 &&
+	       memchr(name, '.', label) == NULL;
+}
+
+/* A wildcard whose matches include a name that is always refused: a
+ * mistake to show at start-up, not a rule that silently never applies. */
+static bool wildcard_hits_refused(const char *base)
+{
+	if (egr_name_always_refused(base))
+		return true;
+	for (size_t i = 0; i < sizeof(host_aliases) / sizeof(host_aliases[0]); i++)
+		if (egr_wildcard_covers(base, host_aliases[i]))
+			return true;
+	return false;
 }
 
 void egr_addr_unmap(struct egr_addr *a)
@@ -438,6 +461,39 @@ bool egr_cidr_match(const struct egr_cidr *c, const struct egr_addr *in)
 	return a.family == c->addr.family && prefix_match(a.b, c->addr.b, c->prefix);
 }
 
+/* The host of a wildcard entry, "*.NAME" (hn bytes at s): NAME must be a
+ * name of two labels or more (not an address, not numeric-looking). */
+static int wildcard_parse(const char *s, size_t hn, struct egr_allow *out, const char **why)
+{
+	if (hn < 2 || s[1] != '.' || memchr(s + 1, '*', hn - 1) != NULL) {
+		*why = "a wildcard is \"*.\" and a name, the star a whole first label "
+		       "(*.example.com)";
+		return -1;
+	}
+	if (egr_host_parse(s + 2, hn - 2, &out->host, why) < 0)
+		return -1;
+	switch (out->host.kind) {
+	case EGR_HOST_NAME:
+		break;
+	case EGR_HOST_IPV4:
+	case EGR_HOST_IPV6:
+	case EGR_HOST_NUMERIC:
+		*why = "a wildcard matches names, never an IP address or a numeric-looking name";
+		return -1;
+	}
+	if (strchr(out->host.name, '.') == NULL) {
+		*why = "a wildcard over a single label is over a public suffix (*.com): give two "
+		       "labels or more after \"*.\"";
+		return -1;
+	}
+	if (wildcard_hits_refused(out->host.name)) {
+		*why = "a wildcard that matches the runtime's host alias or localhost";
+		return -1;
+	}
+	out->wildcard = true;
+	return 0;
+}
+
 int egr_allow_parse(const char *s, bool private_ok, struct egr_allow *out, const char **why)
 {
 	memset(out, 0, sizeof(*out));
@@ -446,11 +502,20 @@ int egr_allow_parse(const char *s, bool private_ok, struct egr_allow *out, const
 	bool has_port;
 	if (authority_split(s, n, &hn, &ps, &pn, &has_port, why) < 0)
 		return -1;
-	if (egr_host_parse(s, hn, &out->host, why) < 0)
+	if (hn > 0 && s[0] == '*') {
+		if (wildcard_parse(s, hn, out, why) < 0)
+			return -1;
+	} else if (memchr(s, '*', hn) != NULL) {
+		*why = "a wildcard may only be the whole first label (*.example.com)";
 		return -1;
+	} else if (egr_host_parse(s, hn, &out->host, why) < 0) {
+		return -1;
+	}
 	if (has_port && parse_port(ps, pn, &out->port, why) < 0)
 		return -1;
 	out->private_ok = private_ok;
+	if (out->wildcard)
+		return 0;
 	const char *range;
 	switch (out->host.kind) {
 	case EGR_HOST_NUMERIC:
@@ -482,6 +547,14 @@ int egr_allow_parse(const char *s, bool private_ok, struct egr_allow *out, const
 	return -1;
 }
 
+/* Whether entry e names host h, ports aside */
+static bool entry_names(const struct egr_allow *e, const struct egr_host *h)
+{
+	if (e->wildcard)
+		return h->kind == EGR_HOST_NAME && egr_wildcard_covers(e->host.name, h->name);
+	return e->host.kind == h->kind && strcmp(e->host.name, h->name) == 0;
+}
+
 enum egr_match egr_allow_match(const struct egr_allow *list, size_t n, const struct egr_host *h,
                                uint16_t port, bool *private_ok)
 {
@@ -489,7 +562,7 @@ enum egr_match egr_allow_match(const struct egr_allow *list, size_t n, const str
 	*private_ok = false;
 	for (size_t i = 0; i < n; i++) {
 		const struct egr_allow *e = &list[i];
-		if (e->host.kind != h->kind || strcmp(e->host.name, h->name) != 0)
+		if (!entry_names(e, h))
 			continue;
 		if (e->port == port || (e->port == 0 && (port == 80 || port == 443))) {
 			best = EGR_MATCH_OK;

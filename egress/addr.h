@@ -58,6 +58,10 @@ int egr_parse_uint(const char *s, size_t n, uint64_t min, uint64_t max, uint64_t
  * subdomains. Takes a canonical name. */
 bool egr_name_always_refused(const char *name);
 
+/* Whether the wildcard *.base matches name, both canonical names: name is
+ * exactly one label, a dot and base. */
+bool egr_wildcard_covers(const char *base, const char *name);
+
 enum egr_addr_class {
 	EGR_ADDR_PUBLIC,
 	EGR_ADDR_PRIVATE, /* 10/8, 172.16/12, 192.168/16, fc00::/7: only with -allow-private */
@@ -86,17 +90,25 @@ struct egr_cidr {
 int egr_cidr_parse(const char *s, size_t n, struct egr_cidr *out, const char **why);
 bool egr_cidr_match(const struct egr_cidr *c, const struct egr_addr *a);
 
-/* One -allow or -allow-private entry. port 0 means 80 and 443. */
+/* One -allow or -allow-private entry. port 0 means 80 and 443. A wildcard
+ * entry (*.NAME) has wildcard set and host the canonical NAME after "*.",
+ * always of kind EGR_HOST_NAME. */
 struct egr_allow {
 	struct egr_host host;
 	uint16_t port;
 	bool private_ok;
+	bool wildcard;
 };
 
-/* Parse HOST[:PORT] as given on the command line. A numeric-looking name,
- * an always-refused name, or an IP literal that is special (or private
- * without private_ok) is refused here, so a mistake shows at start-up.
- * Returns 0 or -1 with *why. */
+/* Parse HOST[:PORT] or *.NAME[:PORT] as given on the command line. A
+ * numeric-looking name, an always-refused name, or an IP literal that is
+ * special (or private without private_ok) is refused here, so a mistake
+ * shows at start-up. A wildcard is "*." and a name of two labels or more,
+ * the star a whole first label: "*", "*.", "*x.com", "**.x.com",
+ * "a.*.com", a wildcard over an address or a numeric-looking name, one over
+ * a single label ("*.com": every single label is a public suffix) and one
+ * that would match an always-refused name ("*.docker.internal") are
+ * refused. Returns 0 or -1 with *why. */
 int egr_allow_parse(const char *s, bool private_ok, struct egr_allow *out, const char **why);
 
 enum egr_match {
@@ -104,9 +116,12 @@ enum egr_match {
 	EGR_MATCH_PORT, /* the host is listed, but not with this port */
 	EGR_MATCH_OK,   /* listed; *private_ok says whether private ranges may follow */
 };
-/* Exact match of canonical host text and port; no wildcards. An entry
- * without a port matches 80 and 443. When several entries match, private
- * ranges are allowed if any of them allows them. */
+/* Match of canonical host text and port. A plain entry matches its host
+ * exactly (kind and text). A wildcard *.NAME matches a host of kind
+ * EGR_HOST_NAME that is one label and a dot before NAME: not NAME itself,
+ * not two labels down, never an IP literal. An entry without a port matches
+ * 80 and 443. When several entries match, private ranges are allowed if any
+ * of them allows them. */
 enum egr_match egr_allow_match(const struct egr_allow *list, size_t n, const struct egr_host *h,
                                uint16_t port, bool *private_ok);
 

@@ -290,6 +290,13 @@ def scripted():
     r = subprocess.run(WRAPPER + [EGRESS, "-listen", "10.233.0.1:3128", "-frob"],
                        capture_output=True)
     ok(r.returncode == 2 and b"-frob" in r.stderr, "an unknown option exits 2 naming it")
+    # a wildcard the proxy refuses stops it at start, whatever mcpgate checked
+    for bad in ("*", "*.", "*.test", "a.*.wild.test", "**.wild.test", "*x.wild.test",
+                "*.10.233.0.2", "*.wild.test:0", "*.docker.internal"):
+        r = subprocess.run(WRAPPER + [EGRESS, "-listen", "10.233.0.1:3128", "-allow", bad],
+                           capture_output=True)
+        ok(r.returncode == 2 and ("-allow " + bad).encode() in r.stderr and r.stdout == b"",
+           "-allow %s exits 2 naming it" % bad, r.stderr)
 
     # the lifeline: the proxy ends when its standard input does
     p = start_proxy(["-allow", "example.com"])

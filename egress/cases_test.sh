@@ -82,6 +82,14 @@ fd00:233::2 v6.test
 10.233.0.1 self.test
 169.254.169.254 metadata.test
 10.233.0.5 blackhole.test
+10.233.0.2 a.wild.test
+10.233.0.2 wild.test
+10.233.0.2 b.a.wild.test
+10.233.0.2 badwild.test
+10.233.0.2 a.wild.test.evil.test
+127.0.0.1 loop.wild.test
+169.254.169.254 meta.wild.test
+10.233.0.1 self.wild.test
 EOF
 printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$tmp/resolv.conf"
 

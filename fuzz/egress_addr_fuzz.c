@@ -5,10 +5,13 @@
  *     inet_aton nor inet_pton read it (no numeric-looking bypass);
  *   - an IPv4-mapped address classifies exactly as its IPv4 address;
  *   - a parsed range contains its own address;
+ *   - a wildcard entry (*.NAME) never matches NAME, matches x.NAME and not
+ *     x.y.NAME;
  *   - authorities, ranges and allow entries never crash on any bytes. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +65,29 @@ static void check_host(const char *s, size_t n)
 	}
 }
 
+/* A wildcard entry is over a name of two labels or more; it never matches
+ * that name itself, and matches one label more. */
+static void check_wildcard(const struct egr_allow *e, bool private_ok)
+{
+	bool got_private;
+	uint16_t p = e->port != 0 ? e->port : 443;
+	if (e->host.kind != EGR_HOST_NAME || strchr(e->host.name, '.') == NULL ||
+	    egr_allow_match(e, 1, &e->host, p, &got_private) != EGR_MATCH_NONE)
+		__builtin_trap();
+	char child[EGR_HOST_MAX + 8];
+	int n = snprintf(child, sizeof(child), "x.%s", e->host.name);
+	struct egr_host h;
+	const char *why;
+	if (n > 0 && n <= EGR_HOST_MAX && egr_host_parse(child, (size_t)n, &h, &why) == 0 &&
+	    (egr_allow_match(e, 1, &h, p, &got_private) != EGR_MATCH_OK ||
+	     got_private != private_ok))
+		__builtin_trap();
+	n = snprintf(child, sizeof(child), "x.y.%s", e->host.name);
+	if (n > 0 && n <= EGR_HOST_MAX && egr_host_parse(child, (size_t)n, &h, &why) == 0 &&
+	    egr_allow_match(e, 1, &h, p, &got_private) != EGR_MATCH_NONE)
+		__builtin_trap();
+}
+
 static void check_class(const uint8_t *data, size_t size)
 {
 	if (size < 17)
@@ -110,13 +136,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct egr_allow e;
 	bool private_ok = size > 0 && (data[0] & 1);
-	if (egr_allow_parse(s, private_ok, &e, &why) == 0) {
+	if (egr_allow_parse(s, private_ok, &e, &why) == 0 && !e.wildcard) {
 		bool got_private;
 		uint16_t p = e.port != 0 ? e.port : 443;
 		if (e.host.kind == EGR_HOST_NUMERIC ||
 		    egr_allow_match(&e, 1, &e.host, p, &got_private) != EGR_MATCH_OK ||
 		    got_private != private_ok)
 			__builtin_trap();
+	} else if (egr_allow_parse(s, private_ok, &e, &why) == 0) {
+		check_wildcard(&e, private_ok);
 	}
 	check_class(data, size);
 	free(s);

@@ -92,6 +92,8 @@ ok $(( rc != 1 )) "a bad file exits 1"
 lines=$(printf '%s\n' "$errout" | grep -c '^testdata/demo/bad-mcp.toml:[0-9]*:[0-9]*: ')
 [ "$lines" -ge 4 ]; ok $? "every error is reported at once with file:line:col ($lines lines)"
 has "$errout" "bad-mcp.toml:5:"; ok $? "the tag on line 5 is named"
+has "$errout" 'bad-mcp.toml:6:12: server "files": "network" entry "*.github.io" is a wildcard on a public suffix'
+ok $? "the wildcard on a public suffix on line 6 is named, with its server"
 has "$errout" "bad-mcp.toml:11:"; ok $? "host-process on line 11 is named"
 [ -z "$out" ]; ok $? "nothing on stdout for a bad file"
 

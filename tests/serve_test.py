@@ -958,7 +958,7 @@ def test_list_changed():
 
 def test_egress_host_side():
     for runtime in ("podman", "docker"):
-        extra = ('network = ["api.example.com", "10.1.2.3:8443"]\n'
+        extra = ('network = ["api.example.com", "*.CDN.example.com.", "10.1.2.3:8443"]\n'
                  'network_private = ["10.1.2.3:8443"]\n')
         f = Fixture(server("net", tools_on=("echo", "env"), extra=extra) +
                     server("quiet", tools_on=("echo", "env")),
@@ -1003,11 +1003,12 @@ def test_egress_host_side():
              % runtime, side)
         args = side[0][side[0].index(IMAGE) + 1:] if side else []
         t.ok(args[:2] == ["-listen", "0.0.0.0:3128"] and "-lifeline" in args and
-             args[args.index("-allow") + 1] == "api.example.com" and
+             [args[i + 1] for i, a in enumerate(args) if a == "-allow"] ==
+             ["api.example.com", "*.cdn.example.com"] and
              args[args.index("-allow-private") + 1] == "10.1.2.3:8443" and
              args.count("-deny-address") == 3,
-             "%s: it allows exactly the listed hosts, denies its inner subnet and both gateways"
-             % runtime, args)
+             "%s: it allows exactly the listed hosts (a wildcard intact, in its normal form), "
+             "denies its inner subnet and both gateways" % runtime, args)
         t.ok(len(srv) == 1 and any(a.endswith("-in") and a.startswith("--network=")
                                    for a in srv[0]) and
              sum(a.startswith("--network") for a in srv[0]) == 1 and "--env=HTTP_PROXY" in srv[0],
@@ -1020,9 +1021,9 @@ def test_egress_host_side():
         status = c.close()
         t.ok(status == 0, "%s: the session ends" % runtime)
         eg = events(f.audit(), "mcp.egress")
-        t.ok(len(eg) == 3 and eg[0]["server"] == "net" and eg[0]["host"] == "api.example.com" and
-             eg[0]["allowed"] is True and eg[2]["allowed"] is False and
-             eg[2]["reason"] == "not listed",
+        t.ok(len(eg) == 4 and eg[0]["server"] == "net" and eg[0]["host"] == "api.example.com" and
+             eg[0]["allowed"] is True and eg[3]["allowed"] is False and
+             eg[3]["reason"] == "not listed",
              "%s: the sidecar's lines become mcp.egress records" % runtime, eg)
         nets = os.listdir(os.path.join(f.rt, "networks")) if os.path.isdir(
             os.path.join(f.rt, "networks")) else []

@@ -20,6 +20,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
+#include "internal/config/config-internal.h"
 #include "internal/toml/toml.h"
 
 /* errors beyond this many are counted, not listed */
@@ -49,6 +50,10 @@ struct ctx {
 	const char *home;
 	struct server_name *seen; /* valid server names so far */
 	size_t nseen;
+	/* the public suffix list, read at the first wildcard entry */
+	bool suffixes_tried;
+	struct cfg_suffixes *suffixes;
+	char *suffixes_error; /* why it could not be read, when it could not */
 };
 
 static struct cfg_pos pos_of(struct toml_pos p)
@@ -138,6 +143,8 @@ static void ctx_free(struct ctx *c)
 		free(c->diags[i].msg);
 	free(c->diags);
 	free(c->seen);
+	cfg_suffixes_free(c->suffixes);
+	free(c->suffixes_error);
 }
 
 /* ---- keys and types ------------------------------------------------------ */
@@ -389,10 +396,62 @@ static enum transport_seen check_transport(struct ctx *c, const struct keys *k,
 }
 
 /* network and network_private */
+
+/* `server "NAME": "network" entry` for the messages about a wildcard entry,
+ * which reaches every name under its own (allocated) */
+static char *wildcard_what(const struct keys *k, const struct cfg_server *s, const char *key)
+{
+	const char *name = s->name;
+	if (name == NULL && k->kv[K_NAME] != NULL && k->kv[K_NAME]->value->kind == TOML_STRING)
+		name = k->kv[K_NAME]->value->u.str.ptr;
+	char *q = name != NULL ? cfg_quote(name, strlen(name)) : xstrdup("(unnamed)");
+	char *what = xasprintf("server %s: \"%s\" entry", q, key);
+	free(q);
+	return what;
+}
+
+static const struct cfg_suffixes *suffixes(struct ctx *c)
+{
+	if (!c->suffixes_tried) {
+		c->suffixes_tried = true;
+		cleanup_err struct mg_err *e = NULL;
+		if (cfg_suffixes_open(cfg_suffix_list_path(), &c->suffixes, &e) < 0)
+			c->suffixes_error = xstrdup(mg_err_msg(e));
+	}
+	return c->suffixes;
+}
+
+/* A wildcard on a public suffix reaches names anyone may register. Returns
+ * whether the entry passed (a list that cannot be read fails it). */
+static bool check_wildcard_suffix(struct ctx *c, const struct cfg_host *h, struct toml_pos p,
+                                  const char *what, const char *text)
+{
+	const struct cfg_suffixes *list = suffixes(c);
+	if (list == NULL) {
+		diag_value(c, p, what, text,
+		           "cannot be checked against the public suffix list, so it is refused: %s",
+		           c->suffixes_error);
+		return false;
+	}
+	const char *base = h->host + 2;
+	if (cfg_suffixes_public(list, base)) {
+		diag_value(c, p, what, text,
+		           "is a wildcard on a public suffix: the public suffix list (%s) counts "
+		           "%s as one, so the names under it belong to whoever registers them; "
+		           "list each host, or a wildcard under a domain with one owner",
+		           cfg_suffix_list_path(), base);
+		return false;
+	}
+	return true;
+}
+
 /* The proxy refuses some entries at its start (localhost, host aliases,
- * special addresses, a private literal without network_private): the same
- * rules, from the same code, refuse them here with their file:line:col. */
-static void check_hosts_against_proxy(struct ctx *c, const struct cfg_server *s)
+ * special addresses, a private literal without network_private, a bad
+ * wildcard): the same rules, from the same code, refuse them here with
+ * their file:line:col. A wildcard is judged by the public suffix list
+ * first, which the proxy cannot read. */
+static void check_hosts_against_proxy(struct ctx *c, const struct keys *k,
+                                      const struct cfg_server *s)
 {
 	for (size_t i = 0; i < s->nhosts; i++) {
 		const struct cfg_host *h = &s->hosts[i];
@@ -401,18 +460,23 @@ static void check_hosts_against_proxy(struct ctx *c, const struct cfg_server *s)
 			snprintf(text, sizeof(text), "%s:%u", h->host, h->port);
 		else
 			snprintf(text, sizeof(text), "%s", h->host);
+		struct toml_pos p = {h->pos.line, h->pos.col};
+		bool wildcard = h->host[0] == '*';
+		cleanup_free char *what =
+		    wildcard ? wildcard_what(k, s, "network") : xstrdup("\"network\" entry");
+		if (wildcard && !check_wildcard_suffix(c, h, p, what, text))
+			continue;
 		struct egr_allow a;
 		const char *why = NULL;
 		if (egr_allow_parse(text, h->private_ok, &a, &why) < 0) {
-			struct toml_pos p = {h->pos.line, h->pos.col};
 			if (strstr(why, "-allow-private") != NULL)
 				diag_value(
-				    c, p, "\"network\" entry", text,
+				    c, p, what, text,
 				    "is a private address: list it in network_private too to "
 				    "allow it");
 			else
-				diag_value(c, p, "\"network\" entry", text,
-				           "is refused by the egress proxy: %s", why);
+				diag_value(c, p, what, text, "is refused by the egress proxy: %s",
+				           why);
 		}
 	}
 }
@@ -434,7 +498,10 @@ static void check_network(struct ctx *c, struct keys *k, struct cfg_server *s)
 			if (entry == NULL)
 				continue;
 			struct cfg_host h;
-			if (cfg_parse_host(entry, "\"network\" entry", &h, &e) < 0) {
+			cleanup_free char *what = strchr(entry, '*') != NULL
+			                              ? wildcard_what(k, s, "network")
+			                              : xstrdup("\"network\" entry");
+			if (cfg_parse_host(entry, what, &h, &e) < 0) {
 				diag_err(c, v->pos, &e);
 				failed[nfailed++] = entry;
 				continue;
@@ -488,7 +555,7 @@ static void check_network(struct ctx *c, struct keys *k, struct cfg_server *s)
 		}
 	}
 	free(failed);
-	check_hosts_against_proxy(c, s);
+	check_hosts_against_proxy(c, k, s);
 }
 
 static void check_mounts(struct ctx *c, const struct keys *k, struct cfg_server *s)

@@ -159,6 +159,10 @@ static const char reason_numeric[] =
     "looks like an IP address but is not in canonical form: IP literals are accepted only as "
     "four decimal octets without leading zeros (127.0.0.1) or, for IPv6, in brackets";
 
+static const char reason_wildcard[] =
+    "is not a wildcard mcpgate takes: the star is a whole first label before a name, "
+    "\"*.example.com\" (it matches a.example.com, not example.com nor a.b.example.com)";
+
 /* Check a host (no port) of n bytes: a DNS name, a canonical IPv4 address or
  * an IPv6 address in brackets. On success *out is its normal form (lower
  * case, no trailing dot, IPv6 as inet_ntop writes it). */
@@ -260,8 +264,6 @@ int cfg_parse_host(const char *s, const char *what, struct cfg_host *out, struct
 		return mg_err_set(err, "%s is empty", what);
 	if (strstr(s, "://") != NULL)
 		return fail(err, what, s, "has a scheme: list a host or host:port only");
-	if (strchr(s, '*') != NULL)
-		return fail(err, what, s, "holds a wildcard: list each host by its exact name");
 	if (strchr(s, '@') != NULL)
 		return fail(err, what, s, "holds userinfo (\"@\"): list a host or host:port only");
 	if (strchr(s, '/') != NULL)
@@ -292,10 +294,26 @@ int cfg_parse_host(const char *s, const char *what, struct cfg_host *out, struct
 	unsigned p = 0;
 	if (port != NULL && parse_port(port, strlen(port), &p) < 0)
 		return fail(err, what, s, "has a bad port: a port is a decimal number 1-65535");
+	/* *.NAME: the star is the whole first label, over a name */
+	bool wildcard = s[0] == '*';
+	if (memchr(s, '*', hlen) != NULL &&
+	    (!wildcard || hlen < 3 || s[1] != '.' || memchr(s + 1, '*', hlen - 1) != NULL))
+		return fail(err, what, s, "%s", reason_wildcard);
+	const char *name = wildcard ? s + 2 : s;
+	size_t nlen = wildcard ? hlen - 2 : hlen;
+	if (wildcard &&
+	    (name[0] == '[' || (strspn(name, "0123456789.") >= nlen && ipv4_canonical(name, nlen))))
+		return fail(err, what, s,
+		            "is a wildcard over an IP address: a wildcard matches names only");
 	char *host;
 	const char *reason;
-	if (normalize_host(s, hlen, &host, &reason) < 0)
+	if (normalize_host(name, nlen, &host, &reason) < 0)
 		return fail(err, what, s, "%s", reason);
+	if (wildcard) {
+		char *w = xasprintf("*.%s", host);
+		free(host);
+		host = w;
+	}
 	out->host = host;
 	out->port = p;
 	out->private_ok = false;

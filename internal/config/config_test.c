@@ -13,6 +13,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/testing.h"
 #include "internal/base/xalloc.h"
+#include "internal/config/config-internal.h"
 #include "internal/config/config.h"
 #include "internal/toml/toml.h"
 
@@ -459,6 +460,28 @@ static void test_hosts(void)
 	    {"host: 80", NULL, 0},
 	    {"ho st", NULL, 0},
 	    {"例え.jp", NULL, 0},
+	    {"*.Example.COM.", "*.example.com", 0},
+	    {"*.example.com:8443", "*.example.com", 8443},
+	    {"*.xn--bcher-kva.example", "*.xn--bcher-kva.example", 0},
+	    {"*.com", "*.com", 0}, /* syntax only: the public suffix list refuses it */
+	    {"*", NULL, 0},
+	    {"*.", NULL, 0},
+	    {"*:443", NULL, 0},
+	    {"a.*.com", NULL, 0},
+	    {"**.x.com", NULL, 0},
+	    {"*x.com", NULL, 0},
+	    {"x*.com", NULL, 0},
+	    {"*.*.com", NULL, 0},
+	    {"*.1.2.3.4", NULL, 0},
+	    {"*.1.2.3.4:443", NULL, 0},
+	    {"*.[::1]", NULL, 0},
+	    {"*.[2001:db8::1]:443", NULL, 0},
+	    {"*.127.1", NULL, 0},
+	    {"*.0x7f.1", NULL, 0},
+	    {"*.example.123", NULL, 0},
+	    {"*..example.com", NULL, 0},
+	    {"*.example.com:0", NULL, 0},
+	    {"https://*.example.com", NULL, 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct cfg_host h = {0};
@@ -472,6 +495,116 @@ static void test_hosts(void)
 		}
 		free(h.host);
 	}
+}
+
+/* The public suffix list, read as mcpgate reads it */
+static void test_suffixes(void)
+{
+	struct cfg_suffixes *list = NULL;
+	cleanup_err struct mg_err *err = NULL;
+	T_INT(cfg_suffixes_open(CFG_SUFFIX_LIST, &list, &err), 0, "Debian's list opens: %s",
+	      mg_err_msg(err));
+	if (list != NULL) {
+		static const char *const public[] = {"com",      "co.uk",     "uk",
+		                                     "ck",       "foo.ck",    "github.io",
+		                                     "nom.br",   "x.nom.br",  "xn--55qx5d.cn",
+		                                     "xn--p1ai", "zzunknown", NULL};
+		for (size_t i = 0; public[i] != NULL; i++)
+			T_OK(cfg_suffixes_public(list, public[i]), "%s is a public suffix",
+			     public[i]);
+		static const char *const owned[] = {"example.com", "www.ck",          "a.foo.ck",
+		                                    "bbc.co.uk",   "a.xn--55qx5d.cn", "a.github.io",
+		                                    NULL};
+		for (size_t i = 0; owned[i] != NULL; i++)
+			T_OK(!cfg_suffixes_public(list, owned[i]), "%s is not a public suffix",
+			     owned[i]);
+	}
+	cfg_suffixes_free(list);
+	cfg_suffixes_free(NULL);
+
+	list = NULL;
+	T_INT(cfg_suffixes_open("testdata/config/suffix/tiny.dat", &list, &err), 0,
+	      "a list of four rules opens: %s", mg_err_msg(err));
+	if (list != NULL) {
+		T_OK(cfg_suffixes_public(list, "co.uk") && cfg_suffixes_public(list, "foo.ck") &&
+		         cfg_suffixes_public(list, "zz"),
+		     "the file's rules decide, and its wildcard rule, and the default rule");
+		T_OK(!cfg_suffixes_public(list, "www.ck") &&
+		         !cfg_suffixes_public(list, "github.io"),
+		     "its exception decides, and what it lacks is no suffix");
+	}
+	cfg_suffixes_free(list);
+
+	list = NULL;
+	T_INT(cfg_suffixes_open("testdata/config/suffix/missing.dafsa", &list, &err), -1,
+	      "a missing list fails");
+	T_OK(list == NULL && strstr(mg_err_msg(err), "testdata/config/suffix/missing.dafsa") &&
+	         strstr(mg_err_msg(err), "No such file"),
+	     "naming the file and why: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	T_INT(cfg_suffixes_open("testdata/config/suffix/empty.dat", &list, &err), -1,
+	      "a list without rules fails");
+	T_OK(list == NULL && strstr(mg_err_msg(err), "is not a public suffix list") != NULL,
+	     "as not a public suffix list: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+
+	unsetenv("MCPGATE_PUBLIC_SUFFIX_LIST");
+	T_STR(cfg_suffix_list_path(), CFG_SUFFIX_LIST, "the list is Debian's by default");
+	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", "relative.dat", 1);
+	T_STR(cfg_suffix_list_path(), CFG_SUFFIX_LIST, "a relative override is ignored");
+	unsetenv("MCPGATE_PUBLIC_SUFFIX_LIST");
+}
+
+/* Wildcard entries in a whole configuration */
+static void test_wildcards(void)
+{
+	struct cfg *cfg = load("testdata/config/good-wildcard.toml", NULL);
+	if (cfg != NULL) {
+		const struct cfg_server *s = &cfg->servers[0];
+		T_INT(s->nhosts, 4, "wildcards: four hosts");
+		if (s->nhosts == 4) {
+			T_STR(s->hosts[0].host, "*.example.com", "a wildcard in its normal form");
+			T_OK(s->hosts[0].port == 0 && !s->hosts[0].private_ok,
+			     "a bare public wildcard");
+			T_STR(s->hosts[1].host, "*.www.ck", "a wildcard under an exception rule");
+			T_OK(s->hosts[2].port == 8443 && s->hosts[2].private_ok,
+			     "network_private marks a wildcard with a port");
+			T_STR(s->hosts[3].host, "example.com", "the apex is an entry of its own");
+		}
+		cfg_free(cfg);
+	}
+	expect_parse(SERVER_C "network = [\"*.a.example\", \"*.A.example.\"]\n", NULL,
+	             "mcp.toml:5:27: \"network\" entry \"*.A.example.\" is listed twice (first at "
+	             "5:12)",
+	             "a wildcard listed twice");
+
+	/* without the list, a wildcard is refused; a configuration without one
+	 * does not need it */
+	const char *wild = SERVER_C "network = [\"*.example.com\"]\n";
+	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", "/nonexistent/public_suffix_list.dafsa", 1);
+	expect_parse(wild, NULL,
+	             "mcp.toml:5:12: server \"s\": \"network\" entry \"*.example.com\" cannot be "
+	             "checked against the public suffix list, so it is refused: the public "
+	             "suffix list /nonexistent/public_suffix_list.dafsa cannot be read: No such "
+	             "file or directory (install publicsuffix; scripts/setup does)",
+	             "a wildcard without the list");
+	expect_parse(SERVER_C "network = [\"api.example.com\"]\n", NULL, NULL,
+	             "no wildcard, no list needed");
+	/* the list the environment names decides: a tiny one lacks github.io */
+	cleanup_free char *tiny = realpath("testdata/config/suffix/tiny.dat", NULL);
+	T_OK(tiny != NULL, "the tiny list is there");
+	if (tiny == NULL)
+		return;
+	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", tiny, 1);
+	cleanup_free char *want = xasprintf(
+	    "mcp.toml:5:27: server \"s\": \"network\" entry \"*.co.uk\" is a wildcard on a "
+	    "public suffix: the public suffix list (%s) counts co.uk as one, so the names under "
+	    "it belong to whoever registers them; list each host, or a wildcard under a domain "
+	    "with one owner",
+	    tiny);
+	expect_parse(SERVER_C "network = [\"*.github.io\", \"*.co.uk\"]\n", NULL, want,
+	             "the environment's list");
+	unsetenv("MCPGATE_PUBLIC_SUFFIX_LIST");
 }
 
 static void test_images(void)
@@ -748,6 +881,8 @@ int main(void)
 	test_syntax();
 	test_many_errors();
 	test_hosts();
+	test_suffixes();
+	test_wildcards();
 	test_images();
 	test_urls();
 	test_mounts();
