@@ -122,7 +122,23 @@ def main():
             t.ok(r.returncode != 0 and want in r.stderr and unchanged(),
                  "add %s is refused (%s), mcp.toml as it was, nothing packed"
                  % (" ".join(args), want or "a bad name"), r.stderr[-400:])
+        # a tree an install script shaped, left from before: npm never starts from it
+        left = os.path.join(data, "mcpgate", "npm", "fails-install", "node_modules")
+        outside = os.path.join(d, "outside")
+        os.makedirs(os.path.join(outside, "keep"))
+        with open(os.path.join(outside, "keep", "file"), "w") as fh:
+            fh.write("the person's\n")
+        os.makedirs(os.path.join(left, "a", "b"))
+        os.symlink(outside, os.path.join(left, "a", "to-outside"))
+        os.symlink(os.path.join(outside, "keep", "file"), os.path.join(left, "a", "b", "to-file"))
+        os.mkfifo(os.path.join(left, "a", "pipe"))
+        with open(os.path.join(left, ".package-lock.json"), "w") as fh:
+            fh.write("{}")
         r = add("npm:fails-install")
+        t.ok(not os.path.lexists(left) and
+             os.path.exists(os.path.join(outside, "keep", "file")),
+             "a node_modules left from before is removed before npm runs, its links not "
+             "followed", r.stderr[-300:])
         calls = npm_calls()
         t.ok(calls and all(c[-1] == "scripts=true" for c in calls) and
              any("--ignore-scripts" in c for c in calls if "install" in c),

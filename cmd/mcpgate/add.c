@@ -368,6 +368,10 @@ static int npm_install(const char *npm, const char *dir, const struct npm_pkg *p
 	    mg_read_file(manifest, 1 << 20, &text, &len, err) < 0)
 		return -1;
 	bool ci = access(lock, F_OK) == 0 && same_file(kept, text, len);
+	/* npm starts from nothing, as npm ci does: never from a tree that an
+	 * install script may have shaped (links, a hidden lockfile) */
+	if (add_remove_modules(dir, err) < 0)
+		return -1;
 	/* the version is exact and every tarball is checked by its integrity, so
 	 * what npm's cache holds is used before the network is asked */
 	const char *args_ci[] = {"--prefix",   dir,          "ci",        "--ignore-scripts",

@@ -31,6 +31,10 @@ int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *wor
                     const char *name, const struct strv *base, const struct strv *pkgs,
                     struct mg_err **err);
 
+/* Remove work's node_modules, links never followed: what npm installs on
+ * the host is never installed over a tree an install script had. */
+int add_remove_modules(const char *work, struct mg_err **err);
+
 /* A local package tarball (npm pack's output): its package.json, parsed,
  * and its integrity as npm records it ("sha512-" and base64). Nothing of
  * it runs. */

@@ -87,10 +87,11 @@ static const char runner[] =
 
 /* ---- what the scripts left ------------------------------------------------ */
 
-/* Below dirfd: setuid and setgid bits cleared; a node that is not a file,
- * folder or link removed. Links are never followed. */
-static int clear_special(int dirfd, const char *where, unsigned depth, unsigned *cleared,
-                         struct mg_err **err)
+/* Below dirfd: setuid and setgid bits cleared and a node that is not a file,
+ * folder or link removed (remove false), or everything removed (remove
+ * true). Links are never followed. */
+static int walk_left(int dirfd, const char *where, unsigned depth, bool remove, unsigned *count,
+                     struct mg_err **err)
 {
 	if (depth > WALK_DEPTH_MAX)
 		return mg_err_set(err, "%s: more than %d folders deep", where, WALK_DEPTH_MAX);
@@ -111,16 +112,17 @@ static int clear_special(int dirfd, const char *where, unsigned depth, unsigned 
 			r = mg_err_sys(err, errno, "%s/%s", where, e->d_name);
 			break;
 		}
-		if (S_ISLNK(st.st_mode))
-			continue;
 		cleanup_free char *path = xasprintf("%s/%s", where, e->d_name);
-		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-			/* a pipe or socket a script made: no place in an image */
+		bool special = !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode);
+		if (!S_ISDIR(st.st_mode) && (remove || special)) {
+			/* a pipe or socket a script made has no place in an image */
 			if (unlinkat(dirfd, e->d_name, 0) < 0)
 				r = mg_err_sys(err, errno, "removing %s", path);
-			(*cleared)++;
+			*count += !remove;
 			continue;
 		}
+		if (S_ISLNK(st.st_mode) || (remove && !S_ISDIR(st.st_mode)))
+			continue;
 		int child = openat(dirfd, e->d_name,
 		                   O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
 		                       (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
@@ -131,16 +133,36 @@ static int clear_special(int dirfd, const char *where, unsigned depth, unsigned 
 		struct stat cst;
 		if (fstat(child, &cst) < 0 || cst.st_ino != st.st_ino || cst.st_dev != st.st_dev)
 			r = mg_err_set(err, "%s changed while it was read", path);
-		else if ((cst.st_mode & (S_ISUID | S_ISGID)) != 0) {
+		else if (!remove && (cst.st_mode & (S_ISUID | S_ISGID)) != 0) {
 			if (fchmod(child, cst.st_mode & 0777) < 0)
 				r = mg_err_sys(err, errno, "clearing the setuid bit of %s", path);
-			(*cleared)++;
+			(*count)++;
 		}
 		if (r == 0 && S_ISDIR(cst.st_mode))
-			r = clear_special(child, path, depth + 1, cleared, err);
+			r = walk_left(child, path, depth + 1, remove, count, err);
 		close(child);
+		if (r == 0 && remove && unlinkat(dirfd, e->d_name, AT_REMOVEDIR) < 0)
+			r = mg_err_sys(err, errno, "removing %s", path);
 	}
 	closedir(dir);
+	return r;
+}
+
+int add_remove_modules(const char *work, struct mg_err **err)
+{
+	cleanup_free char *modules = xasprintf("%s/node_modules", work);
+	int fd = open(modules, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+		return unlink(modules) < 0 ? mg_err_sys(err, errno, "removing %s", modules) : 0;
+	if (fd < 0)
+		return mg_err_sys(err, errno, "%s", modules);
+	unsigned n = 0;
+	int r = walk_left(fd, modules, 0, true, &n, err);
+	close(fd);
+	if (r == 0 && rmdir(modules) < 0)
+		r = mg_err_sys(err, errno, "removing %s", modules);
 	return r;
 }
 
@@ -318,7 +340,7 @@ out:
 		if (mfd < 0)
 			mg_err_sys(&werr, errno, "%s", modules);
 		else
-			clear_special(mfd, modules, 0, &cleared, &werr);
+			walk_left(mfd, modules, 0, false, &cleared, &werr);
 		if (mfd >= 0)
 			close(mfd);
 		if (werr != NULL && r == 0)
