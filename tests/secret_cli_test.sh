@@ -91,6 +91,15 @@ has "$errout" 'env:PATH'; ok $? "and names the position"
 secret bind gh.token --host 'https://api.github.com' --position env:GH_TOKEN
 ok $(( rc != 2 )) "a URL as a host is a usage error"
 has "$errout" 'has a scheme'; ok $? "and says why"
+secret bind gh.token --host '*.co.uk' --position env:GH_TOKEN
+ok $(( rc != 2 )) "a wildcard on a public suffix is a usage error, as in network"
+has "$errout" 'is a wildcard on a public suffix'; ok $? "and says why"
+secret bind gh.token --host '*.github.io' --position env:GH_TOKEN
+ok $(( rc != 2 )) "the list's private section counts too"
+secret bind gh.token --host '*.example.com' --position env:GH_TOKEN
+ok $(( rc != 0 )) "a wildcard under a domain with one owner binds"
+secret unbind gh.token --host '*.example.com'
+ok $(( rc != 0 )) "and unbinds"
 secret bind gh.token --host api.github.com
 ok $(( rc != 2 )) "bind without --position is a usage error"
 secret bind gh.token --position env:X

@@ -191,7 +191,8 @@ static int secret_bind(struct kc *kc, const struct command *self, const struct s
 		goto out;
 	}
 	for (size_t i = 0; i < a->nhosts; i++) {
-		if (cfg_parse_host(a->hosts[i], "--host", &hosts[i], &e) < 0) {
+		if (cfg_parse_host(a->hosts[i], "--host", &hosts[i], &e) < 0 ||
+		    cfg_check_wildcard_host(hosts[i].host, "--host", &e) < 0) {
 			usage_error(self, "%s", mg_err_msg(e));
 			goto out;
 		}

@@ -243,6 +243,11 @@ int cfg_default_state_dir(char **out, struct mg_err **err);
  * private_ok false, pos untouched). */
 int cfg_parse_host(const char *s, const char *what, struct cfg_host *out, struct mg_err **err);
 
+/* A host as cfg_parse_host gives it: a wildcard "*.NAME" on a public suffix
+ * (or with no list to judge it by) is refused, as check refuses it in
+ * network; any other host passes. */
+int cfg_check_wildcard_host(const char *host, const char *what, struct mg_err **err);
+
 /* NAME@sha256:<64 hex>; *name and *digest allocated. */
 int cfg_parse_image(const char *s, const char *what, char **name, char **digest,
                     struct mg_err **err);

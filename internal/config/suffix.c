@@ -9,6 +9,7 @@
 
 #include "internal/base/xalloc.h"
 #include "internal/config/config-internal.h"
+#include "internal/config/config.h"
 
 struct cfg_suffixes {
 	psl_ctx_t *psl;
@@ -61,4 +62,22 @@ void cfg_suffixes_free(struct cfg_suffixes *s)
 		return;
 	psl_free(s->psl);
 	free(s);
+}
+
+int cfg_check_wildcard_host(const char *host, const char *what, struct mg_err **err)
+{
+	if (strncmp(host, "*.", 2) != 0)
+		return 0;
+	struct cfg_suffixes *list = NULL;
+	if (cfg_suffixes_open(cfg_suffix_list_path(), &list, err) < 0)
+		return mg_err_wrap(err, "%s %s cannot be checked, so it is refused", what, host);
+	bool public = cfg_suffixes_public(list, host + 2);
+	cfg_suffixes_free(list);
+	if (public)
+		return mg_err_set(
+		    err,
+		    "%s %s is a wildcard on a public suffix: the names under %s belong "
+		    "to whoever registers them",
+		    what, host, host + 2);
+	return 0;
 }
