@@ -500,6 +500,7 @@ static void toml_array(struct mg_buf *b, const char *key, const struct strv *v)
 
 struct entry_opts {
 	struct strv args, mounts, network, env; /* env: "NAME=VALUE" */
+	struct strv accept;                     /* accept_unenforced */
 };
 
 /* The [[server]] block, every tool off (no tools table: off is the default) */
@@ -524,6 +525,7 @@ static char *server_block(const char *name, const char *image, const char *what,
 	toml_array(&b, "args", &o->args);
 	toml_array(&b, "mounts", &o->mounts);
 	toml_array(&b, "network", &o->network);
+	toml_array(&b, "accept_unenforced", &o->accept);
 	if (o->env.n > 0) {
 		mg_buf_puts(&b, "env = { ", NULL);
 		for (size_t i = 0; i < o->env.n; i++) {
@@ -861,7 +863,7 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	const char *dir = NULL, *name_opt = NULL, *source = NULL, *node_opt = NULL;
 	const char *json_file = NULL;
 	struct from_json fj = {0};
-	struct entry_opts o = {STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT};
+	struct entry_opts o = {STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT};
 	struct npm_pkg p = {0};
 	cleanup_free char *pkg = NULL, *version = NULL, *name = NULL, *data = NULL, *node = NULL;
 	cleanup_free char *work = NULL, *archive = NULL, *image = NULL;
@@ -889,6 +891,13 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 			strv_push(&o.mounts, v);
 		if (r == 0 && (r = opt_value(argc, argv, &i, "network", &v)) > 0)
 			strv_push(&o.network, v);
+		if (r == 0 && (r = opt_value(argc, argv, &i, "accept-unenforced", &v)) > 0)
+			for (const char *q = v; *q != '\0';) {
+				size_t len = strcspn(q, ",");
+				if (len > 0)
+					strv_push_owned(&o.accept, xstrndup(q, len));
+				q += len + (q[len] == ',');
+			}
 		if (r == 0 && (r = opt_value(argc, argv, &i, "env", &v)) > 0) {
 			if (check_env_opt(v, err) < 0)
 				goto out;
@@ -984,7 +993,7 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 		        "package code runs on the host; --scripts runs it in a container)\n",
 		        skipped.v[i]);
 	if (scripts && skipped.n > 0 &&
-	    add_run_scripts(cfg, d, work, data, name, &base, &skipped, err) < 0)
+	    add_run_scripts(cfg, d, work, data, name, &base, &skipped, &o.accept, err) < 0)
 		goto out;
 	if (make_image(work, data, name, &p, node, &base, node_version, &image, &archive, err) <
 	        0 ||
@@ -1018,6 +1027,7 @@ out:
 	strv_free(&o.mounts);
 	strv_free(&o.network);
 	strv_free(&o.env);
+	strv_free(&o.accept);
 	strv_free(&skipped);
 	strv_free(&base);
 	ctr_driver_free(d);

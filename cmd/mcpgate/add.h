@@ -24,12 +24,13 @@ int add_pack_kept(struct pack_spec *spec, const char *images, const char *repo,
 /* The install scripts npm skipped (the packages of pkgs, lockfile keys
  * "node_modules/..."), run in a container with a server's isolation: no
  * network, the install folder work read-only at /workspace and only its
- * node_modules writable. base is the node layer. Nothing of the packages
+ * node_modules writable, its limits held or refused as a server's (accept:
+ * the accept_unenforced the person gave). base is the node layer. Nothing of the packages
  * runs on the host; what the scripts left is cleared of setuid and setgid
  * bits. */
 int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *work, const char *data,
                     const char *name, const struct strv *base, const struct strv *pkgs,
-                    struct mg_err **err);
+                    const struct strv *accept, struct mg_err **err);
 
 /* Remove work's node_modules, links never followed: what npm installs on
  * the host is never installed over a tree an install script had. */

@@ -29,6 +29,8 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
+#include "internal/gateway/launch.h"
+#include "internal/json/json.h"
 #include "internal/proc/proc.h"
 
 #define SCRIPTS_TIMEOUT_MS (15 * 60 * 1000)
@@ -217,17 +219,52 @@ static int scripts_image(const char *data, const char *name, const struct strv *
 
 /* The step as a server of its own: the configuration gives it the same
  * checks and the same run argv as any server */
-static int scripts_server(const char *name, const char *image, struct cfg **out,
+static int scripts_server(const char *name, const char *image, const struct strv *accept,
+                          struct cfg **out, struct mg_err **err)
+{
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	mg_buf_printf(&b, NULL,
+	              "[[server]]\n"
+	              "name = \"%s-scripts\"\n"
+	              "transport = \"container\"\n"
+	              "image = \"%s\"\n"
+	              "mounts = [\".:read\", \"node_modules:write\"]\n"
+	              "memory = \"1g\"\n",
+	              name, image);
+	if (accept->n > 0) {
+		mg_buf_puts(&b, "accept_unenforced = [", NULL);
+		for (size_t i = 0; i < accept->n; i++) {
+			mg_buf_puts(&b, i > 0 ? ", " : "", NULL);
+			json_quote(accept->v[i], strlen(accept->v[i]), &b, NULL);
+		}
+		mg_buf_puts(&b, "]\n", NULL);
+	}
+	int r = cfg_parse(b.data, b.len, "the install step (--accept-unenforced)", NULL, 0, NULL,
+	                  out, err);
+	mg_buf_free(&b);
+	return r;
+}
+
+/* The step's limits hold here, or the person accepted that they do not, as
+ * for a server (docs/unenforced.md) */
+static int scripts_limits(const struct ctr_driver *d, const struct cfg_server *s,
                           struct mg_err **err)
 {
-	cleanup_free char *text = xasprintf("[[server]]\n"
-	                                    "name = \"%s-scripts\"\n"
-	                                    "transport = \"container\"\n"
-	                                    "image = \"%s\"\n"
-	                                    "mounts = [\".:read\", \"node_modules:write\"]\n"
-	                                    "memory = \"1g\"\n",
-	                                    name, image);
-	return cfg_parse(text, strlen(text), "the install step", NULL, 0, NULL, out, err);
+	struct ctr_platform platform;
+	struct mg_err *perr = NULL;
+	int pr = d->ops->platform(d, &platform, &perr);
+	cleanup_free char *refusal =
+	    gw_unenforced_refusal(&platform, pr < 0 ? mg_err_msg(perr) : NULL, s);
+	mg_err_free(perr);
+	if (pr == 0)
+		ctr_platform_free(&platform);
+	if (refusal != NULL)
+		return mg_err_set(
+		    err,
+		    "the install scripts are not run: %s (for add: --accept-unenforced "
+		    "LIST, which the server's entry then says too)",
+		    refusal);
+	return 0;
 }
 
 static void show_output(const struct mg_buf *b)
@@ -242,7 +279,7 @@ static void show_output(const struct mg_buf *b)
 
 int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *work, const char *data,
                     const char *name, const struct strv *base, const struct strv *pkgs,
-                    struct mg_err **err)
+                    const struct strv *accept, struct mg_err **err)
 {
 	cleanup_free char *image = NULL, *archive = NULL, *state = NULL, *stage = NULL;
 	cleanup_free char *cfg_dir = NULL, *state_dir = NULL, *cname = NULL;
@@ -261,8 +298,9 @@ int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *wor
 
 	if (mg_write_file_atomic(runner_path, runner, sizeof(runner) - 1, 0644, err) < 0 ||
 	    scripts_image(data, name, base, &image, &archive, err) < 0 ||
-	    d->ops->load(d, archive, err) < 0 || scripts_server(name, image, &step, err) < 0 ||
-	    cfg_default_state_dir(&state, err) < 0)
+	    d->ops->load(d, archive, err) < 0 ||
+	    scripts_server(name, image, accept, &step, err) < 0 ||
+	    scripts_limits(d, &step->servers[0], err) < 0 || cfg_default_state_dir(&state, err) < 0)
 		goto out;
 	if (stat(modules, &st) < 0) {
 		mg_err_sys(err, errno, "%s", modules);
