@@ -17,10 +17,10 @@
 //
 //   --modules  the node_modules holding the pinned SDK (build/e2e/clients)
 // The environment is passed to mcpgate whole (XDG_STATE_HOME, XDG_DATA_HOME...).
-import { createRequire } from "node:module";
 import { openSync } from "node:fs";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
+
+import { sdkLoader, tap } from "./tap.mjs";
 
 const o = { mcpgate: null, config: null, workspace: null, modules: null, stderr: null };
 const argv = process.argv.slice(2);
@@ -38,34 +38,16 @@ for (const k of ["mcpgate", "config", "workspace", "modules"])
 		process.exit(2);
 	}
 
-const sdk = createRequire(path.join(o.modules, "x.js"));
-const load = async (spec) => import(pathToFileURL(sdk.resolve(spec)).href);
+const load = sdkLoader(o.modules);
 const { Client } = await load("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = await load("@modelcontextprotocol/sdk/client/stdio.js");
 const { ElicitRequestSchema } = await load("@modelcontextprotocol/sdk/types.js");
 
-let n = 0, passed = 0, failed = 0;
-function ok(cond, name, detail) {
-	n++;
-	if (cond) {
-		passed++;
-		console.log(`ok ${n} - ${name}`);
-	} else {
-		failed++;
-		console.log(`not ok ${n} - ${name}`);
-		if (detail !== undefined)
-			for (const line of JSON.stringify(detail).slice(0, 2000).split("\n"))
-				console.log(`#   ${line}`);
-	}
-}
+const t = tap();
+const { ok } = t;
 const textOf = (r) => (r?.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
 
-const watchdog = setTimeout(() => {
-	console.log(`not ok ${n + 1} - the client finished within 300 s`);
-	console.log(`${passed} passed, ${failed + 1} failed`);
-	process.exit(1);
-}, 300_000);
-watchdog.unref();
+t.deadline(300_000);
 
 const transport = new StdioClientTransport({
 	command: o.mcpgate,
@@ -115,6 +97,4 @@ try {
 } finally {
 	await client.close().catch(() => {});
 }
-console.log(`1..${n}`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 && n > 0 ? 0 : 1);
+t.done();

@@ -24,10 +24,11 @@
 //   --verbose  also print each result as a "# " comment line
 // The environment is passed to mcpgate whole (XDG_STATE_HOME, XDG_DATA_HOME...).
 // Every request has a deadline; nothing here measures time.
-import { createRequire } from "node:module";
 import { openSync, closeSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+
+import { sdkLoader, tap } from "./tap.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const top = path.resolve(here, "..", "..");
@@ -66,45 +67,19 @@ function parseArgs(argv) {
 const opts = parseArgs(process.argv.slice(2));
 
 // The SDK comes from the pinned install, not from a node_modules beside this
-// file: resolve it from there (its "require" build, the same API).
-const sdk = createRequire(path.join(opts.modules, "x.js"));
-const load = async (spec) => import(pathToFileURL(sdk.resolve(spec)).href);
+// file
+const load = sdkLoader(opts.modules);
 const { Client } = await load("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = await load("@modelcontextprotocol/sdk/client/stdio.js");
 
-let n = 0, passed = 0, failed = 0;
-function ok(cond, name, detail) {
-	n++;
-	if (cond) {
-		passed++;
-		console.log(`ok ${n} - ${name}`);
-	} else {
-		failed++;
-		console.log(`not ok ${n} - ${name}`);
-		if (detail !== undefined) {
-			const text = typeof detail === "string" ? detail : JSON.stringify(detail);
-			for (const line of String(text).split("\n").slice(0, 20))
-				console.log(`#   ${line}`);
-		}
-	}
-	return cond;
-}
-function note(text) {
-	for (const line of String(text).split("\n"))
-		console.log(`# ${line}`);
-}
+const t = tap();
+const { ok, note } = t;
 function textOf(result) {
 	const c = result?.content?.[0];
 	return c && c.type === "text" ? c.text : undefined;
 }
 
-// a whole-run deadline, on top of each request's own
-const watchdog = setTimeout(() => {
-	console.log(`not ok ${n + 1} - the client finished within 300 s`);
-	console.log(`${passed} passed, ${failed + 1} failed`);
-	process.exit(1);
-}, 300_000);
-watchdog.unref();
+t.deadline(300_000);
 
 const S = opts.server;
 const stderrFd = opts.stderr ? openSync(opts.stderr, "a") : "inherit";
@@ -239,6 +214,4 @@ try {
 	if (typeof stderrFd === "number") closeSync(stderrFd);
 }
 
-console.log(`1..${n}`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+t.done();
