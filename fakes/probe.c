@@ -183,6 +183,7 @@ struct probe {
 	int ignore_eof;
 	const char *banner;
 	const char *describe_suffix;
+	int describe_caps; /* each description ends with the client's capabilities */
 	char *barrier_dir;
 	long long barrier_count;
 	long long barrier_timeout_ms;
@@ -218,7 +219,8 @@ static void usage(const char *why)
 		fprintf(stderr, "mcpgate-probe: %s\n", why);
 	fputs(
 	    "usage: mcpgate-probe [--tools a,b] [--page-size N] [--protocol V] [--crash-after N]\n"
-	    "         [--ignore-eof] [--stderr-banner TEXT] [--describe-suffix S]\n"
+	    "         [--ignore-eof] [--stderr-banner TEXT] [--describe-suffix S] "
+	    "[--describe-caps]\n"
 	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
 	    "         [--leak-env NAME:WHERE] [--tool-extra MEMBERS]\n"
 	    "         [--garbage-first] [--huge-first BYTES] [--resources N]\n",
@@ -1677,6 +1679,11 @@ static void put_tool(const struct probe *p, struct pj_buf *b, const struct tool 
 		pj_buf_adds(&d, t->description);
 		if (p->describe_suffix != NULL)
 			pj_buf_adds(&d, p->describe_suffix);
+		if (p->describe_caps) {
+			pj_buf_adds(&d, " [client capabilities: ");
+			pj_buf_adds(&d, p->client_caps != NULL ? p->client_caps : "none");
+			pj_buf_adds(&d, "]");
+		}
 		if (p->changed)
 			pj_buf_adds(&d, " (changed)");
 		pj_put_string(b, d.p, d.len);
@@ -2002,6 +2009,8 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->banner = v;
 		} else if ((v = option_value(argc, argv, &i, "--describe-suffix")) != NULL) {
 			p->describe_suffix = v;
+		} else if (strcmp(a, "--describe-caps") == 0) {
+			p->describe_caps = 1;
 		} else if (strcmp(a, "--stderr-invalid") == 0) {
 			p->stderr_invalid = 1;
 		} else if ((v = option_value(argc, argv, &i, "--flood")) != NULL) {

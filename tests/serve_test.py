@@ -725,6 +725,28 @@ def test_withheld():
     f.cleanup()
 
 
+def test_review_sees_what_a_session_sees():
+    """A server whose tools depend on the capabilities it is initialized
+    with (the probe's --describe-caps): review declares what a session
+    declares to it, so the manifest approved is the one a session is
+    offered"""
+    text = ('[[server]]\nname = "caps"\ntransport = "container"\nimage = "%s"\n'
+            'args = ["--describe-caps"]\nrelay = ["elicitation"]\n' % IMAGE)
+    f = Fixture(text)
+    r = f.mcpgate("review", "caps")
+    t.ok(r.returncode == 0 and '[client capabilities: {"elicitation":{}}]' in r.stdout,
+         "review initializes the server with the capabilities its relay allows", r.stdout[-600:])
+    r = f.mcpgate("approve", "caps", "--tool", "echo", "--on", "--effect", "read")
+    t.ok(r.returncode == 0, "approve", r.stderr)
+    c = f.start()
+    c.initialize({"elicitation": {}})
+    names = tool_names(c.request("tools/list"))
+    c.close()
+    t.ok(names == ["caps__echo"],
+         "the session is offered the approved tool: its manifest is the reviewed one", names)
+    f.cleanup()
+
+
 def test_review_approve():
     text = ('# my servers, in my words\n'
             '[[server]]\n'
@@ -1229,7 +1251,7 @@ def test_calls_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

@@ -15,6 +15,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
+#include "internal/gateway/gateway-internal.h"
 
 /* The folder a file is in (allocated) */
 static char *folder_of(const char *path)
@@ -279,7 +280,10 @@ int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
 	gw_mount_plan_init(&mp, cfg, server, workspace, data, state, container);
 	int r = gw_launch_start(d, &spec, &mp.plan, &pc, &l, err);
 	if (r == 0)
-		r = mcp_initialize(l.peer, deadline, NULL, &out->info, err);
+		/* the capabilities a session declares to this server, so the manifest
+		 * a person approves is the one a session is offered */
+		r = mcp_initialize(l.peer, deadline, gw_relay_server_capabilities(server),
+		                   &out->info, err);
 	gw_launch_mounted(&l);
 	gw_mount_plan_free(&mp);
 	if (r == 0)
