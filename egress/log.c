@@ -1,6 +1,7 @@
 /* Records: JSON lines on standard output, one write per line. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -115,6 +116,15 @@ int egr_format_close(char *buf, size_t cap, const char *host, int port, uint64_t
 	return terminate(&b);
 }
 
+/* Standard output is a pipe to mcpgate (through the runtime): a reader
+ * that lags makes the proxy wait, never drops a line. A descriptor someone
+ * made non-blocking is waited on with poll, a minute at most per line; only a
+ * reader that is gone (or that stalled that long) loses lines, and stderr
+ * says how many. */
+#define EMIT_WAIT_MS 60000
+
+static unsigned long long dropped;
+
 static void emit(const char *line, int n)
 {
 	if (n < 0) {
@@ -125,11 +135,24 @@ static void emit(const char *line, int n)
 	size_t off = 0;
 	while (off < (size_t)n) {
 		ssize_t w = write(STDOUT_FILENO, line + off, (size_t)n - off);
+		if (w > 0) {
+			off += (size_t)w;
+			continue;
+		}
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return; /* the reader is gone; -lifeline ends us soon */
-		off += (size_t)w;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pfd = {.fd = STDOUT_FILENO, .events = POLLOUT};
+			int r = poll(&pfd, 1, EMIT_WAIT_MS);
+			if (r > 0 || (r < 0 && errno == EINTR))
+				continue;
+		}
+		/* the reader is gone (-lifeline ends us soon) or stalled */
+		if (dropped++ == 0)
+			fprintf(stderr, "mcpgate-egress: standard output: %s: records are lost\n",
+			        w < 0 && errno != EAGAIN ? strerror(errno)
+			                                 : "no progress in a minute");
+		return;
 	}
 }
 

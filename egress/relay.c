@@ -172,11 +172,16 @@ static void dir_init(struct dir *d)
 }
 
 /* Close a connection now; its memory goes when the current batch of events
- * is done, since another event of the batch may still name it. */
-static void conn_close(struct loop *l, struct conn *c)
+ * is done, since another event of the batch may still name it. Whatever the
+ * path, a connection that sent a byte leaves its attempt record (`why` is its
+ * reason when none was written yet), and one that was relaying its close
+ * record: the records hold every attempt, not the ones that ended well. */
+static void conn_close(struct loop *l, struct conn *c, const char *why)
 {
 	if (c->dead)
 		return;
+	if (!c->attempt_logged && (c->head_len > 0 || c->state != S_HEAD))
+		log_attempt(c, false, why);
 	if (c->established) {
 		uint64_t up =
 		    c->up.bytes - (c->up.uncounted < c->up.bytes ? c->up.uncounted : c->up.bytes);
@@ -290,7 +295,7 @@ static void answer_pump(struct loop *l, struct conn *c)
 			} else if (n < 0 && errno == EAGAIN) {
 				return;
 			} else {
-				conn_close(l, c);
+				conn_close(l, c, "the client closed before the answer");
 				return;
 			}
 		}
@@ -304,7 +309,7 @@ static void answer_pump(struct loop *l, struct conn *c)
 		if (n > 0) {
 			c->linger_bytes += (size_t)n;
 			if (c->linger_bytes > LINGER_BYTES) {
-				conn_close(l, c);
+				conn_close(l, c, "the client sent too much after the answer");
 				return;
 			}
 		} else if (n < 0 && errno == EINTR) {
@@ -312,7 +317,7 @@ static void answer_pump(struct loop *l, struct conn *c)
 		} else if (n < 0 && errno == EAGAIN) {
 			return;
 		} else {
-			conn_close(l, c);
+			conn_close(l, c, "the client closed after the answer");
 			return;
 		}
 	}
@@ -437,7 +442,7 @@ static void relay_pump(struct loop *l, struct conn *c)
 {
 	bool moved = false;
 	if (pump(&c->up, &moved) < 0 || pump(&c->down, &moved) < 0) {
-		conn_close(l, c);
+		conn_close(l, c, "relay error");
 		return;
 	}
 	/* A client that has sent its end gets the rest of the answer, but a
@@ -462,7 +467,7 @@ static void relay_pump(struct loop *l, struct conn *c)
 	else /* the response has ended, or the client gave up mid-request */
 		done = c->down.shut || (c->up.eof && c->up.framing != F_DISCARD);
 	if (done)
-		conn_close(l, c);
+		conn_close(l, c, "done");
 }
 
 static int add_fd(struct loop *l, int fd, uint64_t tag, uint32_t events)
@@ -471,8 +476,13 @@ static int add_fd(struct loop *l, int fd, uint64_t tag, uint32_t events)
 	return epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* The destination passed every check: its allowed attempt record, and from
+ * here on a close record is due, whatever happens next */
 static void start_relay(struct loop *l, struct conn *c)
 {
+	log_attempt(c, true, "ok");
+	c->established = true;
+	c->t_start = now_ms();
 	struct dir *dirs[2] = {&c->up, &c->down};
 	c->up.src = c->down.dst = c->cfd;
 	c->up.dst = c->down.src = c->ufd;
@@ -483,15 +493,13 @@ static void start_relay(struct loop *l, struct conn *c)
 		int p[2];
 		if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0) {
 			fprintf(stderr, "mcpgate-egress: pipe: %s\n", strerror(errno));
-			conn_close(l, c);
+			conn_close(l, c, "pipe");
 			return;
 		}
 		d->pipe_r = p[0];
 		d->pipe_w = p[1];
 	}
 	c->state = S_RELAY;
-	c->established = true;
-	c->t_start = now_ms();
 	set_deadline(l, c, l->o->idle_timeout_ms);
 	relay_pump(l, c);
 }
@@ -509,7 +517,7 @@ static void sni_step(struct loop *l, struct conn *c)
 		} else if (n < 0 && errno == EAGAIN) {
 			break;
 		} else if (!(n < 0 && errno == EINTR)) {
-			conn_close(l, c);
+			conn_close(l, c, "tls: the client closed before its ClientHello");
 			return;
 		}
 	}
@@ -521,7 +529,6 @@ static void sni_step(struct loop *l, struct conn *c)
 		if (r > 0) {
 			why = egr_sni_refusal(&c->host, hello.sni, hello.sni_len);
 			if (why == NULL) {
-				log_attempt(c, true, "ok");
 				start_relay(l, c);
 				return;
 			}
@@ -531,21 +538,19 @@ static void sni_step(struct loop *l, struct conn *c)
 		if (r != 0 || up->len == up->cap) {
 			snprintf(c->reason, sizeof(c->reason), "tls: %s",
 			         r != 0 ? why : "ClientHello too large");
-			log_attempt(c, false, c->reason);
-			conn_close(l, c);
+			conn_close(l, c, c->reason);
 			return;
 		}
 		ssize_t n = recv(c->cfd, up->buf + up->len, up->cap - up->len, 0);
 		if (n > 0) {
 			up->len += (size_t)n;
 		} else if (n == 0) {
-			log_attempt(c, false, "tls: the client closed before its ClientHello");
-			conn_close(l, c);
+			conn_close(l, c, "tls: the client closed before its ClientHello");
 			return;
 		} else if (errno == EAGAIN) {
 			return;
 		} else if (errno != EINTR) {
-			conn_close(l, c);
+			conn_close(l, c, "tls: the client closed before its ClientHello");
 			return;
 		}
 	}
@@ -557,7 +562,6 @@ static void connected(struct loop *l, struct conn *c)
 	setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(c->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (!c->is_connect) {
-		log_attempt(c, true, "ok");
 		start_relay(l, c);
 		return;
 	}
@@ -584,7 +588,6 @@ static void connected(struct loop *l, struct conn *c)
 		sni_step(l, c);
 		return;
 	}
-	log_attempt(c, true, "ok");
 	start_relay(l, c);
 }
 
@@ -922,15 +925,12 @@ static void head_read(struct loop *l, struct conn *c)
 				return;
 			}
 		} else if (n == 0) {
-			if (c->head_len > 0)
-				log_attempt(c, false,
-				            "the client closed during the header section");
-			conn_close(l, c);
+			conn_close(l, c, "the client closed during the header section");
 			return;
 		} else if (errno == EAGAIN) {
 			return;
 		} else if (errno != EINTR) {
-			conn_close(l, c);
+			conn_close(l, c, "the client closed during the header section");
 			return;
 		}
 	}
@@ -944,10 +944,8 @@ static void on_client(struct loop *l, struct conn *c, uint32_t events)
 		return;
 	case S_DNS:
 	case S_CONNECT:
-		if (events & (EPOLLERR | EPOLLHUP)) {
-			log_attempt(c, false, "the client closed before the upstream answered");
-			conn_close(l, c);
-		}
+		if (events & (EPOLLERR | EPOLLHUP))
+			conn_close(l, c, "the client closed before the upstream answered");
 		return;
 	case S_SNI:
 		sni_step(l, c);
@@ -1001,7 +999,7 @@ static void conn_new(struct loop *l, int fd)
 	set_deadline(l, c, l->o->header_timeout_ms);
 	if (add_fd(l, fd, (uint64_t)(uintptr_t)c, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
 		fprintf(stderr, "mcpgate-egress: epoll: %s\n", strerror(errno));
-		conn_close(l, c);
+		conn_close(l, c, "epoll");
 	}
 }
 
@@ -1073,13 +1071,12 @@ static void on_deadline(struct loop *l, struct conn *c)
 		try_connect(l, c);
 		return;
 	case S_SNI:
-		log_attempt(c, false, "tls: no ClientHello in time");
-		conn_close(l, c);
+		conn_close(l, c, "tls: no ClientHello in time");
 		return;
 	case S_RELAY: /* idle */
 	case S_ANSWER:
 	case S_LINGER:
-		conn_close(l, c);
+		conn_close(l, c, "timeout");
 		return;
 	}
 }
@@ -1116,6 +1113,17 @@ static void free_dead(struct loop *l)
 		l->dead = c->next;
 		free(c);
 	}
+}
+
+/* The end of the proxy (a signal, the lifeline): every connection still
+ * open is closed the ordinary way, so each has its records, the tunnels
+ * still relaying their close records among them. */
+static int stop(struct loop *l, int status)
+{
+	while (l->conns != NULL)
+		conn_close(l, l->conns, "the proxy stopped");
+	free_dead(l);
+	return status;
 }
 
 int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own, size_t nown)
@@ -1170,7 +1178,7 @@ int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own,
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "mcpgate-egress: epoll_wait: %s\n", strerror(errno));
-			return 1;
+			return stop(l, 1);
 		}
 		for (int i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64;
@@ -1181,7 +1189,7 @@ int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own,
 				if (read(l->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 					fprintf(stderr, "mcpgate-egress: signal %u: exiting\n",
 					        si.ssi_signo);
-					return 0;
+					return stop(l, 0);
 				}
 			} else if (tag == TAG_LIFELINE) {
 				char sink[256];
@@ -1189,7 +1197,7 @@ int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own,
 				if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
 					fprintf(stderr,
 					        "mcpgate-egress: standard input ended: exiting\n");
-					return 0;
+					return stop(l, 0);
 				}
 			} else if (tag == TAG_DNS) {
 				on_dns(l);
