@@ -35,12 +35,15 @@ int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size
 void egr_opts_free(struct egr_opts *o);
 extern const char egr_usage[];
 
-/* Records: one JSON line each on standard output, written whole and at once.
+/* Records: one JSON line each on standard output, always whole lines.
  * Nothing else goes to standard output. method, host and address may be
- * NULL (written as null); port < 0 is null. */
+ * NULL (written as null); port < 0 is null. The lines wait in a buffer until
+ * egr_log_flush (the loop calls it at the end of each pass, and before it
+ * exits) or until the buffer is full. */
 void egr_log_attempt(const char *method, const char *host, int port, const char *address,
                      bool allowed, const char *reason);
 void egr_log_close(const char *host, int port, uint64_t bytes_up, uint64_t bytes_down, uint64_t ms);
+void egr_log_flush(void);
 /* The same lines into buf, NUL-terminated; returns the length (newline
  * included, NUL not), or -1 if cap is too small. */
 int egr_format_attempt(char *buf, size_t cap, const char *method, const char *host, int port,
