@@ -15,7 +15,7 @@ tunnels at once, a large transfer.
 Usage: cases_driver.py EGRESS CASES_DIR UPSTREAM_DIR
 Environment: EGRESS_WRAPPER (e.g. "valgrind --error-exitcode=99") runs the
 proxy under a tool; EGRESS_CASES (a glob) picks cases; EGRESS_CHECKS (words
-among scripted, reset, churn) runs those checks after them (all of them after
+among scripted, reset, churn, cap) runs those checks after them (all of them after
 all the cases by default).
 """
 import codecs
@@ -577,12 +577,69 @@ def records_under_churn():
     ok(clean_exit(rc, junk, err), "record count: clean exit", err)
 
 
+def byte_cap():
+    """-max-bytes-up: the session's bytes to the upstream, every tunnel and
+    request together, stop at the cap: the tunnel that reaches it is closed
+    with a limit record, and every request after it is refused."""
+    p = start_proxy(["-allow-private", "upstream.test:8007", "-allow-private", "upstream.test:8080",
+                     "-max-bytes-up", "10"])
+
+    def echo_tunnel(data):
+        """CONNECT to the echo port, send data after the 200 and our end,
+        read until the proxy closes"""
+        got = b""
+        try:
+            with socket.create_connection(LISTEN, timeout=5 * SLOW) as s:
+                s.sendall(b"CONNECT upstream.test:8007 HTTP/1.1\r\n\r\n")
+                while b"\r\n\r\n" not in got:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        return got
+                    got += chunk
+                if got.startswith(b"HTTP/1.1 200 "):
+                    s.sendall(data)
+                    s.shutdown(socket.SHUT_WR)
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+        except OSError as e:
+            got += ("<client: %s>" % e).encode()
+        return got
+
+    first = echo_tunnel(b"abcdef")
+    second = echo_tunnel(b"ghijkl")
+    third = echo_tunnel(b"m")
+    plain = client(b"GET http://upstream.test:8080/ HTTP/1.1\r\nHost: upstream.test:8080\r\n\r\n")
+    rc, records, junk, err = stop_proxy(p)
+    ok(first.startswith(b"HTTP/1.1 200 ") and first.endswith(b"abcdef"),
+       "max-bytes-up: a tunnel under the cap is echoed whole", first)
+    ok(second.startswith(b"HTTP/1.1 200 ") and b"kl" not in second,
+       "max-bytes-up: the tunnel that reaches it gets no byte past it", second)
+    ok(third.startswith(b"HTTP/1.1 403 ") and plain.startswith(b"HTTP/1.1 403 "),
+       "max-bytes-up: every request after it is refused", third + b" / " + plain)
+    ok(records_match([
+        {"event": "attempt", "allowed": True, "reason": "ok"},
+        {"event": "close", "bytes_up": 6},
+        {"event": "attempt", "allowed": True, "reason": "ok"},
+        {"event": "limit", "host": "upstream.test", "port": 8007, "session_bytes_up": 10,
+         "max_bytes_up": 10},
+        {"event": "close", "bytes_up": 4},
+        {"event": "attempt", "allowed": False, "reason": "the session has sent its -max-bytes-up"},
+        {"event": "attempt", "method": "GET", "allowed": False,
+         "reason": "the session has sent its -max-bytes-up"}], records),
+       "max-bytes-up: limit record, close records count what went through", records)
+    ok(clean_exit(rc, junk, err), "max-bytes-up: clean exit", err)
+
+
 def main():
     for d in sorted(os.listdir(CASES)):
         path = os.path.join(CASES, d)
         if os.path.isdir(path) and fnmatch.fnmatch(d, PICK):
             run_case(path)
-    checks = {"scripted": scripted, "reset": reset_mid_tunnel, "churn": records_under_churn}
+    checks = {"scripted": scripted, "reset": reset_mid_tunnel, "churn": records_under_churn,
+              "cap": byte_cap}
     if PICK == "*" or CHECKS:
         for name, fn in checks.items():
             if not CHECKS or name in CHECKS:

@@ -126,6 +126,22 @@ int egr_format_close(char *buf, size_t cap, const char *host, int port, uint64_t
 
 static unsigned long long dropped;
 
+int egr_format_limit(char *buf, size_t cap, const char *host, int port, uint64_t session_bytes_up,
+                     uint64_t max_bytes_up)
+{
+	struct jbuf b = {buf, 0, cap, false};
+	jlit(&b, "{\"event\":\"limit\",\"host\":");
+	jstr(&b, host);
+	jlit(&b, ",\"port\":");
+	jport(&b, port);
+	jlit(&b, ",\"session_bytes_up\":");
+	juint(&b, session_bytes_up);
+	jlit(&b, ",\"max_bytes_up\":");
+	juint(&b, max_bytes_up);
+	jlit(&b, "}\n");
+	return terminate(&b);
+}
+
 static void emit(const char *line, size_t n)
 {
 	size_t off = 0;
@@ -194,4 +210,11 @@ void egr_log_close(const char *host, int port, uint64_t bytes_up, uint64_t bytes
 {
 	char line[LINE_MAX_BYTES];
 	queue(line, egr_format_close(line, sizeof(line), host, port, bytes_up, bytes_down, ms));
+}
+
+void egr_log_limit(const char *host, int port, uint64_t session_bytes_up, uint64_t max_bytes_up)
+{
+	char line[LINE_MAX_BYTES];
+	queue(line,
+	      egr_format_limit(line, sizeof(line), host, port, session_bytes_up, max_bytes_up));
 }

@@ -80,7 +80,8 @@ struct dir {
 	 * set by every epoll event, cleared by EAGAIN, so that a pump tries
 	 * only what may move (each EAGAIN is a system call for nothing) */
 	bool *src_ready, *dst_ready;
-	char *buf; /* owned: bytes [off, len) go to dst before anything else */
+	bool capped; /* its bytes count against -max-bytes-up (client to upstream) */
+	char *buf;   /* owned: bytes [off, len) go to dst before anything else */
 	size_t off, len, cap;
 	bool buffered; /* read into buf instead of splicing (HTTP request direction) */
 	enum framing framing;
@@ -142,6 +143,7 @@ struct loop {
 	int pool[PIPE_POOL][2]; /* empty pipes, read end then write end */
 	size_t npool, nbig;
 	uint64_t trim_at;               /* when the caches below go, if no connection came */
+	uint64_t sent_up;               /* by every tunnel and request: what -max-bytes-up caps */
 	struct conn *spare[CONN_CACHE]; /* freed connections */
 	size_t nspare;
 	char *heads[CONN_CACHE]; /* head buffers (-max-header-bytes) no one uses */
@@ -471,15 +473,36 @@ static int pipe_need(struct loop *l, struct dir *d)
 	return 1;
 }
 
+/* How much of `want` bytes a direction may write now: all of it, unless it
+ * counts against the session's -max-bytes-up; 0 when that is reached. */
+static size_t room(const struct loop *l, const struct dir *d, size_t want)
+{
+	uint64_t max = l->o->max_bytes_up;
+	if (!d->capped || max == 0)
+		return want;
+	uint64_t left = l->sent_up < max ? max - l->sent_up : 0;
+	return want < left ? want : (size_t)left;
+}
+
+#define PUMP_CAPPED (-2)
+
+/* Returns 0, -1 (close), or PUMP_CAPPED: bytes wait that the session's cap
+ * does not let through. */
 static int pump(struct loop *l, struct dir *d, bool *moved)
 {
 	for (;;) {
 		bool progress = false;
+		size_t want = d->off < d->len ? d->len - d->off : d->in_pipe;
+		size_t may = room(l, d, want);
+		if (want > 0 && may == 0)
+			return PUMP_CAPPED;
 		if (d->off < d->len && *d->dst_ready) {
-			ssize_t n = send(d->dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+			ssize_t n = send(d->dst, d->buf + d->off, may, MSG_NOSIGNAL);
 			if (n > 0) {
 				d->off += (size_t)n;
 				d->bytes += (uint64_t)n;
+				if (d->capped)
+					l->sent_up += (uint64_t)n;
 				progress = true;
 				if (d->off == d->len && !d->buffered) {
 					/* a prefix (our 200, early tunnel bytes) is done with */
@@ -493,11 +516,13 @@ static int pump(struct loop *l, struct dir *d, bool *moved)
 				return -1;
 			}
 		} else if (d->off >= d->len && d->in_pipe > 0 && *d->dst_ready) {
-			ssize_t n = splice(d->pipe_r, NULL, d->dst, NULL, d->in_pipe,
+			ssize_t n = splice(d->pipe_r, NULL, d->dst, NULL, may,
 			                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n > 0) {
 				d->in_pipe -= (size_t)n;
 				d->bytes += (uint64_t)n;
+				if (d->capped)
+					l->sent_up += (uint64_t)n;
 				progress = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				*d->dst_ready = false;
@@ -574,7 +599,13 @@ static int pump(struct loop *l, struct dir *d, bool *moved)
 static void relay_pump(struct loop *l, struct conn *c)
 {
 	bool moved = false;
-	if (pump(l, &c->up, &moved) < 0 || pump(l, &c->down, &moved) < 0) {
+	int r = pump(l, &c->up, &moved);
+	if (r == PUMP_CAPPED) {
+		egr_log_limit(c->host.name, c->port, l->sent_up, l->o->max_bytes_up);
+		conn_close(l, c, "over -max-bytes-up");
+		return;
+	}
+	if (r < 0 || pump(l, &c->down, &moved) < 0) {
 		conn_close(l, c, "relay error");
 		return;
 	}
@@ -620,6 +651,7 @@ static void start_relay(struct loop *l, struct conn *c)
 	c->up.dst = c->down.src = c->ufd;
 	/* what came before the relay is not known in full: try each once */
 	c->c_rd = c->c_wr = c->u_wr = true;
+	c->up.capped = true;
 	c->up.src_ready = &c->c_rd;
 	c->up.dst_ready = &c->u_wr;
 	c->down.src_ready = &c->u_rd;
@@ -965,6 +997,10 @@ static void process(struct loop *l, struct conn *c, size_t head_len)
 		return;
 	}
 	c->is_connect = req.kind == EGR_REQ_CONNECT;
+	if (o->max_bytes_up != 0 && l->sent_up >= o->max_bytes_up) {
+		refuse(l, c, 403, "the session has sent its -max-bytes-up");
+		return;
+	}
 	if (c->host.kind == EGR_HOST_NUMERIC) {
 		refuse(l, c, 403, "numeric-looking name");
 		return;
