@@ -1173,6 +1173,19 @@ static void conn_new(struct loop *l, int fd)
 	}
 }
 
+/* Close the oldest tunnel whose client has sent its end (new connections
+ * go to the head of the list, so the last one found is the oldest); its
+ * close record is written as for any other */
+static void evict_half_closed(struct loop *l)
+{
+	struct conn *oldest = NULL;
+	for (struct conn *c = l->conns; c != NULL; c = c->next)
+		if (c->half_closed)
+			oldest = c;
+	if (oldest != NULL)
+		conn_close(l, oldest, "evicted");
+}
+
 static void do_accept(struct loop *l)
 {
 	static const char busy[] =
@@ -1200,7 +1213,13 @@ static void do_accept(struct loop *l)
 		}
 		/* a tunnel whose client has left is on its way out (2 s at most):
 		 * it does not count against the cap, but no more than the cap of
-		 * them is kept (their descriptors stay bounded) */
+		 * them is kept (their descriptors stay bounded). When they fill
+		 * their share, the oldest makes room: a client that is here comes
+		 * before one that has sent its end (an upstream slow to answer an
+		 * end, a busy machine, had new clients refused with 503) */
+		if (l->nconns - l->nhalf < l->o->max_tunnels &&
+		    l->nconns >= 2 * (size_t)l->o->max_tunnels)
+			evict_half_closed(l);
 		if (l->nconns - l->nhalf >= l->o->max_tunnels ||
 		    l->nconns >= 2 * (size_t)l->o->max_tunnels) {
 			ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
