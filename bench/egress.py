@@ -371,7 +371,9 @@ def read_head(s, deadline):
         if not data:
             raise ConnectionError("closed before a complete answer head (got %r)" % buf[:120])
         buf += data
-        if len(buf) > 65536:
+        if len(buf) > 65536 and b"\r\n\r\n" not in buf:
+            # (a body may follow the head in the same read: only a head that
+            # has not ended by then is too long)
             raise ConnectionError("answer head over 64 KiB")
     end = buf.index(b"\r\n\r\n") + 4
     head = buf[:end]
