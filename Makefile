@@ -252,7 +252,7 @@ bench-add: all
 # the egress proxy beside tinyproxy and squid (bench/README.md): root, a network
 # namespace of its own; 1 GiB downloads, CONNECT handshakes/s, RSS; a table and ratios
 bench-egress: mcpgate-egress
-	@MCPGATE_EGRESS=./mcpgate-egress python3 bench/egress.py
+	@MCPGATE_EGRESS=./mcpgate-egress python3 bench/egress.py $(EGRESS_BENCH_ARGS)
 
 lint:
 	@tests/lint.sh $(LINT_SRC) $(LINT_HDR)

@@ -26,6 +26,11 @@ end, also on Ctrl-C, SIGTERM or SIGHUP.
 
 Environment: MCPGATE_EGRESS (the binary, default ./mcpgate-egress).
 `--quick`: 64 MiB downloads, one run, handshake rounds of 1 s or 2000: to try the script.
+tinyproxy and squid are the anchors every figure stands beside: without them
+the bench stops before it starts, printing the command that installs them.
+`--install-anchors` runs that command itself (Debian's packages, with their
+services kept from starting and left disabled); `--no-anchors` measures
+mcpgate-egress and direct alone, and says so.
 """
 import ctypes
 import datetime
@@ -58,6 +63,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 EGRESS = os.path.abspath(os.environ.get("MCPGATE_EGRESS", os.path.join(TOP, "mcpgate-egress")))
 QUICK = "--quick" in sys.argv[1:]
+INSTALL_ANCHORS = "--install-anchors" in sys.argv[1:]
+NO_ANCHORS = "--no-anchors" in sys.argv[1:]
+ANCHORS = (("tinyproxy", "tinyproxy"), ("squid", "squid"))   # (program, Debian package)
+ANCHORS_INSTALL = ["apt-get", "install", "-y", "tinyproxy", "squid"]
+POLICY_RC = "/usr/sbin/policy-rc.d"
 
 ME = os.getpid()
 NS = "mcpgate-bench-up-%d" % ME
@@ -361,7 +371,9 @@ def read_head(s, deadline):
         if not data:
             raise ConnectionError("closed before a complete answer head (got %r)" % buf[:120])
         buf += data
-        if len(buf) > 65536:
+        if len(buf) > 65536 and b"\r\n\r\n" not in buf:
+            # (a body may follow the head in the same read: only a head that
+            # has not ended by then is too long)
             raise ConnectionError("answer head over 64 KiB")
     end = buf.index(b"\r\n\r\n") + 4
     head = buf[:end]
@@ -1495,6 +1507,78 @@ def snapshot_binary():
     return path, digest
 
 
+def install_anchors(missing):
+    """apt-get install the missing anchors, their services kept from
+    starting (a policy-rc.d that refuses every start, Debian's own way, in
+    place only while apt runs unless one was there already) and disabled
+    afterwards, so the system runs nothing it did not before. Returns an
+    error text, or None."""
+    pkgs = [pkg for prog, pkg in ANCHORS if prog in missing]
+    print("bench: installing %s (%s)" % (", ".join(pkgs), " ".join(ANCHORS_INSTALL[:3] + pkgs)),
+          flush=True)
+    made_policy = False
+    if not os.path.exists(POLICY_RC):
+        with open(POLICY_RC, "w") as f:
+            f.write("#!/bin/sh\n# mcpgate bench/egress.py: no service starts while it installs\nexit 101\n")
+        os.chmod(POLICY_RC, 0o755)
+        made_policy = True
+    try:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        r = sh(ANCHORS_INSTALL[:3] + pkgs, timeout=900, env=env)
+    finally:
+        if made_policy:
+            os.unlink(POLICY_RC)
+    if r.returncode != 0:
+        return "%s exited %d: %s" % (" ".join(ANCHORS_INSTALL[:3] + pkgs), r.returncode,
+                                     (r.stderr or r.stdout).strip()[-400:])
+    for pkg in pkgs:
+        # the package enabled its service for the next boot: not ours to change
+        if shutil.which("systemctl"):
+            sh(["systemctl", "disable", pkg], timeout=60)
+        if shutil.which("update-rc.d"):
+            sh(["update-rc.d", pkg, "disable"], timeout=60)
+        running = [pid for pid in os.listdir("/proc") if pid.isdigit()
+                   and proc_comm(int(pid)) == pkg]
+        if running:
+            sh(["service", pkg, "stop"], timeout=60)
+            note("%s: its service had started on install; stopped it" % pkg)
+    still = [prog for prog, _ in ANCHORS if not shutil.which(prog)]
+    return ("still not found after the install: %s" % ", ".join(still)) if still else None
+
+
+def proc_comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def anchors_wanted():
+    """The proxy classes to run, or an exit status when the anchors are
+    asked for (always, unless --no-anchors) and cannot be had."""
+    wanted = [Egress]
+    missing = [prog for prog, _ in ANCHORS if not shutil.which(prog)]
+    if NO_ANCHORS:
+        note("--no-anchors: tinyproxy and squid are left out; no figure here stands beside theirs")
+        return wanted
+    if missing and INSTALL_ANCHORS:
+        why = install_anchors(missing)
+        if why is not None:
+            print("bench: the anchors could not be installed: %s" % why)
+            return 2
+        missing = []
+    if missing:
+        print("bench: %s not installed: every figure of this bench stands beside tinyproxy's and\n"
+              "squid's, so it does not run without them. Install them (Debian's packages) with\n"
+              "  %s\n"
+              "or run it with --install-anchors (make bench-egress EGRESS_BENCH_ARGS=--install-anchors),\n"
+              "which does that with their services kept from starting; --no-anchors measures\n"
+              "mcpgate-egress and direct alone." % (" and ".join(missing), " ".join(ANCHORS_INSTALL)))
+        return 2
+    return wanted + [Tinyproxy, Squid]
+
+
 def main():
     global watchdog
     if sys.argv[1:2] == ["--upstream"]:
@@ -1510,18 +1594,15 @@ def main():
     if os.geteuid() != 0 or not shutil.which("ip"):
         print("bench: needs root and iproute2 (ip): it makes a network namespace and a veth pair")
         return 2
+    wanted = anchors_wanted()
+    if isinstance(wanted, int):
+        return wanted
     watchdog = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--watchdog",
                                  str(UPSTREAM_MAX_SECONDS + 600)], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
     binary, digest = snapshot_binary()
     now = header(binary, EGRESS, digest)
-    wanted = [Egress]
-    for cls, tool in ((Tinyproxy, "tinyproxy"), (Squid, "squid")):
-        if shutil.which(tool):
-            wanted.append(cls)
-        else:
-            note("%s is not installed: left out (apt-get install -y tinyproxy squid)" % tool)
     try:
         run_all(binary, wanted)
     except KeyboardInterrupt as e:

@@ -14,7 +14,9 @@ tunnels at once, a large transfer.
 
 Usage: cases_driver.py EGRESS CASES_DIR UPSTREAM_DIR
 Environment: EGRESS_WRAPPER (e.g. "valgrind --error-exitcode=99") runs the
-proxy under a tool; EGRESS_CASES (a glob) picks cases.
+proxy under a tool; EGRESS_CASES (a glob) picks cases; EGRESS_CHECKS (words
+among scripted, reset, churn, cap) runs those checks after them (all of them after
+all the cases by default).
 """
 import codecs
 import fnmatch
@@ -32,6 +34,7 @@ import time
 EGRESS, CASES, UPDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 WRAPPER = shlex.split(os.environ.get("EGRESS_WRAPPER", ""))
 PICK = os.environ.get("EGRESS_CASES", "*")
+CHECKS = os.environ.get("EGRESS_CHECKS", "").split()
 LISTEN = ("10.233.0.1", 3128)
 SLOW = 4 if WRAPPER else 1
 
@@ -441,14 +444,213 @@ def reset_mid_tunnel():
     ok(clean_exit(rc, junk, err), "client reset: clean exit", err)
 
 
+CHURN = 3000          # short tunnels in the record count, in kinds of 500
+CHURN_WORKERS = 20
+HELD = 40             # tunnels still open when the lifeline ends
+HELD_PING = b"held open"
+
+
+def churn_one(kind):
+    """One short connection through the proxy to the echo port. Kinds:
+    0 CONNECT, 200, close; 1 the same with a ping echoed first; 2 a reset
+    as soon as the 200 is in (abandoned); 3 a reset in the middle of 256 KiB
+    going both ways (abandoned mid-tunnel); 4 half a request line, then a
+    close; 5 half a request line, then a reset. Returns what went wrong, or
+    None."""
+    import struct
+    linger0 = struct.pack("ii", 1, 0)
+    s = socket.create_connection(LISTEN, timeout=20 * SLOW)
+    try:
+        if kind >= 4:
+            s.sendall(b"CONNECT upstream.test:8007 HT")
+            if kind == 5:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger0)
+            else:
+                # the proxy has read the bytes once it answers the close
+                s.shutdown(socket.SHUT_WR)
+                s.recv(4096)
+            return None
+        s.sendall(b"CONNECT upstream.test:8007 HTTP/1.1\r\n\r\n")
+        got = b""
+        while b"\r\n\r\n" not in got:
+            data = s.recv(4096)
+            if not data:
+                return "closed before the answer: %r" % got
+            got += data
+        if not got.startswith(b"HTTP/1.1 200 "):
+            return "answered %r" % got[:40]
+        if kind == 1:
+            s.sendall(b"ping")
+            back = b""
+            while len(back) < 4:
+                data = s.recv(4096)
+                if not data:
+                    return "no echo"
+                back += data
+        elif kind == 2:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger0)
+        elif kind == 3:
+            s.sendall(os.urandom(256 << 10))
+            s.recv(65536)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger0)
+        return None
+    except OSError as e:
+        return "%s: %s" % (type(e).__name__, e)
+    finally:
+        s.close()
+
+
+def records_under_churn():
+    """Nothing is lost: thousands of short tunnels, some abandoned mid-way,
+    and a proxy stopped with tunnels open. Every connection that sent a byte
+    has exactly one attempt record; every allowed one exactly one close
+    record."""
+    p = start_proxy(["-allow-private", "upstream.test:8007"])
+    # the records are read as they come, as mcpgate does: a pipe nobody
+    # reads fills up and holds the proxy in its write
+    out, err_out = [], []
+    readers = [threading.Thread(target=lambda f=f, b=b: b.append(f.read()))
+               for f, b in ((p.stdout, out), (p.stderr, err_out))]
+    for t in readers:
+        t.start()
+    errors = []
+    lock = threading.Lock()
+
+    def worker(w):
+        for i in range(w, CHURN, CHURN_WORKERS):
+            e = churn_one(i % 6)
+            if e is not None:
+                with lock:
+                    errors.append("kind %d: %s" % (i % 6, e))
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(CHURN_WORKERS)]
+    t0 = time.time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # tunnels still open when the proxy stops: their records too
+    held = []
+    for _ in range(HELD):
+        s = socket.create_connection(LISTEN, timeout=10 * SLOW)
+        s.sendall(b"CONNECT upstream.test:8007 HTTP/1.1\r\n\r\n" + HELD_PING)
+        got = b""
+        while not got.endswith(HELD_PING) and len(got) < 4096:
+            data = s.recv(4096)
+            if not data:
+                break
+            got += data
+        held.append((s, got))
+    took = time.time() - t0
+    p.stdin.close()
+    try:
+        rc = p.wait(timeout=20 * SLOW)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait()
+    for t in readers:
+        t.join()
+    for s, _ in held:
+        s.close()
+    records, junk = [], []
+    for line in b"".join(out).decode("utf-8", "replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            junk.append(line)
+    err = b"".join(err_out).decode("utf-8", "replace")
+    ok(not errors and all(g.startswith(b"HTTP/1.1 200 ") and g.endswith(HELD_PING) for _, g in held),
+       "%d short tunnels (a third abandoned) and %d held, all answered (%.1fs)" %
+       (CHURN, HELD, took), (errors + [g for _, g in held if not g.endswith(HELD_PING)])[:5])
+    attempts = [r for r in records if r.get("event") == "attempt"]
+    closes = [r for r in records if r.get("event") == "close"]
+    allowed = [r for r in attempts if r.get("allowed")]
+    head = [r for r in attempts
+            if r.get("reason") == "the client closed during the header section"]
+    want_allowed = CHURN * 4 // 6 + HELD
+    ok(len(attempts) == CHURN + HELD, "every connection has one attempt record (%d of %d)" %
+       (len(attempts), CHURN + HELD))
+    ok(len(allowed) == want_allowed and len(head) == CHURN * 2 // 6 and
+       all(r.get("reason") == "ok" for r in allowed),
+       "%d allowed, %d ended in the head (want %d, %d)" %
+       (len(allowed), len(head), want_allowed, CHURN * 2 // 6),
+       sorted({r.get("reason") for r in attempts}))
+    ok(len(closes) == len(allowed), "every allowed tunnel has one close record (%d of %d), "
+       "the %d still open at the end included" % (len(closes), len(allowed), HELD))
+    n = len(HELD_PING)
+    held_closes = [c for c in closes if c.get("bytes_up") == n and c.get("bytes_down") == n]
+    ok(len(held_closes) == HELD, "the held tunnels' close records count their bytes (%d of %d)"
+       % (len(held_closes), HELD))
+    ok(clean_exit(rc, junk, err), "record count: clean exit", err)
+
+
+def byte_cap():
+    """-max-bytes-up: the session's bytes to the upstream, every tunnel and
+    request together, stop at the cap: the tunnel that reaches it is closed
+    with a limit record, and every request after it is refused."""
+    p = start_proxy(["-allow-private", "upstream.test:8007", "-allow-private", "upstream.test:8080",
+                     "-max-bytes-up", "10"])
+
+    def echo_tunnel(data):
+        """CONNECT to the echo port, send data after the 200 and our end,
+        read until the proxy closes"""
+        got = b""
+        try:
+            with socket.create_connection(LISTEN, timeout=5 * SLOW) as s:
+                s.sendall(b"CONNECT upstream.test:8007 HTTP/1.1\r\n\r\n")
+                while b"\r\n\r\n" not in got:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        return got
+                    got += chunk
+                if got.startswith(b"HTTP/1.1 200 "):
+                    s.sendall(data)
+                    s.shutdown(socket.SHUT_WR)
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+        except OSError as e:
+            got += ("<client: %s>" % e).encode()
+        return got
+
+    first = echo_tunnel(b"abcdef")
+    second = echo_tunnel(b"ghijkl")
+    third = echo_tunnel(b"m")
+    plain = client(b"GET http://upstream.test:8080/ HTTP/1.1\r\nHost: upstream.test:8080\r\n\r\n")
+    rc, records, junk, err = stop_proxy(p)
+    ok(first.startswith(b"HTTP/1.1 200 ") and first.endswith(b"abcdef"),
+       "max-bytes-up: a tunnel under the cap is echoed whole", first)
+    ok(second.startswith(b"HTTP/1.1 200 ") and b"kl" not in second,
+       "max-bytes-up: the tunnel that reaches it gets no byte past it", second)
+    ok(third.startswith(b"HTTP/1.1 403 ") and plain.startswith(b"HTTP/1.1 403 "),
+       "max-bytes-up: every request after it is refused", third + b" / " + plain)
+    ok(records_match([
+        {"event": "attempt", "allowed": True, "reason": "ok"},
+        {"event": "close", "bytes_up": 6},
+        {"event": "attempt", "allowed": True, "reason": "ok"},
+        {"event": "limit", "host": "upstream.test", "port": 8007, "session_bytes_up": 10,
+         "max_bytes_up": 10},
+        {"event": "close", "bytes_up": 4},
+        {"event": "attempt", "allowed": False, "reason": "the session has sent its -max-bytes-up"},
+        {"event": "attempt", "method": "GET", "allowed": False,
+         "reason": "the session has sent its -max-bytes-up"}], records),
+       "max-bytes-up: limit record, close records count what went through", records)
+    ok(clean_exit(rc, junk, err), "max-bytes-up: clean exit", err)
+
+
 def main():
     for d in sorted(os.listdir(CASES)):
         path = os.path.join(CASES, d)
         if os.path.isdir(path) and fnmatch.fnmatch(d, PICK):
             run_case(path)
-    if PICK == "*":
-        scripted()
-        reset_mid_tunnel()
+    checks = {"scripted": scripted, "reset": reset_mid_tunnel, "churn": records_under_churn,
+              "cap": byte_cap}
+    if PICK == "*" or CHECKS:
+        for name, fn in checks.items():
+            if not CHECKS or name in CHECKS:
+                fn()
     print("%d passed, %d failed" % (count["pass"], count["fail"]))
     sys.exit(1 if count["fail"] else 0)
 

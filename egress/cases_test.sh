@@ -12,7 +12,8 @@
 # Needs root and iproute2; otherwise it reports skipped (exit 77).
 # $EGRESS names the binary (default: mcpgate-egress beside $MCPGATE, else
 # build/san/mcpgate-egress). EGRESS_WRAPPER="valgrind ..." runs it under a
-# tool; EGRESS_CASES='0*' picks cases.
+# tool; EGRESS_CASES='0*' picks cases; EGRESS_CHECKS='churn' picks the
+# scripted checks (scripted, reset, churn) that follow them.
 set -u
 cd "$(dirname "$0")/.."
 egress=${EGRESS:-}

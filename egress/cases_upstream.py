@@ -8,6 +8,10 @@ short grace period so that anything smuggled after the request would be seen,
 writes everything it received to DIR/conn-PORT-N.bin, answers with the bytes of
 DIR/answer (or the answer named by DIR/answer-PORT), and closes.
 
+On port 8007 of each address it is an echo server instead, recording
+nothing: every byte comes back, a peer's end is answered with ours, a reset
+ends the connection. The driver's many short tunnels go there.
+
 Usage: cases_upstream.py DIR ADDRESS[,ADDRESS...] PORT[,PORT...]
 """
 import os
@@ -86,6 +90,28 @@ def serve(conn, port, outdir):
     conn.close()
 
 
+ECHO_PORT = 8007
+
+
+def echo(conn):
+    conn.settimeout(30)
+    try:
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                break
+            conn.sendall(data)
+    except OSError:
+        pass
+    conn.close()
+
+
+def echo_loop(s):
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=echo, args=(c,), daemon=True).start()
+
+
 def bind(addr, port):
     fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)
@@ -107,6 +133,7 @@ def main():
         for p in ports:
             s = bind(a, int(p))
             threading.Thread(target=accept_loop, args=(s, int(p), outdir), daemon=True).start()
+        threading.Thread(target=echo_loop, args=(bind(a, ECHO_PORT),), daemon=True).start()
     open(os.path.join(outdir, "ready"), "w").close()
     while True:
         time.sleep(3600)

@@ -25,6 +25,7 @@ struct egr_opts {
 	struct egr_limits lim;
 	unsigned header_timeout_ms, dns_timeout_ms, connect_timeout_ms, idle_timeout_ms;
 	unsigned max_tunnels;
+	size_t max_bytes_up; /* 0: no cap; else what the session may send upstream in all */
 };
 
 /* Parse the command line into *o (defaults first). Returns 0 to run, 1 when
@@ -35,18 +36,26 @@ int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size
 void egr_opts_free(struct egr_opts *o);
 extern const char egr_usage[];
 
-/* Records: one JSON line each on standard output, written whole and at once.
+/* Records: one JSON line each on standard output, always whole lines.
  * Nothing else goes to standard output. method, host and address may be
- * NULL (written as null); port < 0 is null. */
+ * NULL (written as null); port < 0 is null. The lines wait in a buffer until
+ * egr_log_flush (the loop calls it at the end of each pass, and before it
+ * exits) or until the buffer is full. */
 void egr_log_attempt(const char *method, const char *host, int port, const char *address,
                      bool allowed, const char *reason);
 void egr_log_close(const char *host, int port, uint64_t bytes_up, uint64_t bytes_down, uint64_t ms);
+/* The session's cap on bytes sent was reached on a tunnel or request to
+ * host:port, which is closed: session_bytes_up is what all of them sent. */
+void egr_log_limit(const char *host, int port, uint64_t session_bytes_up, uint64_t max_bytes_up);
+void egr_log_flush(void);
 /* The same lines into buf, NUL-terminated; returns the length (newline
  * included, NUL not), or -1 if cap is too small. */
 int egr_format_attempt(char *buf, size_t cap, const char *method, const char *host, int port,
                        const char *address, bool allowed, const char *reason);
 int egr_format_close(char *buf, size_t cap, const char *host, int port, uint64_t bytes_up,
                      uint64_t bytes_down, uint64_t ms);
+int egr_format_limit(char *buf, size_t cap, const char *host, int port, uint64_t session_bytes_up,
+                     uint64_t max_bytes_up);
 
 /* TLS ClientHello: the first record of a CONNECT tunnel to port 443.
  * 1: a whole, well-formed ClientHello that fills its record exactly; h->sni

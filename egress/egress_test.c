@@ -1382,6 +1382,12 @@ static void test_records(void)
 	      "close record text");
 	T_INT(egr_format_close(line, 10, "example.com", 80, 1, 2, 3), -1,
 	      "a short buffer is refused");
+	n = egr_format_limit(line, sizeof(line), "api.example.com", 443, 1048576, 1048576);
+	T_STR(line,
+	      "{\"event\":\"limit\",\"host\":\"api.example.com\",\"port\":443,"
+	      "\"session_bytes_up\":1048576,\"max_bytes_up\":1048576}\n",
+	      "limit record text");
+	T_INT(n, (long long)strlen(line), "limit record length");
 }
 
 /* ---- options ------------------------------------------------------------- */
@@ -1457,8 +1463,37 @@ static void test_options(void)
 	}
 }
 
+/* -max-bytes-up: off by default, a decimal byte count from 1 */
+static void test_max_bytes_up(void)
+{
+	struct egr_opts o;
+	char err[256];
+	static const char *const none[] = {"-listen", "127.0.0.1:1", NULL};
+	T_INT(opts(none, &o, err, sizeof(err)), 0, "no -max-bytes-up");
+	T_INT((long long)o.max_bytes_up, 0, "no cap by default");
+	egr_opts_free(&o);
+	static const char *const big[] = {"-listen", "127.0.0.1:1", "-max-bytes-up", "107374182400",
+	                                  NULL};
+	T_INT(opts(big, &o, err, sizeof(err)), 0, "-max-bytes-up 100 GiB");
+	T_INT((long long)o.max_bytes_up, 107374182400ll, "-max-bytes-up lands in the struct");
+	egr_opts_free(&o);
+	static const char *const bad[][5] = {
+	    {"-listen", "127.0.0.1:1", "-max-bytes-up", "0", NULL},
+	    {"-listen", "127.0.0.1:1", "-max-bytes-up", "10m", NULL},
+	    {"-listen", "127.0.0.1:1", "-max-bytes-up", "-1", NULL},
+	    {"-listen", "127.0.0.1:1", "-max-bytes-up", "99999999999999999999", NULL},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = opts(bad[i], &o, err, sizeof(err));
+		T_OK(r == -1 && strstr(err, "-max-bytes-up") != NULL,
+		     "-max-bytes-up %s refused: %s", bad[i][3], err);
+		egr_opts_free(&o);
+	}
+}
+
 int main(void)
 {
+	test_max_bytes_up();
 	test_hosts();
 	test_refused_names();
 	test_authorities();

@@ -1,6 +1,8 @@
-/* Records: JSON lines on standard output, one write per line. */
+/* Records: JSON lines on standard output, whole lines only, gathered over
+ * one pass of the event loop and written with one write. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -115,21 +117,54 @@ int egr_format_close(char *buf, size_t cap, const char *host, int port, uint64_t
 	return terminate(&b);
 }
 
-static void emit(const char *line, int n)
+/* Standard output is a pipe to mcpgate (through the runtime): a reader
+ * that lags makes the proxy wait, never drops a line. A descriptor someone
+ * made non-blocking is waited on with poll, a minute at most per line; only a
+ * reader that is gone (or that stalled that long) loses lines, and stderr
+ * says how many. */
+#define EMIT_WAIT_MS 60000
+
+static unsigned long long dropped;
+
+int egr_format_limit(char *buf, size_t cap, const char *host, int port, uint64_t session_bytes_up,
+                     uint64_t max_bytes_up)
 {
-	if (n < 0) {
-		/* every field is bounded well under the buffer; this is a broken invariant */
-		fputs("mcpgate-egress: record too long, dropped\n", stderr);
-		return;
-	}
+	struct jbuf b = {buf, 0, cap, false};
+	jlit(&b, "{\"event\":\"limit\",\"host\":");
+	jstr(&b, host);
+	jlit(&b, ",\"port\":");
+	jport(&b, port);
+	jlit(&b, ",\"session_bytes_up\":");
+	juint(&b, session_bytes_up);
+	jlit(&b, ",\"max_bytes_up\":");
+	juint(&b, max_bytes_up);
+	jlit(&b, "}\n");
+	return terminate(&b);
+}
+
+static void emit(const char *line, size_t n)
+{
 	size_t off = 0;
-	while (off < (size_t)n) {
-		ssize_t w = write(STDOUT_FILENO, line + off, (size_t)n - off);
+	while (off < n) {
+		ssize_t w = write(STDOUT_FILENO, line + off, n - off);
+		if (w > 0) {
+			off += (size_t)w;
+			continue;
+		}
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return; /* the reader is gone; -lifeline ends us soon */
-		off += (size_t)w;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pfd = {.fd = STDOUT_FILENO, .events = POLLOUT};
+			int r = poll(&pfd, 1, EMIT_WAIT_MS);
+			if (r > 0 || (r < 0 && errno == EINTR))
+				continue;
+		}
+		/* the reader is gone (-lifeline ends us soon) or stalled */
+		if (dropped++ == 0)
+			fprintf(stderr, "mcpgate-egress: standard output: %s: records are lost\n",
+			        w < 0 && errno != EAGAIN ? strerror(errno)
+			                                 : "no progress in a minute");
+		return;
 	}
 }
 
@@ -137,16 +172,49 @@ static void emit(const char *line, int n)
  * with every byte escaped six-fold this fits */
 #define LINE_MAX_BYTES 8192
 
+/* The lines of one pass of the loop: a write each was a tenth of a short
+ * tunnel's system calls. Flushed at the end of each pass (egr_log_flush),
+ * and sooner when full. */
+static char pending[64u << 10];
+static size_t npending;
+
+void egr_log_flush(void)
+{
+	if (npending > 0)
+		emit(pending, npending);
+	npending = 0;
+}
+
+static void queue(const char *line, int n)
+{
+	if (n < 0) {
+		/* every field is bounded well under the buffer; this is a broken invariant */
+		fputs("mcpgate-egress: record too long, dropped\n", stderr);
+		return;
+	}
+	if ((size_t)n > sizeof(pending) - npending)
+		egr_log_flush();
+	memcpy(pending + npending, line, (size_t)n);
+	npending += (size_t)n;
+}
+
 void egr_log_attempt(const char *method, const char *host, int port, const char *address,
                      bool allowed, const char *reason)
 {
 	char line[LINE_MAX_BYTES];
-	emit(line,
-	     egr_format_attempt(line, sizeof(line), method, host, port, address, allowed, reason));
+	queue(line,
+	      egr_format_attempt(line, sizeof(line), method, host, port, address, allowed, reason));
 }
 
 void egr_log_close(const char *host, int port, uint64_t bytes_up, uint64_t bytes_down, uint64_t ms)
 {
 	char line[LINE_MAX_BYTES];
-	emit(line, egr_format_close(line, sizeof(line), host, port, bytes_up, bytes_down, ms));
+	queue(line, egr_format_close(line, sizeof(line), host, port, bytes_up, bytes_down, ms));
+}
+
+void egr_log_limit(const char *host, int port, uint64_t session_bytes_up, uint64_t max_bytes_up)
+{
+	char line[LINE_MAX_BYTES];
+	queue(line,
+	      egr_format_limit(line, sizeof(line), host, port, session_bytes_up, max_bytes_up));
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,10 @@
 
 #include "egress/egress.h"
 
-/* fds a connection may hold: client, upstream, two pipes of two ends */
+/* fds a connection may hold: client, upstream, two pipes of two ends; the
+ * spare room holds relay.c's pool of 64 empty pipes (128) and the rest */
 #define FDS_PER_CONN 6
-#define FDS_SPARE    64
+#define FDS_SPARE    192
 
 static void raise_fd_limit(struct egr_opts *o)
 {
@@ -91,6 +93,8 @@ static int listen_on(const struct egr_opts *o)
 		return -1;
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* accepted sockets inherit it: no call per connection */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (bind(fd, (const struct sockaddr *)&o->listen, o->listen_len) < 0 ||
 	    listen(fd, 256) < 0) {
 		int saved = errno;

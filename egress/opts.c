@@ -39,6 +39,10 @@ const char egr_usage[] =
     "  -connect-timeout MS        for one connect (default 10000)\n"
     "  -idle-timeout MS           a tunnel with no traffic either way is closed (default 300000)\n"
     "  -max-tunnels N             concurrent client connections (default 256)\n"
+    "  -max-bytes-up N            bytes all tunnels and requests of the session together\n"
+    "                             may send upstream (default: no cap); past it the\n"
+    "                             tunnel is closed, a limit record written, and every\n"
+    "                             later request refused\n"
     "  -h                         this help\n"
     "\n"
     "Exit status: 0 after a signal or the end of standard input (-lifeline),\n"
@@ -109,6 +113,7 @@ static const struct num_opt num_opts[] = {
     {"-connect-timeout", 1, MS_MAX, offsetof(struct egr_opts, connect_timeout_ms), false},
     {"-idle-timeout", 1, MS_MAX, offsetof(struct egr_opts, idle_timeout_ms), false},
     {"-max-tunnels", 1, 65536, offsetof(struct egr_opts, max_tunnels), false},
+    {"-max-bytes-up", 1, SIZE_MAX >> 2, offsetof(struct egr_opts, max_bytes_up), true},
 };
 
 int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size_t errsz)

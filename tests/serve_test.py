@@ -981,7 +981,8 @@ def test_list_changed():
 def test_egress_host_side():
     for runtime in ("podman", "docker"):
         extra = ('network = ["api.example.com", "*.CDN.example.com.", "10.1.2.3:8443"]\n'
-                 'network_private = ["10.1.2.3:8443"]\n')
+                 'network_private = ["10.1.2.3:8443"]\n'
+                 'network_send_max = "64m"\n')
         f = Fixture(server("net", tools_on=("echo", "env"), extra=extra) +
                     server("quiet", tools_on=("echo", "env")),
                     config='egress = "%s"\n' % os.path.join(FAKES, "mcpgate-probe"),
@@ -1031,6 +1032,8 @@ def test_egress_host_side():
              args.count("-deny-address") == 3,
              "%s: it allows exactly the listed hosts (a wildcard intact, in its normal form), "
              "denies its inner subnet and both gateways" % runtime, args)
+        t.ok("-max-bytes-up" in args and args[args.index("-max-bytes-up") + 1] == str(64 << 20),
+             "%s: network_send_max becomes the proxy's -max-bytes-up, in bytes" % runtime, args)
         t.ok(len(srv) == 1 and any(a.endswith("-in") and a.startswith("--network=")
                                    for a in srv[0]) and
              sum(a.startswith("--network") for a in srv[0]) == 1 and "--env=HTTP_PROXY" in srv[0],

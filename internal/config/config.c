@@ -281,6 +281,7 @@ enum server_key {
 	K_IMAGE,
 	K_NETWORK,
 	K_NETWORK_PRIVATE,
+	K_NETWORK_SEND_MAX,
 	K_MOUNTS,
 	K_COMMAND,
 	K_ARGS,
@@ -306,6 +307,7 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_IMAGE] = {"image", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_NETWORK] = {"network", TOML_ARRAY, "an array of strings", SCOPE_CONTAINER},
     [K_NETWORK_PRIVATE] = {"network_private", TOML_ARRAY, "an array of strings", SCOPE_CONTAINER},
+    [K_NETWORK_SEND_MAX] = {"network_send_max", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_MOUNTS] = {"mounts", TOML_ARRAY, "an array of strings", SCOPE_CONTAINER},
     [K_COMMAND] = {"command", TOML_ARRAY, "an array of strings", SCOPE_CONTAINER},
     [K_ARGS] = {"args", TOML_ARRAY, "an array of strings", SCOPE_CONTAINER},
@@ -479,6 +481,26 @@ static void check_hosts_against_proxy(struct ctx *c, const struct keys *k,
 				           why);
 		}
 	}
+}
+
+/* network_send_max: the proxy's -max-bytes-up, so a server with hosts */
+static void check_send_max(struct ctx *c, struct keys *k, struct cfg_server *s)
+{
+	if (k->kv[K_NETWORK_SEND_MAX] == NULL)
+		return;
+	const struct toml_value *v = k->kv[K_NETWORK_SEND_MAX]->value;
+	const char *text = str_of(c, "network_send_max", v);
+	struct mg_err *e = NULL;
+	if (text == NULL)
+		return;
+	if (cfg_parse_send_max(text, "\"network_send_max\"", &s->send_max, &e) < 0) {
+		diag_err(c, v->pos, &e);
+		return;
+	}
+	if (k->kv[K_NETWORK] == NULL || k->kv[K_NETWORK]->value->u.array.len == 0)
+		diag(c, v->pos,
+		     "\"network_send_max\" is set on a server with no network: nothing goes out to "
+		     "cap (list its hosts in \"network\")");
 }
 
 static void check_network(struct ctx *c, struct keys *k, struct cfg_server *s)
@@ -954,6 +976,7 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 			s->image = xstrdup(image);
 	}
 	check_network(c, &k, s);
+	check_send_max(c, &k, s);
 	check_mounts(c, &k, s);
 	if (k.kv[K_COMMAND] != NULL) {
 		if (k.kv[K_COMMAND]->value->u.array.len == 0)

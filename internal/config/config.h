@@ -22,8 +22,12 @@
 #define CFG_TOOL_NAME_MAX  128 /* a tool's name, and SERVER__TOOL as a whole */
 #define CFG_CREDENTIAL_MAX 64  /* a credential's name */
 
-#define CFG_MEMORY_MIN     (16ull << 20)
-#define CFG_MEMORY_MAX     (64ull << 30)
+#define CFG_MEMORY_MIN (16ull << 20)
+#define CFG_MEMORY_MAX (64ull << 30)
+/* network_send_max: what a server may send out through its proxy in one
+ * session, all tunnels and requests together */
+#define CFG_SEND_MAX_MIN   (1ull << 10)
+#define CFG_SEND_MAX_MAX   (1ull << 40)
 #define CFG_MEMORY_DEFAULT (512ull << 20)
 #define CFG_PIDS_MIN       8
 #define CFG_PIDS_MAX       4096
@@ -141,7 +145,8 @@ struct cfg_server {
 	size_t ncommand;
 	char **args; /* NULL-terminated; NULL when absent */
 	size_t nargs;
-	uint64_t memory; /* bytes */
+	uint64_t memory;   /* bytes */
+	uint64_t send_max; /* network_send_max in bytes; 0: no cap */
 	unsigned pids;
 	/* user: "UID" or "UID:GID" the server runs as; unset, mcpgate chooses
 	 * (docs/contained-servers.md, the user) */
@@ -261,6 +266,8 @@ int cfg_parse_url(const char *s, const char *what, char **host, unsigned *port,
 
 /* "512m", "2g", "65536k", "33554432": binary units, CFG_MEMORY_MIN..MAX. */
 int cfg_parse_memory(const char *s, const char *what, uint64_t *out, struct mg_err **err);
+/* The same syntax, CFG_SEND_MAX_MIN..MAX (1k to 1024g): network_send_max. */
+int cfg_parse_send_max(const char *s, const char *what, uint64_t *out, struct mg_err **err);
 
 /* env:NAME or header:NAME; *name allocated. */
 int cfg_parse_position(const char *s, const char *what, enum cfg_position *position, char **name,

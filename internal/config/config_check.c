@@ -590,7 +590,9 @@ int cfg_parse_mount(const char *s, const char *what, struct cfg_mount *out, stru
 	return 0;
 }
 
-int cfg_parse_memory(const char *s, const char *what, uint64_t *out, struct mg_err **err)
+/* A byte count with an optional k, m or g (binary units), min..max */
+static int parse_size(const char *s, const char *what, uint64_t min, uint64_t max,
+                      const char *range, uint64_t *out, struct mg_err **err)
 {
 	size_t len = strlen(s);
 	unsigned shift = 0;
@@ -618,11 +620,22 @@ int cfg_parse_memory(const char *s, const char *what, uint64_t *out, struct mg_e
 		            "must be a number of bytes with an optional k, m or g suffix (binary "
 		            "units), like \"512m\"");
 	uint64_t v;
-	if (mg_parse_u64n(s, digits, 0, UINT64_MAX >> shift, "memory", &v, NULL) < 0 ||
-	    (v << shift) < CFG_MEMORY_MIN || (v << shift) > CFG_MEMORY_MAX)
-		return fail(err, what, s, "is out of range: from 16m to 64g");
+	if (mg_parse_u64n(s, digits, 0, UINT64_MAX >> shift, what, &v, NULL) < 0 ||
+	    (v << shift) < min || (v << shift) > max)
+		return fail(err, what, s, "is out of range: %s", range);
 	*out = v << shift;
 	return 0;
+}
+
+int cfg_parse_memory(const char *s, const char *what, uint64_t *out, struct mg_err **err)
+{
+	return parse_size(s, what, CFG_MEMORY_MIN, CFG_MEMORY_MAX, "from 16m to 64g", out, err);
+}
+
+int cfg_parse_send_max(const char *s, const char *what, uint64_t *out, struct mg_err **err)
+{
+	return parse_size(s, what, CFG_SEND_MAX_MIN, CFG_SEND_MAX_MAX, "from 1k to 1024g", out,
+	                  err);
 }
 
 bool cfg_env_name_valid(const char *s)

@@ -870,6 +870,39 @@ static void test_example(void)
 	cfg_free(cfg);
 }
 
+/* network_send_max: bytes a server may send out in a session */
+static void test_send_max(void)
+{
+	struct cfg *cfg = load("testdata/config/good-send-max.toml", NULL);
+	if (cfg == NULL)
+		return;
+	T_INT(cfg->nservers, 2, "send_max: two servers");
+	T_INT((long long)cfg->servers[0].send_max, 100ll << 20, "send_max: 100m");
+	T_INT((long long)cfg->servers[1].send_max, 0, "send_max: none, no cap");
+	cfg_free(cfg);
+	static const struct {
+		const char *in;
+		uint64_t want; /* 0: refused */
+	} v[] = {{"1k", 1024},
+	         {"1024g", 1ull << 40},
+	         {"1048576", 1048576},
+	         {"1023", 0},
+	         {"1025g", 0},
+	         {"0", 0},
+	         {"", 0},
+	         {"1t", 0},
+	         {"18446744073709551615k", 0}};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		uint64_t out = 0;
+		int r = cfg_parse_send_max(v[i].in, "network_send_max", &out, NULL);
+		if (v[i].want == 0)
+			T_INT(r, -1, "network_send_max %s refused", v[i].in);
+		else
+			T_OK(r == 0 && out == v[i].want, "network_send_max %s is %llu", v[i].in,
+			     (unsigned long long)v[i].want);
+	}
+}
+
 int main(void)
 {
 	run_bad_dir("testdata/config/bad", false, 100);
@@ -890,5 +923,6 @@ int main(void)
 	test_quote();
 	test_places();
 	test_example();
+	test_send_max();
 	return t_done();
 }

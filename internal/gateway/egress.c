@@ -152,6 +152,10 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 		strv_push(&args, "-deny-address");
 		strv_push(&args, addrs.v[i]);
 	}
+	if (c->send_max != 0) {
+		strv_push(&args, "-max-bytes-up");
+		strv_pushf(&args, "%llu", (unsigned long long)c->send_max);
+	}
 	strv_push(&args, "-lifeline");
 	strv_free(&addrs);
 
@@ -241,7 +245,11 @@ size_t gw_egress_env(const struct gw_server *srv, struct ctr_env *env, size_t ma
 static void record_line(struct gw_server *srv, const char *line, size_t len)
 {
 	struct gw_egress *e = &srv->egress;
-	if (e->records >= EGRESS_RECORDS_MAX) {
+	/* a limit record (network_send_max reached; one per tunnel it closed,
+	 * so at most -max-tunnels at once) is kept past the cap: it says why
+	 * the server's traffic stopped */
+	bool limit = len > 17 && memcmp(line, "{\"event\":\"limit\",", 17) == 0;
+	if (e->records >= EGRESS_RECORDS_MAX && !limit) {
 		e->dropped++;
 		return;
 	}
@@ -253,18 +261,24 @@ static void record_line(struct gw_server *srv, const char *line, size_t len)
 	e->records++;
 	const char *event = json_get_string(v, "event");
 	bool close = event != NULL && strcmp(event, "close") == 0;
+	limit = event != NULL && strcmp(event, "limit") == 0;
 	struct json_value *f = gw_fields("server", json_new_string(srv->cfg->name), NULL);
 	static const char *const attempt_keys[] = {"method",  "host",    "port",
 	                                           "address", "allowed", "reason"};
 	static const char *const close_keys[] = {"host", "port", "bytes_up", "bytes_down", "ms"};
-	const char *const *keys = close ? close_keys : attempt_keys;
-	size_t nkeys = close ? 5 : 6;
+	static const char *const limit_keys[] = {"host", "port", "session_bytes_up",
+	                                         "max_bytes_up"};
+	const char *const *keys = limit ? limit_keys : close ? close_keys : attempt_keys;
+	size_t nkeys = limit ? 4 : close ? 5 : 6;
 	for (size_t i = 0; i < nkeys; i++) {
 		const struct json_value *x = json_get(v, keys[i]);
 		json_object_set(f, keys[i], x != NULL ? json_copy(x) : json_new_null());
 	}
 	json_free(v);
-	audit_record_by(srv->sess->audit, srv->cfg->name, close ? "mcp.egress.close" : "mcp.egress",
+	audit_record_by(srv->sess->audit, srv->cfg->name,
+	                limit   ? "mcp.egress.limit"
+	                : close ? "mcp.egress.close"
+	                        : "mcp.egress",
 	                f);
 }
 
