@@ -105,7 +105,7 @@ clients_fuzz_SRC = fuzz/clients_fuzz.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(
 clients_fuzz_LIBS = $(YAJL_LIBS)
 
 # C files that make lint checks (everything we wrote)
-LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) \
+LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) $(MINRELAY_SRC) \
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
@@ -130,6 +130,9 @@ FAKE_RUNTIME_SRC = fakes/fake_runtime.c fakes/probe_json.c
 FAKES_SRC = fakes/probe.c fakes/probe_json.c fakes/fake_runtime.c fakes/mcp_http.c
 MCP_HTTP_SRC = fakes/mcp_http.c fakes/probe_json.c
 FAKES_HDR = fakes/probe_json.h
+
+# ---- bench: the minimal relay bench/contained.py measures mcpgate against ---
+MINRELAY_SRC = bench/minrelay.c
 
 # ---- egress: mcpgate-egress, the static proxy (musl, libc only) ------------
 # egress/ includes nothing from internal/: it links statically against musl alone
@@ -213,6 +216,10 @@ build/fakes/mcp-http: $(MCP_HTTP_SRC) $(FAKES_HDR)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(FAKES_CFLAGS) -o $@ $(MCP_HTTP_SRC)
+build/bench/minrelay: $(MINRELAY_SRC)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(FAKES_CFLAGS) -o $@ $(MINRELAY_SRC)
 .PHONY: fakes
 fakes: build/fakes/mcpgate-probe build/fakes/fake-runtime build/fakes/mcp-http
 
@@ -235,9 +242,9 @@ unit-deps: mcpgate-launch
 
 # the contained-server benchmarks (bench/README.md): the release build, then a
 # table of medians and ratios; MCPGATE_BENCH_RUNTIME=podman|docker adds real containers
-bench: fakes
+bench: fakes build/bench/minrelay
 	@$(MAKE) --no-print-directory SAN=0 all
-	@MCPGATE=./mcpgate FAKES=build/fakes python3 bench/contained.py
+	@MCPGATE=./mcpgate FAKES=build/fakes MINRELAY=build/bench/minrelay python3 bench/contained.py
 
 # the published server-everything as an image in the local registry on 127.0.0.1:5000
 # (tests/e2e/build-everything-image.sh); prints localhost:5000/NAME@sha256:... to pin
