@@ -174,11 +174,11 @@ def echo_block(client, tool, n, times, errors, tag):
 def compare_round_trips(sides, n, blocks=BLOCKS, cpu=False):
     """sides: [(label, client, tool)]. Warm up, then take turns in blocks (a
     different side first in each) so that every side sees the same machine;
-    returns {label: (times, errors, cpu)}. With cpu, cpu is (ns, system ticks)
-    of the side's process tree (its client's process and every descendant,
-    read once after the warm-up) over that side's own blocks: the other
-    sides wait in poll meanwhile."""
-    out = {label: ([], [], [0, 0]) for label, _, _ in sides}
+    returns {label: (times, errors, cpu)}. With cpu, cpu has one (ns, system
+    ticks, calls) per block of the side: its process tree's (its client's
+    process and every descendant, read once after the warm-up) over that
+    block alone, while the other sides wait in poll."""
+    out = {label: ([], [], []) for label, _, _ in sides}
     for label, client, tool in sides:
         echo_block(client, tool, WARMUP, [], out[label][1], "warmup")
     trees = {label: process_tree(client.proc.pid) for label, client, _ in sides} if cpu else {}
@@ -189,12 +189,11 @@ def compare_round_trips(sides, n, blocks=BLOCKS, cpu=False):
             k = b % len(sides)
             for label, client, tool in sides[k:] + sides[:k]:
                 before = tree_cpu(trees[label]) if cpu else None
-                echo_block(client, tool, block if b < blocks - 1 else n - block * b,
-                           out[label][0], out[label][1], "%d" % b)
+                calls = block if b < blocks - 1 else n - block * b
+                echo_block(client, tool, calls, out[label][0], out[label][1], "%d" % b)
                 if cpu:
                     after = tree_cpu(trees[label])
-                    out[label][2][0] += after[0] - before[0]
-                    out[label][2][1] += after[1] - before[1]
+                    out[label][2].append((after[0] - before[0], after[1] - before[1], calls))
     finally:
         gc.enable()
     for label, (times, errors, _) in out.items():
@@ -402,10 +401,15 @@ def bench_round_trip_fake():
             session_checks(setup, "round trip, fake runtime")
     stats = {}
     for label, (times, errors, cpu) in out.items():
-        n = max(1, len(times))
+        ns = sum(x[0] for x in cpu)
+        # the median of the blocks' CPU per call: a block that a neighbour on
+        # the host slowed (its time counts as ours in a guest) moves it little
+        per_block = [x[0] / 1000.0 / x[2] for x in cpu if x[2]]
         stats[label] = dict(summary(times), errors=len(errors),
-                            cpu_us=cpu[0] / 1000.0 / n,
-                            sys_share=(cpu[1] / CLOCK_TICK * 1e9 / cpu[0]) if cpu[0] else None)
+                            cpu_us=statistics.median(per_block) if per_block else None,
+                            cpu_us_total=ns / 1000.0 / max(1, len(times)),
+                            sys_share=(sum(x[1] for x in cpu) / CLOCK_TICK * 1e9 / ns)
+                            if ns else None)
     d = stats[RELAY_SIDES[0]]
     m, so, g = (stats[k] for k in RELAY_SIDES[1:])
     rows = [[label, st.get("mean"), st.get("median"), st.get("p90"), st.get("p99"),
@@ -429,9 +433,9 @@ def bench_round_trip_fake():
                  quot("mcpgate / minimal relay", g, m), quot("socat / minimal relay", so, m)]
     table(title, ["", "mean", "p50", "p90", "p99", "cpu/call", "sys", "calls", "errors"], rows)
     print("  (latency: the driver's send to its read of the answer; cpu/call: on-CPU time of\n"
-          "   the side's whole process tree over its calls, the probe's included, from\n"
-          "   /proc/PID/task/TID/schedstat; sys: the system share of it, from /proc/PID/stat\n"
-          "   ticks. The sides take turns in %d blocks. \"- direct\" is what a relay adds)"
+          "   the side's whole process tree per call, the probe's included, from\n"
+          "   /proc/PID/task/TID/schedstat, the median over its %d blocks; sys: the system\n"
+          "   share of it, from /proc/PID/stat ticks. \"- direct\" is what a relay adds)"
           % RELAY_BLOCKS)
     if not any(st.get("errors") for st in stats.values()):
         print("  aim (issue 15): mcpgate within 10 us of the minimal relay: %+.1f us mean, "
