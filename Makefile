@@ -59,7 +59,7 @@ KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
 MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
 CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clients/toml_edit.c \
               internal/clients/diff.c
-GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c
+GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
           cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c
@@ -105,7 +105,7 @@ clients_fuzz_SRC = fuzz/clients_fuzz.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(
 clients_fuzz_LIBS = $(YAJL_LIBS)
 
 # C files that make lint checks (everything we wrote)
-LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) \
+LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) $(MINRELAY_SRC) \
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
@@ -130,6 +130,9 @@ FAKE_RUNTIME_SRC = fakes/fake_runtime.c fakes/probe_json.c
 FAKES_SRC = fakes/probe.c fakes/probe_json.c fakes/fake_runtime.c fakes/mcp_http.c
 MCP_HTTP_SRC = fakes/mcp_http.c fakes/probe_json.c
 FAKES_HDR = fakes/probe_json.h
+
+# ---- bench: the minimal relay bench/contained.py measures mcpgate against ---
+MINRELAY_SRC = bench/minrelay.c
 
 # ---- egress: mcpgate-egress, the static proxy (musl, libc only) ------------
 # egress/ includes nothing from internal/: it links statically against musl alone
@@ -213,6 +216,10 @@ build/fakes/mcp-http: $(MCP_HTTP_SRC) $(FAKES_HDR)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(FAKES_CFLAGS) -o $@ $(MCP_HTTP_SRC)
+build/bench/minrelay: $(MINRELAY_SRC)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(FAKES_CFLAGS) -o $@ $(MINRELAY_SRC)
 .PHONY: fakes
 fakes: build/fakes/mcpgate-probe build/fakes/fake-runtime build/fakes/mcp-http
 
@@ -235,9 +242,9 @@ unit-deps: mcpgate-launch
 
 # the contained-server benchmarks (bench/README.md): the release build, then a
 # table of medians and ratios; MCPGATE_BENCH_RUNTIME=podman|docker adds real containers
-bench: fakes
+bench: fakes build/bench/minrelay
 	@$(MAKE) --no-print-directory SAN=0 all
-	@MCPGATE=./mcpgate FAKES=build/fakes python3 bench/contained.py
+	@MCPGATE=./mcpgate FAKES=build/fakes MINRELAY=build/bench/minrelay python3 bench/contained.py
 
 # the published server-everything as an image in the local registry on 127.0.0.1:5000
 # (tests/e2e/build-everything-image.sh); prints localhost:5000/NAME@sha256:... to pin

@@ -2,6 +2,7 @@
 anomalies that end a run with status 1. stdlib only; each bench is its own
 process, so the module-level list is that run's."""
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,51 @@ def first_line(argv, timeout=20, any_status=False):
         return out[0].strip() if out and (any_status or r.returncode == 0) else None
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+# ---- CPU of a process tree -------------------------------------------------
+
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(root):
+    """root's pid and every live descendant's, from /proc (ppid links)."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return sorted(out)
+
+
+def tree_cpu(pids):
+    """(on-CPU ns, system ticks) summed over pids and all their threads. The
+    ns come from each thread's schedstat (sum_exec_runtime: user + system,
+    to the nanosecond); the ticks from each process's stat (stime), only to
+    tell the system share. A process that is gone counts nothing."""
+    ns = ticks = 0
+    for pid in pids:
+        try:
+            for tid in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as fh:
+                    ns += int(fh.read().split()[0])
+            with open("/proc/%d/stat" % pid) as fh:
+                stat = fh.read()
+            ticks += int(stat[stat.rindex(")") + 2:].split()[12])
+        except (OSError, ValueError, IndexError):
+            pass
+    return ns, ticks
 
 
 # ---- statistics and printing ---------------------------------------------

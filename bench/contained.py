@@ -46,21 +46,42 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 from mcpclient import Client  # noqa: E402
-from benchlib import (anomalies, anomaly, first_line, fmt, measure, on_term,  # noqa: E402
-                      pct, ratio, report_anomalies, rx, sh, summary, table)
+from benchlib import (CLOCK_TICK, anomalies, anomaly, first_line, fmt, measure,  # noqa: E402
+                      on_term, pct, process_tree, ratio, report_anomalies, rx, sh, summary,
+                      table, tree_cpu)
 
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", os.path.join(TOP, "mcpgate")))
+MINRELAY = os.path.abspath(os.environ.get("MINRELAY", os.path.join(TOP, "build", "bench",
+                                                                   "minrelay")))
+SOCAT = shutil.which("socat")
 FAKES = os.path.abspath(os.environ.get("FAKES", os.path.join(TOP, "build", "fakes")))
 RUNTIME = os.environ.get("MCPGATE_BENCH_RUNTIME", "").strip()
 QUICK = "--quick" in sys.argv[1:]
+# --only 1,3b: those parts alone (1, 2, 3a, 3b); every part by default
+ONLY = None
+for _i, _a in enumerate(sys.argv[1:]):
+    if _a.startswith("--only="):
+        ONLY = set(_a.split("=", 1)[1].split(","))
+    elif _a == "--only" and _i + 2 < len(sys.argv):
+        ONLY = set(sys.argv[_i + 2].split(","))
+
+
+def wanted(part):
+    return ONLY is None or part in ONLY
 
 SCALE = 10 if QUICK else 1
-N_FAKE = 2000 // SCALE        # round trips per side, fake runtime
+N_FAKE = 5000 // SCALE        # round trips per side, fake runtime
 N_REAL = 500 // SCALE         # round trips per side, real container
 BLOCKS = 10                   # the two sides alternate in this many blocks
+RELAY_BLOCKS = 20             # part 1's four sides take turns in this many
 WARMUP = 20                   # untimed calls per side first
 STARTS_FAKE = max(2, 20 // SCALE)
 STARTS_REAL = max(2, 5 // SCALE)
+for _i, _a in enumerate(sys.argv[1:]):  # --real-runs N: part 3b's runs (the machine may be shared)
+    if _a.startswith("--real-runs="):
+        STARTS_REAL = max(1, int(_a.split("=", 1)[1]))
+    elif _a == "--real-runs" and _i + 2 < len(sys.argv):
+        STARTS_REAL = max(1, int(sys.argv[_i + 2]))
 CALL_TIMEOUT = 30.0           # s, one call
 START_TIMEOUT = 120.0         # s, one session start (the gateway's own default is 60)
 CLOSE_TIMEOUT = 60.0          # s, a session's end after its input closes
@@ -150,23 +171,32 @@ def echo_block(client, tool, n, times, errors, tag):
             errors.append(r)
 
 
-def compare_round_trips(sides, n):
-    """sides: [(label, client, tool)]. Warm up, then alternate blocks so both
-    sides see the same machine; returns {label: (times, errors)}."""
-    out = {label: ([], []) for label, _, _ in sides}
+def compare_round_trips(sides, n, blocks=BLOCKS, cpu=False):
+    """sides: [(label, client, tool)]. Warm up, then take turns in blocks (a
+    different side first in each) so that every side sees the same machine;
+    returns {label: (times, errors, cpu)}. With cpu, cpu has one (ns, system
+    ticks, calls) per block of the side: its process tree's (its client's
+    process and every descendant, read once after the warm-up) over that
+    block alone, while the other sides wait in poll."""
+    out = {label: ([], [], []) for label, _, _ in sides}
     for label, client, tool in sides:
         echo_block(client, tool, WARMUP, [], out[label][1], "warmup")
-    block = max(1, n // BLOCKS)
+    trees = {label: process_tree(client.proc.pid) for label, client, _ in sides} if cpu else {}
+    block = max(1, n // blocks)
     gc.disable()
     try:
-        for b in range(BLOCKS):
-            order = sides if b % 2 == 0 else list(reversed(sides))
-            for label, client, tool in order:
-                echo_block(client, tool, block if b < BLOCKS - 1 else n - block * b,
-                           out[label][0], out[label][1], "%d" % b)
+        for b in range(blocks):
+            k = b % len(sides)
+            for label, client, tool in sides[k:] + sides[:k]:
+                before = tree_cpu(trees[label]) if cpu else None
+                calls = block if b < blocks - 1 else n - block * b
+                echo_block(client, tool, calls, out[label][0], out[label][1], "%d" % b)
+                if cpu:
+                    after = tree_cpu(trees[label])
+                    out[label][2].append((after[0] - before[0], after[1] - before[1], calls))
     finally:
         gc.enable()
-    for label, (times, errors) in out.items():
+    for label, (times, errors, _) in out.items():
         if errors:
             anomaly("%s: %d of %d echo calls did not come back right; first: %s" %
                     (label, len(errors), n + WARMUP, json.dumps(errors[0])[:300]))
@@ -322,42 +352,118 @@ def probe_client():
                   stderr=subprocess.DEVNULL)
 
 
+def relay_client(argv):
+    """A relay in front of the probe: argv, then the probe's path."""
+    return Client(argv, env={"PATH": "/usr/bin:/bin"}, stderr=subprocess.DEVNULL)
+
+
+def socat_argv(probe):
+    # pipes to the probe, as the minimal relay and mcpgate have (socat's
+    # default would be a socketpair)
+    return [SOCAT, "STDIO", "EXEC:%s,pipes" % probe]
+
+
+RELAY_SIDES = ("direct probe", "minimal relay", "socat", "mcpgate serve (fake runtime)")
+
+
 def bench_round_trip_fake():
-    title = "1. tools/call round trip (echo), fake runtime: %d calls each, microseconds per call" % N_FAKE
+    title = ("1. tools/call round trip (echo): the probe directly, behind the minimal relay, "
+             "socat and mcpgate (fake runtime); %d calls each, microseconds" % N_FAKE)
     setup = Setup(1)
     if setup.approved:
         print("  (this mcpgate withholds tools of unapproved servers: the bench approved the "
               "probe's manifest %s in mcp.toml)" % sorted(set(setup.approved.values()))[0])
     results["approved_manifests"] = sorted(set(setup.approved.values()))
-    direct = probe_client()
+    probe = os.path.join(FAKES, "mcpgate-probe")
+    clients = []
     gw = None
     try:
-        r = direct.initialize()
-        if "result" not in r:
-            raise RuntimeError("the probe did not answer initialize: %s" % r)
+        for label, argv in (("direct probe", None), ("minimal relay", [MINRELAY, probe]),
+                            ("socat", socat_argv(probe))):
+            c = probe_client() if argv is None else relay_client(argv)
+            clients.append((label, c))
+            r = c.initialize()
+            if "result" not in r:
+                raise RuntimeError("the probe (%s) did not answer initialize: %s" % (label, r))
         gw = setup.start()
         gw.initialize()
         names = [t["name"] for t in gw.request("tools/list", timeout=START_TIMEOUT)["result"]["tools"]]
         if names != ["s1__echo"]:
             raise RuntimeError("mcpgate offers %s, not s1__echo" % names)
-        out = compare_round_trips([("direct probe", direct, "echo"),
-                                   ("mcpgate serve (fake runtime)", gw, "s1__echo")], N_FAKE)
+        sides = [(label, c, "echo") for label, c in clients]
+        sides.append((RELAY_SIDES[3], gw, "s1__echo"))
+        out = compare_round_trips(sides, N_FAKE, blocks=RELAY_BLOCKS, cpu=True)
     finally:
-        close_client(direct, "the direct probe")
+        for label, c in clients:
+            close_client(c, "the probe (%s)" % label)
         if gw is not None:
             close_client(gw, "mcpgate serve (fake runtime, round trip)")
             session_checks(setup, "round trip, fake runtime")
     stats = {}
-    for label, (times, errors) in out.items():
-        stats[label] = dict(summary(times), errors=len(errors))
-    d, g = stats["direct probe"], stats["mcpgate serve (fake runtime)"]
-    rows = round_trip_rows(stats)
-    table(title, ["", "median", "p90", "p99", "mean", "calls", "errors"], rows)
-    results["round_trip_fake"] = {"unit": "us", "calls": N_FAKE, "direct": d, "gateway": g,
-                                  "ratio_median": ratio(g["median"], d["median"]),
-                                  "ratio_p90": ratio(g["p90"], d["p90"]),
-                                  "ratio_p99": ratio(g["p99"], d["p99"]),
-                                  "added_median_us": g["median"] - d["median"]}
+    for label, (times, errors, cpu) in out.items():
+        ns = sum(x[0] for x in cpu)
+        # the median of the blocks' CPU per call: a block that a neighbour on
+        # the host slowed (its time counts as ours in a guest) moves it little
+        per_block = [x[0] / 1000.0 / x[2] for x in cpu if x[2]]
+        stats[label] = dict(summary(times), errors=len(errors),
+                            cpu_us=statistics.median(per_block) if per_block else None,
+                            cpu_us_total=ns / 1000.0 / max(1, len(times)),
+                            sys_share=(sum(x[1] for x in cpu) / CLOCK_TICK * 1e9 / ns)
+                            if ns else None)
+    d = stats[RELAY_SIDES[0]]
+    m, so, g = (stats[k] for k in RELAY_SIDES[1:])
+    rows = [[label, st.get("mean"), st.get("median"), st.get("p90"), st.get("p99"),
+             st.get("cpu_us"), "-" if st.get("sys_share") is None else "%.0f%%" %
+             (100 * st["sys_share"]), st.get("n", 0), st.get("errors", 0)]
+            for label, st in stats.items()]
+    if any(st.get("errors") for st in stats.values()):
+        rows.append(["(answers were wrong: the times are not round trips; see anomalies)"] +
+                    [""] * 8)
+    else:
+        def diff(label, a, b):
+            return [label, a["mean"] - b["mean"], a["median"] - b["median"], a["p90"] - b["p90"],
+                    a["p99"] - b["p99"], a["cpu_us"] - b["cpu_us"], "", "", ""]
+
+        def quot(label, a, b):
+            return [label, rx(a["mean"], b["mean"]), rx(a["median"], b["median"]),
+                    rx(a["p90"], b["p90"]), rx(a["p99"], b["p99"]),
+                    rx(a["cpu_us"], b["cpu_us"]), "", "", ""]
+        rows += [diff("minimal relay - direct", m, d), diff("socat - direct", so, d),
+                 diff("mcpgate - direct", g, d), diff("mcpgate - minimal relay", g, m),
+                 quot("mcpgate / minimal relay", g, m), quot("socat / minimal relay", so, m)]
+    table(title, ["", "mean", "p50", "p90", "p99", "cpu/call", "sys", "calls", "errors"], rows)
+    print("  (latency: the driver's send to its read of the answer; cpu/call: on-CPU time of\n"
+          "   the side's whole process tree per call, the probe's included, from\n"
+          "   /proc/PID/task/TID/schedstat, the median over its %d blocks; sys: the system\n"
+          "   share of it, from /proc/PID/stat ticks. \"- direct\" is what a relay adds)"
+          % RELAY_BLOCKS)
+    if not any(st.get("errors") for st in stats.values()):
+        print("  aim (issue 15): mcpgate within 10 us of the minimal relay: %+.1f us mean, "
+              "%+.1f us p50; CPU per call within 1.5x of it: %s" %
+              (g["mean"] - m["mean"], g["median"] - m["median"], rx(g["cpu_us"], m["cpu_us"])))
+    results["round_trip_fake"] = {
+        "unit": "us", "calls": N_FAKE, "blocks": RELAY_BLOCKS,
+        "socat": socat_version(),
+        "direct": d, "minimal_relay": m, "socat_relay": so, "gateway": g,
+        "ratio_median": ratio(g["median"], d["median"]),
+        "ratio_p90": ratio(g["p90"], d["p90"]),
+        "ratio_p99": ratio(g["p99"], d["p99"]),
+        "added_median_us": g["median"] - d["median"],
+        "gateway_minus_minimal_mean_us": g["mean"] - m["mean"],
+        "gateway_minus_minimal_median_us": g["median"] - m["median"],
+        "ratio_cpu_gateway_minimal": ratio(g["cpu_us"], m["cpu_us"])}
+
+
+def socat_version():
+    """socat's version line (it prints several on stdout)"""
+    try:
+        r = sh([SOCAT, "-V"], timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in r.stdout.splitlines():
+        if line.startswith("socat version"):
+            return line.split(" on ")[0].strip()
+    return None
 
 
 def children_cpu_ms():
@@ -404,7 +510,7 @@ def audit_ms(ts):
 
 
 def sweep_ms(setup):
-    """Per session: the sweep (runtime ps, before any server starts), from the
+    """Per session: the sweep (runtime ps, beside the first starts), from the
     audit log's session.start and sweep records (millisecond stamps)."""
     start, out = {}, []
     for e in setup.audit():
@@ -416,6 +522,22 @@ def sweep_ms(setup):
         except (KeyError, ValueError):
             pass
     return summary(out)
+
+
+def first_run_ms(setup):
+    """Per session: from session.start to its first server.start (the first
+    runtime `run` spawned), from the audit log: what comes before any run."""
+    start, first = {}, {}
+    for e in setup.audit():
+        try:
+            if e.get("event") == "session.start":
+                start[e["session"]] = audit_ms(e["ts"])
+            elif e.get("event") == "server.start" and e.get("session") in start:
+                t = audit_ms(e["ts"]) - start[e["session"]]
+                first[e["session"]] = min(t, first.get(e["session"], t))
+        except (KeyError, ValueError):
+            pass
+    return summary(list(first.values()))
 
 
 INIT_DELAY_MS = 100   # 3a's second pair: each probe answers initialize after this long
@@ -454,15 +576,16 @@ def bench_session_start_fake():
     C = {k: summary(v) for k, v in cpus.items()}
     R = {k: ready_ms(v) for k, v in setups.items()}
     W = {k: sweep_ms(v) for k, v in setups.items()}
+    F = {k: first_run_ms(v) for k, v in setups.items()}
 
     def row(label, k):
         return [label, S[k].get("median"), S[k].get("p90"), S[k].get("min"), S[k].get("max"),
-                W[k].get("median"), R[k].get("median"), E[k].get("median"), C[k].get("median"),
-                S[k]["n"]]
+                W[k].get("median"), F[k].get("median"), R[k].get("median"), E[k].get("median"),
+                C[k].get("median"), S[k]["n"]]
 
     def ratio_row(label, a, b):
         return [label, rx(S[a].get("median"), S[b].get("median")),
-                rx(S[a].get("p90"), S[b].get("p90")), "", "", "",
+                rx(S[a].get("p90"), S[b].get("p90")), "", "", "", "",
                 rx(R[a].get("median"), R[b].get("median")),
                 rx(E[a].get("median"), E[b].get("median")),
                 rx(C[a].get("median"), C[b].get("median")), ""]
@@ -470,10 +593,11 @@ def bench_session_start_fake():
     rows = [row("1 server", "1"), row("8 servers", "8"), ratio_row("8 / 1", "8", "1"),
             row("1 server, " + d, "1d"), row("8 servers, " + d, "8d"),
             ratio_row("8 / 1, " + d, "8d", "1d")]
-    table(title, ["", "median", "p90", "min", "max", "sweep", "one server", "end", "cpu", "runs"],
-          rows)
-    print("  (medians over the runs. sweep: session.start to sweep in the audit log, before any\n"
-          "   server starts; one server: each server's own start, image check to its tools/list,\n"
+    table(title, ["", "median", "p90", "min", "max", "sweep", "1st run", "one server", "end",
+                  "cpu", "runs"], rows)
+    print("  (medians over the runs. sweep: session.start to sweep in the audit log, the sweep\n"
+          "   beside the first starts; 1st run: session.start to the first server.start, what\n"
+          "   comes before any run; one server: each server's own start, image check to its tools/list,\n"
           "   the audit log's server.ready start_ms; end: closing mcpgate's input to its exit;\n"
           "   cpu: user+sys of the whole session, mcpgate, fake runtimes and probes. With\n"
           "   --initialize-delay each probe waits without using CPU: a serial start would add\n"
@@ -482,7 +606,7 @@ def bench_session_start_fake():
         "unit": "ms", "runs": STARTS_FAKE, "initialize_delay_ms": INIT_DELAY_MS,
         "1": S["1"], "8": S["8"], "1_delayed": S["1d"], "8_delayed": S["8d"],
         "cpu_1": C["1"], "cpu_8": C["8"], "cpu_1_delayed": C["1d"], "cpu_8_delayed": C["8d"],
-        "sweep_1": W["1"], "sweep_8": W["8"],
+        "sweep_1": W["1"], "sweep_8": W["8"], "first_run_1": F["1"], "first_run_8": F["8"],
         "server_ready_1": R["1"], "server_ready_8": R["8"],
         "server_ready_1_delayed": R["1d"], "server_ready_8_delayed": R["8d"],
         "end_1": E["1"], "end_8": E["8"],
@@ -748,7 +872,7 @@ def bench_round_trip_real(rt, gw_argv):
             pid = gw.proc.pid
             close_client(gw, "mcpgate serve (%s, round trip)" % rt.kind)
             session_checks(setup, "round trip on %s" % rt.kind, rt, pid)
-    stats = {label: dict(summary(t), errors=len(e)) for label, (t, e) in out.items()}
+    stats = {label: dict(summary(t), errors=len(e)) for label, (t, e, _) in out.items()}
     labels = list(stats)
     d, g = stats[labels[0]], stats[labels[1]]
     rows = round_trip_rows(stats)
@@ -854,29 +978,37 @@ def bench_session_start_real(rt, gw_argv):
     b = {k: summary(v) for k, v in bare.items()}
     r = {k: ready_ms(v) for k, v in setups.items()}
     w = {k: sweep_ms(v) for k, v in setups.items()}
-    rows = [["mcpgate serve, 1 server", s[1].get("median"), s[1].get("min"), s[1].get("max"),
-             w[1].get("median"), r[1].get("median"), e[1].get("median"), s[1]["n"]],
-            ["bare %s run, 1" % rt.kind, b[1].get("median"), b[1].get("min"), b[1].get("max"),
-             "", "", "", b[1]["n"]],
-            ["mcpgate serve, 8 servers", s[8].get("median"), s[8].get("min"), s[8].get("max"),
-             w[8].get("median"), r[8].get("median"), e[8].get("median"), s[8]["n"]],
-            ["8 bare %s run at once" % rt.kind, b[8].get("median"), b[8].get("min"),
-             b[8].get("max"), "", "", "", b[8]["n"]],
-            ["mcpgate 8 / bare 8", rx(s[8].get("median"), b[8].get("median")),
-             "", "", "", "", "", ""],
-            ["mcpgate 1 / bare 1", rx(s[1].get("median"), b[1].get("median")),
-             "", "", "", "", "", ""],
-            ["mcpgate 8 / mcpgate 1", rx(s[8].get("median"), s[1].get("median")),
-             "", "", "", rx(r[8].get("median"), r[1].get("median")), "", ""],
-            ["bare 8 / bare 1", rx(b[8].get("median"), b[1].get("median")),
-             "", "", "", "", "", ""]]
-    table(title, ["", "median", "min", "max", "sweep", "one server", "end", "runs"], rows)
+    f = {k: first_run_ms(v) for k, v in setups.items()}
+
+    def gw_row(label, k):
+        return [label, s[k].get("median"), s[k].get("min"), s[k].get("max"), w[k].get("median"),
+                f[k].get("median"), r[k].get("median"), e[k].get("median"), s[k]["n"]]
+
+    def bare_row(label, k):
+        return [label, b[k].get("median"), b[k].get("min"), b[k].get("max"), "", "", "", "",
+                b[k]["n"]]
+
+    def ratio_row(label, x, y, ready=""):
+        return [label, rx(x.get("median"), y.get("median")), "", "", "", "", ready, "", ""]
+    rows = [gw_row("mcpgate serve, 1 server", 1), bare_row("bare %s run, 1" % rt.kind, 1),
+            gw_row("mcpgate serve, 8 servers", 8),
+            bare_row("8 bare %s run at once" % rt.kind, 8),
+            ratio_row("mcpgate 8 / bare 8", s[8], b[8]),
+            ratio_row("mcpgate 1 / bare 1", s[1], b[1]),
+            ratio_row("mcpgate 8 / mcpgate 1", s[8], s[1],
+                      rx(r[8].get("median"), r[1].get("median"))),
+            ratio_row("bare 8 / bare 1", b[8], b[1])]
+    table(title, ["", "median", "min", "max", "sweep", "1st run", "one server", "end", "runs"],
+          rows)
     print("  (bare: initialize, then tools/list, to each container, as mcpgate does, until all\n"
-          "   have answered; sweep, one server and end as in 3a)")
+          "   have answered; sweep, 1st run, one server and end as in 3a)")
+    print("  aim (issue 15): mcpgate 8 / bare 8 at most 1.15x: %s" %
+          rx(s[8].get("median"), b[8].get("median")))
     results["session_start_real"] = {
         "runtime": rt.kind, "unit": "ms", "runs": STARTS_REAL,
         "gateway_1": s[1], "gateway_8": s[8], "bare_1": b[1], "bare_8": b[8],
         "server_ready_1": r[1], "server_ready_8": r[8], "sweep_1": w[1], "sweep_8": w[8],
+        "first_run_1": f[1], "first_run_8": f[8],
         "end_1": e[1], "end_8": e[8],
         "ratio_gateway8_bare8": ratio(s[8].get("median"), b[8].get("median")),
         "ratio_gateway1_bare1": ratio(s[1].get("median"), b[1].get("median")),
@@ -892,6 +1024,8 @@ def run_all():
         if RUNTIME:
             why = "MCPGATE_BENCH_RUNTIME=%s is neither podman nor docker; %s" % (RUNTIME, why)
             anomaly("setup: " + why)
+    elif not (wanted("2") or wanted("3b")):
+        why = "--only leaves out the parts on a real runtime"
     else:
         rt = Runtime(RUNTIME)
     try:
@@ -914,15 +1048,17 @@ def run_all():
                 anomaly("setup: " + why)
         if why is not None:
             results["round_trip_real"] = results["session_start_real"] = {"skipped": why}
-        measure(bench_round_trip_fake)
-        if why is None:
+        if wanted("1"):
+            measure(bench_round_trip_fake)
+        if wanted("2") and why is None:
             measure(bench_round_trip_real, rt, gw_argv)
-        else:
+        elif wanted("2"):
             skipped("2. tools/call round trip through a real container", why)
-        measure(bench_session_start_fake)
-        if why is None:
+        if wanted("3a"):
+            measure(bench_session_start_fake)
+        if wanted("3b") and why is None:
             measure(bench_session_start_real, rt, gw_argv)
-        else:
+        elif wanted("3b"):
             skipped("3b. session start through real containers", why)
     finally:
         end_gateways()
@@ -965,6 +1101,7 @@ def header():
         "mcpgate": first_line([MCPGATE, "--version"]),
         "fake-runtime": first_line([os.path.join(FAKES, "fake-runtime"), "--version"]),
         "python": platform.python_version(),
+        "socat": socat_version(),
     }
     for tool in ("podman", "docker"):
         if shutil.which(tool):
@@ -1012,7 +1149,13 @@ def ratios_block():
                  "mcpgate adds %.0f us per call (median)" %
                  (rx(med(rf, "gateway"), med(rf, "direct")),
                   rx(rf["gateway"]["p90"], rf["direct"]["p90"]),
-                  rx(rf["gateway"]["p99"], rf["direct"]["p99"]), rf["added_median_us"])])
+                  rx(rf["gateway"]["p99"], rf["direct"]["p99"]), rf["added_median_us"]),
+                 "  beside the minimal relay: mcpgate %+.1f us mean, %+.1f us p50, CPU per call "
+                 "%s (socat %+.1f us mean, CPU %s)" %
+                 (rf["gateway_minus_minimal_mean_us"], rf["gateway_minus_minimal_median_us"],
+                  rx(rf["gateway"]["cpu_us"], rf["minimal_relay"]["cpu_us"]),
+                  rf["socat_relay"]["mean"] - rf["minimal_relay"]["mean"],
+                  rx(rf["socat_relay"]["cpu_us"], rf["minimal_relay"]["cpu_us"]))])
     rr = results.get("round_trip_real", {})
     add(lambda: clean(rr) and ["round trip, %s container: mcpgate / direct %s median (p90 %s, p99 %s); "
                  "mcpgate adds %.0f us per call (median)" %
@@ -1072,7 +1215,7 @@ def snapshot_binaries():
     """Run copies of mcpgate and the fakes, taken once: a rebuild in the tree
     while the bench runs (other people work in it) cannot change them midway.
     The copy keeps the name mcpgate: the sweep judges an owner by it."""
-    global MCPGATE, FAKES
+    global MCPGATE, FAKES, MINRELAY
     d = tempdir("mcpgate-bench-bin-")
     os.makedirs(os.path.join(d, "fakes"))
     shutil.copy2(MCPGATE, os.path.join(d, "mcpgate"))
@@ -1080,18 +1223,26 @@ def snapshot_binaries():
         shutil.copy2(os.path.join(FAKES, name), os.path.join(d, "fakes", name))
     with open(os.path.join(d, "mcpgate"), "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()
+    shutil.copy2(MINRELAY, os.path.join(d, "minrelay"))
     origin = MCPGATE
     MCPGATE, FAKES = os.path.join(d, "mcpgate"), os.path.join(d, "fakes")
+    MINRELAY = os.path.join(d, "minrelay")
     return origin, digest
 
 
 def main():
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
-    for path in (MCPGATE, os.path.join(FAKES, "fake-runtime"), os.path.join(FAKES, "mcpgate-probe")):
+    for path in (MCPGATE, os.path.join(FAKES, "fake-runtime"), os.path.join(FAKES, "mcpgate-probe"),
+                 MINRELAY):
         if not os.access(path, os.X_OK):
-            print("bench: %s is missing; run make and make fakes (make bench does both)" % path)
+            print("bench: %s is missing; run make, make fakes and make build/bench/minrelay "
+                  "(make bench does all three)" % path)
             return 2
+    if SOCAT is None:
+        # part 1 compares mcpgate with socat: without it there is no such comparison
+        print("bench: socat is not installed; install it with: apt-get install -y socat")
+        return 2
     origin, digest = snapshot_binaries()
     results["binary"] = {"path": origin, "sha256": digest}
     now = header()

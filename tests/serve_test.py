@@ -522,6 +522,45 @@ def test_missing_image():
     f.cleanup()
 
 
+def test_shared_start():
+    """servers of one image share its check: one image inspect per distinct
+    image, whatever the number of servers; the sweep and the runtime's info
+    once each, and start-up (the first tools/list) ends after the sweep"""
+    other = "localhost:5000/other@sha256:" + "cd" * 32
+    missing = "localhost:5000/missing@sha256:" + "ef" * 32
+    servers = "".join(server("p%d" % i) for i in range(8))
+    servers += server("o1", image=other) + server("o2", image=other)
+    servers += server("m1", image=missing) + server("m2", image=missing)
+    f = Fixture(servers, images=(IMAGE, other))
+    c = f.start()
+    c.initialize()
+    names = tool_names(c.request("tools/list"))
+    want = ["p%d__echo" % i for i in range(8)] + ["o1__echo", "o2__echo"]
+    t.ok(names == want, "ten servers of two images start, two of a missing one do not", names)
+    c.close()
+    log = f.runtime_log()
+    inspects = {}
+    for r in log:
+        if r["argv"][1:3] == ["image", "inspect"]:
+            inspects[r["argv"][-1]] = inspects.get(r["argv"][-1], 0) + 1
+    t.ok(inspects == {IMAGE: 1, other: 1, missing: 1},
+         "one image inspect per distinct image, for 12 servers", inspects)
+    t.ok(len([r for r in log if r["argv"][1:2] == ["run"]]) == 10, "ten runs",
+         [r["argv"][:2] for r in log])
+    t.ok(len([r for r in log if r["argv"][1:2] == ["info"]]) == 1 and
+         len([r for r in log if r["argv"][1:2] == ["ps"]]) == 1,
+         "the runtime's info and the sweep's ps once each", [r["argv"][:2] for r in log])
+    un = events(f.audit(), "server.unavailable")
+    t.ok(sorted(u["server"] for u in un) == ["m1", "m2"] and
+         all("mcpgate pull " + u["server"] in u["reason"] for u in un),
+         "each server of the missing image is told its own pull command", un)
+    kinds = [e["event"] for e in f.audit()]
+    t.ok("sweep" in kinds and "server.registered" in kinds and
+         kinds.index("sweep") < kinds.index("server.registered"),
+         "the sweep is over before any server is registered", kinds)
+    f.cleanup()
+
+
 def test_all_tools_off():
     f = Fixture(server("quiet", tools_on=()) + server("busy"))
     c = f.start()
@@ -1256,7 +1295,7 @@ def test_calls_during_start():
 PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_confirmation,
              test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
-             test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_all_tools_off,
+             test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
              test_config_error, test_calls_during_start):
     try:

@@ -134,6 +134,7 @@ struct session {
 	char *launch_error;           /* why there is none */
 	struct ctr_platform platform; /* what the runtime enforces here */
 	char *platform_error;         /* why that is not known: no server starts */
+	struct gw_startup *startup;   /* startup.c: what the starts share */
 	struct kc *keychain;          /* NULL when it cannot be read */
 	char *keychain_error;
 	struct gw_secrets *secrets; /* every stored value's forms, for the scanner */
@@ -172,6 +173,22 @@ struct session {
 	bool stopping;
 	int signal;
 };
+
+/* startup.c: the sweep, the platform and the image checks, found once per
+ * session and beside the starts. begin counts the sweep in s->starting
+ * (start-up ends after it) and starts it and the platform's probe; end
+ * waits for both; free also frees what they found. */
+struct gw_startup;
+void gw_startup_begin(struct session *s);
+void gw_startup_end(struct session *s);
+void gw_startup_free(struct session *s);
+/* on a start thread: 0 once s->platform and s->platform_error are set, -1
+ * when deadline_ms (proc_now_ms's clock) passed first */
+int gw_startup_platform_wait(struct session *s, int64_t deadline_ms);
+/* image_present for image, asked of the runtime once per session: the
+ * first server of an image checks it, the others wait for its answer */
+int gw_startup_image_present(struct session *s, const char *image, int64_t deadline_ms,
+                             struct mg_err **err);
 
 /* server.c */
 void *gw_server_start_thread(void *arg);

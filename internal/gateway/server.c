@@ -206,12 +206,20 @@ void *gw_server_start_thread(void *arg)
 
 	int present = c->transport == CFG_TRANSPORT_REMOTE
 	                  ? 1
-	                  : s->driver->ops->image_present(s->driver, c->image, &err);
+	                  : gw_startup_image_present(s, c->image, deadline, &err);
 	if (present <= 0) {
 		srv->start_error = present < 0
 		                       ? xasprintf("cannot check its image: %s", mg_err_msg(err))
 		                       : xasprintf("image %s is not present; run: mcpgate pull %s",
 		                                   c->image, c->name);
+		goto done;
+	}
+	/* what the runtime enforces, before anything is judged or run by it */
+	if ((c->transport == CFG_TRANSPORT_CONTAINER || c->nhosts > 0) &&
+	    gw_startup_platform_wait(s, deadline) < 0) {
+		srv->start_error =
+		    xstrdup("the runtime did not say what it enforces here before the start "
+		            "deadline, so nothing starts");
 		goto done;
 	}
 	if (c->transport == CFG_TRANSPORT_CONTAINER) {

@@ -1,4 +1,4 @@
-/* A session's life: sweep, start every offered server at once, register
+/* A session's life: start every offered server at once (beside the sweep), register
  * tools in mcp.toml order, serve the client, stop everything. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,35 +29,6 @@ struct json_value *gw_fields(const char *key, ...)
 		json_object_set(o, k, va_arg(ap, struct json_value *));
 	va_end(ap);
 	return o;
-}
-
-/* ---- the sweep: once per runtime and process ---------------------------- */
-
-static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool swept[2];
-
-static void sweep_once(struct session *s)
-{
-	pthread_mutex_lock(&sweep_lock);
-	if (!swept[s->driver->kind]) {
-		swept[s->driver->kind] = true;
-		unsigned removed = 0;
-		struct mg_err *err = NULL;
-		int r = s->driver->ops->sweep(s->driver, &removed, &err);
-		audit_record(s->audit, "sweep",
-		             gw_fields("runtime", json_new_string(s->driver->name), "removed",
-		                       json_new_int(removed), "error",
-		                       r < 0 ? json_new_string(mg_err_msg(err)) : json_new_null(),
-		                       NULL));
-		if (r < 0)
-			mg_warn("sweep: %s", mg_err_msg(err));
-		else if (removed > 0)
-			mg_info(
-			    "swept %u container(s) and network(s) left by dead mcpgate processes",
-			    removed);
-		mg_err_free(err);
-	}
-	pthread_mutex_unlock(&sweep_lock);
 }
 
 /* ---- which servers this workspace offers -------------------------------- */
@@ -397,14 +368,8 @@ int session_run(struct session *s, struct mg_err **err)
 		audit_record(s->audit, "session.config_error",
 		             gw_fields("error", json_new_string(s->config_error), NULL));
 	}
-	if (s->driver != NULL) {
-		sweep_once(s);
-		struct mg_err *perr = NULL;
-		if (s->driver->ops->platform(s->driver, &s->platform, &perr) < 0) {
-			s->platform_error = xstrdup(mg_err_msg(perr));
-			mg_err_free(perr);
-		}
-	}
+	/* the sweep and the runtime's info start now, beside the servers */
+	gw_startup_begin(s);
 	bool hosts = false;
 	for (size_t i = 0; i < s->nservers; i++)
 		hosts |= s->servers[i].cfg->nhosts > 0;
@@ -465,6 +430,7 @@ int session_run(struct session *s, struct mg_err **err)
 	}
 
 	/* start-up threads still running finish against their deadline */
+	gw_startup_end(s);
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
 		if (srv->thread_started) {
@@ -526,6 +492,7 @@ void session_free(struct session *s)
 	free(s->egress_error);
 	free(s->launch_binary);
 	free(s->launch_error);
+	gw_startup_free(s);
 	free(s->platform_error);
 	ctr_platform_free(&s->platform);
 	mg_log_set_filter(NULL, NULL); /* the values it knew go now */

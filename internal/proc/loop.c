@@ -31,7 +31,8 @@ typedef void (*watch_handler)(struct loop *loop, struct watch *w, uint32_t event
 
 struct watch {
 	int fd;
-	bool dead; /* unwatched: events already fetched for it are dropped */
+	uint32_t events; /* what epoll has for it now */
+	bool dead;       /* unwatched: events already fetched for it are dropped */
 	loop_fd_cb cb;
 	void *data;
 	watch_handler internal;
@@ -119,6 +120,7 @@ static struct watch *watch_add(struct loop *loop, int fd, uint32_t events, struc
 	}
 	struct watch *w = xcalloc(1, sizeof(*w));
 	w->fd = fd;
+	w->events = events;
 	struct epoll_event ev = {.events = events, .data.ptr = w};
 	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		mg_err_sys(err, errno, "watching fd %d", fd);
@@ -161,9 +163,16 @@ int loop_modify(struct loop *loop, int fd, uint32_t events, struct mg_err **err)
 	struct watch *w = watch_get(loop, fd);
 	if (w == NULL || w->internal != NULL)
 		return mg_err_set(err, "fd %d is not watched", fd);
+	/* the gateway sets every peer's write interest after each callback,
+	 * nearly always to what it was: the same level-triggered events are
+	 * no change, so no system call. A one-shot or edge-triggered watch is
+	 * re-armed by a modify, which is then done whatever it asks. */
+	if (events == w->events && (events & (EPOLLONESHOT | EPOLLET)) == 0)
+		return 0;
 	struct epoll_event ev = {.events = events, .data.ptr = w};
 	if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
 		return mg_err_sys(err, errno, "changing the events of fd %d", fd);
+	w->events = events;
 	return 0;
 }
 

@@ -47,7 +47,9 @@ void loop_free(struct loop *loop);
  * it. */
 int loop_watch(struct loop *loop, int fd, uint32_t events, loop_fd_cb cb, void *data,
                struct mg_err **err);
-/* Change the events of a watched fd. */
+/* Change the events of a watched fd. Asking for the events it has is
+ * free (no system call), unless they hold EPOLLONESHOT or EPOLLET: then it
+ * re-arms the watch as epoll does. */
 int loop_modify(struct loop *loop, int fd, uint32_t events, struct mg_err **err);
 /* Stop watching fd; no more callbacks for it, even ones already fetched in
  * this round. An fd not watched is ignored. */

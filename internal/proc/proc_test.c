@@ -489,13 +489,30 @@ static void test_loop_fd(void)
 	T_INT(loop_run_once(loop, 20, &err), 0, "no callback without events");
 	T_INT(loop_modify(loop, pfd[0], EPOLLIN, &err), 0, "loop_modify back");
 	T_INT(loop_run_once(loop, 1000, &err), 1, "callback again");
+	T_INT(loop_modify(loop, pfd[0], EPOLLIN, &err), 0, "loop_modify to the events it has");
+	put(pfd[1], "w");
+	T_INT(loop_run_once(loop, 1000, &err), 1, "and it still sees them");
 	T_INT(loop_modify(loop, pfd[1], EPOLLOUT, &err), -1, "modify of an unwatched fd fails");
 	mg_err_clear(&err);
 	loop_unwatch(loop, pfd[0]);
 	loop_unwatch(loop, pfd[0]);
 	put(pfd[1], "z");
 	T_INT(loop_run_once(loop, 20, &err), 0, "no callback after unwatch");
-	T_INT(s.calls, 2, "two calls in all");
+	T_INT(s.calls, 3, "three calls in all");
+
+	/* a one-shot watch is re-armed by a modify to the same events */
+	struct fd_seen once = {0};
+	T_INT(loop_watch(loop, pfd[0], EPOLLIN | EPOLLONESHOT, pipe_cb, &once, &err), 0,
+	      "a one-shot watch");
+	put(pfd[1], "a");
+	T_INT(loop_run_once(loop, 1000, &err), 1, "it fires once");
+	put(pfd[1], "b");
+	T_INT(loop_run_once(loop, 20, &err), 0, "and not again by itself");
+	T_INT(loop_modify(loop, pfd[0], EPOLLIN | EPOLLONESHOT, &err), 0,
+	      "loop_modify to the same one-shot events");
+	T_INT(loop_run_once(loop, 1000, &err), 1, "re-arms it");
+	T_INT(once.calls, 2, "two one-shot calls");
+	loop_unwatch(loop, pfd[0]);
 
 	int64_t start = proc_now_ms();
 	T_INT(loop_run_once(loop, 50, &err), 0, "an idle round");
