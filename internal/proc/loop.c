@@ -63,6 +63,16 @@ struct post {
 	struct post *next;
 };
 
+struct job {
+	struct loop *loop;
+	loop_work_cb work;
+	loop_post_cb done;
+	void *data;
+	pthread_t thread;
+	bool threaded;
+	struct job *prev, *next; /* the loop's list, touched on its thread only */
+};
+
 struct loop {
 	int epfd, sigfd, evfd;
 
@@ -88,6 +98,9 @@ struct loop {
 	pthread_mutex_t post_lock; /* guards posts and posts_tail */
 	struct post *posts, *posts_tail;
 	atomic_bool stop;
+
+	struct job *jobs; /* whose done has not run */
+	size_t njobs;
 };
 
 /* ---- watches --------------------------------------------------------------- */
@@ -438,6 +451,68 @@ static void on_eventfd(struct loop *loop, struct watch *w, uint32_t events)
 	}
 }
 
+/* ---- jobs ------------------------------------------------------------------ */
+
+static void job_unlink(struct loop *loop, struct job *j)
+{
+	if (j->prev != NULL)
+		j->prev->next = j->next;
+	else
+		loop->jobs = j->next;
+	if (j->next != NULL)
+		j->next->prev = j->prev;
+	loop->njobs--;
+}
+
+/* On the loop's thread, posted by the job's thread as its last act */
+static void job_finished(struct loop *loop, void *data)
+{
+	struct job *j = data;
+	/* the thread has nothing left but to return */
+	if (j->threaded)
+		pthread_join(j->thread, NULL);
+	job_unlink(loop, j);
+	loop_post_cb done = j->done;
+	void *jdata = j->data;
+	free(j);
+	if (done != NULL)
+		done(loop, jdata);
+}
+
+static void *job_thread(void *arg)
+{
+	struct job *j = arg;
+	j->work(j->data);
+	loop_post(j->loop, job_finished, j);
+	return NULL;
+}
+
+int loop_job(struct loop *loop, loop_work_cb work, loop_post_cb done, void *data)
+{
+	struct job *j = xcalloc(1, sizeof(*j));
+	j->loop = loop;
+	j->work = work;
+	j->done = done;
+	j->data = data;
+	j->next = loop->jobs;
+	if (loop->jobs != NULL)
+		loop->jobs->prev = j;
+	loop->jobs = j;
+	loop->njobs++;
+	/* the thread inherits this thread's blocked signals: it reads none */
+	j->threaded = pthread_create(&j->thread, NULL, job_thread, j) == 0;
+	if (j->threaded)
+		return 0;
+	work(data);
+	loop_post(loop, job_finished, j);
+	return 1;
+}
+
+size_t loop_jobs_pending(const struct loop *loop)
+{
+	return loop->njobs;
+}
+
 /* ---- the loop -------------------------------------------------------------- */
 
 static int internal_watch(struct loop *loop, int fd, watch_handler h, struct mg_err **err)
@@ -490,6 +565,15 @@ void loop_free(struct loop *loop)
 {
 	if (loop == NULL)
 		return;
+	/* a job's thread posts to the loop when it ends: let each end first */
+	while (loop->jobs != NULL) {
+		struct job *j = loop->jobs;
+		loop->jobs = j->next;
+		if (j->threaded)
+			pthread_join(j->thread, NULL);
+		/* its post (job_finished) is among those dropped below */
+		free(j);
+	}
 	for (size_t i = 0; i < loop->n_by_fd; i++)
 		free(loop->by_fd[i]);
 	free(loop->by_fd);
