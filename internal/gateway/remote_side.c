@@ -105,7 +105,7 @@ void gw_remote_stop(struct gw_server *srv)
 	struct gw_remote *r = steal_pointer(&srv->remote);
 	if (r == NULL)
 		return;
-	remote_bridge_close(r->bridge);
+	remote_bridge_end(r->bridge); /* both steps at once, for now */
 	if (r->bridge_fd >= 0)
 		close(r->bridge_fd);
 	kc_secret_free(r->secret);
