@@ -305,7 +305,6 @@ int gw_relay_passthrough_check(const struct session *s, struct mg_err **err);
 const struct json_value *gw_relay_server_capabilities(const struct cfg_server *c);
 
 /* session.c */
-void gw_session_update_io(struct session *s); /* watch for output where queued, arm timers */
 void gw_session_stop(struct session *s);
 /* start-up is over: build the tool table in mcp.toml order, retire servers
  * with no tool on, answer what waited */

@@ -255,9 +255,6 @@ done:
 
 /* ---- on the loop thread ------------------------------------------------- */
 
-static void on_server_input(struct loop *loop, int fd, uint32_t events, void *data);
-static void on_server_output(struct loop *loop, int fd, uint32_t events, void *data);
-
 static void exit_reason(struct gw_server *srv, int status)
 {
 	char why[PROC_STATUS_MAX];
@@ -296,14 +293,9 @@ static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 	                                                      : 128 + WTERMSIG(status)),
 	                       "reason", json_new_string(srv->reason != NULL ? srv->reason : ""),
 	                       "stderr", stderr_json(srv), NULL));
-	if (srv->launch.peer != NULL) {
-		loop_unwatch(srv->sess->loop, rpc_peer_in_fd(srv->launch.peer));
-		loop_unwatch(srv->sess->loop, rpc_peer_out_fd(srv->launch.peer));
-		rpc_peer_free(
-		    steal_pointer(&srv->launch.peer)); /* its pending calls learn the reason */
-	}
+	/* its pending calls learn the reason */
+	rpc_peer_free(steal_pointer(&srv->launch.peer));
 	answer_orphans(srv);
-	gw_session_update_io(srv->sess);
 }
 
 void gw_server_started(struct loop *loop, void *data)
@@ -347,11 +339,7 @@ void gw_server_started(struct loop *loop, void *data)
 		srv->state = GW_READY;
 		gw_egress_watch(loop, srv); /* its proxy's records, from now on */
 		struct mg_err *err = NULL;
-		if (loop_watch(loop, rpc_peer_in_fd(srv->launch.peer), EPOLLIN, on_server_input,
-		               srv, &err) < 0 ||
-		    (rpc_peer_out_fd(srv->launch.peer) != rpc_peer_in_fd(srv->launch.peer) &&
-		     loop_watch(loop, rpc_peer_out_fd(srv->launch.peer), 0, on_server_output, srv,
-		                &err) < 0) ||
+		if (rpc_peer_attach(srv->launch.peer, loop, &err) < 0 ||
 		    (srv->launch.proc.pid > 0 &&
 		     loop_watch_child(loop, srv->launch.proc.pid, srv->launch.proc.pidfd,
 		                      on_child_exit, srv) < 0)) {
@@ -372,37 +360,6 @@ void gw_server_started(struct loop *loop, void *data)
 	}
 	if (--s->starting == 0)
 		gw_session_register(s);
-	gw_session_update_io(s);
-}
-
-static void on_server_input(struct loop *loop, int fd, uint32_t events, void *data)
-{
-	(void)loop;
-	(void)fd;
-	(void)events;
-	struct gw_server *srv = data;
-	struct mg_err *err = NULL;
-	if (srv->launch.peer == NULL)
-		return;
-	int r = rpc_peer_read(srv->launch.peer, &err);
-	if (r == RPC_READ_CLOSED || r < 0) {
-		loop_unwatch(srv->sess->loop, rpc_peer_in_fd(srv->launch.peer));
-		if (r < 0)
-			mg_debug("server %s: %s", srv->cfg->name, mg_err_msg(err));
-	}
-	mg_err_free(err);
-	gw_session_update_io(srv->sess);
-}
-
-static void on_server_output(struct loop *loop, int fd, uint32_t events, void *data)
-{
-	(void)loop;
-	(void)fd;
-	(void)events;
-	struct gw_server *srv = data;
-	if (srv->launch.peer != NULL && rpc_peer_flush(srv->launch.peer, NULL) < 0)
-		loop_modify(srv->sess->loop, rpc_peer_out_fd(srv->launch.peer), 0, NULL);
-	gw_session_update_io(srv->sess);
 }
 
 /* ---- the end ------------------------------------------------------------ */
@@ -469,13 +426,8 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
 	if (srv->stop_started)
 		return;
 	srv->stop_started = true;
-	if (srv->launch.peer != NULL) {
-		loop_unwatch(s->loop, rpc_peer_in_fd(srv->launch.peer));
-		if (rpc_peer_out_fd(srv->launch.peer) != rpc_peer_in_fd(srv->launch.peer))
-			loop_unwatch(s->loop, rpc_peer_out_fd(srv->launch.peer));
-		/* closing its input asks it to end; many servers ignore that */
-		rpc_peer_free(steal_pointer(&srv->launch.peer));
-	}
+	/* closing its input asks it to end; many servers ignore that */
+	rpc_peer_free(steal_pointer(&srv->launch.peer));
 	struct gw_stop *st = xcalloc(1, sizeof(*st));
 	st->srv = srv;
 	st->deadline_ms = deadline_ms;

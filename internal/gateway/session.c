@@ -258,21 +258,6 @@ void gw_session_register(struct session *s)
 
 /* ---- driving the loop --------------------------------------------------- */
 
-static void watch_output(struct session *s, struct rpc_peer *peer)
-{
-	if (peer == NULL || rpc_peer_out_fd(peer) == rpc_peer_in_fd(peer))
-		return;
-	uint32_t ev = rpc_peer_wants_write(peer) ? EPOLLOUT : 0;
-	loop_modify(s->loop, rpc_peer_out_fd(peer), ev, NULL);
-}
-
-void gw_session_update_io(struct session *s)
-{
-	watch_output(s, s->client);
-	for (size_t i = 0; i < s->nservers; i++)
-		watch_output(s, s->servers[i].launch.peer);
-}
-
 static int64_t next_deadline(const struct session *s)
 {
 	int64_t next = 0;
@@ -450,18 +435,16 @@ int session_run(struct session *s, struct mg_err **err)
 		for (size_t i = 0; i < s->nservers; i++)
 			if (s->servers[i].launch.peer != NULL && s->servers[i].state == GW_READY)
 				rpc_peer_expire(s->servers[i].launch.peer, now);
-		gw_session_update_io(s);
 	}
 
 	/* the client asks nothing more; what it is owed still goes out */
-	loop_unwatch(s->loop, rpc_peer_in_fd(s->client));
+	rpc_peer_stop_reading(s->client);
 	stop_servers(s);
 	/* the loop runs on while the ends do: start-up threads finish against
 	 * their deadline, every stop against the shared one */
 	while (r == 0 && (s->starting > 0 || loop_jobs_pending(s->loop) > 0)) {
 		if (loop_run_once(s->loop, -1, err) < 0)
 			r = -1;
-		gw_session_update_io(s);
 	}
 	flush_client(s);
 	audit_report_dropped(s->audit);
