@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -321,18 +320,15 @@ static void start_servers(struct session *s)
 	}
 }
 
-/* Write what the client is still owed, for at most a second. */
-static void flush_client(struct session *s)
+/* Write what the client is still owed, for at most a second more: the loop
+ * does it, as the client's peer watches its output while any is queued. */
+static int flush_client(struct session *s, struct mg_err **err)
 {
 	int64_t deadline = proc_now_ms() + 1000;
-	while (rpc_peer_wants_write(s->client) && proc_now_ms() < deadline) {
-		if (rpc_peer_flush(s->client, NULL) < 0)
-			return;
-		if (!rpc_peer_wants_write(s->client))
-			return;
-		struct pollfd p = {.fd = rpc_peer_out_fd(s->client), .events = POLLOUT};
-		poll(&p, 1, (int)(deadline - proc_now_ms()));
-	}
+	while (rpc_peer_wants_write(s->client) && proc_now_ms() < deadline)
+		if (loop_run_once(s->loop, deadline - proc_now_ms(), err) < 0)
+			return -1;
+	return 0;
 }
 
 /* Every server's input closes at once; then one shared deadline, each
@@ -446,7 +442,8 @@ int session_run(struct session *s, struct mg_err **err)
 		if (loop_run_once(s->loop, -1, err) < 0)
 			r = -1;
 	}
-	flush_client(s);
+	if (r == 0 && flush_client(s, err) < 0)
+		r = -1;
 	audit_report_dropped(s->audit);
 	audit_record(s->audit, "session.end",
 	             gw_fields("reason",
