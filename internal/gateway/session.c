@@ -459,6 +459,9 @@ void session_free(struct session *s)
 		return;
 	/* first: calls waiting on the client learn it is gone and free themselves */
 	s->stopping = true;
+	/* a stop still under way (the loop failed before its end) ends now:
+	 * its job uses the server, its done records the exit */
+	loop_jobs_finish(s->loop);
 	rpc_peer_free(s->client);
 	s->client = NULL;
 	while (s->calls != NULL) {

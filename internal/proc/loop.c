@@ -430,14 +430,8 @@ int loop_post(struct loop *loop, loop_post_cb cb, void *data)
 	return 0;
 }
 
-static void on_eventfd(struct loop *loop, struct watch *w, uint32_t events)
+static void run_posts(struct loop *loop)
 {
-	(void)w;
-	(void)events;
-	uint64_t count;
-	/* read before taking the list: a post after the read wakes us again */
-	ssize_t r = read(loop->evfd, &count, sizeof(count));
-	(void)r;
 	pthread_mutex_lock(&loop->post_lock);
 	struct post *list = loop->posts;
 	loop->posts = loop->posts_tail = NULL;
@@ -449,6 +443,17 @@ static void on_eventfd(struct loop *loop, struct watch *w, uint32_t events)
 		loop->ran++;
 		free(p);
 	}
+}
+
+static void on_eventfd(struct loop *loop, struct watch *w, uint32_t events)
+{
+	(void)w;
+	(void)events;
+	uint64_t count;
+	/* read before taking the list: a post after the read wakes us again */
+	ssize_t r = read(loop->evfd, &count, sizeof(count));
+	(void)r;
+	run_posts(loop);
 }
 
 /* ---- jobs ------------------------------------------------------------------ */
@@ -511,6 +516,19 @@ int loop_job(struct loop *loop, loop_work_cb work, loop_post_cb done, void *data
 size_t loop_jobs_pending(const struct loop *loop)
 {
 	return loop->njobs;
+}
+
+void loop_jobs_finish(struct loop *loop)
+{
+	while (loop != NULL && loop->jobs != NULL) {
+		struct job *j = loop->jobs;
+		if (j->threaded) {
+			pthread_join(j->thread, NULL);
+			j->threaded = false;
+		}
+		/* its job_finished is queued now: it runs, with what came before */
+		run_posts(loop);
+	}
 }
 
 /* ---- the loop -------------------------------------------------------------- */

@@ -97,6 +97,10 @@ typedef void (*loop_work_cb)(void *data);
 int loop_job(struct loop *loop, loop_work_cb work, loop_post_cb done, void *data);
 /* Jobs whose done has not run yet. */
 size_t loop_jobs_pending(const struct loop *loop);
+/* Wait for every job's work to end and run its done (and the posts queued
+ * before it), here and now: for a teardown whose data the dones still need.
+ * It blocks: never while the loop serves anyone. NULL does nothing. */
+void loop_jobs_finish(struct loop *loop);
 
 /* Dispatch until loop_stop(). Returns 0 then, or -1 on a failure of the
  * loop itself (epoll_wait). */

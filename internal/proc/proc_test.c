@@ -808,6 +808,16 @@ static void test_loop_job(void)
 	T_OK(!guard_fired, "before the guard timer");
 	loop_timer_cancel(loop, guard);
 
+	/* loop_jobs_finish waits for the work and runs done, here */
+	js.work_ended = false;
+	js.dones = 0;
+	loop_job(loop, job_work, job_done, &js);
+	ssize_t w0 = write(js.gate[1], "x", 1);
+	(void)w0;
+	loop_jobs_finish(loop);
+	T_OK(js.work_ended && js.dones == 1 && js.done_on_loop && loop_jobs_pending(loop) == 0,
+	     "loop_jobs_finish: the work ended and done ran on this thread");
+
 	/* loop_free waits for a job still working and drops its done */
 	js.work_ended = false;
 	js.dones = 0;
