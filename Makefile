@@ -76,13 +76,13 @@ base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_SRC = internal/json/json_test.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_LIBS = $(YAJL_LIBS)
-jsonrpc_test_SRC = internal/jsonrpc/jsonrpc_test.c $(JSONRPC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
-jsonrpc_test_LIBS = $(YAJL_LIBS)
+jsonrpc_test_SRC = internal/jsonrpc/jsonrpc_test.c $(JSONRPC_SRC) $(PROC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
+jsonrpc_test_LIBS = $(YAJL_LIBS) -lpthread
 container_test_SRC = internal/container/container_test.c $(CONTAINER_SRC) $(CONFIG_SRC) $(TOML_SRC) \
 	$(PROC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 container_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(PSL_LIBS) -lpthread
-mcp_test_SRC = internal/mcp/mcp_test.c $(MCP_SRC) $(JSONRPC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
-mcp_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
+mcp_test_SRC = internal/mcp/mcp_test.c $(MCP_SRC) $(JSONRPC_SRC) $(PROC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
+mcp_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
 config_test_SRC = internal/config/config_test.c $(CONFIG_SRC) $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 config_test_LIBS = $(PSL_LIBS)
 proc_test_SRC = internal/proc/proc_test.c $(PROC_SRC) $(BASE_SRC) $(TESTING_SRC)

@@ -4,10 +4,11 @@
  * DIR/docker and put DIR first in PATH. DIR is also the fake's state: the log
  * of every invocation (runtime-log.jsonl), the known images (images), the
  * containers and networks (containers/NAME, networks/NAME, one JSON object
- * each) and the knobs (run-fails, pull-fails, inspect-delay-ms). A container
- * is DIR/mcpgate-probe run as a child with only the --env variables. The
- * argv[0] basename picks the flavour of messages and exit codes ("docker", or
- * podman for anything else). What is supported is listed in fakes/README.md.
+ * each) and the knobs (run-fails, pull-fails, inspect-delay-ms,
+ * rm-delay-ms). A container is DIR/mcpgate-probe run as a child with only
+ * the --env variables. The argv[0] basename picks the flavour of messages
+ * and exit codes ("docker", or podman for anything else). What is
+ * supported is listed in fakes/README.md.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -165,6 +166,25 @@ static int parse_number(const char *s, long long min, long long max, long long *
 		return -1;
 	*val = x;
 	return 0;
+}
+
+/* A knob file holding a number of milliseconds (0-600000), or -1 when there
+ * is none or it holds something else. */
+static long long knob_ms(const char *name)
+{
+	char *p = state_path(name);
+	char *text = read_file(p, 64, NULL);
+	long long ms = -1;
+	free(p);
+	if (text != NULL) {
+		char *nl = strchr(text, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		if (parse_number(text, 0, 600000, &ms) < 0)
+			ms = -1;
+	}
+	free(text);
+	return ms;
 }
 
 /* Names of containers and networks become file names: podman's own rule. */
@@ -485,7 +505,7 @@ static int cmd_image_inspect(struct args *a)
 	static const struct opt opts[] = {{"format", 'f', 1}, {"type", 0, 1}, {NULL, 0, 0}};
 	const char *name, *value, *format = NULL;
 	struct pj_buf b = {0};
-	char *delay;
+	long long delay;
 	int i, digests_only;
 
 	while (next_opt(a, opts, &name, &value))
@@ -497,20 +517,9 @@ static int cmd_image_inspect(struct args *a)
 		print_knob_file("inspect-fails");
 		return err_status();
 	}
-	delay = state_path("inspect-delay-ms");
-	{
-		char *text = read_file(delay, 64, NULL);
-		long long ms;
-		if (text != NULL) {
-			char *nl = strchr(text, '\n');
-			if (nl != NULL)
-				*nl = '\0';
-			if (parse_number(text, 0, 600000, &ms) == 0)
-				sleep_ms(ms);
-		}
-		free(text);
-	}
-	free(delay);
+	delay = knob_ms("inspect-delay-ms");
+	if (delay > 0)
+		sleep_ms(delay);
 	digests_only = format != NULL && strcmp(format, "{{json .RepoDigests}}") == 0;
 	if (format != NULL && strcmp(format, "{{json .Config}}") == 0) {
 		for (i = a->i; i < a->argc; i++) {
@@ -1345,6 +1354,36 @@ static void no_such_container(const char *name)
 		        name);
 }
 
+/* One line "WHAT NAME..." appended to rm-events with one write(), so a test
+ * sees when an rm began and when it was done, whatever else runs. */
+static void rm_event(const char *what, struct args *a)
+{
+	struct pj_buf b = {0};
+	int i, fd;
+	char *path = state_path("rm-events");
+	pj_buf_adds(&b, what);
+	for (i = a->i; i < a->argc; i++)
+		pj_buf_addf(&b, " %s", a->argv[i]);
+	pj_buf_adds(&b, "\n");
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, b.p, b.len) != (ssize_t)b.len)
+		die(125, "fake-runtime: %s: %s", path, strerror(errno));
+	close(fd);
+	free(path);
+	pj_buf_free(&b);
+}
+
+/* The knob rm-delay-ms: wait that long before removing anything, or until
+ * the file rm-release appears, whichever comes first. */
+static void rm_delay(void)
+{
+	long long left = knob_ms("rm-delay-ms");
+	while (left > 0 && !file_exists("rm-release")) {
+		sleep_ms(left < 10 ? left : 10);
+		left -= 10;
+	}
+}
+
 static int cmd_rm(struct args *a)
 {
 	static const struct opt opts[] = {
@@ -1361,6 +1400,8 @@ static int cmd_rm(struct args *a)
 		else if (strcmp(name, "ignore") == 0)
 			ignore = flag_value(name, value);
 	}
+	rm_event("start", a);
+	rm_delay();
 	for (i = a->i; i < a->argc; i++) {
 		struct record r;
 		const char *cname = a->argv[i];
@@ -1391,6 +1432,7 @@ static int cmd_rm(struct args *a)
 	}
 	out(&b);
 	pj_buf_free(&b);
+	rm_event("end", a);
 	return rc;
 }
 

@@ -615,6 +615,20 @@ ok $((rc != 1)) "rm of a missing container without --force exits 1"
 R docker rm -f c-missing
 [ "$rc" -eq 0 ] && has "$tmp/err" "No such container"
 ok $? "docker rm -f of a missing container exits 0"
+grep -qxF "start c-missing" "$D/rm-events" && grep -qxF "end c-missing" "$D/rm-events"
+ok $? "every rm writes start and end lines to rm-events"
+rm -f "$D/rm-events"
+echo 600000 >"$D/rm-delay-ms"
+"$D/podman" rm --force c-held >/dev/null 2>&1 &
+held=$!
+for _ in $(seq 400); do [ -s "$D/rm-events" ] && break; sleep 0.025; done
+[ "$(cat "$D/rm-events")" = "start c-held" ] && kill -0 "$held" 2>/dev/null
+ok $? "with rm-delay-ms an rm has started and is not done"
+touch "$D/rm-release"
+wait "$held"
+[ "$(tail -n 1 "$D/rm-events")" = "end c-held" ]
+ok $? "rm-release ends its wait; then it is done"
+rm -f "$D/rm-delay-ms" "$D/rm-release" "$D/rm-events"
 
 # ps and network ls filter by label
 start_container c3 --label mcpgate.session=A --label mcpgate.mcp=x --label mcpgate.pid=1 "$img"

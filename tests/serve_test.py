@@ -1017,6 +1017,85 @@ def test_list_changed():
     f.cleanup()
 
 
+def rm_events(f):
+    """The fake runtime's rm lines so far: [("start"|"end", [NAME...])]"""
+    path = os.path.join(f.rt, "rm-events")
+    if not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        return [(w[0], w[1:]) for w in (line.split() for line in fh) if w]
+
+
+def wait_rm_events(f, cond, limit=30):
+    """rm_events once cond holds of them (or after limit seconds, as they are)"""
+    deadline = time.monotonic() + limit
+    while not cond(rm_events(f)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return rm_events(f)
+
+
+def test_retire_while_rm_runs():
+    """A server retired mid-session: its rm runs while the other server's
+    calls are answered"""
+    # it ignores the end of its input, so only the rm ends it
+    f = Fixture(server("shifty", tools_on=("echo", "changed"), args=["--ignore-eof"]) +
+                server("steady"))
+    with open(os.path.join(f.rt, "rm-delay-ms"), "w") as fh:
+        fh.write("600000\n")  # held until rm-release appears
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    r = c.call("shifty__changed")
+    t.ok("result" in r, "a server changes its manifest mid-session", r)
+
+    def shifty_rm(evs, what):
+        return any(w == what and any(n.startswith("mcpgate-shifty-") for n in names)
+                   for w, names in evs)
+    evs = wait_rm_events(f, lambda e: shifty_rm(e, "start"))
+    t.ok(shifty_rm(evs, "start"), "its container's rm starts", evs)
+    r = c.call("steady__echo", {"text": "while it is removed"})
+    t.ok(text_of(r) == "while it is removed", "another server's call is answered", r)
+    evs = rm_events(f)
+    t.ok(not shifty_rm(evs, "end"), "while that rm is still running", evs)
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["steady__echo"], "and the list is served meanwhile", names)
+    open(os.path.join(f.rt, "rm-release"), "w").close()
+    status = c.close()
+    t.ok(status == 0, "the session ends", status)
+    evs = rm_events(f)
+    t.ok(shifty_rm(evs, "end"), "after the rm was done", evs)
+    exits = {e["server"]: e for e in events(f.audit(), "server.exit")}
+    t.ok(exits.get("shifty", {}).get("forced") is True, "the retired server's exit is recorded",
+         exits)
+    t.ok(f.containers() == [], "no container is left", f.containers())
+    f.cleanup()
+
+
+def test_stop_concurrently():
+    """At the end, servers that ignore end of input are removed at the same
+    time, not one after another"""
+    servers = "".join(server(n, args=["--ignore-eof"]) for n in ("a", "b", "c"))
+    f = Fixture(servers, config="stop_timeout = 1\n")
+    with open(os.path.join(f.rt, "rm-delay-ms"), "w") as fh:
+        fh.write("600000\n")
+    c = f.start()
+    c.initialize()
+    c.request("tools/list")
+    c.proc.stdin.close()
+    evs = wait_rm_events(f, lambda e: sum(w == "start" for w, _ in e) >= 3)
+    starts = [names for w, names in evs if w == "start"]
+    t.ok(len(starts) == 3 and not any(w == "end" for w, _ in evs),
+         "the three rms run at once", evs)
+    open(os.path.join(f.rt, "rm-release"), "w").close()
+    status = c.proc.wait(30)
+    t.ok(status == 0, "then the session ends", status)
+    exits = events(f.audit(), "server.exit")
+    t.ok(len(exits) == 3 and all(e["forced"] for e in exits), "each exit is recorded, forced",
+         exits)
+    t.ok(f.containers() == [], "no container is left", f.containers())
+    f.cleanup()
+
+
 def test_egress_host_side():
     for runtime in ("podman", "docker"):
         extra = ('network = ["api.example.com", "*.CDN.example.com.", "10.1.2.3:8443"]\n'
@@ -1294,7 +1373,7 @@ def test_calls_during_start():
 
 PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_confirmation,
-             test_list_changed, test_basic_session, test_parallel_start, test_registration_order, test_crash,
+             test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
              test_config_error, test_calls_during_start):

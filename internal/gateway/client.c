@@ -771,27 +771,12 @@ static void on_client_closed(struct rpc_peer *peer, const struct mg_err *why, vo
 	gw_session_stop(s);
 }
 
-static void on_client_input(struct loop *loop, int fd, uint32_t events, void *data)
+static void on_client_write_failed(struct rpc_peer *peer, const struct mg_err *why, void *data)
 {
-	(void)loop;
-	(void)fd;
-	(void)events;
+	(void)peer;
 	struct session *s = data;
-	int r = rpc_peer_read(s->client, NULL);
-	if (r == RPC_READ_CLOSED || r < 0)
-		loop_unwatch(s->loop, rpc_peer_in_fd(s->client));
-	gw_session_update_io(s);
-}
-
-static void on_client_output(struct loop *loop, int fd, uint32_t events, void *data)
-{
-	(void)loop;
-	(void)fd;
-	(void)events;
-	struct session *s = data;
-	if (rpc_peer_flush(s->client, NULL) < 0)
-		gw_session_stop(s); /* nobody is listening any more */
-	gw_session_update_io(s);
+	mg_info("client: %s", mg_err_msg(why));
+	gw_session_stop(s); /* nobody is listening any more */
 }
 
 int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err)
@@ -803,14 +788,12 @@ int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err
 	    .on_notification = on_client_notification,
 	    .on_bad_line = on_client_bad_line,
 	    .on_closed = on_client_closed,
+	    .on_write_failed = on_client_write_failed,
 	    .data = s,
 	};
 	if (rpc_peer_new(in_fd, out_fd, &pc, &s->client, err) < 0)
 		return -1;
-	if (loop_watch(s->loop, in_fd, EPOLLIN, on_client_input, s, err) < 0 ||
-	    loop_watch(s->loop, out_fd, 0, on_client_output, s, err) < 0)
-		return -1;
-	return 0;
+	return rpc_peer_attach(s->client, s->loop, err);
 }
 
 /* ---- what servers send -------------------------------------------------- */
@@ -891,7 +874,6 @@ void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void 
 		gw_secrets_redact(s, p);
 		rpc_peer_send_notification(s->client, "notifications/progress", p, NULL);
 		json_free(p);
-		gw_session_update_io(s);
 		return;
 	}
 	gw_relay_server_notification(srv, msg);
@@ -936,7 +918,8 @@ void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad
 void gw_server_on_closed(struct rpc_peer *peer, const struct mg_err *why, void *data)
 {
 	(void)peer;
-	(void)why;
 	struct gw_server *srv = data;
+	if (why != NULL)
+		mg_debug("server %s: %s", srv->cfg->name, mg_err_msg(why));
 	srv->output_closed = true;
 }

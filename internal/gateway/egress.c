@@ -352,24 +352,74 @@ void gw_egress_watch(struct loop *loop, void *data)
 
 /* ---- the end: after its server ------------------------------------------ */
 
-void gw_egress_stop(struct gw_server *srv, int64_t deadline_ms)
+/* On the thread that owns the server: the sidecar's process (its pid and
+ * lifeline) and its networks move to end; its records and stderr stay. */
+void gw_egress_end_begin(struct gw_server *srv, struct gw_egress_end *end)
 {
-	struct session *s = srv->sess;
 	struct gw_egress *e = &srv->egress;
-	const struct ctr_driver *d = s->driver;
-	if (e->proc.pid > 0) {
-		/* the lifeline: its input ends and it exits */
-		if (e->proc.in_fd >= 0) {
-			close(e->proc.in_fd);
-			e->proc.in_fd = -1;
-		}
+	*end = (struct gw_egress_end){.proc = PROC_INIT};
+	end->proc.pid = e->proc.pid;
+	end->proc.pidfd = steal_fd(&e->proc.pidfd);
+	end->proc.in_fd = steal_fd(&e->proc.in_fd);
+	e->proc.pid = -1;
+	end->sidecar = steal_pointer(&e->sidecar);
+	end->net_in = steal_pointer(&e->net_in);
+	end->net_out = steal_pointer(&e->net_out);
+}
+
+bool gw_egress_end_pending(const struct gw_egress_end *end)
+{
+	return end->proc.pid > 0 || end->proc.in_fd >= 0 || end->sidecar != NULL ||
+	       end->net_in != NULL || end->net_out != NULL;
+}
+
+/* Anywhere but the loop's thread (it waits and runs the runtime): the
+ * lifeline ends, the sidecar is waited for until deadline_ms (then removed),
+ * and its networks go. Touches nothing of the server but what is read-only. */
+void gw_egress_end_work(struct gw_server *srv, struct gw_egress_end *end, int64_t deadline_ms)
+{
+	const struct ctr_driver *d = srv->sess->driver;
+	/* the lifeline: its input ends and it exits */
+	if (end->proc.in_fd >= 0) {
+		close(end->proc.in_fd);
+		end->proc.in_fd = -1;
+	}
+	if (end->proc.pid > 0) {
 		int status;
-		if (proc_wait(&e->proc, deadline_ms, &status, NULL) < 0) {
-			d->ops->remove(d, e->sidecar, NULL);
-			if (proc_wait(&e->proc, proc_now_ms() + 5000, &status, NULL) < 0)
-				proc_stop(&e->proc, 0, &status);
+		if (proc_wait(&end->proc, deadline_ms, &status, NULL) < 0) {
+			d->ops->remove(d, end->sidecar, NULL);
+			if (proc_wait(&end->proc, proc_now_ms() + 5000, &status, NULL) < 0)
+				proc_stop(&end->proc, 0, &status);
 		}
 	}
+	proc_close(&end->proc);
+	if (end->sidecar != NULL)
+		d->ops->remove(d, end->sidecar, NULL);
+	free(end->sidecar);
+	end->sidecar = NULL;
+	/* the networks go last: nothing may be attached to them */
+	const char *nets[] = {end->net_in, end->net_out};
+	for (size_t i = 0; i < 2; i++) {
+		if (nets[i] == NULL)
+			continue;
+		struct mg_err *err = NULL;
+		if (d->ops->network_remove(d, nets[i], &err) < 0) {
+			mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
+			mg_err_free(err);
+		}
+	}
+	free(end->net_in);
+	free(end->net_out);
+	end->net_in = end->net_out = NULL;
+}
+
+/* Back on the thread that owns the server: what the sidecar wrote before
+ * it ended is read (the pipes do not block) and its fds go. */
+void gw_egress_end_done(struct gw_server *srv, struct gw_egress_end *end)
+{
+	(void)end;
+	struct session *s = srv->sess;
+	struct gw_egress *e = &srv->egress;
 	if (!e->watched && e->proc.out_fd >= 0) {
 		/* never handed to the loop: read here, on this thread */
 		e->out_fd = e->proc.out_fd;
@@ -387,26 +437,19 @@ void gw_egress_stop(struct gw_server *srv, int64_t deadline_ms)
 		audit_record(s->audit, "mcp.egress.dropped",
 		             gw_fields("server", json_new_string(srv->cfg->name), "count",
 		                       json_new_int(e->dropped), NULL));
+	e->dropped = 0;
 	if (e->watched && e->proc.err_fd >= 0)
 		loop_unwatch(s->loop, e->proc.err_fd);
 	e->watched = false;
 	proc_close(&e->proc);
-	if (e->sidecar != NULL)
-		d->ops->remove(d, e->sidecar, NULL);
-	/* the networks go last: nothing may be attached to them */
-	const char *nets[] = {e->net_in, e->net_out};
-	for (size_t i = 0; i < 2; i++) {
-		if (nets[i] == NULL)
-			continue;
-		struct mg_err *err = NULL;
-		if (d->ops->network_remove(d, nets[i], &err) < 0) {
-			mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
-			mg_err_free(err);
-		}
-	}
-	free(e->net_in);
-	free(e->net_out);
-	e->net_in = e->net_out = NULL;
+}
+
+void gw_egress_stop(struct gw_server *srv, int64_t deadline_ms)
+{
+	struct gw_egress_end end;
+	gw_egress_end_begin(srv, &end);
+	gw_egress_end_work(srv, &end, deadline_ms);
+	gw_egress_end_done(srv, &end);
 }
 
 void gw_egress_free(struct gw_egress *e)

@@ -57,6 +57,15 @@ struct gw_egress {
 	char *proxy_url; /* http://ADDRESS:PORT on the internal network */
 };
 
+/* A sidecar's end, in three steps (egress.c): begin on the thread that owns
+ * the server, work anywhere (it waits and runs the runtime), done back on
+ * the owner's thread */
+struct gw_egress_end {
+	struct proc proc;       /* the sidecar's runtime process and lifeline */
+	char *sidecar;          /* its container, to remove */
+	char *net_in, *net_out; /* its networks, to remove */
+};
+
 struct gw_server {
 	struct session *sess;
 	const struct cfg_server *cfg;
@@ -90,6 +99,8 @@ struct gw_server {
 	 * its exit status is known */
 	struct gw_call *orphans;
 	bool output_closed;
+	/* gw_server_stop() ran: its job has what is left of the server */
+	bool stop_started;
 };
 
 /* A tool offered to the client */
@@ -171,6 +182,7 @@ struct session {
 	char log_level[16];         /* the client's logging/setLevel, or "" */
 	bool log_level_pending;     /* to send once start-up is over */
 	bool stopping;
+	int64_t stop_deadline; /* from the session's end: stop_timeout from then */
 	int signal;
 };
 
@@ -194,6 +206,10 @@ int gw_startup_image_present(struct session *s, const char *image, int64_t deadl
 void *gw_server_start_thread(void *arg);
 void gw_server_started(struct loop *loop, void *data); /* loop_post callback */
 void gw_server_watch_stderr(struct loop *loop, void *data);
+/* On the loop's thread: close its input and hand the rest of its end to a
+ * job (loop.h): its runtime process waited for until deadline_ms, then
+ * removed; its sidecar and networks; a remote server's DELETE. Its exit is
+ * recorded when the job is done. Once only; later calls do nothing. */
 void gw_server_stop(struct gw_server *srv, int64_t deadline_ms);
 void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -201,8 +217,11 @@ char *gw_server_stderr_last_line(struct gw_server *srv);
 void gw_server_free(struct gw_server *srv);
 
 /* remote_side.c: a remote server's bridge and peer, instead of a container */
+struct remote_bridge;
 int gw_remote_start(struct gw_server *srv, struct mg_err **err); /* start thread */
-void gw_remote_stop(struct gw_server *srv);                      /* loop thread; idempotent */
+/* On the loop's thread, idempotent: the bridge leaves the loop; what is
+ * returned (or NULL) is for remote_bridge_end() on a job's thread */
+struct remote_bridge *gw_remote_detach(struct gw_server *srv);
 
 /* egress.c */
 int gw_egress_prepare(struct session *s, struct mg_err **err);
@@ -213,6 +232,11 @@ int gw_binary_prepare(struct session *s, const char *name, const char *configure
 int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err);
 size_t gw_egress_env(const struct gw_server *srv, struct ctr_env *env, size_t max);
 void gw_egress_watch(struct loop *loop, void *data);
+void gw_egress_end_begin(struct gw_server *srv, struct gw_egress_end *end);
+bool gw_egress_end_pending(const struct gw_egress_end *end);
+void gw_egress_end_work(struct gw_server *srv, struct gw_egress_end *end, int64_t deadline_ms);
+void gw_egress_end_done(struct gw_server *srv, struct gw_egress_end *end);
+/* The three at once, on a start-up thread (nothing of it is the loop's yet) */
 void gw_egress_stop(struct gw_server *srv, int64_t deadline_ms);
 void gw_egress_free(struct gw_egress *e);
 
@@ -298,7 +322,6 @@ int gw_relay_passthrough_check(const struct session *s, struct mg_err **err);
 const struct json_value *gw_relay_server_capabilities(const struct cfg_server *c);
 
 /* session.c */
-void gw_session_update_io(struct session *s); /* watch for output where queued, arm timers */
 void gw_session_stop(struct session *s);
 /* start-up is over: build the tool table in mcp.toml order, retire servers
  * with no tool on, answer what waited */

@@ -137,21 +137,27 @@ int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
 	return rpc_peer_new(in, out, pc, &l->peer, err);
 }
 
-void gw_launch_stop(const struct ctr_driver *d, const char *container, struct gw_launch *l,
+void gw_launch_reap(const struct ctr_driver *d, const char *container, struct proc *p,
                     int64_t deadline_ms, int *status, bool *forced)
 {
 	*status = 0;
 	*forced = false;
-	/* closing its input asks it to end; many servers ignore that */
-	rpc_peer_free(steal_pointer(&l->peer));
-	if (l->proc.pid <= 0)
+	if (p->pid <= 0)
 		return;
-	if (proc_wait(&l->proc, deadline_ms, status, NULL) == 0)
+	if (proc_wait(p, deadline_ms, status, NULL) == 0)
 		return;
 	*forced = true;
 	d->ops->remove(d, container, NULL);
-	if (proc_wait(&l->proc, proc_now_ms() + 5000, status, NULL) < 0)
-		proc_stop(&l->proc, 0, status);
+	if (proc_wait(p, proc_now_ms() + 5000, status, NULL) < 0)
+		proc_stop(p, 0, status);
+}
+
+void gw_launch_stop(const struct ctr_driver *d, const char *container, struct gw_launch *l,
+                    int64_t deadline_ms, int *status, bool *forced)
+{
+	/* closing its input asks it to end; many servers ignore that */
+	rpc_peer_free(steal_pointer(&l->peer));
+	gw_launch_reap(d, container, &l->proc, deadline_ms, status, forced);
 }
 
 char *gw_last_line(const char *text, size_t len)

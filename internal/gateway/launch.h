@@ -60,8 +60,13 @@ void gw_mount_plan_free(struct gw_mount_plan *p);
 
 /* Close its input, wait for it until deadline_ms, then remove the container
  * at once and reap. *status is the wait status; *forced says whether it had
- * to be removed. */
+ * to be removed. Blocks: off the loop's thread only. */
 void gw_launch_stop(const struct ctr_driver *d, const char *container, struct gw_launch *l,
+                    int64_t deadline_ms, int *status, bool *forced);
+
+/* The same for a runtime process p whose input is closed already (a
+ * session's stop job has it on its own, away from the peer) */
+void gw_launch_reap(const struct ctr_driver *d, const char *container, struct proc *p,
                     int64_t deadline_ms, int *status, bool *forced);
 
 /* The last non-empty line of text (at most 300 bytes), allocated; NULL if none */

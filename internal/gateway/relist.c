@@ -34,7 +34,6 @@ static void retire_posted(struct loop *loop, void *data)
 	(void)loop;
 	struct gw_server *srv = data;
 	gw_server_retire(srv, NULL);
-	gw_session_update_io(srv->sess);
 }
 
 static void retire_soon(struct gw_server *srv, const char *text)

@@ -19,7 +19,7 @@
 /* The connect timeout never exceeds this, nor the start deadline */
 #define REMOTE_CONNECT_TIMEOUT_MS 10000
 
-/* Owned by the server from gw_remote_start() to gw_remote_stop(). */
+/* Owned by the server from gw_remote_start() to gw_remote_detach(). */
 struct gw_remote {
 	int bridge_fd;            /* until the loop thread hands it to the bridge */
 	struct kc_secret *secret; /* the credential's value, until then */
@@ -100,12 +100,13 @@ int gw_remote_start(struct gw_server *srv, struct mg_err **err)
 	return rpc_peer_new(sv[0], out_fd, &pc, &srv->launch.peer, err);
 }
 
-void gw_remote_stop(struct gw_server *srv)
+struct remote_bridge *gw_remote_detach(struct gw_server *srv)
 {
 	struct gw_remote *r = steal_pointer(&srv->remote);
 	if (r == NULL)
-		return;
-	remote_bridge_close(r->bridge);
+		return NULL;
+	struct remote_bridge *b = steal_pointer(&r->bridge);
+	remote_bridge_detach(b);
 	if (r->bridge_fd >= 0)
 		close(r->bridge_fd);
 	kc_secret_free(r->secret);
@@ -113,4 +114,5 @@ void gw_remote_stop(struct gw_server *srv)
 	if (srv->state == GW_READY)
 		gw_server_set_reason(srv, GW_STOPPED, "server %s stopped at the end of the session",
 		                     srv->cfg->name);
+	return b;
 }

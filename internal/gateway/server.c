@@ -16,6 +16,7 @@
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
+#include "internal/remote/remote.h"
 
 void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char *fmt, ...)
 {
@@ -262,9 +263,6 @@ done:
 
 /* ---- on the loop thread ------------------------------------------------- */
 
-static void on_server_input(struct loop *loop, int fd, uint32_t events, void *data);
-static void on_server_output(struct loop *loop, int fd, uint32_t events, void *data);
-
 static void exit_reason(struct gw_server *srv, int status)
 {
 	char why[PROC_STATUS_MAX];
@@ -303,14 +301,9 @@ static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 	                                                      : 128 + WTERMSIG(status)),
 	                       "reason", json_new_string(srv->reason != NULL ? srv->reason : ""),
 	                       "stderr", stderr_json(srv), NULL));
-	if (srv->launch.peer != NULL) {
-		loop_unwatch(srv->sess->loop, rpc_peer_in_fd(srv->launch.peer));
-		loop_unwatch(srv->sess->loop, rpc_peer_out_fd(srv->launch.peer));
-		rpc_peer_free(
-		    steal_pointer(&srv->launch.peer)); /* its pending calls learn the reason */
-	}
+	/* its pending calls learn the reason */
+	rpc_peer_free(steal_pointer(&srv->launch.peer));
 	answer_orphans(srv);
-	gw_session_update_io(srv->sess);
 }
 
 void gw_server_started(struct loop *loop, void *data)
@@ -319,6 +312,14 @@ void gw_server_started(struct loop *loop, void *data)
 	struct session *s = srv->sess;
 	pthread_join(srv->thread, NULL);
 	srv->thread_started = false;
+	if (s->stopping) {
+		/* the session ended while it started: what it started stops now */
+		if (srv->start_error == NULL)
+			srv->state = GW_READY;
+		s->starting--;
+		gw_server_stop(srv, s->stop_deadline);
+		return;
+	}
 	if (srv->start_error != NULL) {
 		stderr_drain(srv);
 		cleanup_free char *last = gw_server_stderr_last_line(srv);
@@ -346,11 +347,7 @@ void gw_server_started(struct loop *loop, void *data)
 		srv->state = GW_READY;
 		gw_egress_watch(loop, srv); /* its proxy's records, from now on */
 		struct mg_err *err = NULL;
-		if (loop_watch(loop, rpc_peer_in_fd(srv->launch.peer), EPOLLIN, on_server_input,
-		               srv, &err) < 0 ||
-		    (rpc_peer_out_fd(srv->launch.peer) != rpc_peer_in_fd(srv->launch.peer) &&
-		     loop_watch(loop, rpc_peer_out_fd(srv->launch.peer), 0, on_server_output, srv,
-		                &err) < 0) ||
+		if (rpc_peer_attach(srv->launch.peer, loop, &err) < 0 ||
 		    (srv->launch.proc.pid > 0 &&
 		     loop_watch_child(loop, srv->launch.proc.pid, srv->launch.proc.pidfd,
 		                      on_child_exit, srv) < 0)) {
@@ -371,82 +368,95 @@ void gw_server_started(struct loop *loop, void *data)
 	}
 	if (--s->starting == 0)
 		gw_session_register(s);
-	gw_session_update_io(s);
-}
-
-static void on_server_input(struct loop *loop, int fd, uint32_t events, void *data)
-{
-	(void)loop;
-	(void)fd;
-	(void)events;
-	struct gw_server *srv = data;
-	struct mg_err *err = NULL;
-	if (srv->launch.peer == NULL)
-		return;
-	int r = rpc_peer_read(srv->launch.peer, &err);
-	if (r == RPC_READ_CLOSED || r < 0) {
-		loop_unwatch(srv->sess->loop, rpc_peer_in_fd(srv->launch.peer));
-		if (r < 0)
-			mg_debug("server %s: %s", srv->cfg->name, mg_err_msg(err));
-	}
-	mg_err_free(err);
-	gw_session_update_io(srv->sess);
-}
-
-static void on_server_output(struct loop *loop, int fd, uint32_t events, void *data)
-{
-	(void)loop;
-	(void)fd;
-	(void)events;
-	struct gw_server *srv = data;
-	if (srv->launch.peer != NULL && rpc_peer_flush(srv->launch.peer, NULL) < 0)
-		loop_modify(srv->sess->loop, rpc_peer_out_fd(srv->launch.peer), 0, NULL);
-	gw_session_update_io(srv->sess);
 }
 
 /* ---- the end ------------------------------------------------------------ */
 
-void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
+/* What a server's end does off the loop's thread: the job owns these from
+ * gw_server_stop() until stop_done() has run. */
+struct gw_stop {
+	struct gw_server *srv;
+	int64_t deadline_ms;
+	struct proc proc; /* its runtime process, when it still had one */
+	bool had_process;
+	int status;
+	bool forced;
+	struct remote_bridge *bridge; /* a remote server's, out of the loop */
+	struct gw_egress_end egress;
+};
+
+/* On the job's thread: every wait, runtime command and DELETE of the end */
+static void stop_work(void *data)
 {
+	struct gw_stop *st = data;
+	struct gw_server *srv = st->srv;
+	remote_bridge_end(steal_pointer(&st->bridge));
+	if (st->had_process)
+		gw_launch_reap(srv->sess->driver, srv->container, &st->proc, st->deadline_ms,
+		               &st->status, &st->forced);
+	/* the sidecar has a second at least to write its last records */
+	int64_t egress_deadline = proc_now_ms() + 1000;
+	gw_egress_end_work(srv, &st->egress,
+	                   st->deadline_ms > egress_deadline ? st->deadline_ms : egress_deadline);
+}
+
+/* Back on the loop's thread: record the exit, close what the loop watched */
+static void stop_done(struct loop *loop, void *data)
+{
+	(void)loop;
+	struct gw_stop *st = data;
+	struct gw_server *srv = st->srv;
 	struct session *s = srv->sess;
-	if (srv->thread_started) {
-		pthread_join(srv->thread, NULL);
-		srv->thread_started = false;
-	}
-	if (srv->launch.peer != NULL) {
-		loop_unwatch(s->loop, rpc_peer_in_fd(srv->launch.peer));
-		if (rpc_peer_out_fd(srv->launch.peer) != rpc_peer_in_fd(srv->launch.peer))
-			loop_unwatch(s->loop, rpc_peer_out_fd(srv->launch.peer));
-		/* closing its input asks it to end; many servers ignore that */
-		rpc_peer_free(steal_pointer(&srv->launch.peer));
-	}
-	gw_remote_stop(srv); /* a remote server: DELETE its session */
-	if (srv->launch.proc.pid > 0) {
-		loop_unwatch_child(s->loop, srv->launch.proc.pid);
-		int status = 0;
-		bool forced = false;
-		gw_launch_stop(s->driver, srv->container, &srv->launch, deadline_ms, &status,
-		               &forced);
-		stderr_drain(srv);
-		if (srv->state == GW_READY)
-			gw_server_set_reason(srv, GW_STOPPED,
-			                     "server %s stopped at the end of the session",
-			                     srv->cfg->name);
-		audit_record(s->audit, "server.exit",
-		             gw_fields("server", json_new_string(srv->cfg->name), "status",
-		                       json_new_int(WIFEXITED(status) ? WEXITSTATUS(status)
-		                                                      : 128 + WTERMSIG(status)),
-		                       "forced", json_new_bool(forced), "reason",
-		                       json_new_string(srv->reason != NULL ? srv->reason : ""),
-		                       "stderr", stderr_json(srv), NULL));
-	}
-	gw_egress_stop(srv, deadline_ms);
+	stderr_drain(srv);
+	if (st->had_process)
+		audit_record(
+		    s->audit, "server.exit",
+		    gw_fields("server", json_new_string(srv->cfg->name), "status",
+		              json_new_int(WIFEXITED(st->status) ? WEXITSTATUS(st->status)
+		                                                 : 128 + WTERMSIG(st->status)),
+		              "forced", json_new_bool(st->forced), "reason",
+		              json_new_string(srv->reason != NULL ? srv->reason : ""), "stderr",
+		              stderr_json(srv), NULL));
+	gw_egress_end_done(srv, &st->egress);
 	if (srv->launch.err_fd >= 0) {
 		loop_unwatch(s->loop, srv->launch.err_fd);
 		close(srv->launch.err_fd);
 		srv->launch.err_fd = -1;
 	}
-	proc_close(&srv->launch.proc);
+	proc_close(&st->proc);
+	free(st);
+	answer_orphans(srv);
+}
+
+void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
+{
+	struct session *s = srv->sess;
+	if (srv->stop_started)
+		return;
+	srv->stop_started = true;
+	/* closing its input asks it to end; many servers ignore that */
+	rpc_peer_free(steal_pointer(&srv->launch.peer));
+	struct gw_stop *st = xcalloc(1, sizeof(*st));
+	st->srv = srv;
+	st->deadline_ms = deadline_ms;
+	st->proc = (struct proc)PROC_INIT;
+	st->bridge = gw_remote_detach(srv); /* a remote server: its DELETE is the job's */
+	if (srv->launch.proc.pid > 0) {
+		/* the job waits for it now, not the loop */
+		loop_unwatch_child(s->loop, srv->launch.proc.pid);
+		st->proc = srv->launch.proc;
+		srv->launch.proc = (struct proc)PROC_INIT;
+		st->had_process = true;
+		if (srv->state == GW_READY)
+			gw_server_set_reason(srv, GW_STOPPED,
+			                     "server %s stopped at the end of the session",
+			                     srv->cfg->name);
+	}
+	gw_egress_end_begin(srv, &st->egress);
+	if (st->had_process || st->bridge != NULL || gw_egress_end_pending(&st->egress))
+		loop_job(s->loop, stop_work, stop_done, st);
+	else
+		stop_done(s->loop, st); /* nothing that waits: no thread for it */
 }
 
 void gw_server_free(struct gw_server *srv)

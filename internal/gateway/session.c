@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -135,30 +134,21 @@ static const struct cfg_tool *tool_setting(const struct cfg_server *c, const cha
 	return NULL;
 }
 
-/* Stop a server mcpgate has no use for; its exit is recorded when it comes. */
+/* Stop a server mcpgate has no use for; its container is removed at once,
+ * by a job, and its exit is recorded when that is done. */
 void gw_server_retire(struct gw_server *srv, const char *why)
 {
 	struct session *s = srv->sess;
+	if (srv->stop_started)
+		return;
 	if (why != NULL)
 		gw_server_set_reason(srv, GW_STOPPED, "server %s stopped: %s", srv->cfg->name, why);
 	srv->state = GW_STOPPED;
-	if (srv->launch.peer != NULL) {
-		loop_unwatch(s->loop, rpc_peer_in_fd(srv->launch.peer));
-		loop_unwatch(s->loop, rpc_peer_out_fd(srv->launch.peer));
-		rpc_peer_free(steal_pointer(&srv->launch.peer));
-	}
-	/* the container goes now: there is nothing to wait for */
-	struct mg_err *err = NULL;
-	if (srv->cfg->transport == CFG_TRANSPORT_REMOTE)
-		gw_remote_stop(srv); /* DELETE its session */
-	else if (s->driver->ops->remove(s->driver, srv->container, &err) < 0) {
-		mg_warn("%s: %s", srv->reason, mg_err_msg(err));
-		mg_err_free(err);
-	}
-	gw_egress_stop(srv, proc_now_ms() + 1000);
 	audit_record(s->audit, "server.stopped",
 	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
 	                       json_new_string(srv->reason), NULL));
+	/* there is nothing to wait for */
+	gw_server_stop(srv, proc_now_ms());
 }
 
 /* A server whose manifest is not the approved one offers nothing this
@@ -238,21 +228,6 @@ void gw_session_register(struct session *s)
 
 /* ---- driving the loop --------------------------------------------------- */
 
-static void watch_output(struct session *s, struct rpc_peer *peer)
-{
-	if (peer == NULL || rpc_peer_out_fd(peer) == rpc_peer_in_fd(peer))
-		return;
-	uint32_t ev = rpc_peer_wants_write(peer) ? EPOLLOUT : 0;
-	loop_modify(s->loop, rpc_peer_out_fd(peer), ev, NULL);
-}
-
-void gw_session_update_io(struct session *s)
-{
-	watch_output(s, s->client);
-	for (size_t i = 0; i < s->nservers; i++)
-		watch_output(s, s->servers[i].launch.peer);
-}
-
 static int64_t next_deadline(const struct session *s)
 {
 	int64_t next = 0;
@@ -269,6 +244,8 @@ static int64_t next_deadline(const struct session *s)
 
 void gw_session_stop(struct session *s)
 {
+	if (!s->stopping)
+		s->stop_deadline = proc_now_ms() + (int64_t)s->cfg->mcp.stop_timeout * 1000;
 	s->stopping = true;
 	loop_stop(s->loop);
 }
@@ -314,34 +291,27 @@ static void start_servers(struct session *s)
 	}
 }
 
-/* Write what the client is still owed, for at most a second. */
-static void flush_client(struct session *s)
+/* Write what the client is still owed, for at most a second more: the loop
+ * does it, as the client's peer watches its output while any is queued. */
+static int flush_client(struct session *s, struct mg_err **err)
 {
 	int64_t deadline = proc_now_ms() + 1000;
-	while (rpc_peer_wants_write(s->client) && proc_now_ms() < deadline) {
-		if (rpc_peer_flush(s->client, NULL) < 0)
-			return;
-		if (!rpc_peer_wants_write(s->client))
-			return;
-		struct pollfd p = {.fd = rpc_peer_out_fd(s->client), .events = POLLOUT};
-		poll(&p, 1, (int)(deadline - proc_now_ms()));
-	}
+	while (rpc_peer_wants_write(s->client) && proc_now_ms() < deadline)
+		if (loop_run_once(s->loop, deadline - proc_now_ms(), err) < 0)
+			return -1;
+	return 0;
 }
 
+/* Every server's input closes at once; then one shared deadline, each
+ * server's end a job of its own, all at the same time. A server still
+ * starting is stopped the same way when its start ends (gw_server_started). */
 static void stop_servers(struct session *s)
 {
-	/* every server's input closes at once; then one shared deadline */
-	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.stop_timeout * 1000;
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
-		if (srv->launch.peer != NULL) {
-			loop_unwatch(s->loop, rpc_peer_in_fd(srv->launch.peer));
-			loop_unwatch(s->loop, rpc_peer_out_fd(srv->launch.peer));
-			rpc_peer_free(steal_pointer(&srv->launch.peer));
-		}
+		if (!srv->thread_started)
+			gw_server_stop(srv, s->stop_deadline);
 	}
-	for (size_t i = 0; i < s->nservers; i++)
-		gw_server_stop(&s->servers[i], deadline);
 }
 
 int session_run(struct session *s, struct mg_err **err)
@@ -426,23 +396,19 @@ int session_run(struct session *s, struct mg_err **err)
 		for (size_t i = 0; i < s->nservers; i++)
 			if (s->servers[i].launch.peer != NULL && s->servers[i].state == GW_READY)
 				rpc_peer_expire(s->servers[i].launch.peer, now);
-		gw_session_update_io(s);
 	}
 
-	/* start-up threads still running finish against their deadline */
-	gw_startup_end(s);
-	for (size_t i = 0; i < s->nservers; i++) {
-		struct gw_server *srv = &s->servers[i];
-		if (srv->thread_started) {
-			pthread_join(srv->thread, NULL);
-			srv->thread_started = false;
-			/* what it started is stopped below like any other */
-			if (srv->start_error == NULL)
-				srv->state = GW_READY;
-		}
-	}
-	flush_client(s);
+	/* the client asks nothing more; what it is owed still goes out */
+	rpc_peer_stop_reading(s->client);
 	stop_servers(s);
+	/* the loop runs on while the ends do: start-up threads finish against
+	 * their deadline, every stop against the shared one */
+	while (r == 0 && (s->starting > 0 || loop_jobs_pending(s->loop) > 0)) {
+		if (loop_run_once(s->loop, -1, err) < 0)
+			r = -1;
+	}
+	if (r == 0 && flush_client(s, err) < 0)
+		r = -1;
 	audit_report_dropped(s->audit);
 	audit_record(s->audit, "session.end",
 	             gw_fields("reason",
@@ -458,6 +424,9 @@ void session_free(struct session *s)
 		return;
 	/* first: calls waiting on the client learn it is gone and free themselves */
 	s->stopping = true;
+	/* a stop still under way (the loop failed before its end) ends now:
+	 * its job uses the server, its done records the exit */
+	loop_jobs_finish(s->loop);
 	rpc_peer_free(s->client);
 	s->client = NULL;
 	while (s->calls != NULL) {

@@ -76,9 +76,9 @@ static void sweep_ended(struct loop *loop, void *data)
 	struct session *s = data;
 	pthread_join(s->startup->sweep_thread, NULL);
 	s->startup->sweep_started = false;
-	if (--s->starting == 0)
+	/* a session that is stopping registers nothing more */
+	if (--s->starting == 0 && !s->stopping)
 		gw_session_register(s);
-	gw_session_update_io(s);
 }
 
 static void *sweep_thread(void *arg)

@@ -7,11 +7,12 @@
  *                         one complete line ("...\n") from parts.
  *   peer     (peer.c)     struct rpc_peer: one connection over two fds with a
  *                         bounded write queue, fresh ids, pending requests with
- *                         deadlines. It does not depend on any event loop: the
- *                         loop watches rpc_peer_in_fd() for input,
- *                         rpc_peer_out_fd() for output while
- *                         rpc_peer_wants_write(), and arms a timer for
- *                         rpc_peer_next_deadline().
+ *                         deadlines. It runs without an event loop (linear
+ *                         code with rpc_peer_call_sync()) or attached to one
+ *                         (rpc_peer_attach()): then it watches its own fds,
+ *                         reads what comes, and asks for writability only
+ *                         while output is queued. The caller arms a timer
+ *                         for rpc_peer_next_deadline().
  *
  * The other side is hostile by assumption: lines of any length, garbage,
  * wrong ids and floods are reported through callbacks, never fatal.
@@ -215,6 +216,10 @@ struct rpc_peer_config {
 	/* the input ended (why NULL) or failed; every pending request has been
 	 * failed just before. default: nothing */
 	void (*on_closed)(struct rpc_peer *peer, const struct mg_err *why, void *data);
+	/* the output broke (a write failed: the reader is gone); once, and
+	 * possibly from inside a send on this peer. default: nothing (every
+	 * later send fails) */
+	void (*on_write_failed)(struct rpc_peer *peer, const struct mg_err *why, void *data);
 	void *data; /* passed to every callback */
 };
 
@@ -234,6 +239,18 @@ int rpc_peer_new(int in_fd, int out_fd, const struct rpc_peer_config *cfg, struc
 /* Fails every pending request ("... was closed"), closes both fds, frees.
  * NULL does nothing. Never from inside one of the peer's callbacks. */
 void rpc_peer_free(struct rpc_peer *peer);
+
+/* From now on the peer watches its fds on loop (internal/proc/loop.h),
+ * whose thread alone uses it from here: in_fd while its input lasts (what
+ * comes is read and dispatched as rpc_peer_read() does), out_fd only while
+ * output is queued (register EPOLLOUT when a write leaves some behind, drop
+ * it once drained), so its owner never has to say when it wants to write.
+ * rpc_peer_free() unwatches. Not with rpc_peer_call_sync() any more. */
+struct loop;
+int rpc_peer_attach(struct rpc_peer *peer, struct loop *loop, struct mg_err **err);
+/* Attached: read nothing more (in_fd is no longer watched); queued output
+ * still goes. */
+void rpc_peer_stop_reading(struct rpc_peer *peer);
 
 const char *rpc_peer_name(const struct rpc_peer *peer);
 int rpc_peer_in_fd(const struct rpc_peer *peer);
@@ -275,7 +292,7 @@ int rpc_peer_send_notification(struct rpc_peer *peer, const char *method,
                                const struct json_value *params, struct mg_err **err);
 /* Write as much of the queue as the output takes now. 0 when done or the
  * output is full; -1 when the output is broken (EPIPE and the like): every
- * later send fails too. */
+ * later send fails too. Every send calls it; attached, the loop does too. */
 int rpc_peer_flush(struct rpc_peer *peer, struct mg_err **err);
 /* Bytes are queued and the output works: watch out_fd for writability. */
 bool rpc_peer_wants_write(const struct rpc_peer *peer);

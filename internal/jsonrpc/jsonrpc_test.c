@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "internal/base/log.h"
 #include "internal/base/testing.h"
 #include "internal/base/xalloc.h"
+#include "internal/proc/loop.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -149,6 +151,14 @@ static void conn_close_srv(struct conn *c)
 }
 
 /* ---- callbacks that record ---------------------------------------------------- */
+
+static void noop_fd(struct loop *loop, int fd, uint32_t ready, void *data)
+{
+	(void)loop;
+	(void)fd;
+	(void)ready;
+	(void)data;
+}
 
 static char *id_text(const struct json_value *id)
 {
@@ -1025,6 +1035,126 @@ static void test_peer_write_queue(void)
 	check_events("", "no callback ran for refused requests");
 }
 
+/* Is fd watched on loop? loop_watch refuses an fd that is. */
+static bool watched_on(struct loop *loop, int fd)
+{
+	struct mg_err *err = NULL;
+	if (loop_watch(loop, fd, EPOLLIN, noop_fd, NULL, &err) < 0) {
+		mg_err_free(err);
+		return true;
+	}
+	loop_unwatch(loop, fd);
+	return false;
+}
+
+static void rec_write_failed(struct rpc_peer *p, const struct mg_err *why, void *data)
+{
+	(void)p;
+	(void)data;
+	ev("write failed: %s", mg_err_msg(why));
+}
+
+/* Attached to a loop, the peer reads what comes and watches its output only
+ * while some is queued. */
+static void test_peer_attached(void)
+{
+	struct loop *loop = loop_new(NULL);
+	if (!T_OK(loop != NULL, "loop_new"))
+		return;
+	struct conn c;
+	conn_open(&c, true);
+	if (fcntl(c.peer_out, F_SETPIPE_SZ, 4096) < 0)
+		t_note("cannot shrink the pipe: %s", strerror(errno));
+	struct rpc_peer_config cfg = rec_config();
+	cfg.on_write_failed = rec_write_failed;
+	struct rpc_peer *p = peer_open(&c, &cfg);
+	struct mg_err *err = NULL;
+	T_INT(rpc_peer_attach(p, loop, &err), 0, "attach");
+	T_INT(rpc_peer_attach(p, loop, &err), -1, "once only");
+	mg_err_clear(&err);
+	T_OK(watched_on(loop, c.peer_in), "its input is watched");
+	T_OK(!watched_on(loop, c.peer_out), "its output is not, with nothing queued");
+
+	write_str(c.srv_out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+	loop_run_once(loop, 1000, NULL);
+	check_events("request ping id=1 params=-\n", "what comes is read by the loop");
+	char *got = drain(c.srv_in);
+	T_STR(got, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n", "the answer went at once");
+	free(got);
+	T_OK(!watched_on(loop, c.peer_out), "so the output is still not watched");
+
+	char line[101];
+	memset(line, 'a', 100);
+	line[0] = '[';
+	line[98] = ']';
+	line[99] = '\n';
+	line[100] = '\0';
+	while (rpc_peer_queued_bytes(p) == 0 && rpc_peer_send_line(p, line, 100, &err) == 0)
+		;
+	T_OK(err == NULL && rpc_peer_wants_write(p), "a full pipe leaves output queued");
+	T_OK(watched_on(loop, c.peer_out), "then the output is watched");
+	size_t total = 0;
+	for (int round = 0; round < 1000 && rpc_peer_wants_write(p); round++) {
+		got = drain(c.srv_in);
+		total += strlen(got);
+		free(got);
+		loop_run_once(loop, 1000, NULL);
+	}
+	got = drain(c.srv_in);
+	total += strlen(got);
+	free(got);
+	T_OK(!rpc_peer_wants_write(p) && total % 100 == 0 && total > 0,
+	     "the loop wrote it all out (%zu bytes)", total);
+	T_OK(!watched_on(loop, c.peer_out), "and the output is no longer watched");
+
+	/* freed with output queued: nothing of it stays watched (new fds
+	 * take the freed numbers) */
+	struct conn c2;
+	conn_open(&c2, true);
+	struct rpc_peer *p2 = peer_open(&c2, &cfg);
+	rpc_peer_attach(p2, loop, NULL);
+	if (fcntl(c2.peer_out, F_SETPIPE_SZ, 4096) < 0)
+		t_note("cannot shrink the pipe: %s", strerror(errno));
+	while (rpc_peer_queued_bytes(p2) == 0 && rpc_peer_send_line(p2, line, 100, NULL) == 0)
+		;
+	int was_in = c2.peer_in, was_out = c2.peer_out;
+	rpc_peer_free(p2);
+	int again[2];
+	if (pipe2(again, O_CLOEXEC) < 0)
+		abort();
+	T_OK((again[0] == was_in || again[0] == was_out) && !watched_on(loop, again[0]) &&
+	         !watched_on(loop, again[1]),
+	     "free unwatches both fds");
+	close(again[0]);
+	close(again[1]);
+	conn_close_srv(&c2);
+
+	rpc_peer_stop_reading(p);
+	T_OK(!watched_on(loop, c.peer_in), "stop_reading: the input is not watched");
+	close(c.srv_in);
+	c.srv_in = -1;
+	T_INT(rpc_peer_send_line(p, line, 100, &err), -1, "a write to a closed reader fails");
+	mg_err_clear(&err);
+	rpc_peer_send_line(p, line, 100, NULL);
+	check_events("write failed: writing to server test: Broken pipe\n",
+	             "on_write_failed is told, once");
+	rpc_peer_free(p);
+	conn_close_srv(&c);
+
+	/* the end of input: on_closed, and the input is no longer watched */
+	conn_open(&c, true);
+	p = peer_open(&c, &cfg);
+	rpc_peer_attach(p, loop, NULL);
+	close(c.srv_out);
+	c.srv_out = -1;
+	loop_run_once(loop, 1000, NULL);
+	check_events("closed: end of input\n", "the loop reads the end of input");
+	T_OK(!watched_on(loop, c.peer_in), "and stops watching it");
+	rpc_peer_free(p);
+	conn_close_srv(&c);
+	loop_free(loop);
+}
+
 static void test_peer_closed(void)
 {
 	struct conn c;
@@ -1311,6 +1441,7 @@ int main(void)
 	test_peer_overflow();
 	test_peer_deadlines();
 	test_peer_write_queue();
+	test_peer_attached();
 	test_peer_closed();
 	test_peer_limits();
 	test_peer_socket();

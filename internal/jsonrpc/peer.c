@@ -13,12 +13,14 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal/base/log.h"
 #include "internal/base/num.h"
 #include "internal/base/xalloc.h"
+#include "internal/proc/loop.h"
 
 #define NO_HEAP       SIZE_MAX
 #define FIRST_BUCKETS 16
@@ -59,6 +61,12 @@ struct rpc_peer {
 	size_t qlen;
 	bool out_broken;
 	int out_errno;
+	bool told_broken; /* on_write_failed was called */
+
+	/* attached to a loop: the events each fd is watched for (0: not watched) */
+	struct loop *loop;
+	uint32_t in_events, out_events;
+	bool no_reading; /* rpc_peer_stop_reading() */
 
 	int64_t next_id;
 	struct rpc_pending **buckets;
@@ -272,7 +280,122 @@ static int queue_raw(struct rpc_peer *p, const char *line, size_t len, struct mg
 	return 0;
 }
 
+/* ---- on a loop: the peer's own watches ----------------------------------- */
+
+static void on_fd(struct loop *loop, int fd, uint32_t events, void *data);
+
+/* Watch fd for want, changing only what differs from *cur */
+static void watch_set(struct rpc_peer *p, int fd, uint32_t *cur, uint32_t want)
+{
+	if (want == *cur)
+		return;
+	struct mg_err *err = NULL;
+	int r = 0;
+	if (*cur == 0)
+		r = loop_watch(p->loop, fd, want, on_fd, p, &err);
+	else if (want == 0)
+		loop_unwatch(p->loop, fd);
+	else
+		r = loop_modify(p->loop, fd, want, &err);
+	if (r < 0) {
+		mg_warn("%s: %s", p->name, mg_err_msg(err));
+		mg_err_free(err);
+		return;
+	}
+	*cur = want;
+}
+
+/* Input while it lasts; output only while some is queued. A watch with no
+ * events is none at all: a hung-up fd would otherwise wake the loop for
+ * ever. */
+static void watches_update(struct rpc_peer *p)
+{
+	if (p->loop == NULL)
+		return;
+	uint32_t in = !p->in_closed && !p->no_reading ? EPOLLIN : 0;
+	uint32_t out = rpc_peer_wants_write(p) ? EPOLLOUT : 0;
+	if (p->in_fd == p->out_fd) {
+		watch_set(p, p->in_fd, &p->in_events, in | out);
+		return;
+	}
+	watch_set(p, p->in_fd, &p->in_events, in);
+	watch_set(p, p->out_fd, &p->out_events, out);
+}
+
+static void on_fd(struct loop *loop, int fd, uint32_t events, void *data)
+{
+	(void)loop;
+	struct rpc_peer *p = data;
+	uint32_t watched = fd == p->in_fd ? p->in_events : p->out_events;
+	if (fd == p->in_fd && (watched & EPOLLIN) != 0 &&
+	    (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
+		struct mg_err *err = NULL;
+		/* the end of input, or a failure, reaches on_closed */
+		rpc_peer_read(p, &err);
+		mg_err_free(err);
+	}
+	if (fd == p->out_fd && (watched & EPOLLOUT) != 0 &&
+	    (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0)
+		rpc_peer_flush(p, NULL); /* a failure reaches on_write_failed */
+	watches_update(p);
+}
+
+int rpc_peer_attach(struct rpc_peer *p, struct loop *loop, struct mg_err **err)
+{
+	if (p->loop != NULL)
+		return mg_err_set(err, "%s is attached to a loop already", p->name);
+	p->loop = loop;
+	uint32_t in = !p->in_closed && !p->no_reading ? EPOLLIN : 0;
+	uint32_t out = rpc_peer_wants_write(p) ? EPOLLOUT : 0;
+	if (p->in_fd == p->out_fd)
+		in |= out, out = 0;
+	if (in != 0 && loop_watch(loop, p->in_fd, in, on_fd, p, err) < 0)
+		goto fail;
+	p->in_events = in;
+	if (out != 0 && loop_watch(loop, p->out_fd, out, on_fd, p, err) < 0)
+		goto fail;
+	p->out_events = out;
+	return 0;
+fail:
+	if (p->in_events != 0)
+		loop_unwatch(loop, p->in_fd);
+	p->in_events = 0;
+	p->loop = NULL;
+	return mg_err_wrap(err, "%s", p->name);
+}
+
+void rpc_peer_stop_reading(struct rpc_peer *p)
+{
+	p->no_reading = true;
+	watches_update(p);
+}
+
+/* The output broke: said once, to whoever asked */
+static void write_failed(struct rpc_peer *p)
+{
+	if (p->told_broken)
+		return;
+	p->told_broken = true;
+	if (p->cfg.on_write_failed != NULL) {
+		struct mg_err *why = NULL;
+		mg_err_sys(&why, p->out_errno, "writing to %s", p->name);
+		p->cfg.on_write_failed(p, why, p->cfg.data);
+		mg_err_free(why);
+	}
+}
+
+static int flush_queue(struct rpc_peer *p, struct mg_err **err);
+
 int rpc_peer_flush(struct rpc_peer *p, struct mg_err **err)
+{
+	int r = flush_queue(p, err);
+	watches_update(p);
+	if (r < 0)
+		write_failed(p);
+	return r;
+}
+
+static int flush_queue(struct rpc_peer *p, struct mg_err **err)
 {
 	if (p->out_broken)
 		return mg_err_sys(err, p->out_errno, "writing to %s", p->name);
@@ -708,6 +831,13 @@ void rpc_peer_free(struct rpc_peer *p)
 {
 	if (p == NULL)
 		return;
+	if (p->loop != NULL) {
+		if (p->in_events != 0)
+			loop_unwatch(p->loop, p->in_fd);
+		if (p->out_events != 0 && p->out_fd != p->in_fd)
+			loop_unwatch(p->loop, p->out_fd);
+		p->loop = NULL;
+	}
 	rpc_peer_fail_all(p, "the connection was closed");
 	close_fds(p->in_fd, p->out_fd);
 	rpc_reader_free(&p->reader);

@@ -64,6 +64,16 @@ struct post {
 	struct post *next;
 };
 
+struct job {
+	struct loop *loop;
+	loop_work_cb work;
+	loop_post_cb done;
+	void *data;
+	pthread_t thread;
+	bool threaded;
+	struct job *prev, *next; /* the loop's list, touched on its thread only */
+};
+
 struct loop {
 	int epfd, sigfd, evfd;
 
@@ -89,6 +99,9 @@ struct loop {
 	pthread_mutex_t post_lock; /* guards posts and posts_tail */
 	struct post *posts, *posts_tail;
 	atomic_bool stop;
+
+	struct job *jobs; /* whose done has not run */
+	size_t njobs;
 };
 
 /* ---- watches --------------------------------------------------------------- */
@@ -426,14 +439,8 @@ int loop_post(struct loop *loop, loop_post_cb cb, void *data)
 	return 0;
 }
 
-static void on_eventfd(struct loop *loop, struct watch *w, uint32_t events)
+static void run_posts(struct loop *loop)
 {
-	(void)w;
-	(void)events;
-	uint64_t count;
-	/* read before taking the list: a post after the read wakes us again */
-	ssize_t r = read(loop->evfd, &count, sizeof(count));
-	(void)r;
 	pthread_mutex_lock(&loop->post_lock);
 	struct post *list = loop->posts;
 	loop->posts = loop->posts_tail = NULL;
@@ -444,6 +451,92 @@ static void on_eventfd(struct loop *loop, struct watch *w, uint32_t events)
 		p->cb(loop, p->data);
 		loop->ran++;
 		free(p);
+	}
+}
+
+static void on_eventfd(struct loop *loop, struct watch *w, uint32_t events)
+{
+	(void)w;
+	(void)events;
+	uint64_t count;
+	/* read before taking the list: a post after the read wakes us again */
+	ssize_t r = read(loop->evfd, &count, sizeof(count));
+	(void)r;
+	run_posts(loop);
+}
+
+/* ---- jobs ------------------------------------------------------------------ */
+
+static void job_unlink(struct loop *loop, struct job *j)
+{
+	if (j->prev != NULL)
+		j->prev->next = j->next;
+	else
+		loop->jobs = j->next;
+	if (j->next != NULL)
+		j->next->prev = j->prev;
+	loop->njobs--;
+}
+
+/* On the loop's thread, posted by the job's thread as its last act */
+static void job_finished(struct loop *loop, void *data)
+{
+	struct job *j = data;
+	/* the thread has nothing left but to return */
+	if (j->threaded)
+		pthread_join(j->thread, NULL);
+	job_unlink(loop, j);
+	loop_post_cb done = j->done;
+	void *jdata = j->data;
+	free(j);
+	if (done != NULL)
+		done(loop, jdata);
+}
+
+static void *job_thread(void *arg)
+{
+	struct job *j = arg;
+	j->work(j->data);
+	loop_post(j->loop, job_finished, j);
+	return NULL;
+}
+
+int loop_job(struct loop *loop, loop_work_cb work, loop_post_cb done, void *data)
+{
+	struct job *j = xcalloc(1, sizeof(*j));
+	j->loop = loop;
+	j->work = work;
+	j->done = done;
+	j->data = data;
+	j->next = loop->jobs;
+	if (loop->jobs != NULL)
+		loop->jobs->prev = j;
+	loop->jobs = j;
+	loop->njobs++;
+	/* the thread inherits this thread's blocked signals: it reads none */
+	j->threaded = pthread_create(&j->thread, NULL, job_thread, j) == 0;
+	if (j->threaded)
+		return 0;
+	work(data);
+	loop_post(loop, job_finished, j);
+	return 1;
+}
+
+size_t loop_jobs_pending(const struct loop *loop)
+{
+	return loop->njobs;
+}
+
+void loop_jobs_finish(struct loop *loop)
+{
+	while (loop != NULL && loop->jobs != NULL) {
+		struct job *j = loop->jobs;
+		if (j->threaded) {
+			pthread_join(j->thread, NULL);
+			j->threaded = false;
+		}
+		/* its job_finished is queued now: it runs, with what came before */
+		run_posts(loop);
 	}
 }
 
@@ -499,6 +592,15 @@ void loop_free(struct loop *loop)
 {
 	if (loop == NULL)
 		return;
+	/* a job's thread posts to the loop when it ends: let each end first */
+	while (loop->jobs != NULL) {
+		struct job *j = loop->jobs;
+		loop->jobs = j->next;
+		if (j->threaded)
+			pthread_join(j->thread, NULL);
+		/* its post (job_finished) is among those dropped below */
+		free(j);
+	}
 	for (size_t i = 0; i < loop->n_by_fd; i++)
 		free(loop->by_fd[i]);
 	free(loop->by_fd);

@@ -1,7 +1,9 @@
 /* The event loop: epoll for fds, a sorted list of timers, a signalfd for
  * signals, child processes by pidfd, and an eventfd through which other
- * threads hand it work. One loop per thread that runs one; everything but
- * loop_post() and loop_stop() is called on the loop's own thread.
+ * threads hand it work, and jobs: work that blocks, run on a thread of its
+ * own, whose end the loop hears of. One loop per thread that runs one;
+ * everything but loop_post() and loop_stop() is called on the loop's own
+ * thread.
  *
  * Signals: loop_new() blocks SIGCHLD, SIGTERM, SIGINT and SIGHUP in the
  * calling thread (see proc_block_signals()), so create the first loop before
@@ -16,6 +18,7 @@
 #ifndef MG_PROC_LOOP_H
 #define MG_PROC_LOOP_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -38,8 +41,9 @@ typedef void (*loop_post_cb)(struct loop *loop, void *data);
 struct loop *loop_new(struct mg_err **err);
 
 /* Close the loop's fds and free it. Pending timers, posts and child watches
- * are dropped without being called. Watched fds stay open (their owners
- * close them). No thread may post to it any more. NULL does nothing. */
+ * are dropped without being called; a job still working is waited for, and
+ * its done dropped. Watched fds stay open (their owners close them). No
+ * other thread may post to it any more. NULL does nothing. */
 void loop_free(struct loop *loop);
 
 /* Watch fd (not yet watched here) for events; level-triggered unless
@@ -82,6 +86,23 @@ void loop_unwatch_child(struct loop *loop, pid_t pid);
  * round. Callbacks run in the order they were posted. Returns 0, or -1
  * when loop is NULL. */
 int loop_post(struct loop *loop, loop_post_cb cb, void *data);
+
+/* A job: work(data) runs on a thread of its own, then done(loop, data) on
+ * the loop's thread in a later round. This is how whatever blocks (a runtime
+ * command, a wait for a process, an HTTP request with its own deadline) runs
+ * without holding the loop up; its end arrives as an event. work must not
+ * touch the loop but through loop_post(), nor what the loop's thread uses
+ * meanwhile. Returns 0 when work runs on its own thread, 1 when no thread
+ * could be started and work has run on the calling thread instead (done is
+ * still called from a later round). */
+typedef void (*loop_work_cb)(void *data);
+int loop_job(struct loop *loop, loop_work_cb work, loop_post_cb done, void *data);
+/* Jobs whose done has not run yet. */
+size_t loop_jobs_pending(const struct loop *loop);
+/* Wait for every job's work to end and run its done (and the posts queued
+ * before it), here and now: for a teardown whose data the dones still need.
+ * It blocks: never while the loop serves anyone. NULL does nothing. */
+void loop_jobs_finish(struct loop *loop);
 
 /* Dispatch until loop_stop(). Returns 0 then, or -1 on a failure of the
  * loop itself (epoll_wait). */

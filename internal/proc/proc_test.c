@@ -760,6 +760,93 @@ static void test_loop_post(void)
 	loop_free(loop);
 }
 
+/* A job whose work blocks on a pipe until the loop, still running, writes
+ * to it from a timer: the loop is not held up by the work. */
+struct job_state {
+	struct loop *loop;
+	pthread_t loop_thread;
+	int gate[2];
+	bool work_elsewhere, done_on_loop, done_after_work, timer_fired;
+	bool work_ended;
+	int dones;
+};
+
+static void job_work(void *data)
+{
+	struct job_state *js = data;
+	js->work_elsewhere = !pthread_equal(pthread_self(), js->loop_thread);
+	char c;
+	ssize_t r;
+	do {
+		r = read(js->gate[0], &c, 1);
+	} while (r < 0 && errno == EINTR);
+	js->work_ended = true;
+}
+
+static void job_done(struct loop *loop, void *data)
+{
+	struct job_state *js = data;
+	js->dones++;
+	js->done_on_loop = pthread_equal(pthread_self(), js->loop_thread);
+	js->done_after_work = js->work_ended;
+	loop_stop(loop);
+}
+
+static void job_open_gate(struct loop *loop, void *data)
+{
+	(void)loop;
+	struct job_state *js = data;
+	js->timer_fired = true;
+	ssize_t w = write(js->gate[1], "x", 1);
+	(void)w;
+}
+
+static void test_loop_job(void)
+{
+	struct loop *loop = loop_new(NULL);
+	if (!T_OK(loop != NULL, "loop_new"))
+		return;
+	struct job_state js = {.loop = loop, .loop_thread = pthread_self()};
+	if (!T_INT(pipe2(js.gate, O_CLOEXEC), 0, "pipe2")) {
+		loop_free(loop);
+		return;
+	}
+	bool guard_fired = false;
+	struct loop_timer *guard = loop_timer_add(loop, 10000, stop_cb, &guard_fired);
+	T_INT(loop_job(loop, job_work, job_done, &js), 0, "loop_job runs work on a thread");
+	T_INT((int)loop_jobs_pending(loop), 1, "one job pending");
+	loop_timer_add(loop, 20, job_open_gate, &js);
+	T_INT(loop_run(loop, NULL), 0, "loop_run");
+	T_OK(js.timer_fired, "the loop ran a timer while the work blocked");
+	T_OK(js.work_elsewhere, "work ran on another thread");
+	T_OK(js.dones == 1 && js.done_on_loop && js.done_after_work,
+	     "done ran once, on the loop's thread, after the work");
+	T_INT((int)loop_jobs_pending(loop), 0, "no job pending after done");
+	T_OK(!guard_fired, "before the guard timer");
+	loop_timer_cancel(loop, guard);
+
+	/* loop_jobs_finish waits for the work and runs done, here */
+	js.work_ended = false;
+	js.dones = 0;
+	loop_job(loop, job_work, job_done, &js);
+	ssize_t w0 = write(js.gate[1], "x", 1);
+	(void)w0;
+	loop_jobs_finish(loop);
+	T_OK(js.work_ended && js.dones == 1 && js.done_on_loop && loop_jobs_pending(loop) == 0,
+	     "loop_jobs_finish: the work ended and done ran on this thread");
+
+	/* loop_free waits for a job still working and drops its done */
+	js.work_ended = false;
+	js.dones = 0;
+	loop_job(loop, job_work, job_done, &js);
+	ssize_t w = write(js.gate[1], "x", 1);
+	(void)w;
+	loop_free(loop);
+	T_OK(js.work_ended && js.dones == 0, "loop_free waits for the work, drops done");
+	close(js.gate[0]);
+	close(js.gate[1]);
+}
+
 struct child_seen {
 	int calls;
 	pid_t pid;
@@ -894,6 +981,7 @@ int main(void)
 	test_loop_timer_cancel();
 	test_loop_unwatch_in_round();
 	test_loop_post();
+	test_loop_job();
 	test_loop_child();
 	test_loop_signal();
 

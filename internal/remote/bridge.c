@@ -1,7 +1,8 @@
 /* The bridge: newline JSON-RPC on a socketpair on one side, MCP streamable
  * HTTP through libcurl's multi interface on the other, all on the caller's
  * event loop (libcurl's sockets and timer are the loop's fd watches and
- * timers; nothing here blocks but remote_bridge_close()).
+ * timers; nothing here blocks but remote_bridge_end(), which runs off the
+ * loop's thread).
  *
  * Every line the gateway writes becomes one exchange (struct xfer): a POST,
  * and for a request whose event stream ends early, GETs with Last-Event-ID
@@ -885,7 +886,8 @@ static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose,
 static int on_close_socket(void *clientp, curl_socket_t fd)
 {
 	struct remote_bridge *b = clientp;
-	loop_unwatch(b->loop, fd);
+	if (b->loop != NULL) /* NULL: the DELETE at the end, on a thread of its own */
+		loop_unwatch(b->loop, fd);
 	return close(fd);
 }
 
@@ -1371,7 +1373,7 @@ int remote_bridge_new(struct loop *loop, const struct remote_options *opt, int b
 	mg_buf_init(&b->out, OUT_MAX);
 	b->multi = curl_multi_init();
 	if (b->multi == NULL) {
-		remote_bridge_close(b);
+		remote_bridge_end(b); /* no session yet: nothing blocks */
 		return mg_err_set(err, "server %s: libcurl cannot make a multi handle",
 		                  opt->server);
 	}
@@ -1382,7 +1384,7 @@ int remote_bridge_new(struct loop *loop, const struct remote_options *opt, int b
 	curl_multi_setopt(b->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)CONNECTIONS_MAX);
 	if (loop_watch(loop, fd, EPOLLIN, on_gateway, b, err) < 0) {
 		b->gateway_closed = true;
-		remote_bridge_close(b);
+		remote_bridge_end(b); /* no session yet: nothing blocks */
 		return mg_err_wrap(err, "server %s", opt->server);
 	}
 	b->fd = steal_fd(&fd);
@@ -1454,9 +1456,9 @@ static void delete_session(struct remote_bridge *b)
 	free_headers(b, h);
 }
 
-void remote_bridge_close(struct remote_bridge *b)
+void remote_bridge_detach(struct remote_bridge *b)
 {
-	if (b == NULL)
+	if (b == NULL || b->loop == NULL)
 		return;
 	abort_all(b);
 	if (b->multi != NULL)
@@ -1464,13 +1466,24 @@ void remote_bridge_close(struct remote_bridge *b)
 	b->multi = NULL;
 	loop_timer_cancel(b->loop, b->curl_timer);
 	b->curl_timer = NULL;
-	if (b->session_id != NULL)
-		delete_session(b);
 	if (b->fd >= 0) {
 		if (!b->gateway_closed)
 			loop_unwatch(b->loop, b->fd);
 		close(b->fd);
+		b->fd = -1;
 	}
+	/* from here on nothing touches the loop (on_close_socket looks) */
+	b->loop = NULL;
+}
+
+void remote_bridge_end(struct remote_bridge *b)
+{
+	if (b == NULL)
+		return;
+	if (b->loop != NULL)
+		remote_bridge_detach(b); /* on the loop's thread, as it must be */
+	if (b->session_id != NULL)
+		delete_session(b);
 	rpc_reader_free(&b->in);
 	mg_buf_free(&b->out);
 	if (b->cred_header != NULL)

@@ -26,7 +26,7 @@
 
 /* ---- the bridge (bridge.c) ----------------------------------------------- */
 
-/* How long remote_bridge_close() spends on its DELETE at most */
+/* How long remote_bridge_end() spends on its DELETE at most */
 #define REMOTE_CLOSE_TIMEOUT_MS 3000
 /* The longest Mcp-Session-Id taken (a longer one fails initialize) */
 #define REMOTE_SESSION_ID_MAX 1024
@@ -54,7 +54,7 @@ struct remote_bridge;
 
 /* On the loop's thread: serve bridge_fd (one end of a SOCK_STREAM socketpair
  * the caller made; the other end carries newline JSON-RPC for the gateway's
- * rpc_peer) until remote_bridge_close(). The bridge owns bridge_fd from this
+ * rpc_peer) until remote_bridge_detach(). The bridge owns bridge_fd from this
  * call on, even when it fails (then it is closed). The first bridge of the
  * process initialises libcurl (curl_global_init), so make it on the loop's
  * thread before any other thread uses libcurl.
@@ -65,11 +65,16 @@ struct remote_bridge;
 int remote_bridge_new(struct loop *loop, const struct remote_options *opt, int bridge_fd,
                       struct remote_bridge **out, struct mg_err **err);
 
-/* On the loop's thread: drop what is in flight, DELETE the session when the
- * server gave one (best effort, blocking for REMOTE_CLOSE_TIMEOUT_MS at most;
- * 405 and failures are only logged), close bridge_fd and free. NULL does
- * nothing. */
-void remote_bridge_close(struct remote_bridge *b);
+/* Closing is in two steps, so the DELETE never holds the loop up.
+ * remote_bridge_detach(), on the loop's thread: drop what is in flight and
+ * close bridge_fd; from then on the bridge touches neither the loop nor
+ * anything of its thread. remote_bridge_end(), on any one thread (a job's,
+ * loop.h): DELETE the session when the server gave one (best effort, blocking
+ * for REMOTE_CLOSE_TIMEOUT_MS at most; 405 and failures are only logged),
+ * then free. remote_bridge_end() of a bridge not yet detached detaches it
+ * first, so it must then be on the loop's thread. NULL does nothing. */
+void remote_bridge_detach(struct remote_bridge *b);
+void remote_bridge_end(struct remote_bridge *b);
 
 /* The session id the server gave (NULL before initialize, or when it gives
  * none); borrowed, valid until the next loop round. For tests and logs. */
