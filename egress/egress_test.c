@@ -340,6 +340,33 @@ static void test_cidr(void)
 
 /* ---- allowlist ----------------------------------------------------------- */
 
+/* A request's authority and what the allowlist says of it */
+struct match {
+	const char *authority;
+	enum egr_match want;
+	bool private_ok;
+};
+
+static void check_matches(const struct egr_allow *list, size_t n, const struct match *cases,
+                          size_t ncases, const char *what)
+{
+	const char *why = NULL;
+	for (size_t i = 0; i < ncases; i++) {
+		struct egr_host h;
+		uint16_t port;
+		bool private_ok = false;
+		const char *a = cases[i].authority;
+		if (egr_authority_parse(a, strlen(a), 0, &h, &port, &why) < 0) {
+			T_OK(0, "authority %s parses", a);
+			continue;
+		}
+		enum egr_match m = egr_allow_match(list, n, &h, port, &private_ok);
+		T_OK(m == cases[i].want && private_ok == cases[i].private_ok,
+		     "%s %s -> %d%s (got %d)", what, a, (int)cases[i].want,
+		     cases[i].private_ok ? " (private ok)" : "", (int)m);
+	}
+}
+
 static void test_allowlist(void)
 {
 	struct egr_allow list[6];
@@ -354,11 +381,6 @@ static void test_allowlist(void)
 	T_OK(egr_allow_parse("internal.test:9000", false, &list[5], &why) == 0,
 	     "the same name on another port, not private");
 	size_t n = 6;
-	struct match {
-		const char *authority;
-		enum egr_match want;
-		bool private_ok;
-	};
 	static const struct match cases[] = {
 	    {"api.example.com:443", EGR_MATCH_OK, false},
 	    {"api.example.com:80", EGR_MATCH_OK, false},
@@ -378,19 +400,7 @@ static void test_allowlist(void)
 	    {"internal.test:443", EGR_MATCH_OK, true},
 	    {"internal.test:9000", EGR_MATCH_OK, false},
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct egr_host h;
-		uint16_t port;
-		bool private_ok = false;
-		const char *a = cases[i].authority;
-		if (egr_authority_parse(a, strlen(a), 0, &h, &port, &why) < 0) {
-			T_OK(0, "authority %s parses", a);
-			continue;
-		}
-		enum egr_match m = egr_allow_match(list, n, &h, port, &private_ok);
-		T_OK(m == cases[i].want && private_ok == cases[i].private_ok, "match %s -> %d%s", a,
-		     (int)cases[i].want, cases[i].private_ok ? " (private ok)" : "");
-	}
+	check_matches(list, n, cases, sizeof(cases) / sizeof(cases[0]), "match");
 	struct refused {
 		const char *entry;
 		bool private_ok;
@@ -438,11 +448,6 @@ static void test_wildcards(void)
 	     "allow-private a wildcard with a port (%s)", why != NULL ? why : "ok");
 	T_OK(egr_allow_parse("api.example.com", false, &list[2], &why) == 0 && !list[2].wildcard,
 	     "a plain entry is no wildcard");
-	struct match {
-		const char *authority;
-		enum egr_match want;
-		bool private_ok;
-	};
 	static const struct match cases[] = {
 	    {"a.example.com:443", EGR_MATCH_OK, false},
 	    {"a.example.com:80", EGR_MATCH_OK, false},
@@ -468,20 +473,7 @@ static void test_wildcards(void)
 	    {"1.2.3.4:443", EGR_MATCH_NONE, false},
 	    {"[2001:db8::1]:443", EGR_MATCH_NONE, false},
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct egr_host h;
-		uint16_t port;
-		bool private_ok = false;
-		const char *a = cases[i].authority;
-		if (egr_authority_parse(a, strlen(a), 0, &h, &port, &why) < 0) {
-			T_OK(0, "authority %s parses", a);
-			continue;
-		}
-		enum egr_match m = egr_allow_match(list, 3, &h, port, &private_ok);
-		T_OK(m == cases[i].want && private_ok == cases[i].private_ok,
-		     "wildcard match %s -> %d%s (got %d)", a, (int)cases[i].want,
-		     cases[i].private_ok ? " (private ok)" : "", (int)m);
-	}
+	check_matches(list, 3, cases, sizeof(cases) / sizeof(cases[0]), "wildcard match");
 
 	/* the kind decides before the text: an address whose text would end in
 	 * the wildcard's name is still no name (an entry made by hand, since
