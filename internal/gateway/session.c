@@ -437,7 +437,7 @@ int session_run(struct session *s, struct mg_err **err)
 	 * refused method, a host), no line leaves with it in clear */
 	rpc_peer_set_filter(s->client, gw_secrets_filter, s);
 	audit_set_filter(s->audit, gw_secrets_filter, s);
-	mg_log_set_filter(gw_secrets_filter, s);
+	mg_log_add_filter(gw_secrets_filter, s);
 	start_servers(s);
 	if (s->starting == 0)
 		gw_session_register(s);
@@ -528,7 +528,7 @@ void session_free(struct session *s)
 	free(s->launch_error);
 	free(s->platform_error);
 	ctr_platform_free(&s->platform);
-	mg_log_set_filter(NULL, NULL); /* the values it knew go now */
+	mg_log_remove_filter(gw_secrets_filter, s); /* the values it knew go now */
 	gw_secrets_close(s);
 	free(s->keychain_error);
 	free(s->config_error);
