@@ -171,6 +171,7 @@ struct session {
 	bool log_level_pending;     /* to send once start-up is over */
 	bool stopping;
 	int signal;
+	bool signals_elsewhere; /* session_options' */
 };
 
 /* server.c */

@@ -114,6 +114,8 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 		session_free(s);
 		return -1;
 	}
+	audit_set_observer(s->audit, opt->on_record, opt->record_data);
+	s->signals_elsewhere = opt->signals_elsewhere;
 
 	size_t n = 0;
 	for (size_t i = 0; i < s->cfg->nservers; i++)
@@ -384,7 +386,8 @@ int session_run(struct session *s, struct mg_err **err)
 	              "runtime",
 	              s->driver != NULL ? json_new_string(s->driver->name) : json_new_null(),
 	              "servers", names, NULL));
-	loop_on_signal(s->loop, on_signal, s);
+	if (!s->signals_elsewhere)
+		loop_on_signal(s->loop, on_signal, s);
 	if (s->workspace_note != NULL) {
 		gw_client_notice(s, "warning", s->workspace_note);
 		audit_record(s->audit, "session.workspace_note",
