@@ -98,6 +98,8 @@ struct lst_client *lst_client_new(struct lst *l, struct mg_err **err)
 		lst_client_free(c);
 		return NULL;
 	}
+	/* before the thread starts: from then on the session is its own */
+	mg_info("client session %s: audit log %s", c->session_id, session_audit_path(c->session));
 	int e = pthread_create(&c->thread, NULL, client_thread, c);
 	if (e != 0) {
 		mg_err_sys(err, e, "starting the session's thread");
@@ -105,7 +107,6 @@ struct lst_client *lst_client_new(struct lst *l, struct mg_err **err)
 		return NULL;
 	}
 	c->thread_running = true;
-	mg_info("client session %s: audit log %s", c->session_id, session_audit_path(c->session));
 	c->next = l->clients;
 	if (l->clients != NULL)
 		l->clients->prev = c;
@@ -323,6 +324,29 @@ void lst_client_stream_opened(struct lst_client *c, struct lst_req *r)
 	c->queued_bytes = 0;
 }
 
+/* r's answer will never be read, or never come: its POST is answered now
+ * with an error saying why, and it no longer counts as in flight */
+static void abandon(struct lst_client *c, struct lst_req *r, const char *why)
+{
+	struct mg_buf line = MG_BUF_INIT((size_t)1 << 20);
+	if (r->id != NULL &&
+	    rpc_build_error(r->id, RPC_SERVER_ERROR, why, NULL, &line, NULL) == 0 && line.len > 0) {
+		/* one line, without its newline; a full stream takes it anyway */
+		r->out.max += line.len + 64;
+		deliver_answer(c, r, line.data, line.len - 1, true);
+	}
+	mg_buf_free(&line);
+}
+
+void lst_client_cancelled(struct lst_client *c, const struct json_value *request_id)
+{
+	cleanup_free char *key = rpc_id_key(request_id);
+	struct lst_req *r = key != NULL ? exchange_by(c, false, key) : NULL;
+	/* the gateway sends no answer to a cancelled request */
+	if (r != NULL)
+		abandon(c, r, "the client cancelled this request");
+}
+
 /* ---- the session's end -------------------------------------------------- */
 
 static void finish_if_done(struct lst_client *c)
@@ -348,18 +372,8 @@ static void output_ended(struct lst_client *c)
 	c->gone = true;
 	while (c->reqs != NULL) {
 		struct lst_req *r = c->reqs;
-		if (r->kind == REQ_POST && !r->answered && r->id != NULL) {
-			struct mg_buf line = MG_BUF_INIT((size_t)1 << 20);
-			if (rpc_build_error(r->id, RPC_SERVER_ERROR,
-			                    "the session ended before answering this request", NULL,
-			                    &line, NULL) == 0 &&
-			    line.len > 0) {
-				/* one line, without its newline; a full stream takes it anyway */
-				r->out.max += line.len + 64;
-				deliver_answer(c, r, line.data, line.len - 1, true);
-			}
-			mg_buf_free(&line);
-		}
+		if (r->kind == REQ_POST && !r->answered)
+			abandon(c, r, "the session ended before answering this request");
 		r->finished = true;
 		lst_req_wake(r);
 		lst_client_unlink(c, r);
@@ -458,6 +472,10 @@ void lst_client_tick(struct lst_client *c, int64_t now)
 	    now - c->active_ms > (int64_t)c->l->limits->listen_idle_timeout * 1000)
 		lst_client_end(c, "idle for longer than listen_idle_timeout");
 	for (struct lst_req *r = c->reqs; r != NULL; r = r->next) {
+		/* a suspended connection is not watched: a client gone while its
+		 * call runs is found here, so it stops counting as in flight */
+		if (r->kind == REQ_POST && !r->answered && r->suspended && lst_req_peer_gone(r))
+			abandon(c, r, "the client closed its connection");
 		if (r->streaming && now - r->last_write_ms >= LST_KEEPALIVE_MS) {
 			mg_buf_puts(&r->out, ": keep-alive\n\n", NULL);
 			r->last_write_ms = now;

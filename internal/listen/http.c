@@ -8,6 +8,7 @@
  * so nothing unauthenticated learns what is served. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,6 +61,18 @@ void lst_req_wake(struct lst_req *r)
 		MHD_resume_connection(r->conn);
 		r->l->kick = true;
 	}
+}
+
+bool lst_req_peer_gone(struct lst_req *r)
+{
+	if (r->conn == NULL)
+		return true;
+	const union MHD_ConnectionInfo *info =
+	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (info == NULL)
+		return false;
+	struct pollfd p = {.fd = info->connect_fd, .events = POLLRDHUP};
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 void lst_req_event(struct lst_req *r, const char *line, size_t len)
@@ -398,6 +411,8 @@ static enum MHD_Result post_message(struct lst *l, struct lst_req *r)
 		goto out;
 	}
 	if (m.kind != RPC_REQUEST) {
+		if (m.kind == RPC_NOTIFICATION && strcmp(m.method, "notifications/cancelled") == 0)
+			lst_client_cancelled(c, json_get(m.params, "requestId"));
 		result = queue(r, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL, NULL);
 		goto out;
 	}

@@ -156,6 +156,8 @@ void lst_client_end(struct lst_client *c, const char *why);
 /* A request or stream of c (linked by the caller) is done with */
 void lst_client_unlink(struct lst_client *c, struct lst_req *r);
 void lst_client_link(struct lst_client *c, struct lst_req *r);
+/* notifications/cancelled from the client: its POST is answered now */
+void lst_client_cancelled(struct lst_client *c, const struct json_value *request_id);
 /* A GET stream opened: what was queued goes to it */
 void lst_client_stream_opened(struct lst_client *c, struct lst_req *r);
 /* After libmicrohttpd ran: streams that drained let a paused session go on */
@@ -167,6 +169,8 @@ void lst_client_free(struct lst_client *c);
 /* http.c */
 /* Something for r (its answer, or bytes on its stream): wake its connection */
 void lst_req_wake(struct lst_req *r);
+/* The client closed r's connection (looked at while it is suspended) */
+bool lst_req_peer_gone(struct lst_req *r);
 /* Append one message as an event to r's stream (r->accept_sse) */
 void lst_req_event(struct lst_req *r, const char *line, size_t len);
 /* Run libmicrohttpd until nothing it resumed is left, and arm its timer */
