@@ -38,6 +38,7 @@ CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
 SODIUM_LIBS := $(shell $(PKG_CONFIG) --libs libsodium)
 ARCHIVE_LIBS := $(shell $(PKG_CONFIG) --libs libarchive)
 PSL_LIBS := $(shell $(PKG_CONFIG) --libs libpsl)
+MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd)
 
 # ---- sources, one module a line -------------------------------------------
 BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
@@ -60,18 +61,20 @@ MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
 CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clients/toml_edit.c \
               internal/clients/diff.c
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c
+LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
+             internal/listen/client.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
           cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c
 
-MCPGATE_SRC = $(CMD_SRC) $(CLIENTS_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
+MCPGATE_SRC = $(CMD_SRC) $(CLIENTS_SRC) $(LISTEN_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
               $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
-MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(PSL_LIBS) -lpthread
+MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(PSL_LIBS) $(MHD_LIBS) -lpthread
 TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
 UNIT_TESTS = base_test toml_test json_test config_test proc_test container_test jsonrpc_test mcp_test \
-	     keychain_test pack_test egress_test remote_test clients_test
+	     keychain_test pack_test egress_test remote_test clients_test listen_test
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_SRC = internal/json/json_test.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -95,6 +98,9 @@ remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c $(BASE_SRC
 clients_test_SRC = internal/clients/clients_test.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(BASE_SRC) \
 	$(TESTING_SRC)
 clients_test_LIBS = $(YAJL_LIBS)
+listen_test_SRC = internal/listen/listen_test.c internal/listen/address.c internal/listen/token.c \
+	internal/listen/metrics.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
+listen_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
 FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz
@@ -116,7 +122,8 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   internal/container/container-internal.h internal/audit/audit.h \
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h \
 	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
-	   internal/remote/remote.h internal/clients/clients.h internal/clients/clients-internal.h \
+	   internal/remote/remote.h internal/listen/listen.h internal/listen/listen-internal.h \
+	   internal/clients/clients.h internal/clients/clients-internal.h \
 	   $(EGRESS_HDR)
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
@@ -176,7 +183,8 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
-	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh
+	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
+	tests/listen_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes

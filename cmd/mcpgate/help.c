@@ -8,7 +8,9 @@
 #include "internal/base/suggest.h"
 
 const struct command mg_commands[] = {
-    {"serve", cmd_serve, "mcpgate serve [--config DIR] [--workspace DIR] [--passthrough]",
+    {"serve", cmd_serve,
+     "mcpgate serve [--config DIR] [--workspace DIR] [--passthrough] [--listen ADDRESS "
+     "[--listen-any]]",
      "the MCP server on stdin/stdout that an MCP client starts: the main job",
      "  --config DIR     the folder holding mcp.toml and config.toml\n"
      "  --workspace DIR  the workspace (default: the current folder); mounts resolve\n"
@@ -17,11 +19,18 @@ const struct command mg_commands[] = {
      "                   tools and prompts without SERVER__, resource URIs as it writes\n"
      "                   them (for protocol test suites); refused when more than one\n"
      "                   server is offered here\n"
+     "  --listen ADDRESS 127.0.0.1:PORT, [::1]:PORT or unix:PATH: serve MCP clients\n"
+     "                   over streamable HTTP at /mcp instead of stdin/stdout, each in\n"
+     "                   a session of its own; every request needs the header\n"
+     "                   \"Authorization: Bearer TOKEN\" (the token is made at first use\n"
+     "                   in $XDG_STATE_HOME/mcpgate/listener-token); /metrics and\n"
+     "                   /health beside it. See docs/listener.md\n"
+     "  --listen-any     allow --listen on an address that is not loopback\n"
      "Every server offered here starts at once, contained; tools that are on are\n"
      "offered as SERVER__TOOL, prompts as SERVER__PROMPT, resources as\n"
      "mcpgate://SERVER/URI. Logs go to stderr and to the session's audit log in\n"
      "$XDG_STATE_HOME/mcpgate/sessions/ID.jsonl; stdout carries only MCP.\n",
-     "config= workspace= passthrough"},
+     "config= workspace= passthrough listen= listen-any"},
     {"list", cmd_list, "mcpgate list [--config DIR] [--json]",
      "one line per server: transport, image present or not, manifest state",
      "  --config DIR  the folder holding mcp.toml and config.toml\n"

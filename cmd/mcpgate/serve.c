@@ -17,6 +17,7 @@
 #include "internal/base/log.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway.h"
+#include "internal/listen/listen.h"
 
 /* The client's channel moves to fresh fds; fd 0 becomes /dev/null and fd 1 a
  * copy of stderr, so a stray write can never corrupt the MCP stream. */
@@ -68,20 +69,27 @@ static char *workspace_note(const struct cfg *cfg, const char *ws)
 int cmd_serve(int argc, char **argv, struct mg_err **err)
 {
 	const struct command *self = command_find("serve");
-	const char *dir = NULL, *workspace = NULL;
-	bool passthrough = false;
+	const char *dir = NULL, *workspace = NULL, *listen = NULL;
+	bool passthrough = false, listen_any = false;
 	for (int i = 1; i < argc; i++) {
 		int r;
-		if (opt_flag(argv, i, "passthrough", &passthrough))
+		if (opt_flag(argv, i, "passthrough", &passthrough) ||
+		    opt_flag(argv, i, "listen-any", &listen_any))
 			continue;
 		if ((r = opt_value(argc, argv, &i, "config", &dir)) != 0 ||
-		    (r = opt_value(argc, argv, &i, "workspace", &workspace)) != 0) {
+		    (r = opt_value(argc, argv, &i, "workspace", &workspace)) != 0 ||
+		    (r = opt_value(argc, argv, &i, "listen", &listen)) != 0) {
 			if (r < 0)
 				return EXIT_USAGE;
 			continue;
 		}
 		return usage_error(self, "unexpected argument \"%s\"", argv[i]);
 	}
+	if (listen_any && listen == NULL)
+		return usage_error(self, "--listen-any goes with --listen ADDRESS");
+	struct lst_address address;
+	if (listen != NULL && lst_address_parse(listen, listen_any, &address, err) < 0)
+		return EXIT_USAGE;
 	char ws[PATH_MAX];
 	if (realpath(workspace != NULL ? workspace : ".", ws) == NULL)
 		return mg_err_sys(err, errno, "workspace %s", workspace != NULL ? workspace : "."),
@@ -118,6 +126,23 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	}
 	if (workspace == NULL)
 		note = workspace_note(cfg, ws);
+	if (listen != NULL) {
+		/* stdout is no MCP channel here: clients come over HTTP */
+		struct lst_options lo = {
+		    .address = &address,
+		    .cfg = cfg,
+		    .driver = driver,
+		    .state_dir = state,
+		    .data_dir = data,
+		    .workspace = ws,
+		    .config_error = config_error,
+		    .workspace_note = note,
+		    .owner = getpid(),
+		};
+		if (lst_run(&lo, err) == 0 && config_error == NULL)
+			status = EXIT_OK;
+		goto out;
+	}
 	int in, outfd;
 	if (take_stdio(&in, &outfd, err) < 0)
 		goto out;

@@ -30,6 +30,8 @@ struct audit {
 	pthread_mutex_t lock;
 	mg_text_filter filter; /* every line passes it before it is written */
 	void *filter_data;
+	audit_observer observer; /* told of every record */
+	void *observer_data;
 	struct source *sources; /* what each peer made this log write so far */
 	size_t nsources;
 	uint64_t max_records, max_bytes;
@@ -54,6 +56,16 @@ void audit_set_filter(struct audit *a, mg_text_filter fn, void *data)
 	pthread_mutex_lock(&a->lock);
 	a->filter = fn;
 	a->filter_data = data;
+	pthread_mutex_unlock(&a->lock);
+}
+
+void audit_set_observer(struct audit *a, audit_observer fn, void *data)
+{
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->observer = fn;
+	a->observer_data = data;
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -145,6 +157,12 @@ void audit_record(struct audit *a, const char *event, struct json_value *fields)
 			mg_err_clear(&err);
 		json_free(note);
 	}
+	pthread_mutex_lock(&a->lock);
+	audit_observer observer = a->observer;
+	void *observer_data = a->observer_data;
+	pthread_mutex_unlock(&a->lock);
+	if (observer != NULL)
+		observer(event, fields, observer_data);
 	json_free(fields);
 	pthread_mutex_lock(&a->lock);
 	size_t clean_len = 0;

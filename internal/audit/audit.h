@@ -47,6 +47,14 @@ void audit_report_dropped(struct audit *a);
 /* Every record passes through fn from now on (the session's redaction) */
 void audit_set_filter(struct audit *a, mg_text_filter fn, void *data);
 
+/* Told of every record written with audit_record() (or through
+ * audit_record_by() under its cap), from the thread that wrote it, outside
+ * the log's lock: event, and fields (an object, or NULL) lent for the call
+ * and not yet redacted, so an observer keeps only names, outcomes and
+ * numbers. A listener's metrics are one. */
+typedef void (*audit_observer)(const char *event, const struct json_value *fields, void *data);
+void audit_set_observer(struct audit *a, audit_observer fn, void *data);
+
 void audit_close(struct audit *a);
 
 #endif

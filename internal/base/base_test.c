@@ -141,6 +141,46 @@ static void test_log(void)
 	unsetenv("MCPGATE_LOG");
 }
 
+/* a filter that replaces every byte *data with '*' */
+static char *star_filter(const char *text, size_t len, size_t *out_len, void *data)
+{
+	char c = *(const char *)data;
+	if (memchr(text, c, len) == NULL)
+		return NULL;
+	char *out = xstrndup(text, len);
+	for (size_t i = 0; i < len; i++)
+		if (out[i] == c)
+			out[i] = '*';
+	*out_len = len;
+	return out;
+}
+
+static void test_log_filters(void)
+{
+	char path[] = "/tmp/mcpgate-base-test-log-XXXXXX";
+	int fd = mkstemp(path);
+	int saved = dup(STDERR_FILENO);
+	fflush(stderr);
+	dup2(fd, STDERR_FILENO);
+	static const char a = 'a', b = 'b';
+	mg_log_add_filter(star_filter, (void *)&a);
+	mg_log_add_filter(star_filter, (void *)&b);
+	mg_error("abc");
+	mg_log_remove_filter(star_filter, (void *)&a);
+	mg_error("abc");
+	mg_log_remove_filter(star_filter, (void *)&b);
+	mg_error("abc");
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fd);
+	char *text = t_read_file(path, NULL);
+	T_STR(text, "mcpgate: error: **c\nmcpgate: error: a*c\nmcpgate: error: abc\n",
+	      "log filters: each session's filter in turn; one removed no longer runs");
+	free(text);
+	unlink(path);
+}
+
 static void test_cleanup(void)
 {
 	cleanup_free char *p = xstrdup("x");
@@ -269,6 +309,7 @@ int main(void)
 	test_utf8();
 	test_shown();
 	test_log();
+	test_log_filters();
 	test_cleanup();
 	test_suggest();
 	test_write_atomic();

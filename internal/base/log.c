@@ -1,18 +1,53 @@
 #include "internal/base/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static enum mg_log_level current_level = MG_LOG_INFO;
-static mg_text_filter filter_fn;
-static void *filter_data;
+#include "internal/base/xalloc.h"
 
-void mg_log_set_filter(mg_text_filter fn, void *data)
+static enum mg_log_level current_level = MG_LOG_INFO;
+
+/* The filters, under filters_lock; a line is filtered and printed with the
+ * lock held, so a filter removed is no longer running anywhere */
+struct log_filter {
+	mg_text_filter fn;
+	void *data;
+};
+static pthread_mutex_t filters_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct log_filter *filters;
+static size_t nfilters, filters_cap;
+
+void mg_log_add_filter(mg_text_filter fn, void *data)
 {
-	filter_fn = fn;
-	filter_data = data;
+	pthread_mutex_lock(&filters_lock);
+	if (nfilters == filters_cap) {
+		filters_cap = filters_cap > 0 ? 2 * filters_cap : 8;
+		filters = xreallocarray(filters, filters_cap, sizeof(*filters));
+	}
+	filters[nfilters++] = (struct log_filter){fn, data};
+	pthread_mutex_unlock(&filters_lock);
+}
+
+void mg_log_remove_filter(mg_text_filter fn, void *data)
+{
+	pthread_mutex_lock(&filters_lock);
+	for (size_t i = 0; i < nfilters; i++) {
+		if (filters[i].fn == fn && filters[i].data == data) {
+			memmove(&filters[i], &filters[i + 1],
+			        (nfilters - i - 1) * sizeof(*filters));
+			nfilters--;
+			break;
+		}
+	}
+	if (nfilters == 0) {
+		free(filters);
+		filters = NULL;
+		filters_cap = 0;
+	}
+	pthread_mutex_unlock(&filters_lock);
 }
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
@@ -52,11 +87,23 @@ void mg_log(enum mg_log_level level, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return;
-	size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, clean_len = 0;
-	char *clean = filter_fn != NULL ? filter_fn(line, len, &clean_len, filter_data) : NULL;
+	size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+	pthread_mutex_lock(&filters_lock);
+	/* each filter sees what the one before it left */
+	char *clean = NULL;
+	for (size_t i = 0; i < nfilters; i++) {
+		size_t next_len = 0;
+		char *next =
+		    filters[i].fn(clean != NULL ? clean : line, len, &next_len, filters[i].data);
+		if (next != NULL) {
+			free(clean);
+			clean = next;
+			len = next_len;
+		}
+	}
 	/* a truncated line is still worth printing; it says so */
-	fprintf(stderr, "mcpgate: %s: %.*s%s\n", level_names[level],
-	        (int)(clean != NULL ? clean_len : len), clean != NULL ? clean : line,
-	        (size_t)n >= sizeof(line) ? " [truncated]" : "");
+	fprintf(stderr, "mcpgate: %s: %.*s%s\n", level_names[level], (int)len,
+	        clean != NULL ? clean : line, (size_t)n >= sizeof(line) ? " [truncated]" : "");
+	pthread_mutex_unlock(&filters_lock);
 	free(clean);
 }

@@ -1112,7 +1112,19 @@ static void check_mcp_file(struct ctx *c, const struct toml_value *root, struct 
 
 /* ---- config.toml ---------------------------------------------------------- */
 
-enum mcp_key { M_RUNTIME, M_EGRESS, M_LINE_MAX, M_START, M_CALL, M_STOP, M_MCP_COUNT };
+enum mcp_key {
+	M_RUNTIME,
+	M_EGRESS,
+	M_LINE_MAX,
+	M_START,
+	M_CALL,
+	M_STOP,
+	M_LISTEN_CLIENTS,
+	M_LISTEN_REQUESTS,
+	M_LISTEN_BODY,
+	M_LISTEN_IDLE,
+	M_MCP_COUNT
+};
 
 static const struct key_spec mcp_keys[M_MCP_COUNT] = {
     [M_RUNTIME] = {"runtime", TOML_STRING, "a string", SCOPE_ANY},
@@ -1121,6 +1133,10 @@ static const struct key_spec mcp_keys[M_MCP_COUNT] = {
     [M_START] = {"start_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_CALL] = {"call_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_STOP] = {"stop_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
+    [M_LISTEN_CLIENTS] = {"listen_clients", TOML_INTEGER, "an integer", SCOPE_ANY},
+    [M_LISTEN_REQUESTS] = {"listen_requests", TOML_INTEGER, "an integer", SCOPE_ANY},
+    [M_LISTEN_BODY] = {"listen_body_max", TOML_INTEGER, "an integer", SCOPE_ANY},
+    [M_LISTEN_IDLE] = {"listen_idle_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
 };
 
 static const struct key_spec config_top_keys[] = {
@@ -1194,6 +1210,21 @@ static void check_config_file(struct ctx *c, const struct toml_value *root, stru
 		m->call_timeout = (unsigned)n;
 	if (k.kv[M_STOP] != NULL && int_in(c, k.kv[M_STOP], " seconds", 1, 60, &n))
 		m->stop_timeout = (unsigned)n;
+	if (k.kv[M_LISTEN_CLIENTS] != NULL &&
+	    int_in(c, k.kv[M_LISTEN_CLIENTS], " clients", 1, CFG_LISTEN_CLIENTS_MAX, &n))
+		m->listen_clients = (unsigned)n;
+	if (k.kv[M_LISTEN_REQUESTS] != NULL &&
+	    int_in(c, k.kv[M_LISTEN_REQUESTS], " requests", 1, CFG_LISTEN_REQUESTS_MAX, &n))
+		m->listen_requests = (unsigned)n;
+	if (k.kv[M_LISTEN_BODY] != NULL &&
+	    int_in(c, k.kv[M_LISTEN_BODY], " bytes", CFG_LINE_MAX_MIN, CFG_LINE_MAX_MAX, &n))
+		m->listen_body_max = n;
+	if (k.kv[M_LISTEN_IDLE] != NULL &&
+	    int_in(c, k.kv[M_LISTEN_IDLE], " seconds", 1, CFG_LISTEN_IDLE_MAX, &n))
+		m->listen_idle_timeout = (unsigned)n;
+	/* a body is one JSON-RPC line for the session: never more than it takes */
+	if (m->listen_body_max > m->line_max)
+		m->listen_body_max = m->line_max;
 }
 
 /* ---- entry points ----------------------------------------------------------- */
@@ -1231,6 +1262,10 @@ int cfg_parse(const char *mcp_text, size_t mcp_len, const char *mcp_name, const 
 	cfg->mcp.start_timeout = CFG_START_TIMEOUT_DEFAULT;
 	cfg->mcp.call_timeout = CFG_CALL_TIMEOUT_DEFAULT;
 	cfg->mcp.stop_timeout = CFG_STOP_TIMEOUT_DEFAULT;
+	cfg->mcp.listen_clients = CFG_LISTEN_CLIENTS_DEFAULT;
+	cfg->mcp.listen_requests = CFG_LISTEN_REQUESTS_DEFAULT;
+	cfg->mcp.listen_body_max = CFG_LISTEN_BODY_DEFAULT;
+	cfg->mcp.listen_idle_timeout = CFG_LISTEN_IDLE_DEFAULT;
 	cfg->mcp_path = xstrdup(mcp_name);
 	cfg->config_path = config_text != NULL ? xstrdup(config_name) : NULL;
 

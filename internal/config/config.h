@@ -39,6 +39,14 @@
 #define CFG_START_TIMEOUT_DEFAULT 60
 #define CFG_CALL_TIMEOUT_DEFAULT  300
 #define CFG_STOP_TIMEOUT_DEFAULT  5
+/* serve --listen's limits (docs/listener.md) */
+#define CFG_LISTEN_CLIENTS_DEFAULT  16
+#define CFG_LISTEN_CLIENTS_MAX      256
+#define CFG_LISTEN_REQUESTS_DEFAULT 32
+#define CFG_LISTEN_REQUESTS_MAX     1024
+#define CFG_LISTEN_BODY_DEFAULT     (4ull << 20)
+#define CFG_LISTEN_IDLE_DEFAULT     1800
+#define CFG_LISTEN_IDLE_MAX         604800
 
 /* The largest mcp.toml or config.toml cfg_load reads. */
 #define CFG_FILE_MAX (4u << 20)
@@ -191,6 +199,13 @@ struct cfg_mcp {
 	unsigned start_timeout; /* seconds */
 	unsigned call_timeout;  /* seconds */
 	unsigned stop_timeout;  /* seconds */
+	/* serve --listen: clients (MCP sessions) at once, requests in flight
+	 * per client, the largest request body, and how long a client with
+	 * nothing in flight and no stream open keeps its session */
+	unsigned listen_clients;
+	unsigned listen_requests;
+	uint64_t listen_body_max;     /* bytes, never above line_max */
+	unsigned listen_idle_timeout; /* seconds */
 };
 
 struct cfg {

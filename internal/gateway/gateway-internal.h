@@ -184,6 +184,7 @@ struct session {
 	bool stopping;
 	int64_t stop_deadline; /* from the session's end: stop_timeout from then */
 	int signal;
+	bool signals_elsewhere; /* session_options' */
 };
 
 /* startup.c: the sweep, the platform and the image checks, found once per

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "internal/audit/audit.h"
 #include "internal/base/err.h"
 #include "internal/config/config.h"
 #include "internal/container/container.h"
@@ -36,6 +37,13 @@ struct session_options {
 	/* Not NULL: a warning told to the person once the client is initialized
 	 * (and logged): serve's workspace is not one a person meant */
 	const char *workspace_note;
+	/* Not NULL: told of every record of the session's audit log (see
+	 * audit_observer), from any of its threads: a listener's metrics */
+	audit_observer on_record;
+	void *record_data;
+	/* true: SIGTERM, SIGINT and SIGHUP are not the session's to read; who
+	 * runs it (a listener holding several) ends it by closing its input */
+	bool signals_elsewhere;
 };
 
 /* Create the session: open its audit log, sweep what dead mcpgate processes

@@ -84,6 +84,8 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 		session_free(s);
 		return -1;
 	}
+	audit_set_observer(s->audit, opt->on_record, opt->record_data);
+	s->signals_elsewhere = opt->signals_elsewhere;
 
 	size_t n = 0;
 	for (size_t i = 0; i < s->cfg->nservers; i++)
@@ -325,7 +327,8 @@ int session_run(struct session *s, struct mg_err **err)
 	              "runtime",
 	              s->driver != NULL ? json_new_string(s->driver->name) : json_new_null(),
 	              "servers", names, NULL));
-	loop_on_signal(s->loop, on_signal, s);
+	if (!s->signals_elsewhere)
+		loop_on_signal(s->loop, on_signal, s);
 	if (s->workspace_note != NULL) {
 		gw_client_notice(s, "warning", s->workspace_note);
 		audit_record(s->audit, "session.workspace_note",
@@ -372,7 +375,7 @@ int session_run(struct session *s, struct mg_err **err)
 	 * refused method, a host), no line leaves with it in clear */
 	rpc_peer_set_filter(s->client, gw_secrets_filter, s);
 	audit_set_filter(s->audit, gw_secrets_filter, s);
-	mg_log_set_filter(gw_secrets_filter, s);
+	mg_log_add_filter(gw_secrets_filter, s);
 	start_servers(s);
 	if (s->starting == 0)
 		gw_session_register(s);
@@ -464,7 +467,7 @@ void session_free(struct session *s)
 	gw_startup_free(s);
 	free(s->platform_error);
 	ctr_platform_free(&s->platform);
-	mg_log_set_filter(NULL, NULL); /* the values it knew go now */
+	mg_log_remove_filter(gw_secrets_filter, s); /* the values it knew go now */
 	gw_secrets_close(s);
 	free(s->keychain_error);
 	free(s->config_error);

@@ -1,0 +1,727 @@
+/* The listener's HTTP side: libmicrohttpd in external epoll mode, run by
+ * the listener's own event loop (one thread, nothing blocks), with
+ * suspended connections for the requests that wait: a POST for its answer,
+ * a stream for its next event.
+ *
+ * Every request passes the same checks first, in this order: Host (DNS
+ * rebinding), Origin, the bearer token; only then is the path looked at,
+ * so nothing unauthenticated learns what is served. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/log.h"
+#include "internal/base/num.h"
+#include "internal/base/xalloc.h"
+#include "internal/listen/listen-internal.h"
+#include "internal/mcp/mcp.h"
+
+#define STREAM_BLOCK     (16u << 10)
+#define CONN_TIMEOUT_S   60 /* an idle keep-alive connection, a slow header */
+#define SHUTDOWN_MS      2000
+#define METRICS_PAGE_MAX ((size_t)8 << 20)
+
+static void req_unref(struct lst_req *r)
+{
+	if (--r->refs > 0)
+		return;
+	struct lst *l = r->l;
+	if (r->all_prev != NULL)
+		r->all_prev->all_next = r->all_next;
+	else if (l->reqs == r)
+		l->reqs = r->all_next;
+	if (r->all_next != NULL)
+		r->all_next->all_prev = r->all_prev;
+	mg_buf_free(&r->body);
+	mg_buf_free(&r->out);
+	free(r->session_hdr);
+	json_free(r->id);
+	free(r->id_key);
+	free(r->progress_key);
+	free(r->answer);
+	free(r);
+}
+
+void lst_req_wake(struct lst_req *r)
+{
+	if (r->suspended && r->conn != NULL) {
+		r->suspended = false;
+		MHD_resume_connection(r->conn);
+		r->l->kick = true;
+	}
+}
+
+bool lst_req_peer_gone(struct lst_req *r)
+{
+	if (r->conn == NULL)
+		return true;
+	const union MHD_ConnectionInfo *info =
+	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (info == NULL)
+		return false;
+	struct pollfd p = {.fd = info->connect_fd, .events = POLLRDHUP};
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+void lst_req_event(struct lst_req *r, const char *line, size_t len)
+{
+	/* one message a line: its JSON holds no newline */
+	if (mg_buf_puts(&r->out, "event: message\ndata: ", NULL) < 0 ||
+	    mg_buf_append(&r->out, line, len, NULL) < 0 || mg_buf_puts(&r->out, "\n\n", NULL) < 0)
+		lst_metrics_dropped(r->l->metrics, "stream-full");
+}
+
+/* ---- answers ------------------------------------------------------------ */
+
+static enum MHD_Result queue(struct lst_req *r, unsigned code, const char *type, const char *body,
+                             size_t len, const char *header, const char *value)
+{
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (resp == NULL)
+		return MHD_NO;
+	if (type != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (header != NULL)
+		MHD_add_response_header(resp, header, value);
+	enum MHD_Result ok = MHD_queue_response(r->conn, code, resp);
+	MHD_destroy_response(resp);
+	r->kind = REQ_ANSWERED;
+	lst_metrics_http(r->l->metrics, code);
+	return ok;
+}
+
+/* A refusal: the status, a JSON-RPC error without an id naming what was
+ * wrong, and the reason counted under its label */
+__attribute__((format(printf, 5, 6))) static enum MHD_Result
+refuse(struct lst_req *r, unsigned code, int64_t rpc_code, const char *label, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cleanup_free char *text = xvasprintf(fmt, ap);
+	va_end(ap);
+	struct json_value *o = json_new_object();
+	json_object_set(o, "jsonrpc", json_new_string("2.0"));
+	struct json_value *e = json_new_object();
+	json_object_set(e, "code", json_new_int(rpc_code));
+	json_object_set(e, "message", json_new_string(text));
+	json_object_set(o, "error", e);
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	json_generate(o, &b, NULL);
+	json_free(o);
+	lst_metrics_refused(r->l->metrics, label);
+	mg_debug("listener: %u %s: %s", code, label, text);
+	const char *header = NULL, *value = NULL;
+	if (code == MHD_HTTP_UNAUTHORIZED) {
+		header = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+		value = "Bearer realm=\"mcpgate\"";
+	} else if (code == MHD_HTTP_METHOD_NOT_ALLOWED) {
+		header = MHD_HTTP_HEADER_ALLOW;
+		value = strcmp(label, "method") == 0 ? "GET, POST, DELETE" : "GET";
+	} else if (code == MHD_HTTP_SERVICE_UNAVAILABLE) {
+		header = MHD_HTTP_HEADER_RETRY_AFTER;
+		value = "5";
+	}
+	enum MHD_Result ok =
+	    queue(r, code, "application/json", b.data != NULL ? b.data : "", b.len, header, value);
+	mg_buf_free(&b);
+	return ok;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct lst_req *r = cls;
+	if (r->out.len > 0) {
+		size_t n = r->out.len < max ? r->out.len : max;
+		memcpy(buf, r->out.data, n);
+		mg_buf_consume(&r->out, n);
+		r->last_write_ms = rpc_now_ms();
+		return (ssize_t)n;
+	}
+	if (r->finished || r->l->stopping || (r->client == NULL && r->kind == REQ_GET))
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	MHD_suspend_connection(r->conn);
+	r->suspended = true;
+	return 0;
+}
+
+static void stream_done(void *cls)
+{
+	req_unref(cls);
+}
+
+static enum MHD_Result queue_stream(struct lst_req *r, bool with_id)
+{
+	struct MHD_Response *resp = MHD_create_response_from_callback(
+	    MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_read, r, stream_done);
+	if (resp == NULL)
+		return MHD_NO;
+	r->refs++;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	if (with_id)
+		MHD_add_response_header(resp, "Mcp-Session-Id", r->http_id);
+	enum MHD_Result ok = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	r->streaming = true;
+	r->last_write_ms = rpc_now_ms();
+	lst_metrics_http(r->l->metrics, MHD_HTTP_OK);
+	return ok;
+}
+
+/* ---- the first look at a request: the checks ---------------------------- */
+
+static const char *header(struct lst_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static bool accepts(const char *accept, const char *type, const char *family)
+{
+	if (accept == NULL)
+		return true;
+	return strcasestr(accept, type) != NULL || strcasestr(accept, family) != NULL ||
+	       strstr(accept, "*/*") != NULL;
+}
+
+static enum MHD_Result open_get_stream(struct lst *l, struct lst_req *r)
+{
+	struct lst_client *c = lst_client_find(l, r->session_hdr);
+	if (c == NULL)
+		return refuse(r, MHD_HTTP_NOT_FOUND, RPC_SERVER_ERROR, "session",
+		              "no such session (it ended, or never was): initialize again");
+	/* a new GET replaces the last: a client that reconnects must not be
+	 * refused for a connection it lost without our knowing */
+	if (c->get != NULL) {
+		struct lst_req *old = c->get;
+		old->finished = true;
+		lst_req_wake(old);
+		lst_client_unlink(c, old);
+	}
+	r->kind = REQ_GET;
+	mg_buf_init(&r->out, (size_t)l->limits->line_max + LST_QUEUED_BYTES_MAX + LST_STREAM_HIGH);
+	lst_client_link(c, r);
+	c->get = r;
+	lst_client_stream_opened(c, r);
+	/* the paused session may go on into the new stream */
+	lst_client_after_run(c);
+	return queue_stream(r, false);
+}
+
+static enum MHD_Result first_look(struct lst *l, struct MHD_Connection *conn, const char *url,
+                                  const char *method, void **req_cls)
+{
+	struct lst_req *r = xcalloc(1, sizeof(*r));
+	r->l = l;
+	r->conn = conn;
+	r->refs = 1;
+	r->kind = REQ_POST;
+	mg_buf_init(&r->body, (size_t)l->limits->listen_body_max);
+	mg_buf_init(&r->out, (size_t)l->limits->line_max + LST_STREAM_HIGH + 4096);
+	r->all_next = l->reqs;
+	if (l->reqs != NULL)
+		l->reqs->all_prev = r;
+	l->reqs = r;
+	*req_cls = r;
+
+	const char *why = lst_check_host(&l->address, header(r, MHD_HTTP_HEADER_HOST));
+	if (why != NULL)
+		return refuse(r, MHD_HTTP_FORBIDDEN, RPC_SERVER_ERROR, "host", "%s", why);
+	if ((why = lst_check_origin(&l->address, header(r, MHD_HTTP_HEADER_ORIGIN))) != NULL)
+		return refuse(r, MHD_HTTP_FORBIDDEN, RPC_SERVER_ERROR, "origin", "%s", why);
+	const char *auth = header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!lst_token_matches(l->token, auth))
+		return refuse(r, MHD_HTTP_UNAUTHORIZED, RPC_SERVER_ERROR, "token",
+		              auth == NULL
+		                  ? "this listener needs \"Authorization: Bearer TOKEN\", the "
+		                    "token in mcpgate's state folder (listener-token)"
+		                  : "the bearer token is not this listener's");
+
+	bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
+	if (strcmp(url, "/metrics") == 0 || strcmp(url, "/health") == 0) {
+		if (!get)
+			return refuse(r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_ERROR, "get-only",
+			              "%s answers GET only", url);
+		r->kind = url[1] == 'm' ? REQ_METRICS : REQ_HEALTH;
+		return MHD_YES;
+	}
+	if (strcmp(url, "/mcp") != 0)
+		return refuse(r, MHD_HTTP_NOT_FOUND, RPC_SERVER_ERROR, "path",
+		              "nothing is served at %.200s: the MCP endpoint is /mcp", url);
+
+	const char *sid = header(r, "Mcp-Session-Id");
+	r->session_hdr = sid != NULL ? xstrdup(sid) : NULL;
+	const char *version = header(r, "MCP-Protocol-Version");
+	if (version != NULL && !mcp_version_supported(version))
+		return refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "version",
+		              "MCP-Protocol-Version %.64s is not one mcpgate speaks (%s)", version,
+		              mcp_versions_text());
+	const char *accept = header(r, MHD_HTTP_HEADER_ACCEPT);
+	r->accept_json = accepts(accept, "application/json", "application/*");
+	r->accept_sse = accepts(accept, "text/event-stream", "text/*");
+
+	if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
+		const char *type = header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+		if (type == NULL || strncasecmp(type, "application/json", 16) != 0)
+			return refuse(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, RPC_INVALID_REQUEST,
+			              "type", "a message is POSTed as application/json");
+		if (!r->accept_json && !r->accept_sse)
+			return refuse(r, MHD_HTTP_NOT_ACCEPTABLE, RPC_INVALID_REQUEST, "accept",
+			              "Accept must list application/json and text/event-stream");
+		const char *length = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		uint64_t n = 0;
+		if (length != NULL &&
+		    mg_parse_u64(length, 0, UINT64_MAX, "length", &n, NULL) == 0 &&
+		    n > l->limits->listen_body_max)
+			return refuse(r, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST, "body",
+			              "the body is %llu bytes; this listener takes %llu at most "
+			              "(listen_body_max in config.toml)",
+			              (unsigned long long)n,
+			              (unsigned long long)l->limits->listen_body_max);
+		r->kind = REQ_POST;
+		return MHD_YES;
+	}
+	if (!get && strcmp(method, MHD_HTTP_METHOD_DELETE) != 0)
+		return refuse(r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_ERROR, "method",
+		              "/mcp answers POST, GET and DELETE");
+	if (r->session_hdr == NULL)
+		return refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "session-id",
+		              "this request has no Mcp-Session-Id header: initialize first");
+	if (get) {
+		if (!accepts(accept, "text/event-stream", "text/event-stream"))
+			return refuse(
+			    r, MHD_HTTP_NOT_ACCEPTABLE, RPC_INVALID_REQUEST, "accept",
+			    "a GET opens an event stream: Accept must list text/event-stream");
+		return open_get_stream(l, r);
+	}
+	struct lst_client *c = lst_client_find(l, r->session_hdr);
+	if (c == NULL)
+		return refuse(r, MHD_HTTP_NOT_FOUND, RPC_SERVER_ERROR, "session",
+		              "no such session (it ended, or never was)");
+	lst_client_end(c, "the client ended it (DELETE)");
+	return queue(r, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL, NULL);
+}
+
+/* ---- a POSTed message --------------------------------------------------- */
+
+static enum MHD_Result post_message(struct lst *l, struct lst_req *r)
+{
+	r->processed = true;
+	if (r->body.len >= r->body.max && r->body.max > 0)
+		return refuse(r, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST, "body",
+		              "the body is over %llu bytes (listen_body_max in config.toml)",
+		              (unsigned long long)l->limits->listen_body_max);
+	struct rpc_msg m = {0};
+	cleanup_err struct mg_err *err = NULL;
+	if (rpc_parse(r->body.data != NULL ? r->body.data : "", r->body.len, 0, &m, &err) < 0) {
+		bool json = m.root != NULL;
+		rpc_msg_free(&m);
+		return refuse(r, MHD_HTTP_BAD_REQUEST, json ? RPC_INVALID_REQUEST : RPC_PARSE_ERROR,
+		              "message", "the body is not one JSON-RPC message: %s",
+		              mg_err_msg(err));
+	}
+	bool initialize = m.kind == RPC_REQUEST && strcmp(m.method, "initialize") == 0;
+	struct lst_client *c = NULL;
+	cleanup_free char *key = NULL;
+	enum MHD_Result result;
+	if (r->session_hdr == NULL) {
+		if (!initialize) {
+			result =
+			    refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "session-id",
+			           "this request has no Mcp-Session-Id header: initialize first");
+			goto out;
+		}
+		if (l->stopping) {
+			result = refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR,
+			                "stopping", "mcpgate is stopping");
+			goto out;
+		}
+		if (l->nclients >= l->limits->listen_clients) {
+			result =
+			    refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR, "clients",
+			           "mcpgate serves %u client sessions already, its most "
+			           "(listen_clients in config.toml): end one, or raise it",
+			           l->limits->listen_clients);
+			goto out;
+		}
+		if ((c = lst_client_new(l, &err)) == NULL) {
+			mg_warn("a new client session: %s", mg_err_msg(err));
+			result =
+			    refuse(r, MHD_HTTP_INTERNAL_SERVER_ERROR, RPC_SERVER_ERROR, "session",
+			           "mcpgate cannot start a session: %s", mg_err_msg(err));
+			goto out;
+		}
+		r->is_initialize = true;
+	} else {
+		if ((c = lst_client_find(l, r->session_hdr)) == NULL) {
+			result =
+			    refuse(r, MHD_HTTP_NOT_FOUND, RPC_SERVER_ERROR, "session",
+			           "no such session (it ended, or never was): initialize again");
+			goto out;
+		}
+		if (initialize) {
+			result = refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "initialized",
+			                "this session is initialized already; initialize without "
+			                "Mcp-Session-Id for a new one");
+			goto out;
+		}
+	}
+	snprintf(r->http_id, sizeof(r->http_id), "%s", c->http_id);
+	if (m.kind == RPC_REQUEST) {
+		if (c->inflight >= l->limits->listen_requests) {
+			result = refuse(r, MHD_HTTP_TOO_MANY_REQUESTS, RPC_SERVER_ERROR, "requests",
+			                "this session has %u requests in flight, its most "
+			                "(listen_requests in config.toml): wait for an answer",
+			                c->inflight);
+			goto out;
+		}
+		key = rpc_id_key(m.id);
+		for (struct lst_req *o = c->reqs; o != NULL && key != NULL; o = o->next) {
+			if (o->kind == REQ_POST && !o->answered && o->id_key != NULL &&
+			    strcmp(o->id_key, key) == 0) {
+				result = refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "id",
+				                "a request with this id is in flight already");
+				goto out;
+			}
+		}
+	}
+	/* the session reads one message a line: the body again, compact */
+	struct mg_buf line = MG_BUF_INIT((size_t)l->limits->listen_body_max + 2);
+	int sent = json_generate(m.root, &line, NULL) == 0 && mg_buf_putc(&line, '\n', NULL) == 0
+	               ? lst_client_send(c, line.data, line.len)
+	               : -1;
+	mg_buf_free(&line);
+	if (sent < 0) {
+		result =
+		    refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR, "busy",
+		           "the session takes no more input now (it is ending, or has a backlog)");
+		goto out;
+	}
+	if (m.kind != RPC_REQUEST) {
+		if (m.kind == RPC_NOTIFICATION && strcmp(m.method, "notifications/cancelled") == 0)
+			lst_client_cancelled(c, json_get(m.params, "requestId"));
+		result = queue(r, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL, NULL);
+		goto out;
+	}
+	r->id = json_copy(m.id);
+	r->id_key = steal_pointer(&key);
+	const struct json_value *meta = json_get(m.params, "_meta");
+	const struct json_value *token = json_get(meta, "progressToken");
+	r->progress_key = token != NULL ? rpc_id_key(token) : NULL;
+	c->inflight++;
+	lst_client_link(c, r);
+	if (c->queued.n > 0 && c->get == NULL && r->accept_sse)
+		lst_client_stream_opened(c, r);
+	if (!r->want_stream) {
+		MHD_suspend_connection(r->conn);
+		r->suspended = true;
+		result = MHD_YES;
+	} else {
+		result = queue_stream(r, r->is_initialize);
+	}
+out:
+	rpc_msg_free(&m);
+	return result;
+}
+
+/* A POST woken: its answer came, or something for its stream */
+static enum MHD_Result post_woken(struct lst *l, struct lst_req *r)
+{
+	if (r->answer != NULL && !r->want_stream)
+		return queue(r, MHD_HTTP_OK, "application/json", r->answer, r->answer_len,
+		             r->is_initialize ? "Mcp-Session-Id" : NULL, r->http_id);
+	if (r->want_stream || r->finished)
+		return queue_stream(r, r->is_initialize);
+	if (l->stopping)
+		return refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR, "stopping",
+		              "mcpgate is stopping");
+	MHD_suspend_connection(r->conn);
+	r->suspended = true;
+	return MHD_YES;
+}
+
+static enum MHD_Result serve_metrics(struct lst *l, struct lst_req *r)
+{
+	struct lst_gauges g = {.sessions_open = l->nclients};
+	for (const struct lst_client *c = l->clients; c != NULL; c = c->next)
+		g.sessions_blocked += c->paused_reading;
+	for (const struct lst_req *q = l->reqs; q != NULL; q = q->all_next)
+		g.streams_open += q->streaming && !q->finished;
+	struct mg_buf page = MG_BUF_INIT(METRICS_PAGE_MAX);
+	cleanup_err struct mg_err *err = NULL;
+	enum MHD_Result ok;
+	if (lst_metrics_render(l->metrics, &g, &page, &err) < 0)
+		ok = refuse(r, MHD_HTTP_INTERNAL_SERVER_ERROR, RPC_SERVER_ERROR, "metrics", "%s",
+		            mg_err_msg(err));
+	else
+		ok = queue(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", page.data,
+		           page.len, NULL, NULL);
+	mg_buf_free(&page);
+	return ok;
+}
+
+static enum MHD_Result serve_health(struct lst *l, struct lst_req *r)
+{
+	cleanup_free char *body =
+	    xasprintf("{\"status\":\"%s\",\"sessions\":%zu,\"sessions_max\":%u}\n",
+	              l->stopping ? "stopping" : "ok", l->nclients, l->limits->listen_clients);
+	return queue(r, l->stopping ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
+	             "application/json", body, strlen(body), NULL, NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+	(void)version;
+	struct lst *l = cls;
+	struct lst_req *r = *req_cls;
+	if (r == NULL)
+		return first_look(l, conn, url, method, req_cls);
+	if (*upload_data_size > 0) {
+		/* past the maximum the rest is read and dropped; 413 at the end */
+		if (r->body.len < r->body.max)
+			mg_buf_append(&r->body, upload_data,
+			              *upload_data_size < r->body.max - r->body.len
+			                  ? *upload_data_size
+			                  : r->body.max - r->body.len,
+			              NULL);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	switch (r->kind) {
+	case REQ_POST:
+		return r->processed ? post_woken(l, r) : post_message(l, r);
+	case REQ_METRICS:
+		return serve_metrics(l, r);
+	case REQ_HEALTH:
+		return serve_health(l, r);
+	case REQ_GET:
+	case REQ_DELETE:
+	case REQ_ANSWERED:
+		break;
+	}
+	return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	struct lst_req *r = *req_cls;
+	if (r == NULL)
+		return;
+	*req_cls = NULL;
+	if (r->client != NULL)
+		lst_client_unlink(r->client, r);
+	r->conn = NULL;
+	r->suspended = false;
+	req_unref(r);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char text[512];
+	vsnprintf(text, sizeof(text), fmt, ap);
+	size_t n = strlen(text);
+	while (n > 0 && text[n - 1] == '\n')
+		text[--n] = '\0';
+	mg_debug("libmicrohttpd: %s", text);
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static void on_mhd_timer(struct loop *loop, void *data)
+{
+	(void)loop;
+	struct lst *l = data;
+	l->mhd_timer = NULL;
+	lst_mhd_run(l);
+}
+
+void lst_mhd_run(struct lst *l)
+{
+	for (int round = 0; round < 8; round++) {
+		l->kick = false;
+		MHD_run(l->mhd);
+		for (struct lst_client *c = l->clients; c != NULL; c = c->next)
+			lst_client_after_run(c);
+		if (!l->kick)
+			break;
+	}
+	loop_timer_cancel(l->loop, l->mhd_timer);
+	l->mhd_timer = NULL;
+	MHD_UNSIGNED_LONG_LONG ms = 0;
+	if (l->kick)
+		l->mhd_timer = loop_timer_add(l->loop, 0, on_mhd_timer, l);
+	else if (MHD_get_timeout(l->mhd, &ms) == MHD_YES)
+		l->mhd_timer =
+		    loop_timer_add(l->loop, ms > 60000 ? 60000 : (int64_t)ms, on_mhd_timer, l);
+}
+
+static void on_mhd_fd(struct loop *loop, int fd, uint32_t events, void *data)
+{
+	(void)loop;
+	(void)fd;
+	(void)events;
+	lst_mhd_run(data);
+}
+
+static void on_tick(struct loop *loop, void *data)
+{
+	struct lst *l = data;
+	int64_t now = rpc_now_ms();
+	for (struct lst_client *c = l->clients; c != NULL; c = c->next)
+		lst_client_tick(c, now);
+	l->tick = loop_timer_add(loop, 1000, on_tick, l);
+	if (l->kick)
+		lst_mhd_run(l);
+}
+
+void lst_maybe_done(struct lst *l)
+{
+	if (l->stopping && l->nclients == 0)
+		loop_stop(l->loop);
+}
+
+static void on_signal(struct loop *loop, int signo, void *data)
+{
+	(void)loop;
+	struct lst *l = data;
+	if (!l->stopping)
+		mg_info("%s: ending every session", strsignal(signo));
+	l->stopping = true;
+	for (struct lst_client *c = l->clients; c != NULL; c = c->next)
+		lst_client_end(c, strsignal(signo));
+	lst_maybe_done(l);
+}
+
+/* at most half the fds the process may open */
+static unsigned connection_limit(const struct cfg_mcp *m)
+{
+	unsigned want = m->listen_clients * (m->listen_requests + 2) + 16;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    want > rl.rlim_cur / 2)
+		want = (unsigned)(rl.rlim_cur / 2);
+	return want > 16 ? want : 16;
+}
+
+static void lst_stop(struct lst *l)
+{
+	if (l->mhd != NULL) {
+		/* no suspended connection may be left when the daemon stops */
+		int64_t deadline = rpc_now_ms() + SHUTDOWN_MS;
+		do {
+			for (struct lst_req *r = l->reqs; r != NULL; r = r->all_next) {
+				r->finished = true;
+				lst_req_wake(r);
+			}
+			l->kick = false;
+			MHD_run(l->mhd);
+			bool waiting = false;
+			for (struct lst_req *r = l->reqs; r != NULL; r = r->all_next)
+				waiting |= r->suspended;
+			if (!waiting && l->reqs == NULL)
+				break;
+			if (!waiting)
+				usleep(10000);
+		} while (rpc_now_ms() < deadline);
+		for (struct lst_req *r = l->reqs; r != NULL; r = r->all_next)
+			lst_req_wake(r);
+		MHD_stop_daemon(l->mhd);
+		l->mhd = NULL;
+	}
+	while (l->clients != NULL) {
+		struct lst_client *c = l->clients;
+		l->clients = c->next;
+		if (c->thread_running)
+			pthread_join(c->thread, NULL);
+		c->thread_running = false;
+		lst_client_free(c);
+	}
+	loop_timer_cancel(l->loop, l->mhd_timer);
+	loop_timer_cancel(l->loop, l->tick);
+	if (l->mhd_fd >= 0)
+		loop_unwatch(l->loop, l->mhd_fd);
+	if (l->address.family == LST_UNIX && l->listen_fd >= 0)
+		unlink(l->address.path);
+	lst_token_free(l->token);
+	lst_metrics_free(l->metrics);
+	loop_free(l->loop);
+}
+
+int lst_run(const struct lst_options *opt, struct mg_err **err)
+{
+	struct lst l = {.listen_fd = -1, .mhd_fd = -1, .opt = *opt, .address = *opt->address};
+	l.limits = &opt->cfg->mcp;
+	if ((l.loop = loop_new(err)) == NULL)
+		return -1;
+	int r = -1;
+	cleanup_free char *url = NULL;
+	cleanup_free char *token_path = opt->token_path != NULL
+	                                    ? xstrdup(opt->token_path)
+	                                    : xasprintf("%s/%s", opt->state_dir, LST_TOKEN_FILE);
+	bool created = false;
+	if (lst_token_load(token_path, &l.token, &created, err) < 0)
+		goto out;
+	if (created)
+		mg_info(
+		    "made the listener's token in %s (0600); clients send it as \"Authorization: "
+		    "Bearer TOKEN\"",
+		    token_path);
+	if (lst_address_bind(&l.address, &l.listen_fd, err) < 0)
+		goto out;
+	l.metrics = lst_metrics_new();
+	l.mhd = MHD_start_daemon(
+	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+	    &l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &l, MHD_OPTION_LISTEN_SOCKET, l.listen_fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, &l, MHD_OPTION_CONNECTION_LIMIT,
+	    connection_limit(l.limits), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
+	    MHD_OPTION_END);
+	if (l.mhd == NULL) {
+		mg_err_set(err, "libmicrohttpd cannot start on %s", opt->address->host);
+		close(l.listen_fd);
+		l.listen_fd = -1;
+		goto out;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(l.mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (info == NULL) {
+		mg_err_set(err, "libmicrohttpd has no epoll fd");
+		goto out;
+	}
+	l.mhd_fd = info->epoll_fd;
+	if (loop_watch(l.loop, l.mhd_fd, EPOLLIN, on_mhd_fd, &l, err) < 0) {
+		l.mhd_fd = -1;
+		goto out;
+	}
+	loop_on_signal(l.loop, on_signal, &l);
+	l.tick = loop_timer_add(l.loop, 1000, on_tick, &l);
+	url = lst_address_url(&l.address);
+	if (l.address.family == LST_UNIX)
+		mg_info("listening on unix:%s, %s", l.address.path, url);
+	else
+		mg_info("listening on %s", url);
+	mg_info("every request needs \"Authorization: Bearer TOKEN\", the token in %s", token_path);
+	lst_mhd_run(&l);
+	r = loop_run(l.loop, err);
+out:
+	lst_stop(&l);
+	return r;
+}

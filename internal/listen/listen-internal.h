@@ -1,0 +1,182 @@
+/* The listener's parts, shared by http.c, client.c and metrics.c. Everything
+ * here but the metrics is touched on the listener's thread only. */
+#ifndef MG_LISTEN_INTERNAL_H
+#define MG_LISTEN_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal/base/buf.h"
+#include "internal/base/strv.h"
+#include "internal/gateway/gateway.h"
+#include "internal/json/json.h"
+#include "internal/jsonrpc/jsonrpc.h"
+#include "internal/listen/listen.h"
+#include "internal/proc/loop.h"
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+/* An Mcp-Session-Id: 128 random bits in hex */
+#define LST_SESSION_ID_LEN 32
+/* A stream's bytes not yet taken by its connection: past this the
+ * session's output waits (its reading pauses) until they are taken */
+#define LST_STREAM_HIGH ((size_t)256 << 10)
+/* Messages kept for a client that has no stream open to take them */
+#define LST_QUEUED_MAX       256
+#define LST_QUEUED_BYTES_MAX ((size_t)4 << 20)
+/* An SSE comment on every open stream this often: a client gone is found
+ * (a suspended connection is not watched by libmicrohttpd) */
+#define LST_KEEPALIVE_MS 15000
+
+/* ---- metrics.c ----------------------------------------------------------- */
+
+struct lst_metrics;
+struct lst_stats; /* one session's part */
+
+struct lst_gauges {
+	size_t sessions_open, sessions_blocked, streams_open;
+};
+
+struct lst_metrics *lst_metrics_new(void);
+void lst_metrics_free(struct lst_metrics *m);
+void lst_metrics_http(struct lst_metrics *m, unsigned code);
+void lst_metrics_refused(struct lst_metrics *m, const char *reason);
+void lst_metrics_dropped(struct lst_metrics *m, const char *reason);
+/* A new session's part; counted as begun */
+struct lst_stats *lst_metrics_session(struct lst_metrics *m);
+/* Its thread has ended: no more records come for it. NULL does nothing. */
+void lst_metrics_session_end(struct lst_stats *st);
+/* The sessions' audit_observer; data: its lst_stats */
+void lst_metrics_observe(const char *event, const struct json_value *fields, void *data);
+int lst_metrics_render(struct lst_metrics *m, const struct lst_gauges *g, struct mg_buf *out,
+                       struct mg_err **err);
+
+/* ---- http.c and client.c ------------------------------------------------- */
+
+enum lst_req_kind {
+	REQ_POST,   /* a message for /mcp */
+	REQ_GET,    /* /mcp's event stream */
+	REQ_DELETE, /* /mcp: end the session */
+	REQ_METRICS,
+	REQ_HEALTH,
+	REQ_ANSWERED, /* a response is queued: nothing more to do */
+};
+
+/* One HTTP request. Freed once libmicrohttpd is done with it and with the
+ * response that reads from it (refs). */
+struct lst_req {
+	struct lst *l;
+	struct MHD_Connection *conn;
+	enum lst_req_kind kind;
+	int refs;
+	struct mg_buf body;
+	bool accept_json, accept_sse;
+	char *session_hdr; /* Mcp-Session-Id as sent, or NULL */
+
+	/* an exchange: a POSTed request waiting for its answer, or a GET */
+	struct lst_client *client; /* NULL once detached */
+	struct lst_req *next, *prev;
+	struct json_value *id; /* the request's id (a copy) */
+	char *id_key;
+	char *progress_key; /* its progress token's rpc_id_key, or NULL */
+	bool is_initialize;
+	bool suspended;
+	bool answered; /* its response came (or will never: the session ended) */
+	bool streaming;
+	bool want_stream;                     /* something for it came before its answer */
+	bool finished;                        /* the stream ends once out is taken */
+	bool processed;                       /* the body was read and acted on */
+	char http_id[LST_SESSION_ID_LEN + 1]; /* the client's, for the initialize answer */
+	struct lst_req *all_next, *all_prev;  /* in lst.reqs */
+	char *answer;                         /* a JSON answer, until queued */
+	size_t answer_len;
+	struct mg_buf out; /* event-stream bytes not yet taken */
+	int64_t last_write_ms;
+};
+
+/* One MCP client session: a gateway session on its own thread */
+struct lst_client {
+	struct lst *l;
+	char http_id[LST_SESSION_ID_LEN + 1];
+	char session_id[SESSION_ID_LEN + 1]; /* the gateway's, in names and the audit log */
+	struct session *session;             /* its thread's from start to end */
+	struct lst_stats *stats;
+	pthread_t thread;
+	bool thread_running;
+	int fd;            /* our end of the socketpair; -1 once closed */
+	bool input_closed; /* we shut our writing down: the session ends */
+	bool output_ended; /* the session closed its end */
+	bool gone;         /* its id is no longer served (404) */
+	struct mg_buf to_session;
+	struct rpc_reader from_session;
+	bool paused_reading; /* a stream is full: the session's output waits */
+	char *held;          /* the line that waits for it */
+	size_t held_len;
+	struct lst_req *blocked_on;
+	struct lst_req *reqs; /* its exchanges and streams */
+	struct lst_req *get;  /* its GET stream, or NULL */
+	unsigned inflight;
+	struct strv queued; /* messages waiting for a stream */
+	size_t queued_bytes;
+	int64_t active_ms;
+	struct lst_client *next, *prev;
+};
+
+struct lst {
+	struct loop *loop;
+	struct MHD_Daemon *mhd;
+	struct loop_timer *mhd_timer, *tick;
+	int listen_fd, mhd_fd;
+	struct lst_address address;
+	char *token;
+	struct lst_options opt;
+	const struct cfg_mcp *limits;
+	struct lst_metrics *metrics;
+	struct lst_client *clients;
+	size_t nclients;
+	struct lst_req *reqs; /* every request libmicrohttpd holds */
+	bool stopping;
+	bool kick; /* a connection was resumed: run libmicrohttpd again */
+	int64_t next_keepalive_ms;
+};
+
+/* client.c */
+/* A new session for an initialize POST; NULL with *why (static) when the
+ * listener cannot take one more */
+struct lst_client *lst_client_new(struct lst *l, struct mg_err **err);
+struct lst_client *lst_client_find(struct lst *l, const char *http_id);
+/* Queue one line (with its newline) for the session; -1 when its input is
+ * over its bound or closed */
+int lst_client_send(struct lst_client *c, const char *line, size_t len);
+/* End the session: its input closes; its id gives 404 from now on */
+void lst_client_end(struct lst_client *c, const char *why);
+/* A request or stream of c (linked by the caller) is done with */
+void lst_client_unlink(struct lst_client *c, struct lst_req *r);
+void lst_client_link(struct lst_client *c, struct lst_req *r);
+/* notifications/cancelled from the client: its POST is answered now */
+void lst_client_cancelled(struct lst_client *c, const struct json_value *request_id);
+/* A GET stream opened: what was queued goes to it */
+void lst_client_stream_opened(struct lst_client *c, struct lst_req *r);
+/* After libmicrohttpd ran: streams that drained let a paused session go on */
+void lst_client_after_run(struct lst_client *c);
+/* Every second: the idle limit and keep-alives */
+void lst_client_tick(struct lst_client *c, int64_t now);
+void lst_client_free(struct lst_client *c);
+
+/* http.c */
+/* Something for r (its answer, or bytes on its stream): wake its connection */
+void lst_req_wake(struct lst_req *r);
+/* The client closed r's connection (looked at while it is suspended) */
+bool lst_req_peer_gone(struct lst_req *r);
+/* Append one message as an event to r's stream (r->accept_sse) */
+void lst_req_event(struct lst_req *r, const char *line, size_t len);
+/* Run libmicrohttpd until nothing it resumed is left, and arm its timer */
+void lst_mhd_run(struct lst *l);
+/* The session ended or the listener stops: there is nothing left to wait
+ * for; no client is named */
+void lst_maybe_done(struct lst *l);
+
+#endif

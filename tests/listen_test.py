@@ -1,0 +1,541 @@
+#!/usr/bin/env python3
+"""mcpgate serve --listen against the fake runtime: MCP over streamable HTTP.
+
+Each case starts `mcpgate serve --listen 127.0.0.1:0` (or a unix socket) in a
+gwtest Fixture and speaks HTTP to it with http.client or raw sockets. Nothing
+here measures time: where an order matters, the test waits for a state (a
+metric, a record) with a deadline, and then checks what came first.
+Environment: MCPGATE, FAKES (as serve_test.py).
+"""
+import glob
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from mcpclient import Tap  # noqa: E402
+
+from gwtest import Fixture, events, learn_probe_hash  # noqa: E402
+import gwtest  # noqa: E402
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+t = Tap()
+PROBE_HASH = None
+ACCEPT = "application/json, text/event-stream"
+
+
+def server(name, tools_on=("echo",), args=None):
+    return gwtest.server(name, PROBE_HASH, tools_on, args)
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=30):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+def sse_messages(text):
+    """The JSON-RPC messages of an event stream's text"""
+    out = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
+        if data and "".join(data).strip():
+            out.append(json.loads("\n".join(data)))
+    return out
+
+
+class Listener:
+    """mcpgate serve --listen ADDRESS in a Fixture"""
+
+    def __init__(self, f, address="127.0.0.1:0", extra=()):
+        self.f = f
+        self.log_path = os.path.join(f.dir, "listen-stderr.log")
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(f.argv("--listen", address, *extra), env=f.env(),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self.log)
+        self.port = None
+        self.unix = address[5:] if address.startswith("unix:") else None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            m = re.search(r"listening on (http://127\.0\.0\.1:(\d+)/mcp|unix:)", self.stderr())
+            if m:
+                self.port = int(m.group(2)) if m.group(2) else None
+                break
+            time.sleep(0.05)
+        self.token_path = os.path.join(f.state, "mcpgate", "listener-token")
+        self.token = open(self.token_path).read().strip() if os.path.exists(self.token_path) else ""
+        self.next_id = 100
+
+    def stderr(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path, errors="replace") as fh:
+            return fh.read()
+
+    def conn(self, timeout=30):
+        if self.unix:
+            return UnixHTTPConnection(self.unix, timeout=timeout)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def host(self):
+        return "localhost" if self.unix else "127.0.0.1:%d" % self.port
+
+    def http(self, method, path="/mcp", body=None, sid=None, token=True, host=None, headers=None,
+             accept=ACCEPT, timeout=30):
+        """(status, headers (lower-case names), body text)"""
+        c = self.conn(timeout)
+        c.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        c.putheader("Host", host or self.host())
+        if token is True:
+            c.putheader("Authorization", "Bearer " + self.token)
+        elif token:
+            c.putheader("Authorization", token)
+        if accept:
+            c.putheader("Accept", accept)
+        if sid:
+            c.putheader("Mcp-Session-Id", sid)
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            c.putheader("Content-Type", "application/json")
+            c.putheader("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            c.putheader(k, v)
+        c.endheaders(data)
+        r = c.getresponse()
+        text = r.read().decode("utf-8", "replace")
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        c.close()
+        return r.status, hdrs, text
+
+    def rpc(self, sid, method, params=None, **kw):
+        """a request's answer (from JSON or the stream), with every message"""
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        status, hdrs, text = self.http("POST", body=msg, sid=sid, **kw)
+        if hdrs.get("content-type", "").startswith("text/event-stream"):
+            msgs = sse_messages(text)
+        else:
+            msgs = [json.loads(text)] if text else []
+        answer = [m for m in msgs if m.get("id") == self.next_id and "method" not in m]
+        return status, (answer[0] if answer else None), msgs, hdrs
+
+    def initialize(self, name="client", capabilities=None):
+        status, answer, _, hdrs = self.rpc(None, "initialize", {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities or {},
+            "clientInfo": {"name": name, "version": "1"}})
+        sid = hdrs.get("mcp-session-id")
+        if sid:
+            self.http("POST", body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                      sid=sid)
+        return status, sid, answer
+
+    def call(self, sid, tool, args=None, **kw):
+        return self.rpc(sid, "tools/call", {"name": tool, "arguments": args or {}}, **kw)
+
+    def metrics(self):
+        status, _, text = self.http("GET", "/metrics", accept="text/plain")
+        return status, text
+
+    def metric(self, name):
+        """the sum of every series named name"""
+        _, text = self.metrics()
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            status = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            status = self.proc.wait()
+        self.log.close()
+        return status
+
+
+def wait_until(cond, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    return cond()
+
+
+def text_of(answer):
+    return answer["result"]["content"][0]["text"] if answer and "result" in answer else None
+
+
+def session_files(f):
+    out = {}
+    for path in glob.glob(os.path.join(f.state, "mcpgate", "sessions", "*.jsonl")):
+        with open(path) as fh:
+            recs = [json.loads(line) for line in fh]
+        names = [r.get("client") for r in recs if r["event"] == "client.initialize"]
+        out[path] = (names, recs)
+    return out
+
+
+def test_two_clients():
+    f = Fixture(server("alpha", ("echo",)))
+    lst = Listener(f)
+    t.ok(lst.port is not None, "serve --listen 127.0.0.1:0 says where it listens", lst.stderr())
+    st_a, sid_a, init_a = lst.initialize("client-a")
+    st_b, sid_b, init_b = lst.initialize("client-b")
+    t.ok(st_a == 200 and st_b == 200 and init_a["result"]["protocolVersion"] == "2025-11-25",
+         "initialize over POST is answered", (st_a, init_a))
+    t.ok(sid_a and sid_b and sid_a != sid_b and re.fullmatch(r"[0-9a-f]{32}", sid_a),
+         "each client its own Mcp-Session-Id (128 bits, hex)", (sid_a, sid_b))
+    _, ans_a, _, _ = lst.call(sid_a, "alpha__echo", {"text": "from a"})
+    _, ans_b, _, _ = lst.call(sid_b, "alpha__echo", {"text": "from b"})
+    t.ok(text_of(ans_a) == "from a" and text_of(ans_b) == "from b",
+         "each client's call reaches its server and returns to it", (ans_a, ans_b))
+    status, listing, _, _ = lst.rpc(sid_a, "tools/list")
+    t.ok(status == 200 and [x["name"] for x in listing["result"]["tools"]] == ["alpha__echo"],
+         "tools/list over HTTP", listing)
+    files = session_files(f)
+    by_client = {tuple(names): recs for names, recs in files.values()}
+    t.ok(len(files) == 2 and ("client-a",) in by_client and ("client-b",) in by_client,
+         "each client session has an audit file of its own", list(files.values()))
+    calls_a = [r for r in by_client.get(("client-a",), []) if r["event"] == "tool.call"]
+    t.ok(len(calls_a) == 1 and calls_a[0]["outcome"] == "ok",
+         "a's audit file holds a's call only", calls_a)
+    names = sorted(c for c in f.containers())
+    t.ok(len(names) == 2 and len({n.rsplit("-", 1)[1] for n in names}) == 2,
+         "each client session has containers of its own", names)
+    st, _, body = lst.http("POST", body={"jsonrpc": "2.0", "method": "notifications/x"}, sid=sid_a)
+    t.ok(st == 202 and body == "", "a notification POSTed gets 202 and no body", (st, body))
+    st, _, body = lst.http("POST", body={"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+    t.ok(st == 400 and "Mcp-Session-Id" in body, "no Mcp-Session-Id on a request: 400", (st, body))
+    st, _, body = lst.http("POST", body={"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+                           sid="0" * 32)
+    t.ok(st == 404 and "no such session" in body, "an unknown session: 404", (st, body))
+    st, _, _ = lst.http("GET", sid="f" * 32, accept="text/event-stream")
+    t.ok(st == 404, "an unknown session's GET: 404", st)
+    st, _, body = lst.http("POST", body=b"{not json", sid=sid_a)
+    t.ok(st == 400 and "-32700" in body, "a body that is not JSON: 400 with a parse error", body)
+    st, _, body = lst.http("POST", body={"jsonrpc": "2.0", "id": 8, "method": "tools/list"},
+                           sid=sid_a, headers={"MCP-Protocol-Version": "1999-01-01"})
+    t.ok(st == 400 and "1999-01-01" in body, "an unsupported MCP-Protocol-Version: 400", body)
+    st, _, _ = lst.http("DELETE", sid=sid_a)
+    t.ok(st == 204, "DELETE ends a session", st)
+    st, _, _ = lst.rpc(sid_a, "tools/list")[:3]
+    t.ok(st == 404, "its id then gets 404", st)
+    _, ans_b, _, _ = lst.call(sid_b, "alpha__echo", {"text": "still"})
+    t.ok(text_of(ans_b) == "still", "the other session goes on", ans_b)
+    ended = wait_until(lambda: [r for n, (names, recs) in session_files(f).items()
+                                if names == ["client-a"] for r in recs
+                                if r["event"] == "session.end"])
+    t.ok(bool(ended), "the deleted session ended (session.end in its audit file)")
+    status = lst.stop()
+    t.ok(status == 0, "SIGTERM ends the listener with status 0", (status, lst.stderr()[-2000:]))
+    ends = [r for names, recs in session_files(f).values() for r in recs
+            if r["event"] == "session.end"]
+    t.ok(len(ends) == 2, "every session ended, each with session.end", ends)
+    t.ok(f.containers() == [], "and removed its containers", f.containers())
+    f.cleanup()
+
+
+def test_security():
+    f = Fixture(server("alpha"))
+    lst = Listener(f)
+    mode = stat.S_IMODE(os.stat(lst.token_path).st_mode)
+    t.ok(re.fullmatch(r"[0-9a-f]{64}", lst.token) and mode == 0o600,
+         "the token is made at first use: 64 hex digits, its file 0600", (lst.token, oct(mode)))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "x", "version": "1"}}}
+    st, hdrs, text = lst.http("POST", body=body, token=False)
+    t.ok(st == 401 and hdrs.get("www-authenticate", "").startswith("Bearer")
+         and json.loads(text)["error"]["message"].startswith("this listener needs"),
+         "no token: 401, WWW-Authenticate: Bearer, a JSON-RPC error naming it", (st, hdrs, text))
+    st, _, text = lst.http("POST", body=body, token="Bearer " + "0" * 64)
+    t.ok(st == 401 and "not this listener's" in text, "a wrong token: 401", (st, text))
+    st, _, _ = lst.http("GET", "/metrics", token=False)
+    t.ok(st == 401, "/metrics needs the token too", st)
+    st, _, _ = lst.http("GET", "/health", token=False)
+    t.ok(st == 401, "/health needs the token too", st)
+    st, _, text = lst.http("POST", body=body, host="evil.com:%d" % lst.port)
+    t.ok(st == 403 and "Host" in json.loads(text)["error"]["message"],
+         "DNS rebinding: Host evil.com is refused with 403 and says why", (st, text))
+    st, _, text = lst.http("POST", body=body, host="evil.com")
+    t.ok(st == 403, "Host evil.com without a port: 403", st)
+    st, _, text = lst.http("POST", body=body, headers={"Origin": "http://evil.com"})
+    t.ok(st == 403 and "Origin" in json.loads(text)["error"]["message"],
+         "Origin http://evil.com is refused with 403", (st, text))
+    st, _, text = lst.http("POST", body=body, headers={"Origin": "http://localhost:%d" % lst.port})
+    t.ok(st == 200, "an Origin of this listener is taken", (st, text))
+    st, _, text = lst.http("GET", "/nothing")
+    t.ok(st == 404, "another path: 404 (after the checks)", st)
+    st, _, text = lst.http("GET", "/nothing", token=False)
+    t.ok(st == 401, "another path without the token: 401, nothing learnt", st)
+    st, _, text = lst.http("PUT", body=body)
+    t.ok(st == 405, "PUT on /mcp: 405", st)
+    st, _, text = lst.http("POST", body=body, accept="text/html")
+    t.ok(st == 406, "an Accept without JSON or an event stream: 406", st)
+    st, _, text = lst.http("GET", "/health")
+    t.ok(st == 200 and json.loads(text)["status"] == "ok", "/health", text)
+    token = lst.token
+    lst.stop()
+    lst = Listener(f)
+    t.ok(lst.token == token and lst.port is not None, "the token file is reused by the next run")
+    lst.stop()
+
+    r = f.run("--listen", "192.0.2.1:8080")
+    t.ok(r.returncode == 2 and "--listen-any" in r.stderr,
+         "a non-loopback address is refused without --listen-any", r.stderr)
+    r = f.run("--listen", "0.0.0.0:8080", "--listen-any")
+    t.ok(r.returncode == 2 and "every address" in r.stderr, "0.0.0.0 is refused even with it",
+         r.stderr)
+
+    sock = os.path.join(f.dir, "mcpgate.sock")
+    lst = Listener(f, "unix:" + sock)
+    mode = stat.S_IMODE(os.stat(sock).st_mode) if os.path.exists(sock) else None
+    t.ok(stat.S_ISSOCK(os.stat(sock).st_mode) and mode == 0o600, "the unix socket is 0600",
+         oct(mode or 0))
+    st, sid, init = lst.initialize("unix-client")
+    t.ok(st == 200 and sid, "MCP over the unix socket", (st, init))
+    _, ans, _, _ = lst.call(sid, "alpha__echo", {"text": "over unix"})
+    t.ok(text_of(ans) == "over unix", "a call over the unix socket", ans)
+    st, _, _ = lst.http("GET", "/health", token=False)
+    t.ok(st == 401, "the unix socket needs the token too", st)
+    lst.stop()
+    t.ok(not os.path.exists(sock), "the socket is removed at the end")
+    f.cleanup()
+
+
+def test_limits():
+    f = Fixture(server("alpha", ("echo", "slow")),
+                config="listen_clients = 1\nlisten_requests = 1\nlisten_body_max = 1024\n"
+                       "listen_idle_timeout = 1\n")
+    lst = Listener(f)
+    st, sid, _ = lst.initialize("first")
+    st2, sid2, _ = lst.initialize("second")
+    _, _, text = lst.http("POST", body={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                         "params": {}})
+    t.ok(st == 200 and st2 == 503 and sid2 is None and "listen_clients" in text,
+         "one client more than listen_clients: 503 naming the key", (st, st2, text))
+    # a call in flight: a second request is over listen_requests
+    c = lst.conn()
+    slow = json.dumps({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+                       "params": {"name": "alpha__slow", "arguments": {"ms": 60000}}}).encode()
+    c.request("POST", "/mcp", slow, {"Authorization": "Bearer " + lst.token,
+                                     "Content-Type": "application/json", "Accept": ACCEPT,
+                                     "Mcp-Session-Id": sid})
+    got = {}
+
+    def second():
+        st, ans, _, _ = lst.rpc(sid, "tools/list")
+        got["st"] = st
+        return st != 200 or None
+    wait_until(second, 10)
+    t.ok(got.get("st") == 429, "a request over listen_requests in flight: 429", got)
+    st, _, text = lst.http("POST", body=b'{"jsonrpc":"2.0","method":"x","params":{"p":"'
+                           + b"a" * 2048 + b'"}}', sid=sid)
+    t.ok(st == 413 and "listen_body_max" in text, "a body over listen_body_max: 413", (st, text))
+    c.close()  # a client gone while its call runs: the listener notices, nothing is in flight
+    # idle: with nothing in flight and no stream, the session ends; then 404
+    # (watched through /health: a request of the session's own would be activity)
+    ended = wait_until(lambda: json.loads(lst.http("GET", "/health")[2])["sessions"] == 0, 60)
+    t.ok(ended and lst.rpc(sid, "ping")[0] == 404,
+         "a session idle past listen_idle_timeout ends: its id gets 404")
+    st, sid3, _ = lst.initialize("third")
+    t.ok(st == 200 and sid3, "and its place is free for another client", st)
+    lst.stop()
+    f.cleanup()
+
+
+def test_streams_and_metrics():
+    f = Fixture(server("alpha", ("echo", "progress", "log")))
+    lst = Listener(f)
+    _, sid, _ = lst.initialize("streams")
+    lst.next_id += 1
+    st, hdrs, text = lst.http("POST", body={
+        "jsonrpc": "2.0", "id": lst.next_id, "method": "tools/call",
+        "params": {"name": "alpha__progress", "arguments": {"steps": 3, "ms": 1},
+                   "_meta": {"progressToken": "tok-1"}}}, sid=sid)
+    msgs = sse_messages(text) if hdrs.get("content-type", "").startswith("text/event-stream") else []
+    kinds = [m.get("method", "answer") for m in msgs]
+    t.ok(st == 200 and kinds == ["notifications/progress"] * 3 + ["answer"]
+         and msgs[-1]["id"] == lst.next_id,
+         "progress before the answer: the POST is answered with an event stream, "
+         "progress first, then the answer", (st, hdrs, text[:500]))
+    _, ans, msgs, hdrs = lst.call(sid, "alpha__echo", {"text": "plain"})
+    t.ok(hdrs.get("content-type") == "application/json" and text_of(ans) == "plain",
+         "an answer that comes first is plain JSON", hdrs)
+    _, ans, _, hdrs = lst.call(sid, "alpha__echo", {"text": "sse only"}, accept="text/event-stream")
+    t.ok(hdrs.get("content-type") == "text/event-stream" and text_of(ans) == "sse only",
+         "a client that takes only event streams gets one", hdrs)
+    # a notification with no request of its own goes to the GET stream
+    g = lst.conn(timeout=30)
+    g.request("GET", "/mcp", headers={"Authorization": "Bearer " + lst.token,
+                                      "Accept": "text/event-stream", "Mcp-Session-Id": sid})
+    gr = g.getresponse()
+    t.ok(gr.status == 200 and gr.getheader("Content-Type") == "text/event-stream",
+         "GET opens the session's event stream", gr.status)
+    _, ans, msgs, _ = lst.call(sid, "alpha__log", {"level": "info", "text": "to the stream"})
+    buf = b""
+    deadline = time.monotonic() + 30
+    while b"to the stream" not in buf and time.monotonic() < deadline:
+        chunk = gr.read1(65536)
+        if not chunk:
+            break
+        buf += chunk
+    got = sse_messages(buf.decode())
+    t.ok(text_of(ans) == "logged" and any(m.get("method") == "notifications/message" and
+                                           m["params"]["data"] == "to the stream" for m in got)
+         and not any(m.get("method") == "notifications/message" for m in msgs),
+         "a server's log message goes to the GET stream, not to the call's POST",
+         (ans, got, msgs))
+    g.close()
+
+    _, ans, _, _ = lst.call(sid, "alpha__nosuch")
+    st, text = lst.metrics()
+    lines = [x for x in text.splitlines() if x]
+    sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",?)*\})? '
+                        r'-?[0-9.e+Inf]+$')
+    bad = [x for x in lines if not x.startswith("#") and not sample.match(x)]
+    t.ok(st == 200 and lines and not bad, "/metrics is Prometheus text, every line parsable",
+         bad[:5])
+    t.ok(lst.metric("mcpgate_sessions_open") == 1 and lst.metric("mcpgate_sessions_total") == 1,
+         "sessions open and begun", text[:400])
+    t.ok('mcpgate_tool_calls_total{server="alpha",tool="echo",outcome="ok"} 2' in text,
+         "calls counted by server, tool and outcome", text)
+    t.ok(re.search(r'mcpgate_tool_call_duration_seconds_count\{server="alpha"\} [1-9]', text)
+         and 'le="+Inf"' in text, "call latency as a histogram")
+    t.ok('mcpgate_servers{server="alpha",state="ready"} 1' in text, "servers by state")
+    t.ok(re.search(r'mcpgate_http_requests_total\{code="200"\} [1-9]', text),
+         "requests by status")
+    lst.stop()
+    f.cleanup()
+
+
+def test_slow_client():
+    """a client that never reads its stream holds its own session, never another's"""
+    f = Fixture(server("alpha", ("echo", "log")))
+    lst = Listener(f)
+    _, sid_a, _ = lst.initialize("slow")
+    # a's GET stream, never read, with a small receive buffer
+    slow = socket.create_connection(("127.0.0.1", lst.port))
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.sendall(("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+                  "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n"
+                  % (lst.port, lst.token, sid_a)).encode())
+    wait_until(lambda: lst.metric("mcpgate_streams_open") >= 1, 10)
+    # log calls, each sending a notification of 256 KiB to that stream
+    big = "x" * (256 << 10)
+    answered = []
+    for i in range(40):
+        if lst.metric("mcpgate_sessions_blocked") >= 1:
+            break
+        c = lst.conn(timeout=30)
+        lst.next_id += 1
+        c.request("POST", "/mcp", json.dumps({
+            "jsonrpc": "2.0", "id": lst.next_id, "method": "tools/call",
+            "params": {"name": "alpha__log", "arguments": {"level": "info", "text": big}}}),
+            {"Authorization": "Bearer " + lst.token, "Content-Type": "application/json",
+             "Accept": "application/json", "Mcp-Session-Id": sid_a})
+        c.sock.settimeout(2)
+        try:
+            answered.append(json.loads(c.getresponse().read()))
+        except (socket.timeout, TimeoutError):
+            pass  # blocked behind the full stream: what this case builds up to
+        c.close()
+    blocked = wait_until(lambda: lst.metric("mcpgate_sessions_blocked") >= 1, 30)
+    t.ok(blocked, "a client that does not read its stream: its session's output waits "
+         "(mcpgate_sessions_blocked)", len(answered))
+    # meanwhile another client initializes and calls, and is answered
+    st, sid_b, _ = lst.initialize("fast")
+    _, ans_b, _, _ = lst.call(sid_b, "alpha__echo", {"text": "not held up"})
+    still = lst.metric("mcpgate_sessions_blocked") >= 1
+    t.ok(st == 200 and text_of(ans_b) == "not held up" and still,
+         "another client's session starts and its call is answered while the slow one "
+         "is still blocked", (st, ans_b, still))
+    # the slow client reads at last: its stream and its session go on
+    slow.settimeout(5)
+    got = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if lst.metric("mcpgate_sessions_blocked") == 0 and got.count(b"notifications/message") \
+                >= len(answered) + 1:
+            break
+        try:
+            chunk = slow.recv(1 << 20)
+        except (socket.timeout, TimeoutError):
+            continue
+        if not chunk:
+            break
+        got += chunk
+    t.ok(lst.metric("mcpgate_sessions_blocked") == 0 and got.count(b'"level":"info"') >= 1,
+         "once it reads, the stream drains and the session goes on",
+         (lst.metric("mcpgate_sessions_blocked"), got.count(b"notifications/message")))
+    _, ans_a, _, _ = lst.call(sid_a, "alpha__echo", {"text": "a again"})
+    t.ok(text_of(ans_a) == "a again", "and the slow client's session answers again", ans_a)
+    slow.close()
+    lst.stop()
+    f.cleanup()
+
+
+def find_sdk():
+    for sub in ("everything", "clients"):
+        d = os.path.join(TOP, "build", "e2e", sub, "node_modules")
+        if os.path.exists(os.path.join(d, "@modelcontextprotocol", "sdk", "package.json")):
+            return d
+    return None
+
+
+def test_sdk_client():
+    modules = find_sdk()
+    if modules is None or shutil.which("node") is None:
+        t.skip("the TypeScript SDK's StreamableHTTPClientTransport through the listener",
+               "no build/e2e/{everything,clients}/node_modules with @modelcontextprotocol/sdk")
+        return
+    f = Fixture(server("alpha", ("echo",)))
+    lst = Listener(f)
+    r = subprocess.run(["node", os.path.join(TOP, "tests", "e2e", "http_client.mjs"),
+                        "--url", "http://127.0.0.1:%d/mcp" % lst.port, "--token-file",
+                        lst.token_path, "--modules", modules],
+                       capture_output=True, text=True, timeout=120)
+    for line in r.stdout.splitlines():
+        print("# sdk: " + line)
+    t.ok(r.returncode == 0 and "0 failed" in r.stdout,
+         "the TypeScript SDK's StreamableHTTPClientTransport: tools/list and tools/call "
+         "through the listener", r.stdout[-2000:] + r.stderr[-2000:])
+    lst.stop()
+    ends = [r for r in f.audit() if r["event"] == "session.end"]
+    t.ok(len(ends) == 1, "the SDK's session ended (its close sends DELETE)", ends)
+    f.cleanup()
+
+
+PROBE_HASH = learn_probe_hash()
+for case in (test_two_clients, test_security, test_limits, test_streams_and_metrics,
+             test_slow_client, test_sdk_client):
+    try:
+        case()
+    except Exception as e:  # a case that blows up is a failure, not a crash of the runner
+        import traceback
+        traceback.print_exc(file=sys.stdout)
+        t.ok(False, "%s raised %s: %s" % (case.__name__, type(e).__name__, e))
+sys.exit(t.done())
