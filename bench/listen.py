@@ -2,11 +2,14 @@
 """The listener's bench: `mcpgate serve --listen` with 1, 10 and 50 MCP
 clients over streamable HTTP, each making 200 echo calls (issue 15).
 
-For each client count, a fresh listener on the fake runtime (the probe as the
-one server); every client, a thread with one keep-alive http.client
+For each client count and driver, a fresh listener on the fake runtime (the
+probe as the one server); every client, on one keep-alive http.client
 connection, does initialize, notifications/initialized and tools/list, waits
 for the others, then makes its calls one at a time, each with a text no other
-call has. Printed per client count: calls per second (all clients together),
+call has: from a thread of its own with http.client (driver "threads"), or
+all clients from one thread with raw requests on the same connections
+(driver "epoll", a cheaper driver: above one client the threads' GIL bounds
+the rate). Printed per client count: calls per second (all clients together),
 latency p50 and p99, memory per client session (RSS of mcpgate and of its
 process tree, before and after the sessions opened, over the clients), and
 every answer lost, duplicated, misrouted (another call's or another client's)
@@ -19,8 +22,9 @@ start or end, a warning in mcpgate's log, a process left): see "anomalies";
 2 when the binaries are missing.
 
 Environment: MCPGATE (default ./mcpgate), FAKES (default build/fakes).
-Options: --quick (calls / 10), --clients 1,10,50, --calls 200, --keep (the
-temporary folders, with mcpgate's logs and audit files, are left).
+Options: --quick (calls / 10), --clients 1,10,50, --calls 200, --drivers
+threads,epoll, --keep (the temporary folders, with mcpgate's logs and audit
+files, are left).
 """
 import datetime
 import glob
