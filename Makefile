@@ -157,7 +157,7 @@ LAUNCH_HDR = launch/launch.h
 
 # ---- targets ---------------------------------------------------------------
 .PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean bench \
-	everything-image bench-egress bench-add
+	everything-image bench-egress bench-add bench-listen
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
 
@@ -253,6 +253,13 @@ unit-deps: mcpgate-launch
 bench: fakes build/bench/minrelay
 	@$(MAKE) --no-print-directory SAN=0 all
 	@MCPGATE=./mcpgate FAKES=build/fakes MINRELAY=build/bench/minrelay python3 bench/contained.py
+
+# serve --listen with 1, 10 and 50 HTTP clients of 200 calls each, beside one
+# stdio client (bench/README.md): calls/s, p50/p99, memory per session, and
+# every answer checked to be its own call's; the fake runtime only
+bench-listen: fakes
+	@$(MAKE) --no-print-directory SAN=0 all
+	@MCPGATE=./mcpgate FAKES=build/fakes python3 bench/listen.py $(LISTEN_BENCH_ARGS)
 
 # the published server-everything as an image in the local registry on 127.0.0.1:5000
 # (tests/e2e/build-everything-image.sh); prints localhost:5000/NAME@sha256:... to pin

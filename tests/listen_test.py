@@ -498,6 +498,60 @@ def test_slow_client():
     f.cleanup()
 
 
+def crash(lst):
+    """the sanitizer's report in the listener's stderr (from its first line), else its tail"""
+    text = lst.stderr()
+    at = text.find("ERROR: AddressSanitizer")
+    return text[at:] if at >= 0 else text[-2000:]
+
+
+def test_many_ends():
+    """many sessions ending at once: a session whose thread is seen ending
+    before the end of its output is freed with that end, and nothing of it
+    is touched after (bench/listen.py's 10 clients crashed the listener so)"""
+    f = Fixture(server("alpha", ("echo",)))
+    lst = Listener(f)
+    rounds, n = 3, 12
+    for round_ in range(rounds):
+        sids = [lst.initialize("end-%d-%d" % (round_, i))[1] for i in range(n)]
+        for i, sid in enumerate(sids):  # each session's server started, to be stopped
+            lst.call(sid, "alpha__echo", {"text": "c%d" % i})
+        # every DELETE sent before any answer is read: the sessions end together
+        conns = []
+        for sid in sids:
+            c = lst.conn()
+            c.request("DELETE", "/mcp", headers={"Authorization": "Bearer " + lst.token,
+                                                 "Mcp-Session-Id": sid})
+            conns.append(c)
+        codes = []
+        for c in conns:
+            try:
+                codes.append(c.getresponse().status)
+            except (OSError, http.client.HTTPException) as e:
+                codes.append(type(e).__name__)
+            c.close()
+
+        def all_ended():
+            if lst.proc.poll() is not None:
+                return True
+            try:
+                return json.loads(lst.http("GET", "/health")[2])["sessions"] == 0
+            except (OSError, http.client.HTTPException, ValueError):
+                return False
+        ended = wait_until(all_ended, 60)
+        if not t.ok(all(s is not None for s in sids) and codes == [204] * n and ended
+                    and lst.proc.poll() is None,
+                    "round %d: %d sessions DELETEd at once all end, and the listener goes on"
+                    % (round_ + 1, n), "%s, status %s\n%s" % (codes, lst.proc.poll(), crash(lst))):
+            break
+    status = lst.stop()
+    t.ok(status == 0, "then SIGTERM ends it with status 0", "%s\n%s" % (status, crash(lst)))
+    ends = [r for r in f.audit() if r["event"] == "session.end"]
+    t.ok(len(ends) == rounds * n, "every session ended, each with session.end", len(ends))
+    t.ok(f.containers() == [], "and removed its containers", f.containers())
+    f.cleanup()
+
+
 def find_sdk():
     for sub in ("everything", "clients"):
         d = os.path.join(TOP, "build", "e2e", sub, "node_modules")
@@ -531,7 +585,7 @@ def test_sdk_client():
 
 PROBE_HASH = learn_probe_hash()
 for case in (test_two_clients, test_security, test_limits, test_streams_and_metrics,
-             test_slow_client, test_sdk_client):
+             test_slow_client, test_many_ends, test_sdk_client):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner
