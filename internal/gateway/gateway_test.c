@@ -447,6 +447,17 @@ static char *server_toml(const char *name, const char *pin, const char *tools_to
 	                 pin != NULL ? "\"\n" : "", tools_toml);
 }
 
+/* The names of a tools/list result, comma-separated */
+static const char *tool_names(const struct json_value *result)
+{
+	struct mg_buf names = MG_BUF_INIT(1 << 20);
+	const struct json_value *tools = at(result, "tools");
+	for (size_t i = 0; tools != NULL && tools->kind == JSON_ARRAY && i < tools->u.arr.len; i++)
+		mg_buf_printf(&names, NULL, "%s%s", i > 0 ? "," : "",
+		              json_get_string(tools->u.arr.items[i], "name"));
+	return keep(mg_buf_steal(&names, NULL));
+}
+
 /* Start a session on mcp_toml with the fakes already in x->servers, as a
  * client with client_caps: initialize, notifications/initialized, then
  * tools/list (which waits for start-up) into x->listed. secret: a value to
@@ -514,12 +525,7 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 	fake_send(&x->client, "{'jsonrpc':'2.0','id':'list','method':'tools/list'}");
 	if (!expect_response(x, &m, "the first tools/list"))
 		return false;
-	struct mg_buf names = MG_BUF_INIT(1 << 20);
-	const struct json_value *tools = at(m.result, "tools");
-	for (size_t i = 0; tools != NULL && tools->kind == JSON_ARRAY && i < tools->u.arr.len; i++)
-		mg_buf_printf(&names, NULL, "%s%s", i > 0 ? "," : "",
-		              json_get_string(tools->u.arr.items[i], "name"));
-	x->listed = mg_buf_steal(&names, NULL);
+	x->listed = xstrdup(tool_names(m.result));
 	rpc_msg_free(&m);
 	return ok;
 }
@@ -1005,6 +1011,314 @@ out:
 	gw_end(&x);
 }
 
+/* ---- policy: confirmation ----------------------------------------------------- */
+
+/* The client's next message must be mcpgate's elicitation/create; returns it */
+static bool expect_confirm(struct fixture *x, struct rpc_msg *out, const char *what)
+{
+	return expect_request(x, &x->client, "elicitation/create", out, what);
+}
+
+static void answer_confirm(struct fixture *x, const struct rpc_msg *ask, const char *action)
+{
+	fake_send(&x->client, "{'jsonrpc':'2.0','id':%s,'result':{'action':'%s','content':{}}}",
+	          jat(ask->id, ""), action);
+}
+
+static void test_confirm(void)
+{
+	struct fixture x = {0};
+	if (!start_two(&x, ELICIT, NULL))
+		goto out;
+	struct rpc_msg ask, m, r;
+
+	/* a write tool: the person is asked first, the call waits */
+	call_tool(&x, "10", "alpha__write", "{'path':'/tmp/x'}");
+	if (expect_confirm(&x, &ask, "a write tool asks")) {
+		const char *msg = sat(ask.params, "message");
+		T_OK(has(msg, "Allow server alpha to run its tool write (effect: write)?"),
+		     "the question names the server, the tool and its effect: %s", msg);
+		T_OK(has(msg, "Arguments: {\"path\":\"/tmp/x\"}"), "and shows the arguments");
+		T_STR(sat(ask.params, "mode"), "form", "in form mode");
+		T_STR(sat(ask.params, "requestedSchema.type"), "object", "asking for nothing else");
+		call_marker(&x, &x.servers[0], "alpha__echo",
+		            "the write call waits for the answer");
+		answer_confirm(&x, &ask, "accept");
+		if (expect_request(&x, &x.servers[0], "tools/call", &m, "accepted, it goes")) {
+			T_STR(sat(m.params, "name"), "write", "the accepted call reaches alpha");
+			T_STR(sat(m.params, "arguments.path"), "/tmp/x", "with its arguments");
+			answer_text(&x.servers[0], m.id, "written");
+			rpc_msg_free(&m);
+		}
+		if (expect_response(&x, &r, "the accepted call's answer")) {
+			T_STR(jat(r.id, ""), "10",
+			      "and its answer comes back under the client's id");
+			T_STR(sat(r.result, "content.0.text"), "written", "with alpha's result");
+			rpc_msg_free(&r);
+		}
+		T_OK(audit_has("tool.confirm server=alpha tool=write action=accept"),
+		     "the answer is recorded (tool.confirm, accept)");
+		rpc_msg_free(&ask);
+	}
+
+	/* decline, cancel, or an error: the client gets a tool error, the
+	 * server nothing */
+	static const struct {
+		const char *action; /* NULL: the client answers with an error */
+		const char *text;
+	} refusals[] = {
+	    {"decline", "refused: the person declined running tool write of server alpha"},
+	    {"cancel", "refused: the person cancelled running tool write of server alpha"},
+	    {NULL, "refused: no confirmation for tool write of server alpha (the client's answer "
+	           "was an error)"},
+	};
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		const char *how = refusals[i].action != NULL ? refusals[i].action : "an error";
+		call_tool(&x, "11", "alpha__write", "{}");
+		if (!expect_confirm(&x, &ask, how))
+			continue;
+		if (refusals[i].action != NULL)
+			answer_confirm(&x, &ask, refusals[i].action);
+		else
+			fake_send(
+			    &x.client,
+			    "{'jsonrpc':'2.0','id':%s,'error':{'code':-32601,'message':'no'}}",
+			    jat(ask.id, ""));
+		rpc_msg_free(&ask);
+		if (expect_response(&x, &r, how)) {
+			T_STR(jat(r.id, ""), "11", "%s: the call is answered", how);
+			T_STR(jat(r.result, "isError"), "true", "%s: with a tool error", how);
+			T_STR(sat(r.result, "content.0.text"), refusals[i].text, "%s: saying why",
+			      how);
+			rpc_msg_free(&r);
+		}
+		call_marker(&x, &x.servers[0], "alpha__echo",
+		            keep(xasprintf("%s: alpha got nothing", how)));
+	}
+	T_OK(audit_has("tool.confirm server=alpha tool=write action=decline"),
+	     "a decline is recorded too");
+
+	/* undeclared asks like write */
+	call_tool(&x, "12", "alpha__poke", "{}");
+	if (expect_confirm(&x, &ask, "an undeclared tool asks")) {
+		T_OK(has(sat(ask.params, "message"), "its tool poke (effect: undeclared)?"),
+		     "naming its effect as undeclared");
+		answer_confirm(&x, &ask, "accept");
+		if (expect_request(&x, &x.servers[0], "tools/call", &m, "poke accepted")) {
+			T_STR(sat(m.params, "name"), "poke", "the accepted undeclared call goes");
+			answer_text(&x.servers[0], m.id, "poked");
+			rpc_msg_free(&m);
+		}
+		if (expect_response(&x, &r, "poke's answer"))
+			rpc_msg_free(&r);
+		rpc_msg_free(&ask);
+	}
+
+	/* confirm = false: a write tool without a question, on the record */
+	call_tool(&x, "13", "alpha__quiet", "{}");
+	if (expect_request(&x, &x.servers[0], "tools/call", &m, "confirm = false")) {
+		T_STR(sat(m.params, "name"), "quiet",
+		      "a write tool with confirm = false goes at once");
+		answer_text(&x.servers[0], m.id, "quietly");
+		rpc_msg_free(&m);
+	}
+	if (expect_response(&x, &r, "quiet's answer")) {
+		T_STR(jat(r.id, ""), "13", "the client's next message is its answer, no question");
+		rpc_msg_free(&r);
+	}
+	T_OK(audit_has("tool.unconfirmed server=alpha tool=quiet"),
+	     "each such call is a tool.unconfirmed record");
+
+	/* the client cancels while it is asked: an accept after that sends
+	 * nothing, and the call is not answered */
+	call_tool(&x, "14", "alpha__write", "{}");
+	if (expect_confirm(&x, &ask, "a question, then a cancel")) {
+		cancel(&x, "14", NULL);
+		answer_confirm(&x, &ask, "accept");
+		rpc_msg_free(&ask);
+		call_marker(&x, &x.servers[0], "alpha__echo",
+		            "a call cancelled while asked never goes");
+		fake_send(&x.client, "{'jsonrpc':'2.0','id':'p','method':'ping'}");
+		if (expect_response(&x, &r, "ping after the cancel")) {
+			T_STR(jat(r.id, ""), "\"p\"", "and is not answered");
+			rpc_msg_free(&r);
+		}
+	}
+out:
+	gw_end(&x);
+}
+
+/* A client that cannot ask is not offered what needs asking */
+static void test_no_elicitation(void)
+{
+	struct fixture x = {0};
+	if (!start_two(&x, NO_ASK, NULL))
+		goto out;
+	T_STR(
+	    x.listed, "alpha__echo,alpha__quiet,beta__echo",
+	    "no elicitation: write and undeclared tools are not listed, confirm = false ones are");
+	struct rpc_msg r, m;
+	call_tool(&x, "1", "alpha__write", "{}");
+	if (expect_response(&x, &r, "a write tool without elicitation")) {
+		T_STR(jat(r.result, "isError"), "true", "a call to one by name is a tool error");
+		T_OK(has(sat(r.result, "content.0.text"), "this client cannot ask"),
+		     "saying why: %s", sat(r.result, "content.0.text"));
+		rpc_msg_free(&r);
+	}
+	T_OK(has(mg_buf_str(&x.notices),
+	         "warning: not listed to this client: alpha__write, alpha__poke."),
+	     "the person is told which tools and why");
+	call_marker(&x, &x.servers[0], "alpha__echo", "alpha was sent no write call");
+	call_tool(&x, "2", "alpha__quiet", "{}");
+	if (expect_request(&x, &x.servers[0], "tools/call", &m,
+	                   "confirm = false, no elicitation")) {
+		answer_text(&x.servers[0], m.id, "ok");
+		rpc_msg_free(&m);
+		if (expect_response(&x, &r, "quiet's answer"))
+			rpc_msg_free(&r);
+	}
+out:
+	gw_end(&x);
+}
+
+/* ---- policy: pinned manifests -------------------------------------------------- */
+
+static void test_manifests(void)
+{
+	struct fixture x = {0};
+	fake_open(&x.servers[0], "alpha", ALPHA_CAPS, ALPHA_TOOLS);
+	fake_open(&x.servers[1], "beta", BETA_CAPS, BETA_TOOLS);
+	fake_open(&x.servers[2], "gamma", BETA_CAPS, BETA_TOOLS);
+	x.nservers = 3;
+	cleanup_free char *pin = pin_of(BETA_TOOLS);
+	cleanup_free char *a = server_toml("alpha", NULL, ALPHA_SETTINGS);
+	cleanup_free char *b = server_toml("beta", "sha256:" HEX64, BETA_SETTINGS);
+	cleanup_free char *c = server_toml("gamma", pin, BETA_SETTINGS);
+	cleanup_free char *toml = xasprintf("%s%s%s", a, b, c);
+	if (!gw_start(&x, toml, ELICIT, NULL))
+		goto out;
+	T_STR(x.listed, "gamma__echo", "only the approved server's tools are offered");
+	const char *told = mg_buf_str(&x.notices);
+	T_OK(has(told, "warning: server alpha's tools are withheld: its manifest is not approved "
+	               "(live sha256:"),
+	     "the person is told the unapproved one is withheld");
+	T_OK(has(told, "warning: server beta's tools are withheld: its manifest changed since "
+	               "approval (approved sha256:" HEX64),
+	     "and the changed one");
+	T_OK(audit_has("server.withheld server=alpha reason=unapproved") &&
+	         audit_has("server.withheld server=beta reason=changed"),
+	     "both are server.withheld records with the reason");
+	struct rpc_msg r;
+	call_tool(&x, "1", "alpha__echo", "{}");
+	if (expect_response(&x, &r, "a withheld server's tool")) {
+		T_INT(r.error_code, RPC_SERVER_ERROR,
+		      "a call to a withheld server's tool is -32000");
+		T_OK(has(r.error_message, "tool alpha__echo is unavailable: server alpha stopped: "
+		                          "its manifest is not approved"),
+		     "naming why: %s", r.error_message);
+		rpc_msg_free(&r);
+	}
+	struct rpc_msg m;
+	T_OK(!fake_next(&x.servers[0], &m) && x.servers[0].eof,
+	     "the unapproved server is stopped: its input closes, it was sent nothing");
+	T_OK(!fake_next(&x.servers[1], &m) && x.servers[1].eof, "so is the changed one");
+	call_marker(&x, &x.servers[2], "gamma__echo", "the approved one serves");
+out:
+	gw_end(&x);
+}
+
+/* A manifest that changes during the session withdraws its server */
+static void test_relist(void)
+{
+	struct fixture x = {0};
+	if (!start_two(&x, ELICIT, NULL))
+		goto out;
+	struct rpc_msg m, n;
+	fake_send(&x.servers[1], "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	if (expect_request(&x, &x.servers[1], "tools/list", &m, "list_changed: listed again")) {
+		fake_send(&x.servers[1], "{'jsonrpc':'2.0','id':%s,'result':{'tools':%s}}",
+		          jat(m.id, ""), BETA_TOOLS);
+		rpc_msg_free(&m);
+	}
+	call_marker(&x, &x.servers[1], "beta__echo", "the same manifest again: beta still serves");
+	fake_send(&x.servers[1], "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	if (expect_request(&x, &x.servers[1], "tools/list", &m, "list_changed again")) {
+		fake_send(
+		    &x.servers[1],
+		    "{'jsonrpc':'2.0','id':%s,'result':{'tools':[{'name':'echo','description':"
+		    "'Now does something else.','inputSchema':{'type':'object'}}]}}",
+		    jat(m.id, ""));
+		rpc_msg_free(&m);
+	}
+	if (expect_notification(&x, &x.client, "notifications/tools/list_changed", &n,
+	                        "a changed manifest")) {
+		T_OK(1, "a manifest changed mid-session: the client is told its list changed");
+		rpc_msg_free(&n);
+	}
+	T_OK(!fake_next(&x.servers[1], &m) && x.servers[1].eof,
+	     "and the server whose manifest changed is stopped");
+	fake_send(&x.client, "{'jsonrpc':'2.0','id':'again','method':'tools/list'}");
+	if (expect_response(&x, &m, "tools/list after the change")) {
+		T_STR(tool_names(m.result), "alpha__echo,alpha__write,alpha__poke,alpha__quiet",
+		      "its tools are no longer listed, the others still are");
+		rpc_msg_free(&m);
+	}
+	T_OK(has(mg_buf_str(&x.notices), "server beta's tools are withdrawn: its manifest changed "
+	                                 "during the session"),
+	     "the person is told");
+out:
+	gw_end(&x);
+}
+
+/* ---- policy: secrets ------------------------------------------------------------ */
+
+#define SECRET "qv7-Ferret-Lantern-3319"
+
+static void test_secrets(void)
+{
+	struct fixture x = {0};
+	if (!start_two(&x, ELICIT, SECRET))
+		goto out;
+	struct rpc_msg m, r;
+	call_tool(&x, "1", "alpha__echo", "{'text':'hello'}");
+	if (expect_request(&x, &x.servers[0], "tools/call", &m, "a call whose answer leaks")) {
+		answer_text(&x.servers[0], m.id, "the token is " SECRET ".");
+		rpc_msg_free(&m);
+	}
+	if (expect_response(&x, &r, "the leaking answer")) {
+		T_STR(sat(r.result, "content.0.text"), "the token is [redacted:API_TOKEN].",
+		      "a stored value in a result is redacted");
+		T_OK(!has(x.client.last, SECRET) && !has(x.client.last, "Ferret"),
+		     "nothing of it reaches the client");
+		rpc_msg_free(&r);
+	}
+	call_tool(&x, "2", "alpha__echo", "{}");
+	if (expect_request(&x, &x.servers[0], "tools/call", &m, "a call whose error leaks")) {
+		fake_send(&x.servers[0],
+		          "{'jsonrpc':'2.0','id':%s,'error':{'code':-32001,'message':'bad "
+		          "key " SECRET "','data':{'key':'" SECRET "'}}}",
+		          jat(m.id, ""));
+		rpc_msg_free(&m);
+	}
+	if (expect_response(&x, &r, "the leaking error")) {
+		T_INT(r.error_code, -32001, "a server's error keeps its code");
+		T_STR(r.error_message, "bad key [redacted:API_TOKEN]", "its message is redacted");
+		T_STR(jat(r.error_data, ""), "{\"key\":\"[redacted:API_TOKEN]\"}",
+		      "and so is its data");
+		rpc_msg_free(&r);
+	}
+	call_tool(&x, "3", "alpha__echo", "{'text':'use " SECRET " please'}");
+	if (expect_response(&x, &r, "a secret in the arguments")) {
+		T_INT(r.error_code, RPC_SERVER_ERROR, "a stored value in the arguments is refused");
+		T_OK(has(r.error_message, "refused: the request holds credential API_TOKEN"),
+		     "naming the credential, never the value: %s", r.error_message);
+		rpc_msg_free(&r);
+	}
+	call_marker(&x, &x.servers[0], "alpha__echo", "the call holding the secret never left");
+out:
+	gw_end(&x);
+}
+
 int main(void)
 {
 	mg_log_set_level(MG_LOG_ERROR);
@@ -1012,5 +1326,10 @@ int main(void)
 	test_ids();
 	test_cancel();
 	test_progress();
+	test_confirm();
+	test_no_elicitation();
+	test_manifests();
+	test_relist();
+	test_secrets();
 	return t_done();
 }
