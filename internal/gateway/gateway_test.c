@@ -124,6 +124,7 @@ struct fake {
 	struct rpc_reader reader;
 	char *last; /* the last line read, for messages */
 	bool eof;
+	int hold_rd, hold_wr; /* a server's start waits for a byte here (fake_hold) */
 };
 
 static void fake_open(struct fake *f, const char *name, const char *caps, const char *tools)
@@ -140,7 +141,24 @@ static void fake_open(struct fake *f, const char *name, const char *caps, const 
 		abort();
 	f->caps = caps;
 	f->tools = tools;
+	f->hold_rd = f->hold_wr = -1;
 	rpc_reader_init(&f->reader, 0);
+}
+
+/* The server's start waits until fake_release */
+static void fake_hold(struct fake *f)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		abort();
+	f->hold_rd = p[0];
+	f->hold_wr = p[1];
+}
+
+static void fake_release(struct fake *f)
+{
+	if (f->hold_wr >= 0 && write(f->hold_wr, "", 1) != 1)
+		abort();
 }
 
 static void fake_close(struct fake *f)
@@ -151,7 +169,11 @@ static void fake_close(struct fake *f)
 		close(f->gw_in);
 	if (f->gw_out >= 0)
 		close(f->gw_out);
-	f->fd = f->gw_in = f->gw_out = -1;
+	if (f->hold_rd >= 0)
+		close(f->hold_rd);
+	if (f->hold_wr >= 0)
+		close(f->hold_wr);
+	f->fd = f->gw_in = f->gw_out = f->hold_rd = f->hold_wr = -1;
 	rpc_reader_free(&f->reader);
 	free(f->last);
 	f->last = NULL;
@@ -291,6 +313,9 @@ static void *fake_start(void *arg)
 	    .version = xstrdup("1.0"),
 	    .capabilities = parse_q(f->caps),
 	};
+	char byte;
+	if (f->hold_rd >= 0 && read(f->hold_rd, &byte, 1) != 1)
+		abort();
 	int in = f->gw_in, out = f->gw_out;
 	f->gw_in = f->gw_out = -1;
 	gw_server_start_on_fds(srv, in, out, &info, parse_q(f->tools));
@@ -522,6 +547,9 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 	bool ok = T_STR(sat(m.result, "protocolVersion"), "2025-11-25", "initialize is answered");
 	rpc_msg_free(&m);
 	fake_send(&x->client, "{'jsonrpc':'2.0','method':'notifications/initialized'}");
+	for (size_t i = 0; i < x->nservers; i++)
+		if (x->servers[i].hold_wr >= 0)
+			return ok; /* start-up is not over: the test lists */
 	fake_send(&x->client, "{'jsonrpc':'2.0','id':'list','method':'tools/list'}");
 	if (!expect_response(x, &m, "the first tools/list"))
 		return false;
@@ -534,6 +562,8 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 static void gw_end(struct fixture *x)
 {
 	if (x->s != NULL) {
+		for (size_t i = 0; i < x->nservers; i++)
+			fake_release(&x->servers[i]); /* a start the test held ends now */
 		shutdown(x->client.fd, SHUT_WR);
 		pthread_join(x->thread, NULL);
 		T_INT(x->run_result, 0, "the session ends in order when its client's input ends");
@@ -1011,6 +1041,60 @@ out:
 	gw_end(&x);
 }
 
+/* ---- requests during start-up ------------------------------------------------ */
+
+static void test_startup_wait(void)
+{
+	struct fixture x = {0};
+	fake_open(&x.servers[0], "alpha", ALPHA_CAPS, ALPHA_TOOLS);
+	fake_open(&x.servers[1], "beta", BETA_CAPS, BETA_TOOLS);
+	x.nservers = 2;
+	fake_hold(&x.servers[0]);
+	cleanup_free char *pa = pin_of(ALPHA_TOOLS);
+	cleanup_free char *pb = pin_of(BETA_TOOLS);
+	cleanup_free char *a = server_toml("alpha", pa, ALPHA_SETTINGS);
+	cleanup_free char *b = server_toml("beta", pb, BETA_SETTINGS);
+	cleanup_free char *toml = xasprintf("%s%s", a, b);
+	if (!gw_start(&x, toml, ELICIT, NULL))
+		goto out;
+	struct rpc_msg r, m;
+	fake_send(&x.client, "{'jsonrpc':'2.0','id':'L','method':'tools/list'}");
+	call_tool(&x, "'C'", "alpha__echo", "{'text':'kept'}");
+	call_tool(&x, "'D'", "alpha__echo", "{'text':'dropped'}");
+	cancel(&x, "'D'", NULL);
+	fake_send(&x.client, "{'jsonrpc':'2.0','id':'P','method':'ping'}");
+	if (expect_response(&x, &r, "ping while alpha starts")) {
+		T_STR(jat(r.id, ""), "\"P\"",
+		      "ping is answered while a server starts; the rest waits");
+		rpc_msg_free(&r);
+	}
+	fake_release(&x.servers[0]);
+	if (expect_response(&x, &r, "the waiting tools/list")) {
+		T_STR(jat(r.id, ""), "\"L\"",
+		      "once start-up is over, what waited is answered in order");
+		T_STR(tool_names(r.result),
+		      "alpha__echo,alpha__write,alpha__poke,alpha__quiet,beta__echo",
+		      "and the list holds the server that was still starting");
+		rpc_msg_free(&r);
+	}
+	if (expect_request(&x, &x.servers[0], "tools/call", &m, "the waiting call")) {
+		T_STR(sat(m.params, "arguments.text"), "kept",
+		      "the call that waited reaches alpha");
+		answer_text(&x.servers[0], m.id, "after the start");
+		rpc_msg_free(&m);
+	}
+	if (expect_response(&x, &r, "the waiting call's answer")) {
+		T_STR(jat(r.id, ""), "\"C\"", "and is answered under its id");
+		rpc_msg_free(&r);
+	}
+	call_marker(&x, &x.servers[0], "alpha__echo",
+	            "a waiting call the client cancelled is dropped");
+	T_OK(audit_has("tool.call tool=alpha__echo outcome=cancelled"),
+	     "and recorded as cancelled during start-up");
+out:
+	gw_end(&x);
+}
+
 /* ---- policy: confirmation ----------------------------------------------------- */
 
 /* The client's next message must be mcpgate's elicitation/create; returns it */
@@ -1326,6 +1410,7 @@ int main(void)
 	test_ids();
 	test_cancel();
 	test_progress();
+	test_startup_wait();
 	test_confirm();
 	test_no_elicitation();
 	test_manifests();
