@@ -929,9 +929,10 @@ static void test_cancel(void)
 		T_STR(sat(m.params, "reason"), "changed my mind", "and the client's reason");
 		rpc_msg_free(&m);
 	}
+	call_marker(&x, &x.servers[1], "beta__echo", "beta was told of no cancel");
+	/* after the marker's round trip: the record follows the notification */
 	T_OK(audit_has("tool.call server=alpha tool=echo outcome=cancelled"),
 	     "the cancelled call is recorded as cancelled");
-	call_marker(&x, &x.servers[1], "beta__echo", "beta was told of no cancel");
 	/* the answer that comes anyway is dropped: the client's next answer is
 	 * the other call's */
 	answer_text(&x.servers[0], a1.id, "too late");
