@@ -988,6 +988,8 @@ static void progress(struct fake *f, const char *token, const char *message)
 static void test_progress(void)
 {
 	struct fixture x = {0};
+	cleanup_free char *ta = NULL;
+	cleanup_free char *tb = NULL;
 	if (!start_two(&x, ELICIT, NULL))
 		goto out;
 	struct rpc_msg a, b, n, r;
@@ -1002,8 +1004,9 @@ static void test_progress(void)
 		rpc_msg_free(&a);
 		goto out;
 	}
-	const char *ta = jat(a.params, "_meta.progressToken");
-	const char *tb = jat(b.params, "_meta.progressToken");
+	/* copies: they are used long after the ring has moved on */
+	ta = xstrdup(jat(a.params, "_meta.progressToken"));
+	tb = xstrdup(jat(b.params, "_meta.progressToken"));
 	T_OK(has(ta, "\"mcpgate-"), "alpha gets a token of mcpgate's, not the client's: %s", ta);
 	T_OK(has(tb, "\"mcpgate-"), "so does beta: %s", tb);
 	T_OK(strcmp(ta, tb) != 0, "a token per call");
