@@ -265,6 +265,7 @@ struct fixture {
 	int run_result;
 	struct mg_buf notices; /* mcpgate's own notifications/message, a line each */
 	char *listed;          /* the first tools/list's names, comma-separated */
+	const char *config;    /* config.toml's text, or NULL for none */
 };
 
 /* The start threads find their fakes here (set before the session runs) */
@@ -509,7 +510,9 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 		abort();
 	mg_buf_init(&x->notices, 1 << 20);
 	struct mg_err *err = NULL;
-	if (cfg_parse(mcp_toml, strlen(mcp_toml), "mcp.toml", NULL, 0, NULL, &x->cfg, &err) < 0) {
+	const char *conf = x->config;
+	if (cfg_parse(mcp_toml, strlen(mcp_toml), "mcp.toml", conf, conf != NULL ? strlen(conf) : 0,
+	              "config.toml", &x->cfg, &err) < 0) {
 		T_OK(0, "the test's mcp.toml: %s", mg_err_msg(err));
 		mg_err_free(err);
 		return false;
@@ -975,6 +978,72 @@ out:
 	gw_end(&x);
 }
 
+/* A call with no answer within call_timeout: the client gets an error, the
+ * server a cancel, and the answer that comes later is dropped. A line over
+ * line_max fails the server's calls in flight, naming the limit. */
+static void test_limits(void)
+{
+	struct fixture x = {0};
+	x.config = "[mcp]\ncall_timeout = 1\nline_max = 1024\n";
+	if (!start_two(&x, ELICIT, NULL))
+		goto out;
+	struct rpc_msg m, n, r;
+	int64_t t0 = rpc_now_ms();
+	call_tool(&x, "'slow'", "alpha__echo", "{}");
+	if (!expect_request(&x, &x.servers[0], "tools/call", &m, "a call left unanswered"))
+		goto out;
+	if (expect_notification(&x, &x.servers[0], "notifications/cancelled", &n,
+	                        "call_timeout passes")) {
+		T_STR(jat(n.params, "requestId"), jat(m.id, ""),
+		      "after call_timeout the server is told to stop, by its own id");
+		T_STR(sat(n.params, "reason"), "timed out in mcpgate", "saying why");
+		T_OK(rpc_now_ms() - t0 >= 900, "not before call_timeout (1 s)");
+		rpc_msg_free(&n);
+	}
+	if (expect_response(&x, &r, "the timed-out call")) {
+		T_STR(jat(r.id, ""), "\"slow\"", "the client's call is answered");
+		T_INT(r.error_code, RPC_SERVER_ERROR, "with -32000");
+		T_OK(has(r.error_message, "tool alpha__echo: timed out after"),
+		     "naming the tool and the timeout: %s", r.error_message);
+		rpc_msg_free(&r);
+	}
+	answer_text(&x.servers[0], m.id, "too late");
+	rpc_msg_free(&m);
+	marker_from(&x, &x.servers[0], "after the timeout",
+	            "the answer after the timeout is dropped");
+
+	call_tool(&x, "'big'", "alpha__echo", "{}");
+	call_tool(&x, "'other'", "beta__echo", "{}");
+	struct rpc_msg b;
+	if (expect_request(&x, &x.servers[0], "tools/call", &m, "a call answered too long") &&
+	    expect_request(&x, &x.servers[1], "tools/call", &b, "beta's call beside it")) {
+		char pad[2048];
+		memset(pad, 'x', sizeof(pad) - 1);
+		pad[sizeof(pad) - 1] = '\0';
+		answer_text(&x.servers[0], m.id, pad);
+		if (expect_response(&x, &r, "an answer over line_max")) {
+			T_STR(jat(r.id, ""), "\"big\"", "a line over line_max fails alpha's call");
+			T_INT(r.error_code, RPC_SERVER_ERROR, "with -32000");
+			T_OK(has(r.error_message, "server alpha sent a line of more than ") &&
+			         has(r.error_message,
+			             "bytes (the limit is 1024, line_max in config.toml)"),
+			     "naming the limit: %s", r.error_message);
+			rpc_msg_free(&r);
+		}
+		answer_text(&x.servers[1], b.id, "fine");
+		if (expect_response(&x, &r, "beta's answer")) {
+			T_STR(jat(r.id, ""), "\"other\"", "the other server's call is untouched");
+			rpc_msg_free(&r);
+		}
+		rpc_msg_free(&b);
+		call_marker(&x, &x.servers[0], "alpha__echo",
+		            "alpha still serves after the long line");
+	}
+	rpc_msg_free(&m);
+out:
+	gw_end(&x);
+}
+
 /* ---- progress -------------------------------------------------------------- */
 
 static void progress(struct fake *f, const char *token, const char *message)
@@ -1425,6 +1494,7 @@ int main(void)
 	test_routing();
 	test_ids();
 	test_cancel();
+	test_limits();
 	test_progress();
 	test_startup_wait();
 	test_confirm();
