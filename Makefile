@@ -74,7 +74,7 @@ TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
 UNIT_TESTS = base_test toml_test json_test config_test proc_test container_test jsonrpc_test mcp_test \
-	     keychain_test pack_test egress_test remote_test clients_test listen_test
+	     keychain_test pack_test egress_test remote_test clients_test listen_test gateway_test
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_SRC = internal/json/json_test.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -101,6 +101,11 @@ clients_test_LIBS = $(YAJL_LIBS)
 listen_test_SRC = internal/listen/listen_test.c internal/listen/address.c internal/listen/token.c \
 	internal/listen/metrics.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 listen_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
+
+gateway_test_SRC = internal/gateway/gateway_test.c $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) \
+	$(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) \
+	$(BASE_SRC) $(TESTING_SRC)
+gateway_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(CURL_LIBS) $(PSL_LIBS) -lpthread
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
 FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz

@@ -185,6 +185,10 @@ struct session {
 	int64_t stop_deadline; /* from the session's end: stop_timeout from then */
 	int signal;
 	bool signals_elsewhere; /* session_options' */
+	/* Not NULL (internal/gateway/gateway_test.c only): each server's start
+	 * thread runs this instead of gw_server_start_thread, and no runtime
+	 * is needed; it ends with gw_server_start_on_fds */
+	void *(*start_thread)(void *srv);
 };
 
 /* startup.c: the sweep, the platform and the image checks, found once per
@@ -207,6 +211,13 @@ int gw_startup_image_present(struct session *s, const char *image, int64_t deadl
 void *gw_server_start_thread(void *arg);
 void gw_server_started(struct loop *loop, void *data); /* loop_post callback */
 void gw_server_watch_stderr(struct loop *loop, void *data);
+/* What a start thread that succeeded leaves, with no runtime (for
+ * gateway_test.c's start_thread): srv's MCP peer on in_fd and out_fd (owned
+ * from here, also on failure), info and tools as its initialize and
+ * tools/list answered (both taken), its live hash; then the start is handed
+ * to the loop as gw_server_start_thread hands it. */
+void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
+                            struct mcp_server_info *info, struct json_value *tools);
 /* On the loop's thread: close its input and hand the rest of its end to a
  * job (loop.h): its runtime process waited for until deadline_ms, then
  * removed; its sidecar and networks; a remote server's DELETE. Its exit is

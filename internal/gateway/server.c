@@ -261,6 +261,24 @@ done:
 	return NULL;
 }
 
+void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
+                            struct mcp_server_info *info, struct json_value *tools)
+{
+	struct mg_err *err = NULL;
+	srv->start_ms = proc_now_ms();
+	cleanup_free char *name = xasprintf("server %s", srv->cfg->name);
+	struct rpc_peer_config pc = peer_config(srv, name);
+	srv->info = *info;
+	*info = (struct mcp_server_info){0};
+	srv->tools = tools;
+	if (rpc_peer_new(in_fd, out_fd, &pc, &srv->launch.peer, &err) < 0 ||
+	    manifest_hash(srv->tools, srv->live_hash, &err) < 0)
+		srv->start_error = xstrdup(mg_err_msg(err));
+	srv->ready_ms = proc_now_ms();
+	mg_err_free(err);
+	loop_post(srv->sess->loop, gw_server_started, srv);
+}
+
 /* ---- on the loop thread ------------------------------------------------- */
 
 static void exit_reason(struct gw_server *srv, int status)

@@ -267,7 +267,8 @@ static void start_servers(struct session *s)
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
 		const struct cfg_server *c = srv->cfg;
-		if (s->driver == NULL && c->transport != CFG_TRANSPORT_REMOTE) {
+		if (s->driver == NULL && c->transport != CFG_TRANSPORT_REMOTE &&
+		    s->start_thread == NULL) {
 			gw_server_set_reason(srv, GW_UNAVAILABLE,
 			                     "server %s is unavailable: no container runtime",
 			                     c->name);
@@ -276,7 +277,10 @@ static void start_servers(struct session *s)
 			                     c->name, mg_err_msg(serr));
 			mg_err_clear(&serr);
 		} else {
-			int e = pthread_create(&srv->thread, NULL, gw_server_start_thread, srv);
+			int e = pthread_create(&srv->thread, NULL,
+			                       s->start_thread != NULL ? s->start_thread
+			                                               : gw_server_start_thread,
+			                       srv);
 			if (e == 0) {
 				srv->thread_started = true;
 				s->starting++;
