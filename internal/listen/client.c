@@ -417,6 +417,7 @@ static void on_client_io(struct loop *loop, int fd, uint32_t events, void *data)
 {
 	(void)loop;
 	struct lst_client *c = data;
+	struct lst *l = c->l; /* c may be freed below; the listener outlives it */
 	if ((events & EPOLLOUT) && c->to_session.len > 0) {
 		ssize_t w = send(fd, c->to_session.data, c->to_session.len, MSG_NOSIGNAL);
 		if (w > 0)
@@ -437,16 +438,16 @@ static void on_client_io(struct loop *loop, int fd, uint32_t events, void *data)
 			if (n <= 0) {
 				drain(c);
 				output_ended(c); /* may free c */
-				if (c->l->kick)
-					lst_mhd_run(c->l);
+				if (l->kick)
+					lst_mhd_run(l);
 				return;
 			}
 		}
 		drain(c);
 	}
 	update_watch(c);
-	if (c->l->kick)
-		lst_mhd_run(c->l);
+	if (l->kick)
+		lst_mhd_run(l);
 }
 
 void lst_client_after_run(struct lst_client *c)
