@@ -211,11 +211,11 @@ check:
 # an image that holds nothing but it
 integration:
 	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress
-	@$(MAKE) --no-print-directory SAN=1 run-tests TESTS=integration
+	@MCPGATE_TESTS_NETWORK=1 $(MAKE) --no-print-directory SAN=1 run-tests TESTS=integration
 
 test:
 	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress
-	@$(MAKE) --no-print-directory SAN=1 run-tests TESTS=all
+	@MCPGATE_TESTS_NETWORK=1 $(MAKE) --no-print-directory SAN=1 run-tests TESTS=all
 
 build/fakes/mcpgate-probe: $(PROBE_SRC) $(FAKES_HDR)
 	@mkdir -p $(dir $@)
