@@ -35,6 +35,9 @@ done
 
 say() { printf 'build-fixture-image: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
+loaded=()
+# shellcheck source=../lib/node-image.sh
+. "$top/tests/lib/node-image.sh"
 
 if [ -z "$runtime" ]; then
 	if command -v podman >/dev/null; then runtime=podman; else runtime=docker; fi
@@ -54,7 +57,6 @@ curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
 
 # beside build/conformance, so the packages can be hard-linked in
 work=$(mktemp -d "$top/build/fixture-image-XXXXXX")
-loaded=()
 cleanup() {
 	local ref
 	for ref in "${loaded[@]}"; do "$runtime" rmi "$ref" >/dev/null 2>&1 || true; done
@@ -63,17 +65,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# the root filesystem: node, every library it loads and the loader, at the
-# paths it was linked with; /tmp for the tmpfs mcpgate mounts there
+# the root filesystem: node and what it loads, and the server
 root=$work/rootfs
-mkdir -p "$root/usr/bin" "$root/tmp" "$root/app"
-cp -L "$node" "$root/usr/bin/node"
-libs=$(ldd "$node" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
-	sort -u || true)
-for lib in $libs; do
-	mkdir -p "$root$(dirname "$lib")"
-	cp -L "$lib" "$root$lib"
-done
+node_rootfs "$node" "$root"
 cp "$here/fixture-server.mjs" "$root/app/fixture-server.mjs"
 # the suite's packages, without the Node.js binary package that runs the suite
 # (hard links: nothing is copied)
@@ -91,25 +85,4 @@ tar=$work/fixture.tar
 	{ cat "$work/pack.err" >&2; die "mcpgate pack failed"; }
 say "$(head -1 "$work/pack.err")"
 
-out=$("$runtime" load -i "$tar" 2>&1) || { echo "$out" >&2; die "$runtime load failed"; }
-local_ref=$(printf '%s\n' "$out" | sed -n 's/^Loaded image[^:]*: *//p' | tail -1)
-[ -n "$local_ref" ] || { echo "$out" >&2; die "$runtime load named no image"; }
-loaded+=("$local_ref")
-push_ref=localhost:5000/$name:$tag
-"$runtime" tag "$local_ref" "$push_ref"
-loaded+=("$push_ref")
-tls=()
-[ "$runtime" = podman ] && tls=(--tls-verify=false)
-"$runtime" push "${tls[@]}" "$push_ref" >"$work/push.log" 2>&1 ||
-	{ tail -20 "$work/push.log" >&2; die "$runtime push failed"; }
-
-digest=$(curl -fsS --max-time 10 -I \
-	-H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
-	"$registry/v2/$name/manifests/$tag" | tr -d '\r' |
-	awk 'tolower($1) == "docker-content-digest:" {print $2}')
-case $digest in
-sha256:????????????????????????????????????????????????????????????????) ;;
-*) die "the registry gave no manifest digest for $name:$tag" ;;
-esac
-say "pushed $push_ref; the local tags are removed again (mcpgate pull fetches it by digest)"
-echo "localhost:5000/$name@$digest"
+load_push_pin "$runtime" "$tar" "$name" "$tag" "$work"

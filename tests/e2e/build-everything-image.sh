@@ -42,6 +42,9 @@ done
 
 say() { printf 'build-everything-image: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
+loaded=()
+# shellcheck source=../lib/node-image.sh
+. "$top/tests/lib/node-image.sh"
 
 if [ -z "$runtime" ]; then
 	if command -v podman >/dev/null; then runtime=podman; else runtime=docker; fi
@@ -58,7 +61,6 @@ curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
 	die "no registry answers on $registry (start one: docker-registry serve CONFIG, as tests/integration/run.sh and scripts/demo do)"
 
 work=$(mktemp -d /tmp/mcpgate-everything-image-XXXXXX)
-loaded=()
 cleanup() {
 	local ref
 	for ref in "${loaded[@]}"; do "$runtime" rmi "$ref" >/dev/null 2>&1 || true; done
@@ -95,23 +97,9 @@ entry=/app/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 version=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' \
 	"$modules/node_modules/@modelcontextprotocol/server-everything/package.json" | head -1)
 
-# 2. the root filesystem: node, every library it loads and the loader, at
-#    the paths it was linked with; /tmp for the tmpfs mcpgate mounts there
+# 2. the root filesystem: node and what it loads
 root=$work/rootfs
-mkdir -p "$root/usr/bin" "$root/tmp" "$root/app"
-cp -L "$node" "$root/usr/bin/node"
-# (ldd runs node's loader on it: it is this machine's own node, trusted as such)
-libs=$(ldd "$node" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
-	sort -u || true)
-for lib in $libs; do
-	mkdir -p "$root$(dirname "$lib")"
-	cp -L "$lib" "$root$lib"
-done
-if [ -n "$libs" ]; then
-	say "node $("$node" --version) and $(echo "$libs" | wc -l) libraries: $(echo "$libs" | tr '\n' ' ')"
-else
-	say "node $("$node" --version), statically linked: no libraries to copy"
-fi
+node_rootfs "$node" "$root"
 
 # 3. pack, load, tag, push
 tar=$work/everything.tar
@@ -125,27 +113,4 @@ say "packing server-everything $version with mcpgate pack"
 	{ cat "$work/pack.err" >&2; die "mcpgate pack failed"; }
 say "$(head -1 "$work/pack.err")"
 
-say "loading it into $runtime"
-out=$("$runtime" load -i "$tar" 2>&1) || { echo "$out" >&2; die "$runtime load failed"; }
-local_ref=$(printf '%s\n' "$out" | sed -n 's/^Loaded image[^:]*: *//p' | tail -1)
-[ -n "$local_ref" ] || { echo "$out" >&2; die "$runtime load named no image"; }
-loaded+=("$local_ref")
-push_ref=localhost:5000/$name:$tag
-"$runtime" tag "$local_ref" "$push_ref"
-loaded+=("$push_ref")
-say "pushing $push_ref"
-tls=()
-[ "$runtime" = podman ] && tls=(--tls-verify=false)
-"$runtime" push "${tls[@]}" "$push_ref" >"$work/push.log" 2>&1 ||
-	{ tail -20 "$work/push.log" >&2; die "$runtime push failed"; }
-
-digest=$(curl -fsS --max-time 10 -I \
-	-H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
-	"$registry/v2/$name/manifests/$tag" | tr -d '\r' |
-	awk 'tolower($1) == "docker-content-digest:" {print $2}')
-case $digest in
-sha256:????????????????????????????????????????????????????????????????) ;;
-*) die "the registry gave no manifest digest for $name:$tag" ;;
-esac
-say "pushed; the local tags are removed again (mcpgate pull fetches it by digest)"
-echo "localhost:5000/$name@$digest"
+load_push_pin "$runtime" "$tar" "$name" "$tag" "$work"

@@ -1,0 +1,55 @@
+# What the scripts that put a Node.js MCP server into a pinned image share
+# (tests/e2e/build-everything-image.sh, tests/conformance/build-fixture-image.sh).
+# Sourced after the caller defines say and die and an array `loaded`, whose
+# references the caller's cleanup removes from the runtime.
+
+# node_rootfs NODE ROOT: ROOT gets this machine's node at /usr/bin/node, every
+# library it loads and the loader at the paths it was linked with, an empty
+# /tmp (for the tmpfs mcpgate mounts there) and /app. ldd runs node's loader
+# on it: it is this machine's own node, trusted as such.
+node_rootfs() {
+	local node=$1 root=$2 libs lib
+	mkdir -p "$root/usr/bin" "$root/tmp" "$root/app"
+	cp -L "$node" "$root/usr/bin/node"
+	libs=$(ldd "$node" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
+		sort -u || true)
+	for lib in $libs; do
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+	if [ -n "$libs" ]; then
+		say "node $("$node" --version) and $(echo "$libs" | wc -l) libraries: $(echo "$libs" | tr '\n' ' ')"
+	else
+		say "node $("$node" --version), statically linked: no libraries to copy"
+	fi
+}
+
+# load_push_pin RUNTIME TAR NAME TAG WORK: load the archive, tag it for the
+# local registry on 127.0.0.1:5000, push it, and print the one line to pin
+# in mcp.toml, localhost:5000/NAME@sha256:... (the local tags go in `loaded`)
+load_push_pin() {
+	local runtime=$1 tar=$2 name=$3 tag=$4 work=$5 out local_ref push_ref digest
+	local tls=()
+	say "loading it into $runtime"
+	out=$("$runtime" load -i "$tar" 2>&1) || { echo "$out" >&2; die "$runtime load failed"; }
+	local_ref=$(printf '%s\n' "$out" | sed -n 's/^Loaded image[^:]*: *//p' | tail -1)
+	[ -n "$local_ref" ] || { echo "$out" >&2; die "$runtime load named no image"; }
+	loaded+=("$local_ref")
+	push_ref=localhost:5000/$name:$tag
+	"$runtime" tag "$local_ref" "$push_ref"
+	loaded+=("$push_ref")
+	say "pushing $push_ref"
+	[ "$runtime" = podman ] && tls=(--tls-verify=false)
+	"$runtime" push "${tls[@]}" "$push_ref" >"$work/push.log" 2>&1 ||
+		{ tail -20 "$work/push.log" >&2; die "$runtime push failed"; }
+	digest=$(curl -fsS --max-time 10 -I \
+		-H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
+		"http://127.0.0.1:5000/v2/$name/manifests/$tag" | tr -d '\r' |
+		awk 'tolower($1) == "docker-content-digest:" {print $2}')
+	case $digest in
+	sha256:????????????????????????????????????????????????????????????????) ;;
+	*) die "the registry gave no manifest digest for $name:$tag" ;;
+	esac
+	say "pushed; the local tags are removed again (mcpgate pull fetches it by digest)"
+	echo "localhost:5000/$name@$digest"
+}
