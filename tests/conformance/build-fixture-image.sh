@@ -39,15 +39,7 @@ loaded=()
 # shellcheck source=../lib/node-image.sh
 . "$top/tests/lib/node-image.sh"
 
-if [ -z "$runtime" ]; then
-	if command -v podman >/dev/null; then runtime=podman; else runtime=docker; fi
-fi
-case $runtime in podman | docker) ;; *) die "--runtime must be podman or docker, not $runtime" ;; esac
-command -v "$runtime" >/dev/null || die "$runtime is not installed"
-mcpgate=${MCPGATE:-$top/mcpgate}
-[ -x "$mcpgate" ] || die "$mcpgate is not built: run make"
-node=${NODE:-/usr/bin/node}
-[ -x "$node" ] || die "$node is missing: apt-get install nodejs (scripts/setup does)"
+node_image_prereqs
 modules=$top/build/conformance/node_modules
 [ -f "$modules/@modelcontextprotocol/sdk/package.json" ] ||
 	die "no suite in build/conformance: run tests/conformance/run.sh once (it installs it)"

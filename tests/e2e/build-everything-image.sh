@@ -46,15 +46,7 @@ loaded=()
 # shellcheck source=../lib/node-image.sh
 . "$top/tests/lib/node-image.sh"
 
-if [ -z "$runtime" ]; then
-	if command -v podman >/dev/null; then runtime=podman; else runtime=docker; fi
-fi
-case $runtime in podman | docker) ;; *) die "--runtime must be podman or docker, not $runtime" ;; esac
-command -v "$runtime" >/dev/null || die "$runtime is not installed (scripts/setup installs podman and docker.io)"
-mcpgate=${MCPGATE:-$top/mcpgate}
-[ -x "$mcpgate" ] || die "$mcpgate is not built: run make"
-node=${NODE:-/usr/bin/node}
-[ -x "$node" ] || die "$node is missing: apt-get install nodejs npm (scripts/setup does)"
+node_image_prereqs
 command -v npm >/dev/null || die "npm is missing: apt-get install npm (scripts/setup does)"
 registry=http://127.0.0.1:5000
 curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||

@@ -3,6 +3,23 @@
 # Sourced after the caller defines say and die and an array `loaded`, whose
 # references the caller's cleanup removes from the runtime.
 
+# node_image_prereqs: what both scripts need before anything is built. Sets
+# runtime (podman when on PATH, else docker, unless given), mcpgate
+# ($MCPGATE, else the tree's) and node ($NODE, else /usr/bin/node); top must
+# be set. Dies naming what is missing.
+node_image_prereqs() {
+	if [ -z "$runtime" ]; then
+		if command -v podman >/dev/null; then runtime=podman; else runtime=docker; fi
+	fi
+	case $runtime in podman | docker) ;; *) die "--runtime must be podman or docker, not $runtime" ;; esac
+	command -v "$runtime" >/dev/null ||
+		die "$runtime is not installed (scripts/setup installs podman and docker.io)"
+	mcpgate=${MCPGATE:-$top/mcpgate}
+	[ -x "$mcpgate" ] || die "$mcpgate is not built: run make"
+	node=${NODE:-/usr/bin/node}
+	[ -x "$node" ] || die "$node is missing: apt-get install nodejs npm (scripts/setup does)"
+}
+
 # node_rootfs NODE ROOT: ROOT gets this machine's node at /usr/bin/node, every
 # library it loads and the loader at the paths it was linked with, an empty
 # /tmp (for the tmpfs mcpgate mounts there) and /app. ldd runs node's loader
