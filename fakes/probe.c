@@ -203,6 +203,7 @@ struct probe {
 
 	int changed;
 	long long calls_answered;
+	char instance[17]; /* random hex: which process answers (the state tool) */
 
 	struct reader in;
 	long long extra_resources; /* --resources N */
@@ -1286,11 +1287,33 @@ static void tool_notify(struct pj_span id, struct pj_span args)
 	send_tool_ctext(&id, "sent", 0);
 }
 
+/* 16 hex digits from /dev/urandom (else the pid and the clock): two
+ * processes, in containers or not, differ */
+static void make_instance_id(char out[17])
+{
+	unsigned char raw[8];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, raw, sizeof raw) != (ssize_t)sizeof raw) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		unsigned long long v = ((unsigned long long)getpid() << 40) ^
+		                       (unsigned long long)ts.tv_nsec ^
+		                       ((unsigned long long)ts.tv_sec << 20);
+		memcpy(raw, &v, sizeof raw);
+	}
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
 static void tool_state(const struct probe *p, struct pj_span id)
 {
 	struct pj_buf b = {0};
 	size_t i;
-	pj_buf_adds(&b, "{\"level\":");
+	pj_buf_adds(&b, "{\"instance\":");
+	pj_put_cstring(&b, p->instance);
+	pj_buf_adds(&b, ",\"level\":");
 	if (p->log_level != NULL)
 		pj_put_cstring(&b, p->log_level);
 	else
@@ -2075,6 +2098,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < N_TOOLS; i++)
 		p.offered[i] = 1;
 	p.barrier_timeout_ms = 30000;
+	make_instance_id(p.instance);
 	signal(SIGPIPE, SIG_IGN);
 	parse_args(&p, argc, argv);
 

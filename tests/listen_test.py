@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import stat
 import subprocess
@@ -23,169 +22,24 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from mcpclient import Tap  # noqa: E402
 
-from gwtest import Fixture, events, learn_probe_hash  # noqa: E402
+from gwtest import Fixture, learn_probe_hash  # noqa: E402
 import gwtest  # noqa: E402
+import listenclient  # noqa: E402
+from listenclient import (ACCEPT, error_of, sse_messages, state_of, text_of,  # noqa: E402
+                          wait_until)
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 t = Tap()
 PROBE_HASH = None
-ACCEPT = "application/json, text/event-stream"
 
 
-def server(name, tools_on=("echo",), args=None):
-    return gwtest.server(name, PROBE_HASH, tools_on, args)
+def server(name, tools_on=("echo",), args=None, extra=""):
+    return gwtest.server(name, PROBE_HASH, tools_on, args, extra)
 
 
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=30):
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.unix_path)
-
-
-def sse_messages(text):
-    """The JSON-RPC messages of an event stream's text"""
-    out = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
-        if data and "".join(data).strip():
-            out.append(json.loads("\n".join(data)))
-    return out
-
-
-class Listener:
+def Listener(f, address="127.0.0.1:0", extra=()):
     """mcpgate serve --listen ADDRESS in a Fixture"""
-
-    def __init__(self, f, address="127.0.0.1:0", extra=()):
-        self.f = f
-        self.log_path = os.path.join(f.dir, "listen-stderr.log")
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(f.argv("--listen", address, *extra), env=f.env(),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self.log)
-        self.port = None
-        self.unix = address[5:] if address.startswith("unix:") else None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            m = re.search(r"listening on (http://127\.0\.0\.1:(\d+)/mcp|unix:)", self.stderr())
-            if m:
-                self.port = int(m.group(2)) if m.group(2) else None
-                break
-            time.sleep(0.05)
-        self.token_path = os.path.join(f.state, "mcpgate", "listener-token")
-        self.token = open(self.token_path).read().strip() if os.path.exists(self.token_path) else ""
-        self.next_id = 100
-
-    def stderr(self):
-        if not self.log.closed:
-            self.log.flush()
-        with open(self.log_path, errors="replace") as fh:
-            return fh.read()
-
-    def conn(self, timeout=30):
-        if self.unix:
-            return UnixHTTPConnection(self.unix, timeout=timeout)
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-
-    def host(self):
-        return "localhost" if self.unix else "127.0.0.1:%d" % self.port
-
-    def http(self, method, path="/mcp", body=None, sid=None, token=True, host=None, headers=None,
-             accept=ACCEPT, timeout=30):
-        """(status, headers (lower-case names), body text)"""
-        c = self.conn(timeout)
-        c.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        c.putheader("Host", host or self.host())
-        if token is True:
-            c.putheader("Authorization", "Bearer " + self.token)
-        elif token:
-            c.putheader("Authorization", token)
-        if accept:
-            c.putheader("Accept", accept)
-        if sid:
-            c.putheader("Mcp-Session-Id", sid)
-        data = None
-        if body is not None:
-            data = body if isinstance(body, bytes) else json.dumps(body).encode()
-            c.putheader("Content-Type", "application/json")
-            c.putheader("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            c.putheader(k, v)
-        c.endheaders(data)
-        r = c.getresponse()
-        text = r.read().decode("utf-8", "replace")
-        hdrs = {k.lower(): v for k, v in r.getheaders()}
-        c.close()
-        return r.status, hdrs, text
-
-    def rpc(self, sid, method, params=None, **kw):
-        """a request's answer (from JSON or the stream), with every message"""
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        status, hdrs, text = self.http("POST", body=msg, sid=sid, **kw)
-        if hdrs.get("content-type", "").startswith("text/event-stream"):
-            msgs = sse_messages(text)
-        else:
-            msgs = [json.loads(text)] if text else []
-        answer = [m for m in msgs if m.get("id") == self.next_id and "method" not in m]
-        return status, (answer[0] if answer else None), msgs, hdrs
-
-    def initialize(self, name="client", capabilities=None):
-        status, answer, _, hdrs = self.rpc(None, "initialize", {
-            "protocolVersion": "2025-11-25", "capabilities": capabilities or {},
-            "clientInfo": {"name": name, "version": "1"}})
-        sid = hdrs.get("mcp-session-id")
-        if sid:
-            self.http("POST", body={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                      sid=sid)
-        return status, sid, answer
-
-    def call(self, sid, tool, args=None, **kw):
-        return self.rpc(sid, "tools/call", {"name": tool, "arguments": args or {}}, **kw)
-
-    def metrics(self):
-        status, _, text = self.http("GET", "/metrics", accept="text/plain")
-        return status, text
-
-    def metric(self, name):
-        """the sum of every series named name"""
-        _, text = self.metrics()
-        total = 0.0
-        for line in text.splitlines():
-            if line.startswith(name + " ") or line.startswith(name + "{"):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            status = self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            status = self.proc.wait()
-        self.log.close()
-        return status
-
-
-def wait_until(cond, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    return cond()
-
-
-def text_of(answer):
-    return answer["result"]["content"][0]["text"] if answer and "result" in answer else None
+    return listenclient.Listener(f.argv(*extra), f.env(), f.dir, f.state, address)
 
 
 def session_files(f):
@@ -583,9 +437,153 @@ def test_sdk_client():
     f.cleanup()
 
 
+def progress_call(lst, sid, tool, token, out):
+    _, hdrs, text = lst.http("POST", body={
+        "jsonrpc": "2.0", "id": 77, "method": "tools/call",
+        "params": {"name": tool, "arguments": {"steps": 4, "ms": 50},
+                   "_meta": {"progressToken": token}}}, sid=sid)
+    out[token] = sse_messages(text) if hdrs.get("content-type", "").startswith(
+        "text/event-stream") else [json.loads(text)]
+
+
+def test_sharing():
+    """instance = session, shared and exclusive: two clients, one listener"""
+    tools = ("state", "progress", "slow", "ask_roots")
+    cfg = (server("solo", tools) + server("common", tools,
+                                                  extra='instance = "shared"\nrelay = ["roots"]\n') +
+           server("single", tools, extra='instance = "exclusive"\n'))
+    f = Fixture(cfg)
+    lst = Listener(f)
+    _, sid_a, init_a = lst.initialize("client-a")
+    _, sid_b, init_b = lst.initialize("client-b")
+    _, listing, _, _ = lst.rpc(sid_b, "tools/list")
+    names = sorted(x["name"] for x in (listing or {}).get("result", {}).get("tools", []))
+    t.ok(names == sorted("%s__%s" % (srv, tool) for srv in ("solo", "common", "single")
+                         for tool in tools),
+         "every server's tools are offered to a client attached to shared instances", listing)
+    by_server = {}
+    for name in f.containers():
+        for srv in ("solo", "common", "single"):
+            if "-%s-" % srv in name and not name.endswith("-egress"):
+                by_server.setdefault(srv, []).append(name)
+    t.ok([len(by_server.get(x, [])) for x in ("solo", "common", "single")] == [2, 1, 1],
+         "two clients: two containers of a session server, one of a shared and of an "
+         "exclusive one", f.containers())
+
+    sa, _ = state_of(lst, sid_a, "solo__state")
+    sb, _ = state_of(lst, sid_b, "solo__state")
+    t.ok(sa and sb and sa["instance"] != sb["instance"],
+         "instance = \"session\": each client its own instance", (sa, sb))
+    ca, _ = state_of(lst, sid_a, "common__state")
+    cb, _ = state_of(lst, sid_b, "common__state")
+    t.ok(ca and cb and ca["instance"] == cb["instance"],
+         "instance = \"shared\": both clients reach the same instance", (ca, cb))
+    st, ans, _, _ = lst.rpc(sid_a, "logging/setLevel", {"level": "debug"})
+    ca2, _ = state_of(lst, sid_a, "common__state")
+    cb2, _ = state_of(lst, sid_b, "common__state")
+    sb2, _ = state_of(lst, sid_b, "solo__state")
+    t.ok(ans is not None and "result" in ans and cb2 and cb2["level"] == "debug" and
+         sb2 and sb2["level"] is None,
+         "a shared instance's state is one: a's log level is what b's call sees there, "
+         "and not on b's own instance", (ans, ca2, cb2, sb2))
+
+    # the same request id from both clients, each with its own progress token,
+    # at once: each gets its own progress and its own answer
+    import threading
+    out = {}
+    ths = [threading.Thread(target=progress_call, args=(lst, sid, "common__progress", tok, out))
+           for sid, tok in ((sid_a, "tok-a"), (sid_b, "tok-b"))]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(60)
+    ok = True
+    for tok in ("tok-a", "tok-b"):
+        msgs = out.get(tok, [])
+        prog = [m for m in msgs if m.get("method") == "notifications/progress"]
+        answers = [m for m in msgs if m.get("id") == 77 and "result" in m]
+        ok &= len(prog) == 4 and all(m["params"]["progressToken"] == tok for m in prog) and \
+            len(answers) == 1
+    t.ok(ok, "two clients' calls on a shared instance under one request id: each gets its "
+         "own four progress notifications under its own token, and one answer", out)
+
+    # the server's own request goes to the one client with a call in flight:
+    # c's ask_roots makes the server ask roots/list, which reaches c; while c
+    # has not answered, b's ask_roots makes a second, and with two clients
+    # in flight nothing says whose it is: refused, saying why
+    _, sid_c, _ = lst.initialize("client-c", {"roots": {}})
+    conn = lst.conn(timeout=60)
+    conn.request("POST", "/mcp", body=json.dumps({
+        "jsonrpc": "2.0", "id": 501, "method": "tools/call",
+        "params": {"name": "common__ask_roots", "arguments": {}}}).encode(),
+        headers={"Authorization": "Bearer " + lst.token, "Accept": ACCEPT,
+                 "Content-Type": "application/json", "Mcp-Session-Id": sid_c})
+    resp = conn.getresponse()
+    buf, seen = b"", []
+
+    def read_until(pred):
+        nonlocal buf, seen
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                seen = sse_messages(buf.decode())
+            except ValueError:
+                seen = []
+            found = [m for m in seen if pred(m)]
+            if found:
+                return found[0]
+            chunk = resp.read1(65536)
+            if not chunk:
+                return None
+            buf += chunk
+        return None
+    ask = read_until(lambda m: m.get("method") == "roots/list")
+    t.ok(ask is not None,
+         "a shared server's roots/list during c's call (the only one in flight) reaches c",
+         buf[:500])
+    _, ans_b, _, _ = lst.call(sid_b, "common__ask_roots")
+    t.ok("cannot tell which client" in json.dumps(ans_b),
+         "its roots/list while two clients have calls with it is refused, and says why",
+         ans_b)
+    if ask is not None:
+        lst.http("POST", body={"jsonrpc": "2.0", "id": ask["id"],
+                               "result": {"roots": [{"uri": "file:///c", "name": "c"}]}},
+                 sid=sid_c)
+    done = read_until(lambda m: m.get("id") == 501 and "method" not in m)
+    conn.close()
+    t.ok(done is not None and "file:///c" in (text_of(done) or ""),
+         "c's answer goes back to the server, and c's call ends with it", done)
+
+    # exclusive: the first client holds it; the other is told it is busy
+    xa, _ = state_of(lst, sid_a, "single__state")
+    xb, ans_xb = state_of(lst, sid_b, "single__state")
+    err = error_of(ans_xb) or ""
+    t.ok(xa is not None and xb is None and "busy" in err and "exclusive" in err,
+         "instance = \"exclusive\": the first client's calls go through, the second's get "
+         "a busy error naming why", (xa, ans_xb))
+    st, _, _ = lst.http("DELETE", sid=sid_a)
+    xb2 = wait_until(lambda: state_of(lst, sid_b, "single__state")[0], 30)
+    t.ok(st == 204 and xb2 is not None and xb2["instance"] == xa["instance"],
+         "once the holder's session ends, the other client holds the exclusive instance",
+         (st, xb2, xa))
+    cb3, _ = state_of(lst, sid_b, "common__state")
+    t.ok(cb3 and cb3["instance"] == ca["instance"],
+         "a shared instance outlives the session that started it", (cb3, ca))
+    status = lst.stop()
+    t.ok(status == 0, "the listener ends with status 0", (status, lst.stderr()[-2000:]))
+    hosts = [recs for names_, recs in session_files(f).values() if not names_]
+    ends = [r for recs in hosts for r in recs if r["event"] == "session.end"]
+    attach = [r for recs in hosts for r in recs if r["event"] == "instance.attach"]
+    t.ok(len(hosts) == 2 and len(ends) == 2 and len(attach) == 6,
+         "each instance is a session with its own audit log: its attaches, its end",
+         [(r["event"], r.get("server")) for recs in hosts for r in recs])
+    t.ok(f.containers() == [], "and every container is removed", f.containers())
+    f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
 for case in (test_two_clients, test_security, test_limits, test_streams_and_metrics,
-             test_slow_client, test_many_ends, test_sdk_client):
+             test_slow_client, test_many_ends, test_sharing, test_sdk_client):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

@@ -296,6 +296,7 @@ enum server_key {
 	K_MANIFEST,
 	K_RELAY,
 	K_ACCEPT_UNENFORCED,
+	K_INSTANCE,
 	K_ENV,
 	K_TOOLS,
 	K_SERVER_COUNT,
@@ -323,6 +324,7 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_RELAY] = {"relay", TOML_ARRAY, "an array of strings", SCOPE_ANY},
     [K_ACCEPT_UNENFORCED] = {"accept_unenforced", TOML_ARRAY, "an array of strings",
                              SCOPE_CONTAINER},
+    [K_INSTANCE] = {"instance", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_ENV] = {"env", TOML_TABLE, "a table of strings", SCOPE_CONTAINER},
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
@@ -844,6 +846,38 @@ static void check_relay(struct ctx *c, const struct keys *k, struct cfg_server *
 	s->relay_roots = bits & 4u;
 }
 
+const char *cfg_instance_name(enum cfg_instance i)
+{
+	switch (i) {
+	case CFG_INSTANCE_SHARED:
+		return "shared";
+	case CFG_INSTANCE_EXCLUSIVE:
+		return "exclusive";
+	case CFG_INSTANCE_SESSION:
+		break;
+	}
+	return "session";
+}
+
+/* instance: "session" (the default), "shared" or "exclusive" */
+static void check_instance(struct ctx *c, const struct keys *k, struct cfg_server *s)
+{
+	if (k->kv[K_INSTANCE] == NULL)
+		return;
+	const struct toml_value *v = k->kv[K_INSTANCE]->value;
+	const char *text = str_of(c, "instance", v);
+	if (text == NULL)
+		return;
+	for (int i = CFG_INSTANCE_SESSION; i <= CFG_INSTANCE_EXCLUSIVE; i++)
+		if (strcmp(text, cfg_instance_name((enum cfg_instance)i)) == 0) {
+			s->instance = (enum cfg_instance)i;
+			return;
+		}
+	diag_value(c, v->pos, "\"instance\"", text,
+	           "is not one of \"session\" (a container per client session), \"shared\" (one "
+	           "for every client) and \"exclusive\" (one, for one client at a time)");
+}
+
 const char *cfg_property_name(unsigned bit)
 {
 	switch (bit) {
@@ -977,6 +1011,7 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 	}
 	check_network(c, &k, s);
 	check_send_max(c, &k, s);
+	check_instance(c, &k, s);
 	check_mounts(c, &k, s);
 	if (k.kv[K_COMMAND] != NULL) {
 		if (k.kv[K_COMMAND]->value->u.array.len == 0)

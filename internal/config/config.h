@@ -136,6 +136,14 @@ struct cfg_env {
 /* The longest value of an env setting */
 #define CFG_ENV_VALUE_MAX (32u << 10)
 
+/* A container server's instance sharing (the key "instance") */
+enum cfg_instance {
+	CFG_INSTANCE_SESSION,   /* "session": one container per client session (default) */
+	CFG_INSTANCE_SHARED,    /* "shared": one container for every client */
+	CFG_INSTANCE_EXCLUSIVE, /* "exclusive": one container, one client at a time */
+};
+const char *cfg_instance_name(enum cfg_instance i);
+
 struct cfg_server {
 	char *name;
 	enum cfg_transport transport;
@@ -189,6 +197,9 @@ struct cfg_server {
 	/* accept_unenforced: CFG_PROP_* bits the person accepts may not hold
 	 * on this platform; the server starts anyway, and says so */
 	unsigned accept_unenforced;
+	/* instance: how many clients of one gateway (serve --listen) share one
+	 * container of it (docs/sharing.md) */
+	enum cfg_instance instance;
 };
 
 /* config.toml's [mcp] table */

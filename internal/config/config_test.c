@@ -912,11 +912,27 @@ static void test_send_max(void)
 	}
 }
 
+/* instance: session (the default), shared, exclusive */
+static void test_instance(void)
+{
+	struct cfg *cfg = load("testdata/config/good-instance.toml", NULL);
+	if (cfg == NULL)
+		return;
+	T_INT(cfg->nservers, 4, "instance: four servers");
+	T_INT(cfg->servers[0].instance, CFG_INSTANCE_SESSION, "instance: session by default");
+	T_INT(cfg->servers[1].instance, CFG_INSTANCE_SHARED, "instance: shared");
+	T_INT(cfg->servers[2].instance, CFG_INSTANCE_EXCLUSIVE, "instance: exclusive");
+	T_INT(cfg->servers[3].instance, CFG_INSTANCE_SESSION, "instance: session written out");
+	T_STR(cfg_instance_name(cfg->servers[1].instance), "shared", "instance: its name");
+	cfg_free(cfg);
+}
+
 int main(void)
 {
 	run_bad_dir("testdata/config/bad", false, 100);
 	run_bad_dir("testdata/config/bad-config", true, 10);
 	test_minimal();
+	test_instance();
 	test_full();
 	test_load_dir();
 	test_parse();

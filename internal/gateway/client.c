@@ -805,6 +805,10 @@ void gw_server_on_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data
 		rpc_peer_send_result(peer, msg->id, NULL, NULL);
 		return;
 	}
+	if (srv->sess->host != NULL && srv->state == GW_READY) {
+		gw_host_server_request(srv, msg); /* to the session it is for */
+		return;
+	}
 	/* sampling, elicitation and roots: relayed when the client declared
 	 * the capability and the server's entry allows it, else refused */
 	if (gw_relay_server_request(srv, msg))
@@ -855,6 +859,10 @@ void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void 
 	struct session *s = srv->sess;
 	if (srv->state != GW_READY)
 		return; /* start-up runs on another thread: nothing to relay yet */
+	if (s->host != NULL) {
+		gw_host_server_notification(srv, msg); /* to the sessions attached */
+		return;
+	}
 	if (strcmp(msg->method, "notifications/tools/list_changed") == 0) {
 		if (s->registered)
 			gw_server_relist(srv);
@@ -922,4 +930,8 @@ void gw_server_on_closed(struct rpc_peer *peer, const struct mg_err *why, void *
 	if (why != NULL)
 		mg_debug("server %s: %s", srv->cfg->name, mg_err_msg(why));
 	srv->output_closed = true;
+	if (srv->attached && srv->state == GW_READY)
+		gw_server_set_reason(srv, GW_EXITED,
+		                     "server %s's %s instance ended; its audit log says why",
+		                     srv->cfg->name, cfg_instance_name(srv->cfg->instance));
 }

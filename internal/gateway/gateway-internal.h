@@ -101,6 +101,8 @@ struct gw_server {
 	bool output_closed;
 	/* gw_server_stop() ran: its job has what is left of the server */
 	bool stop_started;
+	/* attached to its one instance (instance.c), not started here */
+	bool attached;
 };
 
 /* A tool offered to the client */
@@ -189,6 +191,11 @@ struct session {
 	 * thread runs this instead of gw_server_start_thread, and no runtime
 	 * is needed; it ends with gw_server_start_on_fds */
 	void *(*start_thread)(void *srv);
+	/* instance.c: the listener's instances, where this session attaches its
+	 * shared and exclusive servers (or NULL); and, in the session that is
+	 * one such instance, what it serves (else NULL) */
+	struct gw_instances *instances;
+	struct gw_host *host;
 };
 
 /* startup.c: the sweep, the platform and the image checks, found once per
@@ -332,6 +339,22 @@ int gw_relay_passthrough_check(const struct session *s, struct mg_err **err);
 /* The capabilities mcpgate declares in its initialize to a server: those its
  * relay = [...] allows. Borrowed, shared, never freed; safe from any thread. */
 const struct json_value *gw_relay_server_capabilities(const struct cfg_server *c);
+
+/* instance.c */
+struct gw_host;
+/* srv is attached to an instance instead of started by its session */
+bool gw_instance_attaches(const struct gw_server *srv);
+/* On srv's start thread: a socketpair end (close-on-exec) whose other end
+ * the instance of srv's server serves as that server, or -1 and why */
+int gw_instances_attach(struct gw_server *srv, struct mg_err **err);
+/* In the session that is an instance (s->host set) */
+void gw_host_registered(struct session *s);
+void gw_host_server_request(struct gw_server *srv, struct rpc_msg *msg);
+void gw_host_server_notification(struct gw_server *srv, struct rpc_msg *msg);
+void gw_host_server_ended(struct gw_server *srv);
+/* After session_run, on the instance's thread: every attached session's
+ * connection closes (each sees its server end) */
+void gw_host_close(struct session *s);
 
 /* session.c */
 void gw_session_stop(struct session *s);

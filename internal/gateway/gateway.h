@@ -18,6 +18,7 @@
 #include "internal/container/container.h"
 
 struct session;
+struct gw_instances;
 
 struct session_options {
 	struct cfg *cfg;           /* borrowed; outlives the session */
@@ -44,6 +45,14 @@ struct session_options {
 	/* true: SIGTERM, SIGINT and SIGHUP are not the session's to read; who
 	 * runs it (a listener holding several) ends it by closing its input */
 	bool signals_elsewhere;
+	/* Not NULL (a listener's): a server whose instance is "shared" or
+	 * "exclusive" is not started by this session; it is attached to the one
+	 * instance ins keeps of it (docs/sharing.md) */
+	struct gw_instances *instances;
+	/* Not NULL (instance.c only): this session is that one instance of
+	 * server host_of: it starts only it, has no client of its own, and serves
+	 * the sessions attached to it */
+	const struct cfg_server *host_of;
 };
 
 /* Create the session: open its audit log, sweep what dead mcpgate processes
@@ -59,6 +68,15 @@ const char *session_id(const struct session *s);
 const char *session_audit_path(const struct session *s);
 
 void session_free(struct session *s);
+
+/* The instances of the "shared" and "exclusive" servers of a listener's
+ * sessions: each is started at its first attach, as a session of its own
+ * (its own audit log, made with base's cfg, driver, folders, workspace and
+ * owner), and ends when ins is freed, or when its server ends (the next
+ * attach then starts another). */
+struct gw_instances *gw_instances_new(const struct session_options *base);
+/* End every instance and wait for each: after the sessions attached */
+void gw_instances_free(struct gw_instances *ins);
 
 /* The session id's form: 12 lower-case hex characters from libsodium */
 #define SESSION_ID_LEN 12

@@ -185,6 +185,21 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	return r;
 }
 
+/* Attached to the listener's instance of it: the other end of the
+ * socketpair speaks as the server (instance.c) */
+static int attach_instance(struct gw_server *srv, struct mg_err **err)
+{
+	/* the instance holds the value; this session only checks what leaves */
+	kc_secret_free(steal_pointer(&srv->secret));
+	int fd = gw_instances_attach(srv, err);
+	if (fd < 0)
+		return -1;
+	srv->attached = true;
+	cleanup_free char *name = xasprintf("server %s", srv->cfg->name);
+	struct rpc_peer_config pc = peer_config(srv, name);
+	return rpc_peer_new(fd, fd, &pc, &srv->launch.peer, err);
+}
+
 /* After a failed start: make sure nothing of it runs. */
 static void start_cleanup(struct gw_server *srv)
 {
@@ -205,7 +220,9 @@ void *gw_server_start_thread(void *arg)
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.start_timeout * 1000;
 	srv->start_ms = proc_now_ms();
 
-	int present = c->transport == CFG_TRANSPORT_REMOTE
+	/* an instance of the listener's has it: everything below is its own */
+	bool attach = gw_instance_attaches(srv);
+	int present = c->transport == CFG_TRANSPORT_REMOTE || attach
 	                  ? 1
 	                  : gw_startup_image_present(s, c->image, deadline, &err);
 	if (present <= 0) {
@@ -216,14 +233,14 @@ void *gw_server_start_thread(void *arg)
 		goto done;
 	}
 	/* what the runtime enforces, before anything is judged or run by it */
-	if ((c->transport == CFG_TRANSPORT_CONTAINER || c->nhosts > 0) &&
+	if (!attach && (c->transport == CFG_TRANSPORT_CONTAINER || c->nhosts > 0) &&
 	    gw_startup_platform_wait(s, deadline) < 0) {
 		srv->start_error =
 		    xstrdup("the runtime did not say what it enforces here before the start "
 		            "deadline, so nothing starts");
 		goto done;
 	}
-	if (c->transport == CFG_TRANSPORT_CONTAINER) {
+	if (c->transport == CFG_TRANSPORT_CONTAINER && !attach) {
 		/* fail closed: a limit the platform would drop is not assumed */
 		srv->start_error = gw_unenforced_refusal(&s->platform, s->platform_error, c);
 		if (srv->start_error != NULL)
@@ -239,8 +256,9 @@ void *gw_server_start_thread(void *arg)
 			                       accepted, "why", why, NULL));
 		}
 	}
-	int r = (c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
+	int r = (!attach && c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
 	                (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
+	                 : attach                             ? attach_instance(srv, &err)
 	                                                      : start_process(srv, &err)) < 0 ||
 	                mcp_initialize(srv->launch.peer, deadline, gw_relay_server_capabilities(c),
 	                               &srv->info, &err) < 0
@@ -322,6 +340,8 @@ static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 	/* its pending calls learn the reason */
 	rpc_peer_free(steal_pointer(&srv->launch.peer));
 	answer_orphans(srv);
+	if (srv->sess->host != NULL)
+		gw_host_server_ended(srv);
 }
 
 void gw_server_started(struct loop *loop, void *data)

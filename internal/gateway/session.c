@@ -47,6 +47,13 @@ static bool offered_here(const struct cfg_server *c, const char *workspace)
 	return false;
 }
 
+/* The instance of one server (host_of) offers only it */
+static bool offered(const struct session_options *opt, const struct cfg_server *c,
+                    const char *workspace)
+{
+	return (opt->host_of == NULL || opt->host_of == c) && offered_here(c, workspace);
+}
+
 int session_new(const struct session_options *opt, struct session **out, struct mg_err **err)
 {
 	if (sodium_init() < 0) {
@@ -88,12 +95,13 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->signals_elsewhere = opt->signals_elsewhere;
 
 	size_t n = 0;
+	s->instances = opt->instances;
 	for (size_t i = 0; i < s->cfg->nservers; i++)
-		n += offered_here(&s->cfg->servers[i], s->workspace);
+		n += offered(opt, &s->cfg->servers[i], s->workspace);
 	s->servers = xcalloc(n > 0 ? n : 1, sizeof(*s->servers));
 	for (size_t i = 0; i < s->cfg->nservers; i++) {
 		const struct cfg_server *c = &s->cfg->servers[i];
-		if (!offered_here(c, s->workspace))
+		if (!offered(opt, c, s->workspace))
 			continue;
 		struct gw_server *srv = &s->servers[s->nservers++];
 		srv->sess = s;
@@ -107,6 +115,11 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 		srv->container = ctr_container_name(c->name, s->id);
 		pthread_mutex_init(&srv->err_lock, NULL);
 		mg_buf_init(&srv->err_tail, GW_STDERR_KEEP);
+	}
+	if (opt->host_of != NULL && s->nservers != 1) {
+		mg_err_set(err, "server %s is not offered in %s", opt->host_of->name, s->workspace);
+		session_free(s);
+		return -1;
 	}
 	if (gw_relay_passthrough_check(s, err) < 0) {
 		session_free(s);
@@ -184,6 +197,15 @@ static bool withhold_unpinned(struct gw_server *srv)
 
 void gw_session_register(struct session *s)
 {
+	if (s->host != NULL) {
+		/* an instance offers no tools of its own: it serves the sessions
+		 * attached, each of which applies its own settings */
+		if (s->servers[0].state == GW_READY)
+			withhold_unpinned(&s->servers[0]);
+		s->registered = true;
+		gw_host_registered(s);
+		return;
+	}
 	size_t cap = 0;
 	for (size_t i = 0; i < s->nservers; i++)
 		if (s->servers[i].state == GW_READY)

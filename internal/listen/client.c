@@ -87,6 +87,7 @@ struct lst_client *lst_client_new(struct lst *l, struct mg_err **err)
 	    .on_record = lst_metrics_observe,
 	    .record_data = c->stats,
 	    .signals_elsewhere = true,
+	    .instances = l->instances,
 	};
 	if (session_new(&so, &c->session, err) < 0) {
 		c->session = NULL;

@@ -656,6 +656,9 @@ static void lst_stop(struct lst *l)
 		c->thread_running = false;
 		lst_client_free(c);
 	}
+	/* after every session attached to them */
+	gw_instances_free(l->instances);
+	l->instances = NULL;
 	loop_timer_cancel(l->loop, l->mhd_timer);
 	loop_timer_cancel(l->loop, l->tick);
 	if (l->mhd_fd >= 0)
@@ -689,6 +692,18 @@ int lst_run(const struct lst_options *opt, struct mg_err **err)
 	if (lst_address_bind(&l.address, &l.listen_fd, err) < 0)
 		goto out;
 	l.metrics = lst_metrics_new();
+	for (size_t i = 0; i < opt->cfg->nservers && l.instances == NULL; i++)
+		if (opt->cfg->servers[i].instance != CFG_INSTANCE_SESSION) {
+			struct session_options base = {
+			    .cfg = opt->cfg,
+			    .driver = opt->driver,
+			    .state_dir = opt->state_dir,
+			    .data_dir = opt->data_dir,
+			    .workspace = opt->workspace,
+			    .owner = opt->owner,
+			};
+			l.instances = gw_instances_new(&base);
+		}
 	l.mhd = MHD_start_daemon(
 	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
 	    &l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &l, MHD_OPTION_LISTEN_SOCKET, l.listen_fd,

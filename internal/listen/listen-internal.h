@@ -135,6 +135,7 @@ struct lst {
 	struct lst_options opt;
 	const struct cfg_mcp *limits;
 	struct lst_metrics *metrics;
+	struct gw_instances *instances; /* the shared and exclusive servers', or NULL */
 	struct lst_client *clients;
 	size_t nclients;
 	struct lst_req *reqs; /* every request libmicrohttpd holds */

@@ -22,6 +22,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mcpclient import Client, Tap, text_of  # noqa: E402
+import listenclient  # noqa: E402
 
 RT = os.environ.get("MCPGATE_CONTAINER_TEST_RUNTIME", "podman")
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
@@ -435,6 +436,50 @@ def test_kill_and_sweep(base, probe_image, hash_):
     t.ok(labelled("containers", "mcpgate.session=" + sid2) == [], "and leaves nothing itself")
 
 
+def test_sharing(base, probe_image, hash_):
+    """instance = "session", "shared" and "exclusive" through the listener: two
+    clients, real containers, counted by the runtime's own labels"""
+    servers = (probe_server("solo", probe_image, tools=("state",), manifest=hash_) +
+               probe_server("common", probe_image, tools=("state",), manifest=hash_,
+                            extra='instance = "shared"\n') +
+               probe_server("single", probe_image, tools=("state",), manifest=hash_,
+                            extra='instance = "exclusive"\n'))
+    s = Session(base, servers)
+    lst = listenclient.Listener([MCPGATE, "serve", "--config", s.conf, "--workspace", s.ws],
+                                s.env, s.dir, s.state, cwd=s.ws, timeout=120)
+    t.ok(lst.port is not None, "serve --listen starts", lst.stderr()[-1000:])
+    _, sid_a, _ = lst.initialize("client-a")
+    _, sid_b, _ = lst.initialize("client-b")
+    sa, ans_sa = listenclient.state_of(lst, sid_a, "solo__state", timeout=120)
+    sb, ans_sb = listenclient.state_of(lst, sid_b, "solo__state", timeout=120)
+    t.ok(sa and sb and sa["instance"] != sb["instance"],
+         "instance = \"session\" on %s: each client its own container" % RT, (ans_sa, ans_sb))
+    ca, ans_ca = listenclient.state_of(lst, sid_a, "common__state", timeout=120)
+    cb, ans_cb = listenclient.state_of(lst, sid_b, "common__state", timeout=120)
+    t.ok(ca and cb and ca["instance"] == cb["instance"],
+         "instance = \"shared\" on %s: both clients reach one container" % RT,
+         (ans_ca, ans_cb))
+    counts = [len(labelled("containers", "mcpgate.mcp=" + x)) for x in ("solo", "common",
+                                                                        "single")]
+    t.ok(counts == [2, 1, 1], "the runtime runs two containers of the session server, one "
+         "of the shared and one of the exclusive one", counts)
+    xa, ans_xa = listenclient.state_of(lst, sid_a, "single__state", timeout=120)
+    xb, ans_xb = listenclient.state_of(lst, sid_b, "single__state", timeout=120)
+    t.ok(xa is not None and xb is None and "busy" in (listenclient.error_of(ans_xb) or ""),
+         "instance = \"exclusive\": the first client holds it, the second is told it is "
+         "busy", (ans_xa, ans_xb))
+    lst.http("DELETE", sid=sid_a)
+    xb2 = listenclient.wait_until(
+        lambda: listenclient.state_of(lst, sid_b, "single__state", timeout=120)[0], 60)
+    t.ok(xb2 is not None and xa is not None and xb2["instance"] == xa["instance"],
+         "once the holder's session ends, the other client holds the same container", xb2)
+    status = lst.stop()
+    t.ok(status == 0, "the listener ends with status 0", (status, lst.stderr()[-1500:]))
+    left = [n for x in ("solo", "common", "single") for n in labelled("containers",
+                                                                       "mcpgate.mcp=" + x)]
+    t.ok(left == [], "every container of every instance is removed", left)
+
+
 def skip(why):
     print("ok 1 # SKIP %s" % why)
     print("0 passed, 0 failed")
@@ -509,6 +554,7 @@ def main():
             t.ok(False, "the session case raised %s: %s" % (type(e).__name__, e))
         for case in (lambda: test_second_build_withheld(base, probe2_image, hash_),
                      lambda: test_kill_and_sweep(base, probe_image, hash_),
+                     lambda: test_sharing(base, probe_image, hash_),
                      lambda: test_unenforced(base, probe_image)):
             try:
                 case()
