@@ -786,6 +786,42 @@ def test_review_sees_what_a_session_sees():
     f.cleanup()
 
 
+def test_review_one_pipeline():
+    """review starts a server through a session's own start pipeline: a
+    server with hosts runs on its inner network behind its proxy, as serve
+    runs it (so a tool list that needs the network or the credential is the
+    one a session sees); its audit log is a review's; nothing is left"""
+    extra = 'network = ["api.example.com"]\n'
+    f = Fixture(server("net", tools_on=("echo",), extra=extra),
+                config='egress = "%s"\n' % os.path.join(FAKES, "mcpgate-probe"))
+    r = f.mcpgate("review", "net")
+    t.ok(r.returncode == 0 and "  echo  [" in r.stdout, "review of a server with hosts",
+         r.stdout[-400:] + r.stderr[-800:])
+    log = f.runtime_log()
+    creates = [x["argv"] for x in log if x["argv"][1:3] == ["network", "create"]]
+    runs = {x["argv"][x["argv"].index("--name") + 1]: x["argv"] for x in log
+            if x["argv"][1:2] == ["run"]}
+    srv = [a for n, a in runs.items() if n.startswith("mcpgate-net-") and
+           not n.endswith("-egress")]
+    t.ok(len(creates) == 2 and any(n.endswith("-egress") for n in runs) and len(srv) == 1 and
+         any(a.startswith("--network=") and a.endswith("-in") for a in srv[0]) and
+         "--env=HTTP_PROXY" in srv[0],
+         "review runs it on its inner network with its egress sidecar and proxy variables",
+         (creates, list(runs)))
+    paths = glob.glob(os.path.join(f.state, "mcpgate", "reviews", "sessions", "*.jsonl"))
+    recs = [json.loads(x) for p in paths for x in open(p)]
+    kinds = [x["event"] for x in recs]
+    t.ok(len(paths) == 1 and "egress.start" in kinds and "server.start" in kinds and
+         recs[-1]["event"] == "session.end" and recs[-1]["reason"] == "the manifest was read" and
+         glob.glob(os.path.join(f.state, "mcpgate", "sessions", "*.jsonl")) == [],
+         "the review's own audit log, under reviews/, records its start and end", kinds)
+    nets = os.listdir(os.path.join(f.rt, "networks")) if os.path.isdir(
+        os.path.join(f.rt, "networks")) else []
+    t.ok(f.containers() == [] and nets == [], "and nothing of it is left",
+         (f.containers(), nets))
+    f.cleanup()
+
+
 def test_review_approve():
     text = ('# my servers, in my words\n'
             '[[server]]\n'
@@ -1372,7 +1408,7 @@ def test_calls_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

@@ -196,6 +196,9 @@ struct session {
 	 * one such instance, what it serves (else NULL) */
 	struct gw_instances *instances;
 	struct gw_host *host;
+	/* gw_session_fetch: the session starts its one server to read its
+	 * manifest (review), and ends once that is read */
+	bool fetching;
 };
 
 /* startup.c: the sweep, the platform and the image checks, found once per
@@ -357,6 +360,11 @@ void gw_host_server_ended(struct gw_server *srv);
 void gw_host_close(struct session *s);
 
 /* session.c */
+/* review's start: a session of opt->host_of alone, started through the one
+ * start pipeline every session uses (its isolation, egress, secret,
+ * mounts, the capabilities a session declares), read, then stopped */
+int gw_session_fetch(const struct session_options *opt, struct gw_manifest_fetch *out,
+                     struct mg_err **err);
 void gw_session_stop(struct session *s);
 /* start-up is over: build the tool table in mcp.toml order, retire servers
  * with no tool on, answer what waited */

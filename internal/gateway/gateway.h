@@ -53,6 +53,9 @@ struct session_options {
 	 * server host_of: it starts only it, has no client of its own, and serves
 	 * the sessions attached to it */
 	const struct cfg_server *host_of;
+	/* Not NULL: the audit log goes under AUDIT_DIR/sessions/ instead of
+	 * STATE_DIR/sessions/ (review's, which are not client sessions) */
+	const char *audit_dir;
 };
 
 /* Create the session: open its audit log, sweep what dead mcpgate processes

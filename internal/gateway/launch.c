@@ -7,9 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
-
-#include <sodium.h>
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
@@ -198,39 +197,6 @@ char *gw_unenforced_refusal(const struct ctr_platform *p, const char *probe_erro
 
 /* ---- review: a manifest without a session ------------------------------- */
 
-static void review_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
-{
-	(void)data;
-	if (strcmp(msg->method, "ping") == 0)
-		rpc_peer_send_result(peer, msg->id, NULL, NULL);
-	else
-		rpc_peer_send_error(peer, msg->id, RPC_METHOD_NOT_FOUND,
-		                    "mcpgate is reviewing this server and relays nothing", NULL,
-		                    NULL);
-}
-
-static char *read_stderr(int fd)
-{
-	struct mg_buf b = MG_BUF_INIT(8192);
-	char chunk[4096];
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		/* the last 8 KiB are kept; chunk is smaller than that */
-		if (b.len + (size_t)n > 8192)
-			mg_buf_consume(&b, b.len + (size_t)n - 8192);
-		mg_buf_append(&b, chunk, (size_t)n, NULL);
-	}
-	if (b.len == 0) {
-		mg_buf_free(&b);
-		return NULL;
-	}
-	return mg_buf_steal(&b, NULL);
-}
-
 int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
                       const struct cfg_server *server, const char *workspace,
                       struct gw_manifest_fetch *out, struct mg_err **err)
@@ -238,82 +204,32 @@ int gw_fetch_manifest(const struct cfg *cfg, const struct ctr_driver *d,
 	memset(out, 0, sizeof(*out));
 	if (server->transport != CFG_TRANSPORT_CONTAINER)
 		return mg_err_set(err, "server %s is not a container server", server->name);
-	int present = d->ops->image_present(d, server->image, err);
-	if (present < 0)
+	cleanup_free char *data = NULL, *state = NULL, *reviews = NULL;
+	if (cfg_default_data_dir(&data, err) < 0 || cfg_default_state_dir(&state, err) < 0)
 		return -1;
-	if (present == 0)
-		return mg_err_set(err, "image %s is not present; run: mcpgate pull %s",
-		                  server->image, server->name);
-	struct ctr_platform platform;
-	struct mg_err *perr = NULL;
-	int pr = d->ops->platform(d, &platform, &perr);
-	cleanup_free char *refusal =
-	    gw_unenforced_refusal(&platform, pr < 0 ? mg_err_msg(perr) : NULL, server);
-	out->accepted = pr < 0 ? NULL : ctr_platform_accepted_json(&platform, server);
-	bool rootless = pr == 0 && platform.rootless;
-	mg_err_free(perr);
-	if (pr == 0)
-		ctr_platform_free(&platform);
-	if (refusal != NULL)
-		return mg_err_set(err, "server %s is not started: %s", server->name, refusal);
-	if (sodium_init() < 0)
-		return mg_err_set(err, "libsodium cannot start");
-	unsigned char raw[6];
-	char session[13];
-	randombytes_buf(raw, sizeof(raw));
-	sodium_bin2hex(session, sizeof(session), raw, sizeof(raw));
-	cleanup_free char *container = ctr_container_name(server->name, session);
-	cleanup_free char *name = xasprintf("server %s", server->name);
-	char user[32];
-	struct ctr_run_spec spec = {
-	    .server = server,
-	    .session = session,
-	    .owner = getpid(),
+	reviews = xasprintf("%s/reviews", state);
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return mg_err_sys(err, errno, "socketpair");
+	/* nobody speaks on the client's side: the session only starts its server */
+	struct session_options o = {
+	    .cfg = (struct cfg *)cfg,
+	    .driver = (struct ctr_driver *)d,
+	    .state_dir = state,
+	    .data_dir = data,
 	    .workspace = workspace,
-	    .user = ctr_default_user(server, rootless, workspace, user, sizeof(user)),
+	    .client_in = sp[1],
+	    .client_out = sp[1],
+	    .owner = getpid(),
+	    .signals_elsewhere = true,
+	    .host_of = server,
+	    .audit_dir = reviews,
 	};
-	struct rpc_peer_config pc = {
-	    .name = name,
-	    .line_max = (size_t)cfg->mcp.line_max,
-	    .on_request = review_request,
-	};
-	struct gw_launch l = GW_LAUNCH_INIT;
-	int64_t deadline = proc_now_ms() + (int64_t)cfg->mcp.start_timeout * 1000;
-	cleanup_free char *data = NULL, *state = NULL;
-	cfg_default_data_dir(&data, NULL);
-	cfg_default_state_dir(&state, NULL);
-	struct gw_mount_plan mp;
-	gw_mount_plan_init(&mp, cfg, server, workspace, data, state, container);
-	int r = gw_launch_start(d, &spec, &mp.plan, &pc, &l, err);
-	if (r == 0)
-		/* the capabilities a session declares to this server, so the manifest
-		 * a person approves is the one a session is offered */
-		r = mcp_initialize(l.peer, deadline, gw_relay_server_capabilities(server),
-		                   &out->info, err);
-	gw_launch_mounted(&l);
-	gw_mount_plan_free(&mp);
-	if (r == 0)
-		r = mcp_list_tools(l.peer, deadline, &out->tools, err);
-	int status;
-	bool forced;
-	gw_launch_stop(d, container, &l, proc_now_ms() + (int64_t)cfg->mcp.stop_timeout * 1000,
-	               &status, &forced);
-	if (l.err_fd >= 0)
-		out->stderr_text = read_stderr(l.err_fd);
-	gw_launch_free(&l);
-	if (r < 0) {
-		cleanup_free char *last =
-		    out->stderr_text != NULL
-		        ? gw_last_line(out->stderr_text, strlen(out->stderr_text))
-		        : NULL;
-		if (last != NULL)
-			mg_err_wrap(err, "server %s (its last words: %s)", server->name, last);
-		else
-			mg_err_wrap(err, "server %s", server->name);
-		gw_manifest_fetch_free(out);
-		return -1;
-	}
-	return 0;
+	/* a failure's reason says where the server's stderr went (mcpgate's
+	 * log has its last line, the review's audit log all of it) */
+	int r = gw_session_fetch(&o, out, err);
+	close(sp[0]);
+	return r;
 }
 
 void gw_manifest_fetch_free(struct gw_manifest_fetch *f)

@@ -81,8 +81,11 @@ void gw_launch_free(struct gw_launch *l);
 char *gw_unenforced_refusal(const struct ctr_platform *p, const char *probe_error,
                             const struct cfg_server *c);
 
-/* What `review` learns of a server: start it alone with the session's
- * isolation, initialize, list every tool, stop it. */
+/* What `review` learns of a server: start it alone through the start
+ * pipeline of every session (gw_session_fetch: the same isolation, egress,
+ * secret and capabilities, so the manifest approved is the one a session
+ * sees), list every tool, stop it. Its audit log goes under the state
+ * folder's reviews/sessions/. */
 struct gw_manifest_fetch {
 	struct json_value *tools; /* the tools/list array */
 	struct mcp_server_info info;

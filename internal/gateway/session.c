@@ -51,7 +51,7 @@ static bool offered_here(const struct cfg_server *c, const char *workspace)
 static bool offered(const struct session_options *opt, const struct cfg_server *c,
                     const char *workspace)
 {
-	return (opt->host_of == NULL || opt->host_of == c) && offered_here(c, workspace);
+	return opt->host_of != NULL ? opt->host_of == c : offered_here(c, workspace);
 }
 
 int session_new(const struct session_options *opt, struct session **out, struct mg_err **err)
@@ -81,7 +81,8 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	/* the client's fds belong to the session from here on, also on failure */
 	int in = opt->client_in, outfd = opt->client_out;
 	if ((s->loop = loop_new(err)) == NULL ||
-	    audit_open(s->state_dir, s->id, &s->audit, err) < 0 ||
+	    audit_open(opt->audit_dir != NULL ? opt->audit_dir : s->state_dir, s->id, &s->audit,
+	               err) < 0 ||
 	    gw_client_open(s, in, outfd, err) < 0) {
 		if (s->client == NULL) {
 			close(in);
@@ -197,6 +198,11 @@ static bool withhold_unpinned(struct gw_server *srv)
 
 void gw_session_register(struct session *s)
 {
+	if (s->fetching) {
+		/* review shows the manifest as it is, approved or not */
+		s->registered = true;
+		return;
+	}
 	if (s->host != NULL) {
 		/* an instance offers no tools of its own: it serves the sessions
 		 * attached, each of which applies its own settings */
@@ -342,7 +348,9 @@ static void stop_servers(struct session *s)
 	}
 }
 
-int session_run(struct session *s, struct mg_err **err)
+/* Everything before the loop: the records, the sweep and the runtime's
+ * probe, the private binaries, the keychain, the filters, the starts */
+static void session_begin(struct session *s)
 {
 	struct json_value *names = json_new_array();
 	for (size_t i = 0; i < s->nservers; i++)
@@ -371,7 +379,7 @@ int session_run(struct session *s, struct mg_err **err)
 	gw_startup_begin(s);
 	bool hosts = false;
 	for (size_t i = 0; i < s->nservers; i++)
-		hosts |= s->servers[i].cfg->nhosts > 0;
+		hosts |= s->servers[i].cfg->nhosts > 0 && !gw_instance_attaches(&s->servers[i]);
 	struct mg_err *eerr = NULL;
 	if (hosts && gw_egress_prepare(s, &eerr) < 0) {
 		/* servers with hosts will be unavailable with this reason */
@@ -381,7 +389,8 @@ int session_run(struct session *s, struct mg_err **err)
 	bool secrets = false;
 	for (size_t i = 0; i < s->nservers; i++)
 		secrets |= s->servers[i].cfg->transport == CFG_TRANSPORT_CONTAINER &&
-		           s->servers[i].cfg->credential != NULL;
+		           s->servers[i].cfg->credential != NULL &&
+		           !gw_instance_attaches(&s->servers[i]);
 	if (secrets &&
 	    gw_binary_prepare(s, "mcpgate-launch", NULL, "launch", &s->launch_binary, &eerr) < 0) {
 		/* servers with a credential will be unavailable with this reason */
@@ -410,7 +419,39 @@ int session_run(struct session *s, struct mg_err **err)
 		s->start_timer = loop_timer_add(
 		    s->loop, (int64_t)s->cfg->mcp.start_timeout * 1000 + GW_START_GRACE_MS,
 		    gw_client_start_deadline, s);
+}
 
+/* Everything after it: the servers' ends, each a job, and what the client
+ * is still owed */
+static int session_finish(struct session *s, int r, struct mg_err **err)
+{
+	/* the client asks nothing more; what it is owed still goes out */
+	rpc_peer_stop_reading(s->client);
+	if (!s->stopping)
+		s->stop_deadline = proc_now_ms() + (int64_t)s->cfg->mcp.stop_timeout * 1000;
+	s->stopping = true;
+	stop_servers(s);
+	/* the loop runs on while the ends do: start-up threads finish against
+	 * their deadline, every stop against the shared one */
+	while (r == 0 && (s->starting > 0 || loop_jobs_pending(s->loop) > 0)) {
+		if (loop_run_once(s->loop, -1, err) < 0)
+			r = -1;
+	}
+	if (r == 0 && flush_client(s, err) < 0)
+		r = -1;
+	audit_report_dropped(s->audit);
+	audit_record(s->audit, "session.end",
+	             gw_fields("reason",
+	                       json_new_string(s->signal != 0 ? strsignal(s->signal)
+	                                       : s->fetching  ? "the manifest was read"
+	                                                      : "the client's input ended"),
+	                       NULL));
+	return r;
+}
+
+int session_run(struct session *s, struct mg_err **err)
+{
+	session_begin(s);
 	int r = 0;
 	while (!s->stopping) {
 		int64_t next = next_deadline(s);
@@ -426,24 +467,49 @@ int session_run(struct session *s, struct mg_err **err)
 			if (s->servers[i].launch.peer != NULL && s->servers[i].state == GW_READY)
 				rpc_peer_expire(s->servers[i].launch.peer, now);
 	}
+	return session_finish(s, r, err);
+}
 
-	/* the client asks nothing more; what it is owed still goes out */
-	rpc_peer_stop_reading(s->client);
-	stop_servers(s);
-	/* the loop runs on while the ends do: start-up threads finish against
-	 * their deadline, every stop against the shared one */
-	while (r == 0 && (s->starting > 0 || loop_jobs_pending(s->loop) > 0)) {
+int gw_session_fetch(const struct session_options *opt, struct gw_manifest_fetch *out,
+                     struct mg_err **err)
+{
+	memset(out, 0, sizeof(*out));
+	struct session *s = NULL;
+	if (session_new(opt, &s, err) < 0)
+		return -1;
+	s->fetching = true;
+	session_begin(s);
+	int r = 0;
+	while (r == 0 && !s->registered && !s->stopping)
 		if (loop_run_once(s->loop, -1, err) < 0)
 			r = -1;
-	}
-	if (r == 0 && flush_client(s, err) < 0)
+	struct gw_server *srv = &s->servers[0];
+	if (r == 0 && srv->state != GW_READY) {
+		mg_err_set(err, "%s",
+		           srv->reason != NULL ? srv->reason : "the server did not start");
 		r = -1;
-	audit_report_dropped(s->audit);
-	audit_record(s->audit, "session.end",
-	             gw_fields("reason",
-	                       json_new_string(s->signal != 0 ? strsignal(s->signal)
-	                                                      : "the client's input ended"),
-	                       NULL));
+	}
+	if (r == 0) {
+		out->tools = steal_pointer(&srv->tools);
+		out->info = srv->info;
+		srv->info = (struct mcp_server_info){0};
+		if (s->platform_error == NULL)
+			out->accepted = ctr_platform_accepted_json(&s->platform, srv->cfg);
+	}
+	pthread_mutex_lock(&srv->err_lock);
+	if (srv->err_tail.len > 0)
+		out->stderr_text =
+		    gw_secrets_redact_text(s, mg_buf_str(&srv->err_tail), srv->err_tail.len);
+	pthread_mutex_unlock(&srv->err_lock);
+	struct mg_err *ferr = NULL;
+	if (session_finish(s, 0, &ferr) < 0) {
+		mg_warn("stopping server %s after reading its manifest: %s", srv->cfg->name,
+		        mg_err_msg(ferr));
+		mg_err_free(ferr);
+	}
+	session_free(s);
+	if (r < 0)
+		gw_manifest_fetch_free(out);
 	return r;
 }
 
