@@ -581,9 +581,34 @@ def test_sharing():
     f.cleanup()
 
 
+def test_shared_unavailable():
+    """a shared server whose instance cannot start (its image is missing):
+    each client is told why, as for a server of its own, and the rest works"""
+    other = "localhost:5000/other@sha256:" + "cd" * 32
+    f = Fixture(gwtest.server("gone", PROBE_HASH, ("echo",), None,
+                              'instance = "shared"\n', image=other) + server("here"))
+    lst = Listener(f)
+    _, sid, _ = lst.initialize("client-a")
+    _, listing, _, _ = lst.rpc(sid, "tools/list")
+    names = [x["name"] for x in (listing or {}).get("result", {}).get("tools", [])]
+    t.ok(names == ["here__echo"], "a shared server without its image is left out", listing)
+    _, ans, _, _ = lst.call(sid, "gone__echo", {"text": "x"})
+    err = error_of(ans) or ""
+    t.ok("mcpgate pull gone" in err, "a call to it says what fixes it", ans)
+    recs = [r for names_, recs in session_files(f).values() if names_ == ["client-a"]
+            for r in recs]
+    un = [r for r in recs if r["event"] == "server.unavailable"]
+    t.ok(len(un) == 1 and "mcpgate pull gone" in un[0]["reason"] and
+         un[0]["reason"].count("is unavailable") == 1,
+         "the client's session records it unavailable, its reason said once", un)
+    t.ok(lst.stop() == 0 and f.containers() == [], "the listener ends, nothing left",
+         f.containers())
+    f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
 for case in (test_two_clients, test_security, test_limits, test_streams_and_metrics,
-             test_slow_client, test_many_ends, test_sharing, test_sdk_client):
+             test_slow_client, test_many_ends, test_sharing, test_shared_unavailable, test_sdk_client):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

@@ -348,8 +348,9 @@ struct gw_host;
 /* srv is attached to an instance instead of started by its session */
 bool gw_instance_attaches(const struct gw_server *srv);
 /* On srv's start thread: a socketpair end (close-on-exec) whose other end
- * the instance of srv's server serves as that server, or -1 and why */
-int gw_instances_attach(struct gw_server *srv, struct mg_err **err);
+ * the instance of srv's server serves as that server, once that instance
+ * started; -1 and why when it did not by deadline_ms (proc_now_ms) */
+int gw_instances_attach(struct gw_server *srv, int64_t deadline_ms, struct mg_err **err);
 /* In the session that is an instance (s->host set) */
 void gw_host_registered(struct session *s);
 void gw_host_server_request(struct gw_server *srv, struct rpc_msg *msg);

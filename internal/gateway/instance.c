@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -78,6 +79,10 @@ struct gw_host {
 	pthread_t thread;
 	bool ended;                   /* under ins->lock: no more attaches */
 	struct gw_incoming *incoming; /* under ins->lock */
+	/* under ins->lock: its start is over (settled), and why it serves
+	 * nothing when it does not (why_not) */
+	bool settled;
+	char *why_not;
 	/* the rest on the host's loop thread only */
 	bool registered;
 	struct gw_attached *first, *last;
@@ -88,6 +93,7 @@ struct gw_host {
 
 struct gw_instances {
 	pthread_mutex_t lock;
+	pthread_cond_t settled; /* an instance's start is over */
 	struct cfg *cfg;
 	struct ctr_driver *driver;
 	char *state_dir, *data_dir, *workspace;
@@ -433,9 +439,25 @@ static void take_incoming(struct loop *loop, void *data)
 	}
 }
 
+/* Under ins->lock: the attaches waiting for h's start learn how it went */
+static void settle(struct gw_host *h, const char *why_not)
+{
+	if (!h->settled) {
+		h->settled = true;
+		h->why_not = why_not != NULL ? xstrdup(why_not) : NULL;
+	}
+	pthread_cond_broadcast(&h->ins->settled);
+}
+
 void gw_host_registered(struct session *s)
 {
 	struct gw_host *h = s->host;
+	struct gw_server *srv = host_server(h);
+	pthread_mutex_lock(&h->ins->lock);
+	settle(h, srv->state == GW_READY     ? NULL
+	          : srv->start_error != NULL ? srv->start_error
+	                                     : not_running(h));
+	pthread_mutex_unlock(&h->ins->lock);
 	h->registered = true;
 	for (struct gw_attached *a = h->first; a != NULL; a = a->next)
 		watch_attached(a);
@@ -582,6 +604,12 @@ struct gw_instances *gw_instances_new(const struct session_options *base)
 {
 	struct gw_instances *ins = xcalloc(1, sizeof(*ins));
 	pthread_mutex_init(&ins->lock, NULL);
+	/* deadlines are proc_now_ms()'s: the monotonic clock */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ins->settled, &ca);
+	pthread_condattr_destroy(&ca);
 	ins->cfg = base->cfg;
 	ins->driver = base->driver;
 	ins->state_dir = xstrdup(base->state_dir);
@@ -601,6 +629,7 @@ static void *host_thread(void *arg)
 	}
 	pthread_mutex_lock(&h->ins->lock);
 	h->ended = true;
+	settle(h, "it ended before its start was over");
 	struct gw_incoming *list = h->incoming;
 	h->incoming = NULL;
 	pthread_mutex_unlock(&h->ins->lock);
@@ -660,7 +689,7 @@ static struct gw_host *host_start(struct gw_instances *ins, const struct cfg_ser
 	return h;
 }
 
-int gw_instances_attach(struct gw_server *srv, struct mg_err **err)
+int gw_instances_attach(struct gw_server *srv, int64_t deadline_ms, struct mg_err **err)
 {
 	struct gw_instances *ins = srv->sess->instances;
 	int sp[2];
@@ -684,7 +713,23 @@ int gw_instances_attach(struct gw_server *srv, struct mg_err **err)
 	h->incoming = in;
 	loop_post(h->s->loop, take_incoming, h);
 	cleanup_free char *host_id = xstrdup(session_id(h->s));
+	/* a server that is not there is said as for one of the session's own:
+	 * its reason, once, not an initialize that failed */
+	struct timespec until = {.tv_sec = deadline_ms / 1000,
+	                         .tv_nsec = (long)(deadline_ms % 1000) * 1000000};
+	int e = 0;
+	while (!h->settled && e != ETIMEDOUT)
+		e = pthread_cond_timedwait(&ins->settled, &ins->lock, &until);
+	cleanup_free char *why_not = !h->settled
+	                                 ? xstrdup("its start was not over by the start deadline")
+	                             : h->why_not ? xstrdup(h->why_not)
+	                                          : NULL;
 	pthread_mutex_unlock(&ins->lock);
+	if (why_not != NULL) {
+		close(sp[0]);
+		return mg_err_set(err, "its %s instance (session %s) did not start: %s",
+		                  cfg_instance_name(srv->cfg->instance), host_id, why_not);
+	}
 	audit_record(srv->sess->audit, "server.attached",
 	             gw_fields("server", json_new_string(srv->cfg->name), "instance",
 	                       json_new_string(cfg_instance_name(srv->cfg->instance)),
@@ -709,8 +754,10 @@ void gw_instances_free(struct gw_instances *ins)
 		ins->hosts = h->next;
 		pthread_join(h->thread, NULL);
 		session_free(h->s);
+		free(h->why_not);
 		free(h);
 	}
+	pthread_cond_destroy(&ins->settled);
 	pthread_mutex_destroy(&ins->lock);
 	free(ins->state_dir);
 	free(ins->data_dir);

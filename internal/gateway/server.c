@@ -187,11 +187,11 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 
 /* Attached to the listener's instance of it: the other end of the
  * socketpair speaks as the server (instance.c) */
-static int attach_instance(struct gw_server *srv, struct mg_err **err)
+static int attach_instance(struct gw_server *srv, int64_t deadline, struct mg_err **err)
 {
 	/* the instance holds the value; this session only checks what leaves */
 	kc_secret_free(steal_pointer(&srv->secret));
-	int fd = gw_instances_attach(srv, err);
+	int fd = gw_instances_attach(srv, deadline, err);
 	if (fd < 0)
 		return -1;
 	srv->attached = true;
@@ -258,7 +258,7 @@ void *gw_server_start_thread(void *arg)
 	}
 	int r = (!attach && c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
 	                (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
-	                 : attach                             ? attach_instance(srv, &err)
+	                 : attach                             ? attach_instance(srv, deadline, &err)
 	                                                      : start_process(srv, &err)) < 0 ||
 	                mcp_initialize(srv->launch.peer, deadline, gw_relay_server_capabilities(c),
 	                               &srv->info, &err) < 0
