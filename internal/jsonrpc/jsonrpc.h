@@ -261,7 +261,10 @@ int rpc_peer_out_fd(const struct rpc_peer *peer);
 #define RPC_READ_MORE    2 /* stopped after a fair share; input may remain */
 
 /* Read what is available and dispatch every complete line to the callbacks
- * (responses to their pending requests). Returns RPC_READ_DRAINED,
+ * (responses to their pending requests). A read shorter than asked is taken
+ * to have emptied the fd (a pipe or socket hands over all it holds), so the
+ * watcher must be level-triggered, as every one here is; an end of input
+ * then comes on the next wake-up. Returns RPC_READ_DRAINED,
  * RPC_READ_MORE (an edge-triggered loop must call again; a level-triggered one
  * will be woken again anyway), RPC_READ_CLOSED at end of input, or -1 when
  * reading failed (err filled; the input counts as closed). On the way to

@@ -766,6 +766,14 @@ int rpc_peer_read(struct rpc_peer *p, struct mg_err **err)
 			ret = RPC_READ_MORE;
 			break;
 		}
+		/* a pipe or socket returns all it holds: a short read leaves it
+		 * empty, and a read more would only say EAGAIN (one system call
+		 * per message saved; every watcher here is level-triggered, so
+		 * what comes next wakes it again, an end of input too) */
+		if ((size_t)n < RPC_READ_CHUNK) {
+			ret = RPC_READ_DRAINED;
+			break;
+		}
 	}
 	p->reading = false;
 	return ret;
