@@ -190,7 +190,7 @@ void ctr_driver_free(struct ctr_driver *d)
  * once in a process, and a session that asks meanwhile waits for that sweep
  * to end (start-up ends after it: docs/2026-12-01-session-start.md) */
 static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool swept[CTR_DOCKER + 1];
+static bool swept[CTR_DOCKER + 1]; /* by enum ctr_kind: a kind after docker widens it */
 
 int ctr_sweep_once(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
 {
