@@ -12,6 +12,38 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 /* --label K=V for each of the labels every container and network carries */
 void ctr_push_labels(struct strv *a, const char *session, const char *server, pid_t owner);
 
+/* The runtime commands a server's egress topology is made of (topology.c) */
+/* a network of this session and server, labelled like containers;
+ * internal: no route out (and no DNS on podman) */
+int ctr_cli_network_create(const struct ctr_driver *d, const char *name, bool internal,
+                           const char *session, const char *server, pid_t owner,
+                           struct mg_err **err);
+/* its subnets and gateways, as text ("10.89.0.0/24", "10.89.0.1") */
+int ctr_cli_network_addresses(const struct ctr_driver *d, const char *name, struct strv *out,
+                              struct mg_err **err);
+/* the host's bridge interface of a network whose traffic the host's
+ * firewall sees (podman's "network_interface"); *ifname NULL when the
+ * runtime keeps its own rules for it (docker) or names none */
+int ctr_cli_network_interface(const struct ctr_driver *d, const char *name, char **ifname,
+                              struct mg_err **err);
+/* absent is fine */
+int ctr_cli_network_remove(const struct ctr_driver *d, const char *name, struct mg_err **err);
+int ctr_cli_network_connect(const struct ctr_driver *d, const char *network, const char *container,
+                            struct mg_err **err);
+/* the container's address on network (allocated), or an error */
+int ctr_cli_container_address(const struct ctr_driver *d, const char *container,
+                              const char *network, char **address, struct mg_err **err);
+/* podman starts a container on several networks; docker on one, and the
+ * rest are joined after the start */
+bool ctr_cli_starts_on_networks(const struct ctr_driver *d);
+
+int ctr_cli_topology_create(const struct ctr_driver *d, const struct ctr_topology_spec *spec,
+                            struct ctr_topology *out, struct mg_err **err);
+int ctr_cli_sidecar_ready(const struct ctr_driver *d, struct ctr_topology *t, char **address,
+                          struct mg_err **err);
+int ctr_cli_topology_remove(const struct ctr_driver *d, struct ctr_topology *t,
+                            struct mg_err **err);
+
 int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
                             struct strv *argv, struct strv *envp, struct mg_err **err);
 

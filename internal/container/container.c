@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,25 @@ void ctr_driver_free(struct ctr_driver *d)
 	free(d->path);
 	strv_free(&d->env);
 	free(d);
+}
+
+/* Sessions start on several threads under the listener; a runtime is swept
+ * once in a process, and a session that asks meanwhile waits for that sweep
+ * to end (start-up ends after it: docs/2026-12-01-session-start.md) */
+static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool swept[CTR_DOCKER + 1]; /* by enum ctr_kind: a kind after docker widens it */
+
+int ctr_sweep_once(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+{
+	*removed = 0;
+	pthread_mutex_lock(&sweep_lock);
+	int r = 0;
+	if (!swept[d->kind]) {
+		swept[d->kind] = true;
+		r = d->ops->sweep(d, removed, err) < 0 ? -1 : 1;
+	}
+	pthread_mutex_unlock(&sweep_lock);
+	return r;
 }
 
 char *ctr_container_name(const char *server, const char *session)
@@ -440,12 +460,13 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 	struct strv a = STRV_INIT, e = STRV_INIT;
 	strv_push(&a, d->path);
 	push_isolation(d, &a, SIDECAR_MEMORY, SIDECAR_PIDS);
-	strv_pushf(&a, "--network=%s", spec->net_out);
-	if (d->kind == CTR_PODMAN)
-		strv_pushf(&a, "--network=%s", spec->net_in);
+	strv_pushf(&a, "--network=%s", spec->topology->net_out);
+	/* where it cannot start on both, it joins net_in after (sidecar_ready) */
+	if (ctr_cli_starts_on_networks(d))
+		strv_pushf(&a, "--network=%s", spec->topology->net_in);
 	strv_push(&a, "--user=65534:65534");
 	strv_push(&a, "--name");
-	strv_push(&a, spec->name);
+	strv_push(&a, spec->topology->sidecar);
 	ctr_push_labels(&a, spec->session, spec->server->name, spec->owner);
 	push_binary_mount(&a, spec->binary, "/mcpgate-egress");
 	char id[CTR_ID_LEN + 1];

@@ -120,16 +120,38 @@ void ctr_image_config_free(struct ctr_image_config *c);
 char *ctr_launch_block(const struct ctr_env *vars, size_t n, size_t *len, struct mg_err **err);
 void ctr_launch_block_free(char *block, size_t len);
 
+/* A server's egress topology (docs/egress.md): the networks the driver made
+ * for it and the sidecar between them. The gateway holds it and hands it
+ * back to the driver's topology operations; it reads net_in (the network the
+ * server joins, its only one), sidecar (for its records) and deny. What is
+ * made is set as it is made, so topology_remove undoes a half-made one. */
+struct ctr_topology {
+	char *net_in;     /* the server's network: no way out but the sidecar */
+	char *net_out;    /* the sidecar's way out */
+	char *sidecar;    /* the sidecar's container */
+	struct strv deny; /* never a destination: the inner network whole, both gateways */
+	bool joined;      /* the sidecar is on both networks */
+};
+/* Frees its strings only; topology_remove is what removes it */
+void ctr_topology_free(struct ctr_topology *t);
+
+/* What a topology is made for */
+struct ctr_topology_spec {
+	const struct cfg_server *server;
+	const char *session;
+	pid_t owner;
+	const char *container; /* the server's container: the topology is named after it */
+	bool rootless;         /* the runtime's bridges live in a namespace of its own */
+};
+
 /* The egress sidecar of one server (docs/egress.md) */
 struct ctr_sidecar_spec {
 	const struct cfg_server *server; /* its image is the sidecar's root filesystem */
 	const char *session;
 	pid_t owner;
-	const char *name;        /* the container's name */
-	const char *binary;      /* host path of the private copy of mcpgate-egress */
-	const char *net_in;      /* the server's internal network */
-	const char *net_out;     /* the outer network */
-	const char *const *args; /* the proxy's arguments, NULL-terminated */
+	const struct ctr_topology *topology; /* its networks and its name */
+	const char *binary;                  /* host path of the private copy of mcpgate-egress */
+	const char *const *args;             /* the proxy's arguments, NULL-terminated */
 };
 
 /* What the runtime can enforce here (platform.c, docs/unenforced.md) */
@@ -178,36 +200,40 @@ struct ctr_ops {
 	int (*load)(const struct ctr_driver *d, const char *archive, struct mg_err **err);
 	/* remove a container now, whatever it is doing; absent is fine */
 	int (*remove)(const struct ctr_driver *d, const char *name, struct mg_err **err);
-	/* argv of `run` for an egress sidecar: the same isolation, uid 65534,
-	 * the binary mounted read-only as entrypoint. With docker it starts on
-	 * net_out only; network_connect then adds net_in. */
+	/* A server's egress topology, in the order of its life. Nothing above
+	 * the driver knows what a runtime needs for it. */
+	/* make the networks of spec's server (the inner one internal, labelled
+	 * like containers), check that the host's firewall passes what stays on
+	 * the inner one, and find the addresses the proxy must refuse (out->deny) */
+	int (*topology_create)(const struct ctr_driver *d, const struct ctr_topology_spec *spec,
+	                       struct ctr_topology *out, struct mg_err **err);
+	/* argv of `run` for the sidecar: the same isolation, uid 65534, the
+	 * binary mounted read-only as entrypoint, on what of the topology the
+	 * runtime lets a container start on */
 	int (*sidecar_command)(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
 	                       struct strv *argv, struct strv *envp, struct mg_err **err);
-	/* a network of this session and server, labelled like containers;
-	 * internal: no route out (and no DNS on podman) */
-	int (*network_create)(const struct ctr_driver *d, const char *name, bool internal,
-	                      const char *session, const char *server, pid_t owner,
-	                      struct mg_err **err);
-	/* its subnets and gateways, as text ("10.89.0.0/24", "10.89.0.1") */
-	int (*network_addresses)(const struct ctr_driver *d, const char *name, struct strv *out,
-	                         struct mg_err **err);
-	/* the host's bridge interface of a network whose traffic the host's
-	 * firewall sees (podman's "network_interface"); *ifname NULL when the
-	 * runtime keeps its own rules for it (docker) or names none */
-	int (*network_interface)(const struct ctr_driver *d, const char *name, char **ifname,
-	                         struct mg_err **err);
-	int (*network_remove)(const struct ctr_driver *d, const char *name, struct mg_err **err);
-	int (*network_connect)(const struct ctr_driver *d, const char *network,
-	                       const char *container, struct mg_err **err);
-	/* the container's address on network (allocated), or an error */
-	int (*container_address)(const struct ctr_driver *d, const char *container,
-	                         const char *network, char **address, struct mg_err **err);
+	/* once its run is spawned, one try at finishing the sidecar: it joins
+	 * what it could not start on (once), then its address on net_in
+	 * (allocated). An error until both hold; the caller tries again until
+	 * its deadline, and the error says which is missing. */
+	int (*sidecar_ready)(const struct ctr_driver *d, struct ctr_topology *t, char **address,
+	                     struct mg_err **err);
+	/* remove the sidecar's container and then the networks; what went is
+	 * cleared from t. The networks that could not go are in the error. */
+	int (*topology_remove)(const struct ctr_driver *d, struct ctr_topology *t,
+	                       struct mg_err **err);
 	/* what the runtime says it can enforce on this platform */
 	int (*platform)(const struct ctr_driver *d, struct ctr_platform *out, struct mg_err **err);
 	/* remove what dead mcpgate processes left: containers, then networks;
 	 * *removed counts what went */
 	int (*sweep)(const struct ctr_driver *d, unsigned *removed, struct mg_err **err);
 };
+
+/* The sweep of d's runtime, once per runtime and process, whichever thread
+ * or session asks first; the others wait until it has ended. 1 when this
+ * call swept (*removed counts what went), 0 when it was swept already, -1
+ * with err when this call's sweep failed (it is not tried again). */
+int ctr_sweep_once(const struct ctr_driver *d, unsigned *removed, struct mg_err **err);
 
 struct ctr_driver {
 	enum ctr_kind kind;

@@ -178,14 +178,17 @@ static void test_sidecar(const struct cfg *cfg, enum ctr_kind kind)
 	d->seccomp = xstrdup("/seccomp/mcpgate.json");
 	const char *args[] = {"-listen",       "0.0.0.0:3128", "-allow",    "api.github.com",
 	                      "-deny-address", "10.89.0.0/24", "-lifeline", NULL};
+	struct ctr_topology topo = {
+	    .net_in = (char *)"mcpgate-full-s1-in",
+	    .net_out = (char *)"mcpgate-full-s1-out",
+	    .sidecar = (char *)"mcpgate-full-s1-egress",
+	};
 	struct ctr_sidecar_spec spec = {
 	    .server = cfg_find_server(cfg, "full"),
 	    .session = "s1",
 	    .owner = 4242,
-	    .name = "mcpgate-full-s1-egress",
+	    .topology = &topo,
 	    .binary = "/data/mcpgate/egress/mcpgate-egress-0123abcd",
-	    .net_in = "mcpgate-full-s1-in",
-	    .net_out = "mcpgate-full-s1-out",
 	    .args = args,
 	};
 	struct strv argv = STRV_INIT, envp = STRV_INIT;
@@ -203,6 +206,119 @@ static void test_sidecar(const struct cfg *cfg, enum ctr_kind kind)
 	strv_free(&argv);
 	strv_free(&envp);
 	ctr_driver_free(d);
+}
+
+/* A runtime that logs each command, one argument a line and "--" after
+ * it, and answers the inspects a topology asks: the inner network
+ * 10.89.0.0/24, the outer 10.89.1.0/24, the sidecar at 10.89.0.2 */
+static const char topology_runtime[] =
+    "#!/bin/sh\n"
+    "for a in \"$@\"; do printf '%s\\n' \"$a\" >> \"$0.log\"; done\n"
+    "echo -- >> \"$0.log\"\n"
+    "case \"$1 $2 $3\" in\n"
+    "'network inspect '*-in) echo '[{\"subnets\": [{\"subnet\": \"10.89.0.0/24\", "
+    "\"gateway\": \"10.89.0.1\"}]}]' ;;\n"
+    "'network inspect '*-out) echo '[{\"IPAM\": {\"Config\": [{\"Subnet\": "
+    "\"10.89.1.0/24\", \"Gateway\": \"10.89.1.1\"}]}}]' ;;\n"
+    "'container inspect '*) echo '[{\"NetworkSettings\": {\"Networks\": "
+    "{\"mcpgate-full-s1-in\": {\"IPAddress\": \"10.89.0.2\"}}}}]' ;;\n"
+    "'network connect '*) [ -e \"$0.connect-fails\" ] && { echo 'Error: no such container' >&2; "
+    "exit 1; } ;;\n"
+    "esac\n"
+    "exit 0\n";
+
+static char *log_lines(const char *path)
+{
+	cleanup_free char *text = t_read_file(path, NULL);
+	struct strv lines = STRV_INIT;
+	for (char *line = text; line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		strv_push(&lines, line);
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	char *joined = join_lines(strv_array(&lines), workspace);
+	strv_free(&lines);
+	return joined;
+}
+
+/* The topology's whole life against that runtime: the commands it runs
+ * (golden), what the proxy must refuse, the sidecar's address, the
+ * sweep once per runtime */
+static void test_topology(const struct cfg *cfg, enum ctr_kind kind)
+{
+	char dir[] = "/tmp/mcpgate-topology-XXXXXX";
+	T_OK(mkdtemp(dir) != NULL, "a folder for the runtime");
+	cleanup_free char *path = xasprintf("%s/%s", dir, kind == CTR_PODMAN ? "podman" : "docker");
+	cleanup_free char *log = xasprintf("%s.log", path);
+	cleanup_free char *fails = xasprintf("%s.connect-fails", path);
+	FILE *f = fopen(path, "w");
+	T_OK(f != NULL && fputs(topology_runtime, f) >= 0 && fclose(f) == 0 &&
+	         chmod(path, 0755) == 0,
+	     "the runtime script is written");
+	char *environment[] = {"PATH=/usr/bin:/bin", NULL};
+	struct ctr_driver *d = ctr_driver_for(kind, path, environment);
+	d->seccomp = xstrdup("/seccomp/mcpgate.json");
+	struct ctr_topology_spec spec = {
+	    .server = cfg_find_server(cfg, "full"),
+	    .session = "s1",
+	    .owner = 4242,
+	    .container = "mcpgate-full-s1",
+	};
+	struct ctr_topology topo;
+	struct mg_err *err = NULL;
+	T_INT(d->ops->topology_create(d, &spec, &topo, &err), 0, "%s: topology made %s", d->name,
+	      mg_err_msg(err));
+	mg_err_clear(&err);
+	cleanup_free char *deny = join_lines(strv_array(&topo.deny), workspace);
+	T_STR(deny, "10.89.0.0/24\n10.89.0.1\n10.89.1.1\n",
+	      "%s: the proxy refuses the inner network whole and both gateways", d->name);
+	T_STR(topo.sidecar, "mcpgate-full-s1-egress", "%s: the sidecar is named for the server",
+	      d->name);
+	char *address = NULL;
+	if (kind == CTR_DOCKER) {
+		FILE *k = fopen(fails, "w");
+		if (k != NULL)
+			fclose(k);
+		T_INT(d->ops->sidecar_ready(d, &topo, &address, &err), -1,
+		      "%s: not ready while the inner network cannot be joined", d->name);
+		T_OK(strstr(mg_err_msg(err),
+		            "connecting the egress sidecar to mcpgate-full-s1-in: docker network "
+		            "connect exited with status 1: Error: no such container") != NULL,
+		     "%s: and it says why: %s", d->name, mg_err_msg(err));
+		mg_err_clear(&err);
+		unlink(fails);
+	}
+	for (int i = 0; i < 2; i++) {
+		T_INT(d->ops->sidecar_ready(d, &topo, &address, &err), 0, "%s: ready (%d) %s",
+		      d->name, i, mg_err_msg(err));
+		T_STR(address, "10.89.0.2", "%s: the proxy's address on the inner network",
+		      d->name);
+		free(address);
+		address = NULL;
+		mg_err_clear(&err);
+	}
+	T_INT(d->ops->topology_remove(d, &topo, &err), 0, "%s: topology removed %s", d->name,
+	      mg_err_msg(err));
+	mg_err_clear(&err);
+	T_OK(topo.sidecar == NULL && topo.net_in == NULL && topo.net_out == NULL,
+	     "%s: what went is cleared", d->name);
+	ctr_topology_free(&topo);
+	cleanup_free char *got = log_lines(log);
+	cleanup_free char *golden = xasprintf("testdata/container/topology.%s.log", d->name);
+	check_golden(got, golden);
+
+	unsigned removed = 7;
+	T_INT(ctr_sweep_once(d, &removed, &err), 1, "%s: the first sweep sweeps %s", d->name,
+	      mg_err_msg(err));
+	mg_err_clear(&err);
+	T_INT(ctr_sweep_once(d, &removed, &err), 0, "%s: once per runtime and process", d->name);
+	T_INT((int)removed, 0, "%s: and removed nothing then", d->name);
+	ctr_driver_free(d);
+	unlink(log);
+	unlink(path);
+	rmdir(dir);
 }
 
 static void test_reserved(const struct cfg *cfg)
@@ -814,6 +930,8 @@ int main(void)
 	test_launch_block();
 	test_sidecar(cfg, CTR_PODMAN);
 	test_sidecar(cfg, CTR_DOCKER);
+	test_topology(cfg, CTR_PODMAN);
+	test_topology(cfg, CTR_DOCKER);
 	test_reserved(cfg);
 	test_mounts();
 	test_names_and_owner();

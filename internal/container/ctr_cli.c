@@ -1,5 +1,5 @@
 /* The operations that run the podman or docker command: image check, pull,
- * remove, sweep. Each runtime process gets the driver's fixed environment
+ * remove, sweep, and the network commands a topology is made of (topology.c). Each runtime process gets the driver's fixed environment
  * and a deadline. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -446,9 +446,9 @@ int ctr_cli_unshare(const struct ctr_driver *d, const char *const *args, int in_
 	return r;
 }
 
-static int cli_network_create(const struct ctr_driver *d, const char *name, bool internal,
-                              const char *session, const char *server, pid_t owner,
-                              struct mg_err **err)
+int ctr_cli_network_create(const struct ctr_driver *d, const char *name, bool internal,
+                           const char *session, const char *server, pid_t owner,
+                           struct mg_err **err)
 {
 	struct strv args = STRV_INIT;
 	strv_push(&args, "network");
@@ -474,7 +474,7 @@ static int cli_network_create(const struct ctr_driver *d, const char *name, bool
 	return 0;
 }
 
-static int cli_network_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
+int ctr_cli_network_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
 {
 	const char *args[] = {"network", "rm", name, NULL};
 	struct proc_result res;
@@ -491,8 +491,8 @@ static int cli_network_remove(const struct ctr_driver *d, const char *name, stru
 	return r;
 }
 
-static int cli_network_connect(const struct ctr_driver *d, const char *network,
-                               const char *container, struct mg_err **err)
+int ctr_cli_network_connect(const struct ctr_driver *d, const char *network, const char *container,
+                            struct mg_err **err)
 {
 	const char *args[] = {"network", "connect", network, container, NULL};
 	struct proc_result res;
@@ -536,8 +536,8 @@ static void take_address(struct strv *out, const struct json_value *o, const cha
 		strv_push(out, v);
 }
 
-static int cli_network_addresses(const struct ctr_driver *d, const char *name, struct strv *out,
-                                 struct mg_err **err)
+int ctr_cli_network_addresses(const struct ctr_driver *d, const char *name, struct strv *out,
+                              struct mg_err **err)
 {
 	struct json_value *net = inspect_one(d, "network", name, err);
 	if (net == NULL)
@@ -557,8 +557,8 @@ static int cli_network_addresses(const struct ctr_driver *d, const char *name, s
 	return 0;
 }
 
-static int cli_network_interface(const struct ctr_driver *d, const char *name, char **ifname,
-                                 struct mg_err **err)
+int ctr_cli_network_interface(const struct ctr_driver *d, const char *name, char **ifname,
+                              struct mg_err **err)
 {
 	*ifname = NULL;
 	if (d->kind != CTR_PODMAN)
@@ -573,8 +573,8 @@ static int cli_network_interface(const struct ctr_driver *d, const char *name, c
 	return 0;
 }
 
-static int cli_container_address(const struct ctr_driver *d, const char *container,
-                                 const char *network, char **address, struct mg_err **err)
+int ctr_cli_container_address(const struct ctr_driver *d, const char *container,
+                              const char *network, char **address, struct mg_err **err)
 {
 	struct json_value *c = inspect_one(d, "container", container, err);
 	if (c == NULL)
@@ -606,13 +606,10 @@ static int cli_platform(const struct ctr_driver *d, struct ctr_platform *out, st
 const struct ctr_ops ctr_cli_ops = {
     .platform = cli_platform,
     .run_command = ctr_cli_run_command,
+    .topology_create = ctr_cli_topology_create,
     .sidecar_command = ctr_cli_sidecar_command,
-    .network_create = cli_network_create,
-    .network_addresses = cli_network_addresses,
-    .network_interface = cli_network_interface,
-    .network_remove = cli_network_remove,
-    .network_connect = cli_network_connect,
-    .container_address = cli_container_address,
+    .sidecar_ready = ctr_cli_sidecar_ready,
+    .topology_remove = ctr_cli_topology_remove,
     .image_present = cli_image_present,
     .image_config = cli_image_config,
     .pull = cli_pull,

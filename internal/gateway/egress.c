@@ -1,6 +1,7 @@
-/* The host side of egress (docs/egress.md): for a server with hosts, its own
- * internal and outer networks, the mcpgate-egress sidecar on both with its
- * standard input held as a lifeline, the proxy variables for the server, and
+/* The host side of egress (docs/egress.md): for a server with hosts, the
+ * driver's egress topology (its networks and the sidecar between them), the
+ * mcpgate-egress sidecar's process with its standard input held as a
+ * lifeline, the proxy's arguments, the proxy variables for the server, and
  * the sidecar's JSON lines into the audit log. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,29 +61,57 @@ static bool sidecar_failed(struct gw_egress *e, struct mg_err **err)
 	return true;
 }
 
-static int wait_address(struct gw_server *srv, int64_t deadline, struct mg_err **err)
+/* The driver finishes the sidecar once its run is spawned (it joins what it
+ * could not start on, then has an address): tried until the deadline,
+ * given up at once when the sidecar's runtime process has ended. */
+static int wait_ready(struct gw_server *srv, int64_t deadline, struct mg_err **err)
 {
-	struct session *s = srv->sess;
+	const struct ctr_driver *d = srv->sess->driver;
 	struct gw_egress *e = &srv->egress;
 	for (;;) {
 		if (sidecar_failed(e, err))
 			return -1;
 		char *ip = NULL;
 		struct mg_err *lerr = NULL;
-		if (s->driver->ops->container_address(s->driver, e->sidecar, e->net_in, &ip,
-		                                      &lerr) == 0) {
+		if (d->ops->sidecar_ready(d, &e->topo, &ip, &lerr) == 0) {
 			e->proxy_url = xasprintf("http://%s:%d", ip, EGRESS_PORT);
 			free(ip);
 			return 0;
 		}
 		if (proc_now_ms() >= deadline) {
-			mg_err_set(err, "the egress sidecar has no address: %s", mg_err_msg(lerr));
+			mg_err_set(err, "%s", mg_err_msg(lerr));
 			mg_err_free(lerr);
 			return -1;
 		}
 		mg_err_free(lerr);
 		usleep(50 * 1000);
 	}
+}
+
+/* The proxy's arguments: the listed hosts, what it must refuse (from the
+ * topology), the cap on bytes sent, the lifeline */
+static void proxy_args(const struct cfg_server *c, const struct strv *deny, struct strv *args)
+{
+	strv_push(args, "-listen");
+	strv_pushf(args, "0.0.0.0:%d", EGRESS_PORT);
+	for (size_t i = 0; i < c->nhosts; i++) {
+		const struct cfg_host *h = &c->hosts[i];
+		strv_push(args, h->private_ok ? "-allow-private" : "-allow");
+		if (h->port != 0)
+			strv_pushf(args, "%s:%u", h->host, h->port);
+		else
+			strv_push(args, h->host);
+	}
+	/* its own networks' subnets and gateways: never a destination */
+	for (size_t i = 0; i < deny->n; i++) {
+		strv_push(args, "-deny-address");
+		strv_push(args, deny->v[i]);
+	}
+	if (c->send_max != 0) {
+		strv_push(args, "-max-bytes-up");
+		strv_pushf(args, "%llu", (unsigned long long)c->send_max);
+	}
+	strv_push(args, "-lifeline");
 }
 
 int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err)
@@ -94,80 +123,25 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 	if (s->egress_binary == NULL)
 		return mg_err_set(err, "%s",
 		                  s->egress_error != NULL ? s->egress_error : "no egress proxy");
-	char *in = xasprintf("%s-in", srv->container), *out = xasprintf("%s-out", srv->container);
-	if (d->ops->network_create(d, in, true, s->id, c->name, s->owner, err) < 0) {
-		free(in);
-		free(out);
+	struct ctr_topology_spec topo = {
+	    .server = c,
+	    .session = s->id,
+	    .owner = s->owner,
+	    .container = srv->container,
+	    .rootless = s->platform.rootless,
+	};
+	/* what was made before a failure is in e->topo: the end removes it */
+	if (d->ops->topology_create(d, &topo, &e->topo, err) < 0)
 		return -1;
-	}
-	e->net_in = in;
-	/* a host firewall that would drop what stays on the bridge is said at
-	 * once, not found out by a timeout (rootless: the bridge lives in
-	 * podman's own namespace, away from the host's chains) */
-	if (!s->platform.rootless) {
-		cleanup_free char *ifname = NULL, *problem = NULL;
-		if (d->ops->network_interface(d, in, &ifname, err) < 0 ||
-		    (ifname != NULL && ctr_forward_problem(ifname, &problem, err) < 0)) {
-			free(out);
-			return -1;
-		}
-		if (problem != NULL) {
-			free(out);
-			return mg_err_set(err, "%s", problem);
-		}
-	}
-	if (d->ops->network_create(d, out, false, s->id, c->name, s->owner, err) < 0) {
-		free(out);
-		return -1;
-	}
-	e->net_out = out;
 
-	/* Always refused: the inner network whole (the server and the sidecar)
-	 * and both gateways (the host). The outer subnet is a private range:
-	 * refused like any other unless a listed host opts in (network_private),
-	 * which is how a person lets a server reach a host next door. */
-	struct strv args = STRV_INIT, addrs = STRV_INIT, out_addrs = STRV_INIT;
-	if (d->ops->network_addresses(d, in, &addrs, err) < 0 ||
-	    d->ops->network_addresses(d, out, &out_addrs, err) < 0) {
-		strv_free(&addrs);
-		strv_free(&out_addrs);
-		return -1;
-	}
-	for (size_t i = 0; i < out_addrs.n; i++)
-		if (strchr(out_addrs.v[i], '/') == NULL)
-			strv_push(&addrs, out_addrs.v[i]);
-	strv_free(&out_addrs);
-	strv_push(&args, "-listen");
-	strv_pushf(&args, "0.0.0.0:%d", EGRESS_PORT);
-	for (size_t i = 0; i < c->nhosts; i++) {
-		const struct cfg_host *h = &c->hosts[i];
-		strv_push(&args, h->private_ok ? "-allow-private" : "-allow");
-		if (h->port != 0)
-			strv_pushf(&args, "%s:%u", h->host, h->port);
-		else
-			strv_push(&args, h->host);
-	}
-	/* its own networks' subnets and gateways: never a destination */
-	for (size_t i = 0; i < addrs.n; i++) {
-		strv_push(&args, "-deny-address");
-		strv_push(&args, addrs.v[i]);
-	}
-	if (c->send_max != 0) {
-		strv_push(&args, "-max-bytes-up");
-		strv_pushf(&args, "%llu", (unsigned long long)c->send_max);
-	}
-	strv_push(&args, "-lifeline");
-	strv_free(&addrs);
-
-	e->sidecar = xasprintf("%s-egress", srv->container);
+	struct strv args = STRV_INIT;
+	proxy_args(c, &e->topo.deny, &args);
 	struct ctr_sidecar_spec spec = {
 	    .server = c,
 	    .session = s->id,
 	    .owner = s->owner,
-	    .name = e->sidecar,
+	    .topology = &e->topo,
 	    .binary = s->egress_binary,
-	    .net_in = in,
-	    .net_out = out,
 	    .args = (const char *const *)strv_array(&args),
 	};
 	struct strv argv = STRV_INIT, envp = STRV_INIT;
@@ -195,29 +169,10 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 	}
 	audit_record(s->audit, "egress.start",
 	             gw_fields("server", json_new_string(c->name), "container",
-	                       json_new_string(e->sidecar), "argv", jargv, NULL));
-	if (d->kind == CTR_DOCKER) {
-		/* docker starts a container on one network; the inner one joins now */
-		int64_t until = deadline;
-		struct mg_err *cerr = NULL;
-		while (d->ops->network_connect(d, in, e->sidecar, &cerr) < 0) {
-			if (sidecar_failed(e, err)) {
-				mg_err_free(cerr);
-				return -1;
-			}
-			if (proc_now_ms() >= until) {
-				mg_err_set(err, "connecting the egress sidecar to %s: %s", in,
-				           mg_err_msg(cerr));
-				mg_err_free(cerr);
-				return -1;
-			}
-			mg_err_clear(&cerr);
-			usleep(50 * 1000);
-		}
-	}
+	                       json_new_string(e->topo.sidecar), "argv", jargv, NULL));
 	/* its records and stderr go to the loop once the server is ready
 	 * (gw_egress_watch, on the loop thread); until then they wait in the pipe */
-	return wait_address(srv, deadline, err);
+	return wait_ready(srv, deadline, err);
 }
 
 /* The server's variables: every client that honours them goes through the
@@ -362,15 +317,18 @@ void gw_egress_end_begin(struct gw_server *srv, struct gw_egress_end *end)
 	end->proc.pidfd = steal_fd(&e->proc.pidfd);
 	end->proc.in_fd = steal_fd(&e->proc.in_fd);
 	e->proc.pid = -1;
-	end->sidecar = steal_pointer(&e->sidecar);
-	end->net_in = steal_pointer(&e->net_in);
-	end->net_out = steal_pointer(&e->net_out);
+	end->topo = e->topo;
+	e->topo = (struct ctr_topology){.deny = STRV_INIT};
+}
+
+static bool topology_made(const struct ctr_topology *t)
+{
+	return t->sidecar != NULL || t->net_in != NULL || t->net_out != NULL;
 }
 
 bool gw_egress_end_pending(const struct gw_egress_end *end)
 {
-	return end->proc.pid > 0 || end->proc.in_fd >= 0 || end->sidecar != NULL ||
-	       end->net_in != NULL || end->net_out != NULL;
+	return end->proc.pid > 0 || end->proc.in_fd >= 0 || topology_made(&end->topo);
 }
 
 /* Anywhere but the loop's thread (it waits and runs the runtime): the
@@ -387,30 +345,19 @@ void gw_egress_end_work(struct gw_server *srv, struct gw_egress_end *end, int64_
 	if (end->proc.pid > 0) {
 		int status;
 		if (proc_wait(&end->proc, deadline_ms, &status, NULL) < 0) {
-			d->ops->remove(d, end->sidecar, NULL);
+			if (end->topo.sidecar != NULL)
+				d->ops->remove(d, end->topo.sidecar, NULL);
 			if (proc_wait(&end->proc, proc_now_ms() + 5000, &status, NULL) < 0)
 				proc_stop(&end->proc, 0, &status);
 		}
 	}
 	proc_close(&end->proc);
-	if (end->sidecar != NULL)
-		d->ops->remove(d, end->sidecar, NULL);
-	free(end->sidecar);
-	end->sidecar = NULL;
-	/* the networks go last: nothing may be attached to them */
-	const char *nets[] = {end->net_in, end->net_out};
-	for (size_t i = 0; i < 2; i++) {
-		if (nets[i] == NULL)
-			continue;
-		struct mg_err *err = NULL;
-		if (d->ops->network_remove(d, nets[i], &err) < 0) {
-			mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
-			mg_err_free(err);
-		}
+	struct mg_err *err = NULL;
+	if (topology_made(&end->topo) && d->ops->topology_remove(d, &end->topo, &err) < 0) {
+		mg_warn("server %s: %s", srv->cfg->name, mg_err_msg(err));
+		mg_err_free(err);
 	}
-	free(end->net_in);
-	free(end->net_out);
-	end->net_in = end->net_out = NULL;
+	ctr_topology_free(&end->topo);
 }
 
 /* Back on the thread that owns the server: what the sidecar wrote before
@@ -458,9 +405,7 @@ void gw_egress_free(struct gw_egress *e)
 	if (e->out_fd >= 0)
 		close(e->out_fd);
 	e->out_fd = -1;
-	free(e->sidecar);
+	ctr_topology_free(&e->topo);
 	free(e->proxy_url);
-	free(e->net_in);
-	free(e->net_out);
 	mg_buf_free(&e->line);
 }

@@ -44,10 +44,9 @@ struct gw_relayed;
 
 /* A server's way out, when it lists hosts (egress.c) */
 struct gw_egress {
-	char *net_in, *net_out; /* its two networks, once made */
-	char *sidecar;          /* the proxy's container */
-	struct proc proc;       /* its runtime process: stdin is the lifeline */
-	int out_fd;             /* its records, one JSON line each */
+	struct ctr_topology topo; /* its networks and the proxy's container, made by the driver */
+	struct proc proc;         /* its runtime process: stdin is the lifeline */
+	int out_fd;               /* its records, one JSON line each */
 	/* the loop watches out_fd and the proxy's stderr: set on the loop
 	 * thread once the server is ready, never before, so a start that fails
 	 * on the server's own thread touches no watch of the loop's */
@@ -61,9 +60,8 @@ struct gw_egress {
  * the server, work anywhere (it waits and runs the runtime), done back on
  * the owner's thread */
 struct gw_egress_end {
-	struct proc proc;       /* the sidecar's runtime process and lifeline */
-	char *sidecar;          /* its container, to remove */
-	char *net_in, *net_out; /* its networks, to remove */
+	struct proc proc;         /* the sidecar's runtime process and lifeline */
+	struct ctr_topology topo; /* its container and networks, to remove */
 };
 
 struct gw_server {

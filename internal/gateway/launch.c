@@ -103,7 +103,7 @@ int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
 		return -1;
 	with.image = &image;
 	struct ctr_mount_plan staged_by = plan != NULL ? *plan : (struct ctr_mount_plan){0};
-	staged_by.driver = d; /* rootless podman stages in its own namespace */
+	staged_by.driver = d; /* a rootless runtime may stage in its own namespace */
 	if (plan != NULL && ctr_mounts_open(&staged_by, &l->mounts, err) < 0) {
 		ctr_image_config_free(&image);
 		return -1;

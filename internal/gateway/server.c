@@ -140,7 +140,7 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	    .owner = s->owner,
 	    .workspace = s->workspace,
 	    .user = ctr_default_user(c, s->platform.rootless, s->workspace, user, sizeof(user)),
-	    .network = srv->egress.net_in,
+	    .network = srv->egress.topo.net_in,
 	    .env = env,
 	    .nenv = gw_egress_env(srv, env, sizeof(env) / sizeof(env[0])),
 	};

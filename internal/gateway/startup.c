@@ -40,33 +40,25 @@ struct gw_startup {
 	bool sweep_started, platform_started;
 };
 
-/* ---- the sweep: once per runtime and process ---------------------------- */
-
-static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool swept[2];
+/* ---- the sweep: once per runtime and process (the driver keeps count) -- */
 
 static void sweep_once(struct session *s)
 {
-	pthread_mutex_lock(&sweep_lock);
-	if (!swept[s->driver->kind]) {
-		swept[s->driver->kind] = true;
-		unsigned removed = 0;
-		struct mg_err *err = NULL;
-		int r = s->driver->ops->sweep(s->driver, &removed, &err);
-		audit_record(s->audit, "sweep",
-		             gw_fields("runtime", json_new_string(s->driver->name), "removed",
-		                       json_new_int(removed), "error",
-		                       r < 0 ? json_new_string(mg_err_msg(err)) : json_new_null(),
-		                       NULL));
-		if (r < 0)
-			mg_warn("sweep: %s", mg_err_msg(err));
-		else if (removed > 0)
-			mg_info(
-			    "swept %u container(s) and network(s) left by dead mcpgate processes",
-			    removed);
-		mg_err_free(err);
-	}
-	pthread_mutex_unlock(&sweep_lock);
+	unsigned removed = 0;
+	struct mg_err *err = NULL;
+	int r = ctr_sweep_once(s->driver, &removed, &err);
+	if (r == 0)
+		return;
+	audit_record(s->audit, "sweep",
+	             gw_fields("runtime", json_new_string(s->driver->name), "removed",
+	                       json_new_int(removed), "error",
+	                       r < 0 ? json_new_string(mg_err_msg(err)) : json_new_null(), NULL));
+	if (r < 0)
+		mg_warn("sweep: %s", mg_err_msg(err));
+	else if (removed > 0)
+		mg_info("swept %u container(s) and network(s) left by dead mcpgate processes",
+		        removed);
+	mg_err_free(err);
 }
 
 /* On the loop thread: the sweep was one of the things start-up waits for */
