@@ -37,8 +37,24 @@ static char *make(struct confirm_keeper *k, const char *session, const char *too
 	return state;
 }
 
-#define REFUSED(got, words, ...) \
-	T_OK((got)[0] != '\0' && strstr((got), (words)) != NULL, __VA_ARGS__)
+/* take must refuse, saying words */
+static void refused(struct confirm_keeper *k, const char *state, const char *session,
+                    const char *tool, const struct json_value *args, int64_t now, const char *words,
+                    const char *what)
+{
+	char *got = take(k, state, session, tool, args, now);
+	T_OK(got[0] != '\0' && strstr(got, words) != NULL, "%s: refused (%s)", what, got);
+	free(got);
+}
+
+/* take must accept */
+static void taken(struct confirm_keeper *k, const char *state, const char *session,
+                  const char *tool, const struct json_value *args, int64_t now, const char *what)
+{
+	char *got = take(k, state, session, tool, args, now);
+	T_STR(got, "", "%s", what);
+	free(got);
+}
 
 int main(void)
 {
@@ -55,45 +71,31 @@ int main(void)
 	T_OK(strncmp(s, CONFIRM_STATE_PREFIX, strlen(CONFIRM_STATE_PREFIX)) == 0 &&
 	         strlen(s) == strlen(CONFIRM_STATE_PREFIX) + 96,
 	     "a state is the prefix and 96 characters: %s", s);
-	char *got = take(k, s, "sess-1", "fs__write", reordered, 999);
-	T_STR(got, "", "taken for the same call (key order does not matter: canonical JSON)");
-	free(got);
+	taken(k, s, "sess-1", "fs__write", reordered, 999,
+	      "taken for the same call (key order does not matter: canonical JSON)");
 
-	got = take(k, s, "sess-1", "fs__write", args, 999);
-	REFUSED(got, "used already", "replayed: refused (%s)", got);
-	free(got);
+	refused(k, s, "sess-1", "fs__write", args, 999, "used already", "replayed");
 	free(s);
 
 	s = make(k, "sess-1", "fs__write", args, 1000);
-	got = take(k, s, "sess-1", "fs__write", args, 1000);
-	REFUSED(got, "expired", "expired at its deadline: refused (%s)", got);
-	free(got);
-	got = take(k, s, "sess-1", "fs__write", args, 10);
-	REFUSED(got, "used already",
-	        "and an expired state is gone, even with an earlier clock (%s)", got);
-	free(got);
+	refused(k, s, "sess-1", "fs__write", args, 1000, "expired", "expired at its deadline");
+	refused(k, s, "sess-1", "fs__write", args, 10, "used already",
+	        "and an expired state is gone, even with an earlier clock");
 	free(s);
 
 	s = make(k, "sess-1", "fs__write", args, 1000);
-	got = take(k, s, "sess-1", "fs__write", changed, 10);
-	REFUSED(got, "not valid for this call", "other arguments: refused (%s)", got);
-	free(got);
-	got = take(k, s, "sess-1", "fs__write", extra, 10);
-	REFUSED(got, "not valid for this call", "one more argument: refused (%s)", got);
-	free(got);
-	got = take(k, s, "sess-1", "fs__delete", args, 10);
-	REFUSED(got, "other arguments, or forged", "another tool: refused (%s)", got);
-	free(got);
-	got = take(k, s, "sess-2", "fs__write", args, 10);
-	REFUSED(got, "not valid in this session", "another session: refused (%s)", got);
-	free(got);
-	got = take(other, s, "sess-1", "fs__write", args, 10);
-	REFUSED(got, "forged", "another keeper's key (another process): refused as forged (%s)",
-	        got);
-	free(got);
-	got = take(k, s, "sess-1", "fs__write", args, 10);
-	T_STR(got, "", "a refused try with the wrong call does not use the state up");
-	free(got);
+	refused(k, s, "sess-1", "fs__write", changed, 10, "not valid for this call",
+	        "other arguments");
+	refused(k, s, "sess-1", "fs__write", extra, 10, "not valid for this call",
+	        "one more argument");
+	refused(k, s, "sess-1", "fs__delete", args, 10, "other arguments, or forged",
+	        "another tool");
+	refused(k, s, "sess-2", "fs__write", args, 10, "not valid in this session",
+	        "another session");
+	refused(other, s, "sess-1", "fs__write", args, 10, "forged",
+	        "another keeper's key (another process), as forged");
+	taken(k, s, "sess-1", "fs__write", args, 10,
+	      "a refused try with the wrong call does not use the state up");
 	free(s);
 
 	/* altered: every character of the encoded part, changed in turn */
@@ -108,9 +110,7 @@ int main(void)
 		free(t);
 	}
 	T_INT((long long)bad, (long long)(len - prefix), "every altered character is refused");
-	got = take(k, s, "sess-1", "fs__write", args, 10);
-	T_STR(got, "", "and the unaltered state still works once");
-	free(got);
+	taken(k, s, "sess-1", "fs__write", args, 10, "and the unaltered state still works once");
 	free(s);
 
 	const char *forged[] = {"",
@@ -121,7 +121,7 @@ int main(void)
 	                        "mcs1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 	                        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"};
 	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
-		got = take(k, forged[i], "sess-1", "fs__write", args, 10);
+		char *got = take(k, forged[i], "sess-1", "fs__write", args, 10);
 		T_OK(got[0] != '\0' &&
 		         (strstr(got, "not one mcpgate makes") != NULL ||
 		          strstr(got, "forged") != NULL || strstr(got, "not valid") != NULL),
@@ -130,9 +130,7 @@ int main(void)
 	}
 	char *zero = make(k, "sess-1", "fs__write", NULL, 1000);
 	struct json_value *empty = parse("{}");
-	got = take(k, zero, "sess-1", "fs__write", empty, 10);
-	T_STR(got, "", "no arguments and {} are the same call");
-	free(got);
+	taken(k, zero, "sess-1", "fs__write", empty, 10, "no arguments and {} are the same call");
 	free(zero);
 
 	/* bounded: the oldest outstanding question is refused once more are asked */
@@ -142,13 +140,9 @@ int main(void)
 		free(last);
 		last = make(k, "sess-1", "fs__write", args, 1000);
 	}
-	got = take(k, first, "sess-1", "fs__write", args, 10);
-	REFUSED(got, "used already", "past %d outstanding the oldest is refused (%s)",
-	        CONFIRM_PENDING_MAX, got);
-	free(got);
-	got = take(k, last, "sess-1", "fs__write", args, 10);
-	T_STR(got, "", "the newest still works");
-	free(got);
+	refused(k, first, "sess-1", "fs__write", args, 10, "used already",
+	        "past CONFIRM_PENDING_MAX outstanding, the oldest");
+	taken(k, last, "sess-1", "fs__write", args, 10, "the newest still works");
 	free(first);
 	free(last);
 
