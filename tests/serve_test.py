@@ -1457,6 +1457,12 @@ def test_modern_client():
            n["params"].get("data") == "asked for"]
     t.ok(len(got) == 1 and got[0]["params"].get("logger") == "alpha/probe",
          "a server's message reaches a call that asked for its level", (r, c.notifications))
+    held = [n for n in c.notifications if n.get("method") == "notifications/message" and
+            n["params"].get("logger") == "mcpgate"]
+    t.ok(len(held) == 1 and "w__echo" in held[0]["params"].get("data", "") and
+         held[0]["params"].get("level") == "warning",
+         "mcpgate's own notice (a tool not listed) waited for the first request asking for "
+         "its level", held)
     for level, text in ((None, "not asked"), ("error", "too low")):
         modern(c, "tools/call", {"name": "alpha__log", "arguments": {"level": "warning",
                                                                      "text": text}},
@@ -1534,6 +1540,19 @@ def test_modern_confirmation():
     t.ok(len(runs) == 1, "and the tool ran once", runs)
     f.cleanup()
 
+    # a question answered after its deadline (call_timeout) is asked for nothing
+    f = Fixture(server("w", tools_on=("echo",), effect="write"), config="call_timeout = 1\n")
+    c = f.start()
+    r = modern(c, "tools/call", call, caps=caps)
+    state = r.get("result", {}).get("requestState", "")
+    time.sleep(1.2)
+    p = dict(call, inputResponses={"mcpgate-confirm": {"action": "accept"}}, requestState=state)
+    r = modern(c, "tools/call", p, caps=caps)
+    t.ok(r.get("error", {}).get("code") == -32602 and "expired" in r["error"]["message"],
+         "a state past its deadline is refused", r)
+    c.close()
+    f.cleanup()
+
 
 def test_old_era_unchanged():
     """a client that sends initialize gets 2025-11-25 as before"""
@@ -1542,9 +1561,13 @@ def test_old_era_unchanged():
     r = c.request("tools/list")
     t.ok(r.get("error", {}).get("code") == -32600 and "initialize first" in r["error"]["message"],
          "a request without _meta before initialize is still told to initialize", r)
-    init = c.initialize()
-    t.ok(init["result"]["protocolVersion"] == "2025-11-25" and "resultType" not in init["result"],
-         "initialize answers 2025-11-25, without resultType", init)
+    init = c.request("initialize", modern_params({
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "mcpgate-tests", "version": "1"}}))
+    c.notify("notifications/initialized")
+    t.ok(init.get("result", {}).get("protocolVersion") == "2025-11-25" and
+         "resultType" not in init["result"],
+         "initialize answers 2025-11-25, without resultType, even with 2026-07-28's _meta", init)
     res = c.request("tools/list")["result"]
     t.ok("resultType" not in res and "ttlMs" not in res and "cacheScope" not in res,
          "its results carry none of 2026-07-28's fields", res)

@@ -356,7 +356,8 @@ int gw_relay_passthrough_check(const struct session *s, struct mg_err **err);
 const struct json_value *gw_relay_server_capabilities(const struct cfg_server *c);
 
 /* era.c: 2026-07-28 beside 2025-11-25 (docs/2026-12-01-protocol-eras.md) */
-/* server/discover, or a request whose _meta names a protocol version */
+/* server/discover, or a request other than initialize whose _meta names a
+ * protocol version */
 bool gw_era_claims_modern(const struct rpc_msg *msg);
 /* A request of 2026-07-28: 0 when its _meta is good (the era is modern from
  * now, s->client_caps are this request's, s->request_log_rank its level),
