@@ -61,7 +61,8 @@ KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
 MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
 CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clients/toml_edit.c \
               internal/clients/diff.c
-GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c internal/gateway/instance.c
+GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c \
+              internal/gateway/confirm_state.c internal/gateway/era.c internal/gateway/instance.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
              internal/listen/client.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
@@ -75,7 +76,8 @@ TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
 UNIT_TESTS = base_test toml_test json_test config_test proc_test container_test jsonrpc_test mcp_test \
-	     keychain_test pack_test egress_test remote_test clients_test listen_test gateway_test
+	     keychain_test pack_test egress_test remote_test clients_test listen_test gateway_test \
+	     confirm_state_test
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_SRC = internal/json/json_test.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -107,6 +109,9 @@ gateway_test_SRC = internal/gateway/gateway_test.c $(GATEWAY_SRC) $(MCP_SRC) $(A
 	$(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) \
 	$(BASE_SRC) $(TESTING_SRC)
 gateway_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(CURL_LIBS) $(PSL_LIBS) -lpthread
+confirm_state_test_SRC = internal/gateway/confirm_state_test.c internal/gateway/confirm_state.c \
+	$(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
+confirm_state_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
 FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz
@@ -126,7 +131,7 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
 	   internal/container/container-internal.h internal/audit/audit.h \
-	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h \
+	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h internal/gateway/confirm_state.h \
 	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
 	   internal/remote/remote.h internal/listen/listen.h internal/listen/listen-internal.h \
 	   internal/clients/clients.h internal/clients/clients-internal.h \

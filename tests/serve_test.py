@@ -1407,12 +1407,241 @@ def test_calls_during_start():
     f.cleanup()
 
 
+MODERN = "2026-07-28"
+
+
+def modern_params(params=None, caps=None, level=None, version=MODERN):
+    """params with the _meta every 2026-07-28 request carries"""
+    p = dict(params or {})
+    meta = dict(p.get("_meta", {}))
+    meta["io.modelcontextprotocol/protocolVersion"] = version
+    meta["io.modelcontextprotocol/clientInfo"] = {"name": "mcpgate-tests", "version": "1"}
+    meta["io.modelcontextprotocol/clientCapabilities"] = caps if caps is not None else {}
+    if level is not None:
+        meta["io.modelcontextprotocol/logLevel"] = level
+    p["_meta"] = meta
+    return p
+
+
+def modern(c, method, params=None, **kw):
+    return c.request(method, modern_params(params, **kw))
+
+
+def test_modern_client():
+    """a client of 2026-07-28: no initialize, _meta on every request"""
+    f = Fixture(server("alpha", ("echo", "log")) +
+                server("w", tools_on=("echo",), effect="write"))
+    c = f.start()
+    d = modern(c, "server/discover")
+    res = d.get("result", {})
+    t.ok(res.get("resultType") == "complete" and res.get("supportedVersions", [None])[0] == MODERN
+         and "2025-11-25" in res.get("supportedVersions", []),
+         "server/discover answers first, naming 2026-07-28 and the old versions", d)
+    t.ok("tools" in res.get("capabilities", {}) and
+         res.get("_meta", {}).get("io.modelcontextprotocol/serverInfo", {}).get("name") ==
+         "mcpgate" and res.get("cacheScope") == "private" and isinstance(res.get("ttlMs"), int),
+         "with capabilities, serverInfo and cache fields", res)
+    r = c.request("tools/list", modern_params(version="2099-01-01"))
+    err = r.get("error", {})
+    t.ok(err.get("code") == -32022 and err.get("data", {}).get("requested") == "2099-01-01" and
+         MODERN in err.get("data", {}).get("supported", []),
+         "another version is -32022 with the supported versions and the one asked", r)
+    r = c.request("tools/list", {})
+    t.ok(r.get("error", {}).get("code") == -32602 and
+         "protocolVersion" in r.get("error", {}).get("message", ""),
+         "a request without its version is refused, naming the field", r)
+    r = modern(c, "tools/list", level="loud")
+    t.ok(r.get("error", {}).get("code") == -32602 and "logLevel" in r["error"]["message"],
+         "a log level that is none is refused, naming the field", r)
+    listing = modern(c, "tools/list")
+    res = listing.get("result", {})
+    t.ok([x["name"] for x in res.get("tools", [])] == ["alpha__echo", "alpha__log"],
+         "tools/list: a write tool is not listed to a request that cannot elicit", listing)
+    t.ok(res.get("resultType") == "complete" and res.get("ttlMs") == 5000 and
+         res.get("cacheScope") == "private", "tools/list has resultType, ttlMs and cacheScope",
+         res)
+    listing = modern(c, "tools/list", caps={"elicitation": {}})
+    t.ok([x["name"] for x in listing["result"]["tools"]] == ["alpha__echo", "alpha__log", "w__echo"],
+         "capabilities are the request's own: one that can elicit sees the write tool", listing)
+    r = modern(c, "tools/call", {"name": "alpha__echo", "arguments": {"text": "new era"}})
+    t.ok(text_of(r) == "new era" and r["result"].get("resultType") == "complete" and
+         r["result"]["_meta"].get("io.mcpgate/server") == "alpha",
+         "a call goes through and its result says complete", r)
+    for method in ("resources/list", "resources/templates/list", "prompts/list"):
+        r = modern(c, method)
+        res = r.get("result", {})
+        t.ok(res.get("resultType") == "complete" and res.get("ttlMs") == 5000 and
+             res.get("cacheScope") == "private", "%s has the cache fields" % method, r)
+    r = modern(c, "resources/read", {"uri": "mcpgate://alpha/probe://greeting"})
+    res = r.get("result", {})
+    t.ok(res.get("contents", [{}])[0].get("text") == "Hello from the probe" and
+         res.get("ttlMs") == 0 and res.get("cacheScope") == "private" and
+         res.get("resultType") == "complete", "resources/read has the cache fields", r)
+    r = modern(c, "resources/read", {"uri": "mcpgate://nosuch/x"})
+    t.ok(r.get("error", {}).get("code") == -32602, "a resource not found is -32602", r)
+    for method in ("ping", "logging/setLevel", "resources/subscribe", "initialize",
+                   "subscriptions/listen"):
+        r = modern(c, method, {"level": "info", "uri": "mcpgate://alpha/probe://greeting",
+                               "protocolVersion": "2025-11-25", "capabilities": {}})
+        t.ok(r.get("error", {}).get("code") == -32601 and "not served" in r["error"]["message"],
+             "%s is not served to a 2026-07-28 client, and says why" % method, r)
+    c.notifications.clear()
+    r = modern(c, "tools/call", {"name": "alpha__log", "arguments": {"level": "warning",
+                                                                     "text": "asked for"}},
+               level="info")
+    got = [n for n in c.notifications if n.get("method") == "notifications/message" and
+           n["params"].get("data") == "asked for"]
+    t.ok(len(got) == 1 and got[0]["params"].get("logger") == "alpha/probe",
+         "a server's message reaches a call that asked for its level", (r, c.notifications))
+    held = [n for n in c.notifications if n.get("method") == "notifications/message" and
+            n["params"].get("logger") == "mcpgate"]
+    t.ok(len(held) == 1 and "w__echo" in held[0]["params"].get("data", "") and
+         held[0]["params"].get("level") == "warning",
+         "mcpgate's own notice (a tool not listed) waited for the first request asking for "
+         "its level", held)
+    for level, text in ((None, "not asked"), ("error", "too low")):
+        modern(c, "tools/call", {"name": "alpha__log", "arguments": {"level": "warning",
+                                                                     "text": text}},
+               level=level)
+        c.request("ping")  # a marker: whatever the call caused has arrived
+        t.ok(not any(n["params"].get("data") == text for n in c.notifications
+                     if n.get("method") == "notifications/message"),
+             "and none reaches a call that asked for %s" % (level or "no level"), c.notifications)
+    status = c.close()
+    t.ok(status == 0, "the session ends at end of input", status)
+    calls = [e for e in events(f.audit(), "tool.call") if e.get("tool") == "echo"]
+    t.ok(calls and calls[0].get("outcome") == "ok", "the call is in the audit log", calls)
+    f.cleanup()
+
+
+def test_modern_confirmation():
+    """a write tool's confirmation as a multi round-trip request"""
+    f = Fixture(server("w", tools_on=("echo",), effect="write"))
+    c = f.start()
+    caps = {"elicitation": {}}
+    call = {"name": "w__echo", "arguments": {"text": "write me"}}
+    r = modern(c, "tools/call", call, caps=caps)
+    res = r.get("result", {})
+    ask = res.get("inputRequests", {}).get("mcpgate-confirm", {})
+    state = res.get("requestState")
+    t.ok(res.get("resultType") == "input_required" and ask.get("method") == "elicitation/create"
+         and isinstance(state, str) and not c.requests,
+         "a write tool answers input_required with an elicitation and a state, asking nothing "
+         "itself", r)
+    msg = ask.get("params", {}).get("message", "")
+    t.ok("server w" in msg and "tool echo" in msg and "effect: write" in msg and
+         "write me" in msg and ask["params"].get("mode") == "form" and
+         ask["params"].get("requestedSchema", {}).get("type") == "object",
+         "the question names the server, the tool and the arguments, as a form", ask)
+
+    def retry(params, action="accept", st=None):
+        p = dict(params)
+        p["inputResponses"] = {"mcpgate-confirm": {"action": action}}
+        p["requestState"] = state if st is None else st
+        return modern(c, "tools/call", p, caps=caps)
+
+    r = retry(call)
+    t.ok(text_of(r) == "write me" and r["result"].get("resultType") == "complete",
+         "the retry with accept and the state runs the call", r)
+    r = retry(call)
+    t.ok(r.get("error", {}).get("code") == -32602 and "used already" in r["error"]["message"],
+         "the same state again is refused: it is taken once", r)
+    r = modern(c, "tools/call", call, caps=caps)
+    state = r["result"]["requestState"]
+    altered = state[:-3] + ("AAA" if state[-3:] != "AAA" else "BBB")
+    r = retry(call, st=altered)
+    t.ok(r.get("error", {}).get("code") == -32602 and "forged or altered" in r["error"]["message"],
+         "an altered state is refused", r)
+    r = retry({"name": "w__echo", "arguments": {"text": "something else"}})
+    t.ok(r.get("error", {}).get("code") == -32602 and
+         "not valid for this call" in r["error"]["message"],
+         "a state for other arguments is refused: a yes holds for the call asked about", r)
+    r = retry(call, action="decline")
+    t.ok(r.get("result", {}).get("isError") is True and "declined" in text_of(r),
+         "decline on the retry refuses with a tool error", r)
+    r = modern(c, "tools/call", dict(call, inputResponses={"mcpgate-confirm": {"action": "accept"}}),
+               caps=caps)
+    t.ok(r.get("error", {}).get("code") == -32602 and "requestState" in r["error"]["message"],
+         "an answer without the state is refused", r)
+    r = modern(c, "tools/call", call)
+    t.ok(r.get("result", {}).get("isError") is True and "elicitation" in text_of(r),
+         "a request that cannot elicit is refused as before", r)
+    c.close()
+    confirms = events(f.audit(), "tool.confirm")
+    t.ok([e.get("action") for e in confirms] == ["accept", "none", "none", "none", "decline",
+                                                 "none"] and
+         all(e.get("reason") for e in confirms if e.get("action") == "none"),
+         "each answer and each refused state is recorded, with why", confirms)
+    runs = [e for e in events(f.audit(), "tool.call") if e.get("outcome") == "ok"]
+    t.ok(len(runs) == 1, "and the tool ran once", runs)
+    f.cleanup()
+
+    # a question answered after its deadline (call_timeout) is asked for nothing
+    f = Fixture(server("w", tools_on=("echo",), effect="write"), config="call_timeout = 1\n")
+    c = f.start()
+    r = modern(c, "tools/call", call, caps=caps)
+    state = r.get("result", {}).get("requestState", "")
+    time.sleep(1.2)
+    p = dict(call, inputResponses={"mcpgate-confirm": {"action": "accept"}}, requestState=state)
+    r = modern(c, "tools/call", p, caps=caps)
+    t.ok(r.get("error", {}).get("code") == -32602 and "expired" in r["error"]["message"],
+         "a state past its deadline is refused", r)
+    c.close()
+    f.cleanup()
+
+
+def test_old_era_unchanged():
+    """a client that sends initialize gets 2025-11-25 as before"""
+    f = Fixture(server("alpha"))
+    c = f.start()
+    r = c.request("tools/list")
+    t.ok(r.get("error", {}).get("code") == -32600 and "initialize first" in r["error"]["message"],
+         "a request without _meta before initialize is still told to initialize", r)
+    init = c.request("initialize", modern_params({
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "mcpgate-tests", "version": "1"}}))
+    c.notify("notifications/initialized")
+    t.ok(init.get("result", {}).get("protocolVersion") == "2025-11-25" and
+         "resultType" not in init["result"],
+         "initialize answers 2025-11-25, without resultType, even with 2026-07-28's _meta", init)
+    res = c.request("tools/list")["result"]
+    t.ok("resultType" not in res and "ttlMs" not in res and "cacheScope" not in res,
+         "its results carry none of 2026-07-28's fields", res)
+    r = c.request("resources/read", {"uri": "mcpgate://nosuch/x"})
+    t.ok(r.get("error", {}).get("code") == -32002, "a resource not found is still -32002", r)
+    t.ok(c.request("ping").get("result") == {}, "ping still answers")
+    r = c.request("tools/list", modern_params())
+    t.ok("resultType" not in r.get("result", {}), "its era stays what initialize chose", r)
+    c.close()
+    f.cleanup()
+
+
+def test_modern_during_start():
+    """a 2026-07-28 request that comes while servers start waits for them"""
+    f = Fixture(server("alpha"))
+    with open(os.path.join(f.rt, "inspect-delay-ms"), "w") as fh:
+        fh.write("1500\n")
+    c = f.start()
+    t0 = time.monotonic()
+    send(c, 1, "tools/call", modern_params({"name": "alpha__echo", "arguments": {"text": "early"}}))
+    send(c, 2, "server/discover", modern_params())
+    got = answers(c, (1, 2))
+    t.ok(text_of(got[1]) == "early" and got[1]["result"].get("resultType") == "complete" and
+         time.monotonic() - t0 > 1.2, "a call of 2026-07-28 during start-up waits and runs",
+         got[1])
+    t.ok(got[2].get("result", {}).get("supportedVersions"),
+         "server/discover is answered without waiting", got[2])
+    c.close()
+    f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
-             test_config_error, test_calls_during_start):
+             test_config_error, test_calls_during_start, test_modern_client,
+             test_modern_confirmation, test_old_era_unchanged, test_modern_during_start):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

@@ -29,14 +29,22 @@ void gw_client_error_data(struct session *s, const struct json_value *id, int64_
 	}
 }
 
-void gw_client_result(struct session *s, const struct json_value *id,
-                      const struct json_value *result)
+static void send_result(struct session *s, const struct json_value *id,
+                        const struct json_value *result)
 {
 	struct mg_err *err = NULL;
 	if (rpc_peer_send_result(s->client, id, result, &err) < 0) {
 		mg_warn("client: %s", mg_err_msg(err));
 		mg_err_free(err);
 	}
+}
+
+void gw_client_result(struct session *s, const struct json_value *id,
+                      const struct json_value *result)
+{
+	struct json_value *modern = gw_era_result(s, result);
+	send_result(s, id, modern != NULL ? modern : result);
+	json_free(modern);
 }
 
 static void send_notice_now(struct session *s, const char *level, const char *text)
@@ -48,17 +56,42 @@ static void send_notice_now(struct session *s, const char *level, const char *te
 	json_free(params);
 }
 
+/* A 2026-07-28 client hears a log message only during a request that asked
+ * for that level or a lower one */
+static bool modern_wants(const struct session *s, const char *level)
+{
+	return s->era == GW_ERA_MODERN && s->request_log_rank >= 0 &&
+	       gw_log_level_rank(level) >= s->request_log_rank;
+}
+
 /* Say something to the person through the client (notifications/message);
- * held until the client has been answered initialize. */
+ * held until the client has been answered initialize, or (2026-07-28) until
+ * a request asks for messages of its level. */
 void gw_client_notice(struct session *s, const char *level, const char *text)
 {
 	mg_info("%s", text);
-	if (s->answered_initialize) {
+	if (s->answered_initialize || modern_wants(s, level)) {
 		send_notice_now(s, level, text);
 		return;
 	}
 	if (s->notices.n < CLIENT_NOTICES_MAX)
 		strv_pushf(&s->notices, "%s\t%s", level, text);
+}
+
+/* The notices held that the client may hear now; the others stay */
+static void send_held_notices(struct session *s)
+{
+	struct strv keep = STRV_INIT;
+	for (size_t i = 0; i < s->notices.n; i++) {
+		char *tab = strchr(s->notices.v[i], '\t');
+		*tab = '\0';
+		if (s->answered_initialize || modern_wants(s, s->notices.v[i]))
+			send_notice_now(s, s->notices.v[i], tab + 1);
+		else
+			strv_pushf(&keep, "%s\t%s", s->notices.v[i], tab + 1);
+	}
+	strv_free(&s->notices);
+	s->notices = keep;
 }
 
 /* ---- calls -------------------------------------------------------------- */
@@ -220,10 +253,10 @@ static void refuse_call(struct session *s, const struct json_value *id, const ch
 }
 
 /* The params for the server: its own tool name, and our progress token */
-static struct json_value *upstream_params(const struct json_value *params, const char *name,
-                                          const char *token)
+static struct json_value *upstream_params(const struct session *s, const struct json_value *params,
+                                          const char *name, const char *token)
 {
-	struct json_value *p = json_copy(params);
+	struct json_value *p = gw_era_upstream_params(s, params);
 	json_object_set(p, "name", json_new_string(name));
 	const struct json_value *meta = json_get(p, "_meta");
 	if (meta != NULL && meta->kind == JSON_OBJECT && json_get(meta, "progressToken") != NULL) {
@@ -314,6 +347,13 @@ static char *where_it_runs(const struct session *s, const struct cfg_server *c)
 
 #define ARGS_PREVIEW_MAX 600
 
+static char *declined_text(const struct gw_call *c, const char *action)
+{
+	return xasprintf("refused: the person %s running tool %s of server %s",
+	                 strcmp(action, "decline") == 0 ? "declined" : "cancelled", c->tool,
+	                 c->server->cfg->name);
+}
+
 static void on_confirm(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
                        void *data)
 {
@@ -343,18 +383,17 @@ static void on_confirm(struct rpc_peer *peer, struct rpc_msg *reply, const struc
 	}
 	cleanup_free char *text =
 	    action != NULL
-	        ? xasprintf("refused: the person %s running tool %s of server %s",
-	                    strcmp(action, "decline") == 0 ? "declined" : "cancelled", c->tool,
-	                    c->server->cfg->name)
+	        ? declined_text(c, action)
 	        : xasprintf("refused: no confirmation for tool %s of server %s (%s)", c->tool,
 	                    c->server->cfg->name,
 	                    why != NULL ? mg_err_msg(why) : "the client's answer was an error");
 	call_refuse(c, "declined", text);
 }
 
-/* Ask the person, through the client, whether this call may run. */
-static void call_confirm(struct gw_call *c, const struct cfg_tool *set,
-                         const struct json_value *args)
+/* The elicitation that asks the person whether call c may run: a form with
+ * nothing to fill in, whose message says what would run where */
+static struct json_value *confirm_question(struct gw_call *c, const struct cfg_tool *set,
+                                           const struct json_value *args)
 {
 	struct session *s = c->sess;
 	const struct cfg_server *srv = c->server->cfg;
@@ -374,8 +413,18 @@ static void call_confirm(struct gw_call *c, const struct cfg_tool *set,
 	    "message", json_new_string(message), "requestedSchema",
 	    gw_fields("type", json_new_string("object"), "properties", json_new_object(), NULL),
 	    NULL);
-	if (s->client_version != NULL && strcmp(s->client_version, "2025-11-25") == 0)
+	if (s->era == GW_ERA_MODERN ||
+	    (s->client_version != NULL && strcmp(s->client_version, "2025-11-25") == 0))
 		json_object_set(params, "mode", json_new_string("form"));
+	return params;
+}
+
+/* Ask the person, through the client, whether this call may run. */
+static void call_confirm(struct gw_call *c, const struct cfg_tool *set,
+                         const struct json_value *args)
+{
+	struct session *s = c->sess;
+	struct json_value *params = confirm_question(c, set, args);
 	struct mg_err *err = NULL;
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
 	c->awaiting_confirm = true;
@@ -389,6 +438,110 @@ static void call_confirm(struct gw_call *c, const struct cfg_tool *set,
 		mg_err_free(err);
 		call_refuse(c, "refused", text);
 	}
+}
+
+/* ---- confirmations as multi round-trip requests (2026-07-28) ----------- */
+
+/* The key of mcpgate's question in inputRequests and inputResponses */
+#define CONFIRM_INPUT_KEY "mcpgate-confirm"
+
+/* A confirmation that cannot be used: recorded, and the call refused */
+static void confirm_refused(struct gw_call *c, const char *reason)
+{
+	audit_record(c->sess->audit, "tool.confirm",
+	             gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	                       json_new_string(c->tool), "action", json_new_string("none"),
+	                       "outcome", json_new_string("refused"), "reason",
+	                       json_new_string(reason), NULL));
+	gw_call_finish_error(c, RPC_INVALID_PARAMS, "tools/call %s__%s: %s", c->server->cfg->name,
+	                     c->tool, reason);
+}
+
+/* Answer the call with the question and a requestState bound to it: the
+ * call ends here, and its retry carries the answer */
+static void confirm_ask(struct gw_call *c, const struct gw_tool *t, const struct json_value *args)
+{
+	struct session *s = c->sess;
+	struct mg_err *err = NULL;
+	cleanup_free char *state = NULL;
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	if ((s->confirm == NULL && confirm_keeper_new(&s->confirm, &err) < 0) ||
+	    confirm_state_make(s->confirm, s->id, t->public_name, args, deadline, &state, &err) <
+	        0) {
+		cleanup_free char *text =
+		    xasprintf("refused: cannot ask for confirmation: %s", mg_err_msg(err));
+		mg_err_free(err);
+		call_refuse(c, "refused", text);
+		return;
+	}
+	struct json_value *question = gw_fields("method", json_new_string("elicitation/create"),
+	                                        "params", confirm_question(c, t->cfg, args), NULL);
+	struct json_value *result =
+	    gw_fields("resultType", json_new_string("input_required"), "inputRequests",
+	              gw_fields(CONFIRM_INPUT_KEY, question, NULL), "requestState",
+	              json_new_string(state), NULL);
+	call_unlink(c);
+	call_record(c, "input-required", "asked the person to confirm");
+	send_result(s, c->client_id, result);
+	json_free(result);
+	gw_call_free(c);
+}
+
+/* A write or undeclared tool's call from a 2026-07-28 client: asked with an
+ * input request, or, on the retry, run when its state is the one mcpgate gave
+ * for exactly this call and the person accepted */
+static void confirm_by_retry(struct gw_call *c, const struct gw_tool *t,
+                             const struct json_value *params, const struct json_value *args)
+{
+	struct session *s = c->sess;
+	const struct json_value *state = json_get(params, "requestState");
+	const struct json_value *responses = json_get(params, "inputResponses");
+	if (state == NULL && responses != NULL) {
+		confirm_refused(c, "inputResponses came without the requestState mcpgate gave with "
+		                   "its question; call again without them to be asked");
+		return;
+	}
+	if (state == NULL) {
+		confirm_ask(c, t, args);
+		return;
+	}
+	if (state->kind != JSON_STRING) {
+		confirm_refused(c, "requestState must be the string mcpgate gave");
+		return;
+	}
+	struct mg_err *err = NULL;
+	if (s->confirm == NULL)
+		mg_err_set(&err, "the requestState is not one this session gave out");
+	else
+		confirm_state_take(s->confirm, state->u.str.ptr, state->u.str.len, s->id,
+		                   t->public_name, args, proc_now_ms(), &err);
+	if (err != NULL) {
+		cleanup_free char *reason = xstrdup(mg_err_msg(err));
+		mg_err_free(err);
+		confirm_refused(c, reason);
+		return;
+	}
+	const struct json_value *answer = json_get(responses, CONFIRM_INPUT_KEY);
+	if (answer == NULL) {
+		confirm_ask(c, t, args); /* no answer to the question: it is asked again */
+		return;
+	}
+	const char *action = json_get_string(answer, "action");
+	if (action == NULL || (strcmp(action, "accept") != 0 && strcmp(action, "decline") != 0 &&
+	                       strcmp(action, "cancel") != 0)) {
+		confirm_refused(c, "inputResponses[\"" CONFIRM_INPUT_KEY
+		                   "\"].action must be accept, decline or cancel");
+		return;
+	}
+	audit_record(s->audit, "tool.confirm",
+	             gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	                       json_new_string(c->tool), "action", json_new_string(action), NULL));
+	if (strcmp(action, "accept") == 0) {
+		call_send(c);
+		return;
+	}
+	cleanup_free char *text = declined_text(c, action);
+	call_refuse(c, "declined", text);
 }
 
 static bool client_can_elicit(const struct session *s)
@@ -449,13 +602,14 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 	c->client_key = rpc_id_key(msg->id);
 	c->tool = xstrdup(t->name);
 	c->start_ms = proc_now_ms();
+	c->log_rank = s->era == GW_ERA_MODERN ? s->request_log_rank : -1;
 	const struct json_value *meta = json_get(msg->params, "_meta");
 	const struct json_value *token = json_get(meta, "progressToken");
 	if (token != NULL && (token->kind == JSON_STRING || token->kind == JSON_NUMBER)) {
 		c->client_progress_token = json_copy(token);
 		c->progress_token = xasprintf("mcpgate-%lld", (long long)++s->next_token);
 	}
-	c->params = upstream_params(msg->params, t->name, c->progress_token);
+	c->params = upstream_params(s, msg->params, t->name, c->progress_token);
 	call_link(c);
 	if (t->cfg->effect == CFG_EFFECT_READ) {
 		call_send(c);
@@ -482,7 +636,10 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 		call_refuse(c, "refused", text);
 		return;
 	}
-	call_confirm(c, t->cfg, args);
+	if (s->era == GW_ERA_MODERN)
+		confirm_by_retry(c, t, msg->params, args);
+	else
+		call_confirm(c, t->cfg, args);
 }
 
 /* ---- tools/list --------------------------------------------------------- */
@@ -558,6 +715,7 @@ static void initialize(struct session *s, const struct rpc_msg *msg)
 	    asked != NULL && mcp_version_supported(asked) ? asked : MCP_PROTOCOL_LATEST;
 	free(s->client_version);
 	s->client_version = xstrdup(version);
+	s->era = GW_ERA_LEGACY;
 	json_free(s->client_caps);
 	const struct json_value *caps = json_get(msg->params, "capabilities");
 	s->client_caps = caps != NULL ? json_copy(caps) : json_new_object();
@@ -569,11 +727,9 @@ static void initialize(struct session *s, const struct rpc_msg *msg)
 	                        json_new_bool(true), NULL),
 	              "logging", json_new_object(), "completions", json_new_object(), NULL),
 	    "serverInfo",
-	    gw_fields("name", json_new_string("mcpgate"), "version", json_new_string("0.1.0"),
+	    gw_fields("name", json_new_string("mcpgate"), "version", json_new_string(GW_VERSION),
 	              NULL),
-	    "instructions",
-	    json_new_string("Tools are offered as SERVER__TOOL; each server runs contained."),
-	    NULL);
+	    "instructions", json_new_string(GW_INSTRUCTIONS), NULL);
 	gw_client_result(s, msg->id, result);
 	json_free(result);
 	s->answered_initialize = true;
@@ -584,12 +740,7 @@ static void initialize(struct session *s, const struct rpc_msg *msg)
 	                                           ? json_get_string(info, "name")
 	                                           : "(unnamed)"),
 	                       NULL));
-	for (size_t i = 0; i < s->notices.n; i++) {
-		char *tab = strchr(s->notices.v[i], '\t');
-		*tab = '\0';
-		send_notice_now(s, s->notices.v[i], tab + 1);
-	}
-	strv_free(&s->notices);
+	send_held_notices(s);
 }
 
 /* ---- the client's messages ---------------------------------------------- */
@@ -679,18 +830,11 @@ void gw_client_registered(struct session *s)
 	}
 }
 
-static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
+/* What needs the servers, once start-up is over: both eras */
+static void serve_request(struct session *s, struct rpc_msg *msg)
 {
-	(void)peer;
-	struct session *s = data;
 	const char *m = msg->method;
-	if (strcmp(m, "initialize") == 0)
-		initialize(s, msg);
-	else if (strcmp(m, "ping") == 0)
-		gw_client_result(s, msg->id, NULL);
-	else if (!s->answered_initialize)
-		gw_client_error(s, msg->id, RPC_INVALID_REQUEST, "initialize first");
-	else if (s->config_error != NULL) {
+	if (s->config_error != NULL) {
 		cleanup_free char *text = config_error_text(s);
 		gw_client_error(s, msg->id, RPC_SERVER_ERROR, "%s", text);
 	} else if (!s->registered && strcmp(m, "logging/setLevel") != 0)
@@ -701,6 +845,44 @@ static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *
 		tools_call(s, msg);
 	else
 		gw_relay_client_request(s, msg); /* answers, or refuses */
+}
+
+/* A request of 2026-07-28: its own _meta says who asks and with what */
+static void modern_request(struct session *s, struct rpc_msg *msg)
+{
+	if (gw_era_admit(s, msg) < 0)
+		return;
+	const char *why = gw_era_removed(msg->method);
+	if (why != NULL)
+		gw_client_error(s, msg->id, RPC_METHOD_NOT_FOUND, "%.64s is not served: %s",
+		                msg->method, why);
+	else if (strcmp(msg->method, "server/discover") == 0)
+		gw_era_discover(s, msg->id);
+	else {
+		send_held_notices(s); /* those at the level this request asks for */
+		serve_request(s, msg);
+	}
+	s->request_log_rank = -1;
+}
+
+static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
+{
+	(void)peer;
+	struct session *s = data;
+	const char *m = msg->method;
+	if (s->era == GW_ERA_MODERN || (s->era == GW_ERA_UNKNOWN && gw_era_claims_modern(msg)))
+		modern_request(s, msg);
+	else if (strcmp(m, "initialize") == 0)
+		initialize(s, msg);
+	else if (strcmp(m, "ping") == 0)
+		gw_client_result(s, msg->id, NULL);
+	else if (!s->answered_initialize)
+		gw_client_error(s, msg->id, RPC_INVALID_REQUEST,
+		                "initialize first (or speak MCP %s: server/discover, or _meta "
+		                "\"io.modelcontextprotocol/protocolVersion\" on every request)",
+		                MCP_PROTOCOL_MODERN);
+	else
+		serve_request(s, msg);
 }
 
 static void cancel_call(struct session *s, const struct json_value *params)
@@ -750,7 +932,8 @@ static void on_client_notification(struct rpc_peer *peer, struct rpc_msg *msg, v
 		s->client_initialized = true;
 	} else if (strcmp(msg->method, "notifications/cancelled") == 0)
 		cancel_call(s, msg->params);
-	else if (strcmp(msg->method, "notifications/roots/list_changed") == 0)
+	else if (strcmp(msg->method, "notifications/roots/list_changed") == 0 &&
+	         s->era != GW_ERA_MODERN) /* 2026-07-28 removed it */
 		gw_relay_roots_changed(s);
 }
 
@@ -837,10 +1020,26 @@ void gw_client_tools_changed(struct session *s)
 		                           NULL);
 }
 
+/* A 2026-07-28 client asked for a server's messages at level or lower
+ * with a call of its to that server that has not been answered yet. A
+ * server of the old era says not which request a message is for: it is
+ * given to the client while such a call runs. */
+static bool log_asked(const struct session *s, const struct gw_server *srv, const char *level)
+{
+	int rank = gw_log_level_rank(level);
+	for (const struct gw_call *c = s->calls; c != NULL; c = c->next)
+		if (c->server == srv && c->log_rank >= 0 && rank >= c->log_rank)
+			return true;
+	return false;
+}
+
 /* A server's log message reaches the client tagged with the server's name */
 static void relay_log(struct session *s, struct gw_server *srv, const struct json_value *params)
 {
-	if (!s->answered_initialize || params == NULL || params->kind != JSON_OBJECT)
+	if (params == NULL || params->kind != JSON_OBJECT)
+		return;
+	if (s->era == GW_ERA_MODERN ? !log_asked(s, srv, json_get_string(params, "level"))
+	                            : !s->answered_initialize)
 		return;
 	struct json_value *p = json_copy(params);
 	const char *logger = json_get_string(params, "logger");

@@ -9,6 +9,7 @@
 #include "internal/audit/audit.h"
 #include "internal/base/buf.h"
 #include "internal/base/strv.h"
+#include "internal/gateway/confirm_state.h"
 #include "internal/gateway/gateway.h"
 #include "internal/gateway/launch.h"
 #include "internal/json/json.h"
@@ -33,6 +34,23 @@ enum gw_state {
 
 struct gw_call;
 struct gw_relayed;
+struct confirm_keeper;
+
+/* Which MCP the client speaks (era.c): decided by its first request */
+enum gw_era {
+	GW_ERA_UNKNOWN, /* nothing asked yet */
+	GW_ERA_LEGACY,  /* it sent initialize: 2025-11-25 and earlier, a session */
+	GW_ERA_MODERN,  /* 2026-07-28: every request carries its _meta */
+};
+
+#define GW_VERSION      "0.1.0"
+#define GW_INSTRUCTIONS "Tools are offered as SERVER__TOOL; each server runs contained."
+/* ttlMs of 2026-07-28 results: the client has no list_changed without
+ * subscriptions/listen, so a list is fresh for a few seconds only; a read
+ * is the server's and may change at any time */
+#define GW_TTL_LIST_MS     5000
+#define GW_TTL_READ_MS     0
+#define GW_TTL_DISCOVER_MS 60000
 
 /* Requests that need the servers (a list, a call, a read...) asked before
  * start-up ended: kept whole, in the order they came, until it has (client.c).
@@ -125,6 +143,7 @@ struct gw_call {
 	int64_t start_ms;
 	struct json_value *params; /* for the server, until sent */
 	bool awaiting_confirm;     /* elicitation/create is with the client */
+	int log_rank;              /* 2026-07-28: the request's logLevel, or -1 */
 	bool cancelled;            /* the client cancelled it while we asked */
 	struct gw_call *next, *prev;
 };
@@ -152,7 +171,10 @@ struct session {
 	char *config_error;         /* why there is no configuration, or NULL */
 
 	struct rpc_peer *client;
-	bool client_initialized; /* it sent notifications/initialized */
+	enum gw_era era;
+	int request_log_rank; /* 2026-07-28: the logLevel of the request served now, or -1 */
+	struct confirm_keeper *confirm; /* 2026-07-28: confirmations' requestState */
+	bool client_initialized;        /* it sent notifications/initialized */
 	bool answered_initialize;
 	struct json_value *client_caps;
 	bool told_unlisted;   /* the client was told which tools it cannot call */
@@ -357,6 +379,28 @@ void gw_host_server_ended(struct gw_server *srv);
 /* After session_run, on the instance's thread: every attached session's
  * connection closes (each sees its server end) */
 void gw_host_close(struct session *s);
+
+/* era.c: 2026-07-28 beside 2025-11-25 (docs/2026-12-01-protocol-eras.md) */
+/* server/discover, or a request other than initialize whose _meta names a
+ * protocol version */
+bool gw_era_claims_modern(const struct rpc_msg *msg);
+/* A request of 2026-07-28: 0 when its _meta is good (the era is modern from
+ * now, s->client_caps are this request's, s->request_log_rank its level),
+ * else -1 and the client was answered why (-32022 for a version) */
+int gw_era_admit(struct session *s, const struct rpc_msg *msg);
+/* Why method is not served to a 2026-07-28 client, or NULL */
+const char *gw_era_removed(const char *method);
+void gw_era_discover(struct session *s, const struct json_value *id);
+/* ttlMs and cacheScope on a result, for a 2026-07-28 client */
+void gw_era_cacheable(const struct session *s, struct json_value *result, int64_t ttl_ms);
+/* params for a server (a copy): 2026-07-28's additions taken out */
+struct json_value *gw_era_upstream_params(const struct session *s, const struct json_value *params);
+/* result as a 2026-07-28 client gets it (a copy with resultType "complete"
+ * and serverInfo), or NULL for a client of the old era */
+struct json_value *gw_era_result(const struct session *s, const struct json_value *result);
+/* debug 0 ... emergency 7; -1 for anything else */
+int gw_log_level_rank(const char *level);
+const char *gw_log_level_name(int rank);
 
 /* session.c */
 /* review's start: a session of opt->host_of alone, started through the one

@@ -266,6 +266,8 @@ struct fixture {
 	struct mg_buf notices; /* mcpgate's own notifications/message, a line each */
 	char *listed;          /* the first tools/list's names, comma-separated */
 	const char *config;    /* config.toml's text, or NULL for none */
+	bool modern;           /* the client speaks 2026-07-28: no initialize */
+	const char *caps;      /* its capabilities, sent with every request then */
 };
 
 /* The start threads find their fakes here (set before the session runs) */
@@ -412,12 +414,23 @@ static void answer_text(struct fake *f, const struct json_value *id, const char 
 	          jat(id, ""), text);
 }
 
+/* The _meta of a 2026-07-28 request with capabilities caps, as params'
+ * last member (",'_meta':{...}"), or "" for a client of the old era */
+static const char *modern_meta(const struct fixture *x)
+{
+	if (!x->modern)
+		return "";
+	return keep(xasprintf(",'_meta':{'io.modelcontextprotocol/protocolVersion':'2026-07-28',"
+	                      "'io.modelcontextprotocol/clientCapabilities':%s}",
+	                      x->caps));
+}
+
 static void call_tool(struct fixture *x, const char *id, const char *tool, const char *args)
 {
 	fake_send(&x->client,
 	          "{'jsonrpc':'2.0','id':%s,'method':'tools/call','params':{'name':'%s',"
-	          "'arguments':%s}}",
-	          id, tool, args);
+	          "'arguments':%s%s}}",
+	          id, tool, args, modern_meta(x));
 }
 
 /* A log line from a fake server: the marker that shows what it sent before
@@ -553,21 +566,36 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 	pthread_mutex_unlock(&audit_lock);
 	if (pthread_create(&x->thread, NULL, run, x) != 0)
 		abort();
-	fake_send(&x->client,
-	          "{'jsonrpc':'2.0','id':0,'method':'initialize','params':{'protocolVersion':"
-	          "'2025-11-25','capabilities':%s,'clientInfo':{'name':'gateway_test',"
-	          "'version':'1'}}}",
-	          client_caps);
+	x->caps = client_caps;
 	struct rpc_msg m;
-	if (!expect_response(x, &m, "initialize"))
-		return false;
-	bool ok = T_STR(sat(m.result, "protocolVersion"), "2025-11-25", "initialize is answered");
+	bool ok;
+	if (x->modern) {
+		fake_send(&x->client,
+		          "{'jsonrpc':'2.0','id':0,'method':'server/discover','params':{%s}}",
+		          modern_meta(x) + 1);
+		if (!expect_response(x, &m, "server/discover"))
+			return false;
+		ok = T_STR(sat(m.result, "supportedVersions.0"), "2026-07-28",
+		           "server/discover is answered");
+	} else {
+		fake_send(
+		    &x->client,
+		    "{'jsonrpc':'2.0','id':0,'method':'initialize','params':{'protocolVersion':"
+		    "'2025-11-25','capabilities':%s,'clientInfo':{'name':'gateway_test',"
+		    "'version':'1'}}}",
+		    client_caps);
+		if (!expect_response(x, &m, "initialize"))
+			return false;
+		ok =
+		    T_STR(sat(m.result, "protocolVersion"), "2025-11-25", "initialize is answered");
+		fake_send(&x->client, "{'jsonrpc':'2.0','method':'notifications/initialized'}");
+	}
 	rpc_msg_free(&m);
-	fake_send(&x->client, "{'jsonrpc':'2.0','method':'notifications/initialized'}");
 	for (size_t i = 0; i < x->nservers; i++)
 		if (x->servers[i].hold_wr >= 0)
 			return ok; /* start-up is not over: the test lists */
-	fake_send(&x->client, "{'jsonrpc':'2.0','id':'list','method':'tools/list'}");
+	fake_send(&x->client, "{'jsonrpc':'2.0','id':'list','method':'tools/list','params':{%s}}",
+	          x->modern ? modern_meta(x) + 1 : "");
 	if (!expect_response(x, &m, "the first tools/list"))
 		return false;
 	x->listed = xstrdup(tool_names(m.result));
@@ -1488,6 +1516,97 @@ out:
 	gw_end(&x);
 }
 
+/* ---- a client of 2026-07-28 ----------------------------------------------- */
+
+static void test_modern(void)
+{
+	struct fixture x = {.modern = true};
+	if (!start_two(&x, ELICIT, NULL))
+		goto out;
+	T_STR(x.listed, "alpha__echo,alpha__write,alpha__poke,alpha__quiet,beta__echo",
+	      "2026-07-28: tools/list without initialize");
+	struct rpc_msg m, r;
+
+	/* what 2026-07-28 adds to a request is between the client and mcpgate */
+	fake_send(&x.client,
+	          "{'jsonrpc':'2.0','id':1,'method':'tools/call','params':{'name':'alpha__echo',"
+	          "'arguments':{'a':1},'requestState':'s','inputResponses':{},'_meta':{"
+	          "'io.modelcontextprotocol/protocolVersion':'2026-07-28',"
+	          "'io.modelcontextprotocol/clientCapabilities':{},"
+	          "'io.modelcontextprotocol/logLevel':'info','progressToken':'p',"
+	          "'com.example/x':1}}}");
+	if (expect_request(&x, &x.servers[0], "tools/call", &m,
+	                   "2026-07-28: a call reaches alpha")) {
+		T_STR(jat(m.params, "requestState"), "-", "the server gets no requestState");
+		T_STR(jat(m.params, "inputResponses"), "-", "nor inputResponses");
+		T_OK(!has(jat(m.params, "_meta"), "io.modelcontextprotocol/") &&
+		         has(jat(m.params, "_meta"), "com.example/x") &&
+		         has(sat(m.params, "_meta.progressToken"), "mcpgate-"),
+		     "nor the client's io.modelcontextprotocol/ _meta; other _meta and the "
+		     "progress token go as before: %s",
+		     jat(m.params, "_meta"));
+		/* a server asking the client: 2026-07-28 has no such request */
+		fake_send(&x.servers[0],
+		          "{'jsonrpc':'2.0','id':'e1','method':'elicitation/create','params':{"
+		          "'message':'hi','requestedSchema':{'type':'object','properties':{}}}}");
+		if (expect_kind(&x, &x.servers[0], RPC_ERROR, NULL, &r, "alpha's elicitation")) {
+			T_INT(r.error_code, RPC_METHOD_NOT_FOUND,
+			      "a server's request is refused to a 2026-07-28 client");
+			T_OK(has(r.error_message, "2026-07-28"), "saying why: %s", r.error_message);
+			rpc_msg_free(&r);
+		}
+		/* a server that passes for mcpgate asking for input */
+		fake_send(&x.servers[0],
+		          "{'jsonrpc':'2.0','id':%s,'result':{'resultType':'input_required',"
+		          "'inputRequests':{'x':{'method':'elicitation/create','params':{}}},"
+		          "'requestState':'mine','content':[{'type':'text','text':'hi'}]}}",
+		          jat(m.id, ""));
+		rpc_msg_free(&m);
+	}
+	if (expect_response(&x, &r, "alpha's answer")) {
+		T_STR(sat(r.result, "resultType"), "complete",
+		      "a server's result is complete, whatever it says");
+		T_OK(at(r.result, "inputRequests") == NULL && at(r.result, "requestState") == NULL,
+		     "a server's input requests and state are not passed on");
+		T_STR(sat(r.result, "content.0.text"), "hi", "its content is");
+		T_OK(has(jat(r.result, "_meta"), "\"io.mcpgate/server\":\"alpha\""),
+		     "tagged with alpha: %s", jat(r.result, "_meta"));
+		rpc_msg_free(&r);
+	}
+
+	/* a write tool: the question is the answer, the retry runs the call */
+	call_tool(&x, "2", "alpha__write", "{'path':'/tmp/x'}");
+	const char *state = "-";
+	if (expect_response(&x, &r, "the write call's question")) {
+		T_STR(sat(r.result, "resultType"), "input_required", "a write tool needs input");
+		T_STR(sat(r.result, "inputRequests.mcpgate-confirm.method"), "elicitation/create",
+		      "an elicitation");
+		state = sat(r.result, "requestState");
+		rpc_msg_free(&r);
+	}
+	call_marker(&x, &x.servers[0], "alpha__echo", "the question sent alpha nothing");
+	fake_send(&x.client,
+	          "{'jsonrpc':'2.0','id':3,'method':'tools/call','params':{'name':'alpha__write',"
+	          "'arguments':{'path':'/tmp/x'},'requestState':'%s','inputResponses':{"
+	          "'mcpgate-confirm':{'action':'accept'}}%s}}",
+	          state, modern_meta(&x));
+	if (expect_request(&x, &x.servers[0], "tools/call", &m, "the retry reaches alpha")) {
+		T_STR(sat(m.params, "name"), "write", "the accepted call is write");
+		T_STR(jat(m.params, "arguments"), "{\"path\":\"/tmp/x\"}", "with its arguments");
+		T_STR(jat(m.params, "requestState"), "-", "and without the state");
+		answer_text(&x.servers[0], m.id, "written");
+		rpc_msg_free(&m);
+	}
+	if (expect_response(&x, &r, "the retry's answer")) {
+		T_STR(sat(r.result, "content.0.text"), "written", "the retry gets alpha's result");
+		rpc_msg_free(&r);
+	}
+	T_OK(audit_has("tool.confirm server=alpha tool=write action=accept"),
+	     "the answer is recorded (tool.confirm, accept)");
+out:
+	gw_end(&x);
+}
+
 int main(void)
 {
 	mg_log_set_level(MG_LOG_ERROR);
@@ -1502,5 +1621,6 @@ int main(void)
 	test_manifests();
 	test_relist();
 	test_secrets();
+	test_modern();
 	return t_done();
 }

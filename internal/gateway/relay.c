@@ -319,6 +319,7 @@ static void send_page(struct session *s, const struct json_value *id, enum list_
 		cleanup_free char *next = cursor_make(kind, end, fp);
 		json_object_set(result, "nextCursor", json_new_string(next));
 	}
+	gw_era_cacheable(s, result, GW_TTL_LIST_MS);
 	gw_client_result(s, id, result);
 	json_free(result);
 }
@@ -613,6 +614,8 @@ static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const stru
 		        : json_new_object();
 		publish_result(srv, f->kind, result);
 		tag_server(srv, result);
+		if (f->kind == FWD_READ)
+			gw_era_cacheable(s, result, GW_TTL_READ_MS);
 		gw_secrets_redact(s, result);
 		gw_client_result(s, f->client_id, result);
 		json_free(result);
@@ -635,6 +638,9 @@ static void forward(struct session *s, struct gw_server *srv, const struct json_
 	f->method = method;
 	f->kind = kind;
 	f->start_ms = proc_now_ms();
+	struct json_value *up = gw_era_upstream_params(s, params);
+	json_free(params);
+	params = up;
 	cleanup_free char *leak = gw_secrets_check_leaving(srv, params);
 	if (leak != NULL) {
 		fwd_record(f, "refused", leak);
@@ -674,8 +680,10 @@ static void resource_request(struct session *s, const struct rpc_msg *msg)
 	if (srv == NULL || server_cap(srv, "resources") == NULL) {
 		struct json_value *data = gw_fields("uri", json_new_string(uri), NULL);
 		gw_client_error_data(
-		    s, msg->id, read ? RPC_RESOURCE_NOT_FOUND : RPC_INVALID_PARAMS, data,
-		    "%s: no server offered here has the resource \"%.300s\"%s", msg->method, uri,
+		    s, msg->id,
+		    read && s->era != GW_ERA_MODERN ? RPC_RESOURCE_NOT_FOUND : RPC_INVALID_PARAMS,
+		    data, "%s: no server offered here has the resource \"%.300s\"%s", msg->method,
+		    uri,
 		    s->cfg->passthrough
 		        ? ""
 		        : " (resource URIs read mcpgate://SERVER/ and the server's own URI)");
@@ -757,9 +765,6 @@ static void complete(struct session *s, const struct rpc_msg *msg)
 
 /* ---- logging/setLevel ------------------------------------------------------ */
 
-static const char *const levels[] = {"debug", "info",     "notice", "warning",
-                                     "error", "critical", "alert",  "emergency"};
-
 static void on_level_done(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
                           void *data)
 {
@@ -799,18 +804,15 @@ static void send_level(struct session *s)
 
 static void set_level(struct session *s, const struct rpc_msg *msg)
 {
-	const char *level = json_get_string(msg->params, "level");
-	size_t i = 0;
-	while (level != NULL && i < sizeof(levels) / sizeof(levels[0]) && strcmp(level, levels[i]))
-		i++;
-	if (level == NULL || i == sizeof(levels) / sizeof(levels[0])) {
+	int rank = gw_log_level_rank(json_get_string(msg->params, "level"));
+	if (rank < 0) {
 		gw_client_error(
 		    s, msg->id, RPC_INVALID_PARAMS,
 		    "logging/setLevel needs a level: debug, info, notice, warning, error, "
 		    "critical, alert or emergency");
 		return;
 	}
-	snprintf(s->log_level, sizeof(s->log_level), "%s", levels[i]);
+	snprintf(s->log_level, sizeof(s->log_level), "%s", gw_log_level_name(rank));
 	gw_client_result(s, msg->id, NULL);
 	if (s->registered)
 		send_level(s);
@@ -1040,6 +1042,17 @@ bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg)
 		return true;
 	}
 	struct session *s = srv->sess;
+	if (s->era == GW_ERA_MODERN) {
+		/* 2026-07-28 has no requests from server to client: they would be
+		 * input requests in a result, which mcpgate does not make of them */
+		cleanup_free char *text =
+		    xasprintf("mcpgate refused %s from server %s: its client speaks MCP %s, which "
+		              "has no requests from servers, and mcpgate does not turn them into "
+		              "input requests",
+		              spec->method, name, MCP_PROTOCOL_MODERN);
+		refuse_request(srv, msg, "client era", text);
+		return true;
+	}
 	bool allowed = which == RELAY_SAMPLING      ? srv->cfg->relay_sampling
 	               : which == RELAY_ELICITATION ? srv->cfg->relay_elicitation
 	                                            : srv->cfg->relay_roots;
@@ -1153,8 +1166,9 @@ void gw_relay_server_notification(struct gw_server *srv, struct rpc_msg *msg)
 		notify_client(s, m, NULL);
 	} else if (strcmp(m, "notifications/elicitation/complete") == 0) {
 		const struct json_value *e = json_get(s->client_caps, "elicitation");
-		if (!srv->cfg->relay_elicitation || json_get(e, "url") == NULL ||
-		    msg->params == NULL || msg->params->kind != JSON_OBJECT)
+		if (s->era == GW_ERA_MODERN || !srv->cfg->relay_elicitation ||
+		    json_get(e, "url") == NULL || msg->params == NULL ||
+		    msg->params->kind != JSON_OBJECT)
 			return;
 		struct json_value *p = json_copy(msg->params);
 		gw_secrets_redact(s, p);

@@ -544,6 +544,7 @@ void session_free(struct session *s)
 	free(s->tools);
 	json_free(s->client_caps);
 	free(s->client_version);
+	confirm_keeper_free(s->confirm);
 	for (size_t i = 0; i < s->nwaiting; i++)
 		rpc_msg_free(&s->waiting[i]);
 	strv_free(&s->notices);

@@ -40,6 +40,8 @@
 #define RPC_INTERNAL_ERROR     (-32603)
 #define RPC_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown URI */
 #define RPC_SERVER_ERROR       (-32000) /* a failure on the gateway's side */
+/* MCP 2026-07-28: the request's _meta protocol version is not served */
+#define RPC_UNSUPPORTED_PROTOCOL_VERSION (-32022)
 
 #define RPC_LINE_MAX_DEFAULT        ((size_t)16 << 20)
 #define RPC_WRITE_QUEUE_MAX_DEFAULT ((size_t)64 << 20)

@@ -18,6 +18,9 @@
 /* The version mcpgate asks for first, and the ones it accepts in answers */
 #define MCP_PROTOCOL_LATEST "2025-11-25"
 extern const char *const mcp_protocol_versions[]; /* newest first, NULL-terminated */
+/* The version without a handshake, served to clients per request (the
+ * gateway's client side only: servers are asked for MCP_PROTOCOL_LATEST) */
+#define MCP_PROTOCOL_MODERN "2026-07-28"
 
 /* Limits on what a server may hand us while listing */
 #define MCP_LIST_PAGES_MAX 1000

@@ -1,0 +1,224 @@
+/* The two eras of MCP a client may speak to mcpgate: 2025-11-25 and earlier
+ * (an initialize handshake, then a session) and 2026-07-28 (no handshake:
+ * every request carries its version, capabilities and log level in _meta).
+ * The first request decides; docs/2026-12-01-protocol-eras.md. The servers
+ * behind mcpgate speak the old era whatever the client speaks: what crosses
+ * is translated here. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/xalloc.h"
+#include "internal/gateway/gateway-internal.h"
+
+#define META_PREFIX  "io.modelcontextprotocol/"
+#define META_VERSION META_PREFIX "protocolVersion"
+#define META_CAPS    META_PREFIX "clientCapabilities"
+#define META_LEVEL   META_PREFIX "logLevel"
+
+static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
+                                         "error", "critical", "alert",  "emergency"};
+#define LOG_LEVELS (sizeof(log_levels) / sizeof(log_levels[0]))
+
+int gw_log_level_rank(const char *level)
+{
+	for (size_t i = 0; level != NULL && i < LOG_LEVELS; i++)
+		if (strcmp(level, log_levels[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *gw_log_level_name(int rank)
+{
+	return rank >= 0 && (size_t)rank < LOG_LEVELS ? log_levels[rank] : NULL;
+}
+
+static const struct json_value *request_meta(const struct rpc_msg *msg)
+{
+	const struct json_value *meta = json_get(msg->params, "_meta");
+	return meta != NULL && meta->kind == JSON_OBJECT ? meta : NULL;
+}
+
+bool gw_era_claims_modern(const struct rpc_msg *msg)
+{
+	if (strcmp(msg->method, "initialize") == 0)
+		return false; /* the old era's opening, whatever its _meta says */
+	return strcmp(msg->method, "server/discover") == 0 ||
+	       json_get(request_meta(msg), META_VERSION) != NULL;
+}
+
+/* The versions mcpgate serves, newest first: 2026-07-28 per request, the
+ * others through initialize */
+static struct json_value *supported_versions(void)
+{
+	struct json_value *v = json_new_array();
+	json_array_push(v, json_new_string(MCP_PROTOCOL_MODERN));
+	for (size_t i = 0; mcp_protocol_versions[i] != NULL; i++)
+		json_array_push(v, json_new_string(mcp_protocol_versions[i]));
+	return v;
+}
+
+int gw_era_admit(struct session *s, const struct rpc_msg *msg)
+{
+	const char *m = msg->method;
+	if (msg->params != NULL && msg->params->kind != JSON_OBJECT) {
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "%.64s: params must be an object",
+		                m);
+		return -1;
+	}
+	const struct json_value *meta = request_meta(msg);
+	const struct json_value *version = json_get(meta, META_VERSION);
+	if (version == NULL || version->kind != JSON_STRING) {
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+		                "%.64s: params._meta[\"" META_VERSION "\"] must be a string: "
+		                "MCP %s carries the protocol version on every request",
+		                m, MCP_PROTOCOL_MODERN);
+		return -1;
+	}
+	if (strcmp(version->u.str.ptr, MCP_PROTOCOL_MODERN) != 0 ||
+	    strlen(version->u.str.ptr) != version->u.str.len) {
+		struct json_value *data =
+		    gw_fields("supported", supported_versions(), "requested",
+		              json_new_stringn(version->u.str.ptr, version->u.str.len), NULL);
+		gw_client_error_data(s, msg->id, RPC_UNSUPPORTED_PROTOCOL_VERSION, data,
+		                     "Unsupported protocol version \"%.64s\": mcpgate serves %s "
+		                     "per request, and %s through initialize",
+		                     version->u.str.ptr, MCP_PROTOCOL_MODERN, mcp_versions_text());
+		json_free(data);
+		return -1;
+	}
+	const struct json_value *caps = json_get(meta, META_CAPS);
+	if (caps != NULL && caps->kind != JSON_OBJECT) {
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+		                "%.64s: params._meta[\"" META_CAPS "\"] must be an object", m);
+		return -1;
+	}
+	const struct json_value *level = json_get(meta, META_LEVEL);
+	int rank = -1;
+	if (level != NULL) {
+		rank = gw_log_level_rank(json_get_string(meta, META_LEVEL));
+		if (rank < 0) {
+			gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+			                "%.64s: params._meta[\"" META_LEVEL "\"] must be one of "
+			                "debug, info, notice, warning, error, critical, alert or "
+			                "emergency",
+			                m);
+			return -1;
+		}
+	}
+	s->era = GW_ERA_MODERN;
+	/* capabilities hold for this request only: none is inferred from another */
+	json_free(s->client_caps);
+	s->client_caps = caps != NULL ? json_copy(caps) : json_new_object();
+	s->request_log_rank = rank;
+	return 0;
+}
+
+const char *gw_era_removed(const char *method)
+{
+	static const struct {
+		const char *method, *why;
+	} removed[] = {
+	    {"initialize", "this connection speaks 2026-07-28 (its first request did); initialize "
+	                   "belongs to 2025-11-25 and earlier: open a new connection for those"},
+	    {"ping", "2026-07-28 has no ping"},
+	    {"logging/setLevel",
+	     "2026-07-28 sets the level per request, in params._meta[\"" META_LEVEL "\"]"},
+	    {"resources/subscribe", "2026-07-28 subscribes through subscriptions/listen, which "
+	                            "mcpgate does not offer yet"},
+	    {"resources/unsubscribe", "2026-07-28 subscribes through subscriptions/listen, which "
+	                              "mcpgate does not offer yet"},
+	    {"subscriptions/listen", "mcpgate does not offer subscriptions/listen yet: list again "
+	                             "when a result's ttlMs has passed"},
+	};
+	for (size_t i = 0; i < sizeof(removed) / sizeof(removed[0]); i++)
+		if (strcmp(method, removed[i].method) == 0)
+			return removed[i].why;
+	return NULL;
+}
+
+static struct json_value *server_info(void)
+{
+	return gw_fields("name", json_new_string("mcpgate"), "version", json_new_string(GW_VERSION),
+	                 NULL);
+}
+
+void gw_era_cacheable(const struct session *s, struct json_value *result, int64_t ttl_ms)
+{
+	if (s->era != GW_ERA_MODERN)
+		return;
+	json_object_set(result, "ttlMs", json_new_int(ttl_ms));
+	/* what a list holds depends on this person's mcp.toml and on what this
+	 * client can ask: never for a shared cache */
+	json_object_set(result, "cacheScope", json_new_string("private"));
+}
+
+void gw_era_discover(struct session *s, const struct json_value *id)
+{
+	struct json_value *result =
+	    gw_fields("supportedVersions", supported_versions(), "capabilities",
+	              gw_fields("tools", json_new_object(), "prompts", json_new_object(),
+	                        "resources", json_new_object(), "logging", json_new_object(),
+	                        "completions", json_new_object(), NULL),
+	              "instructions", json_new_string(GW_INSTRUCTIONS), NULL);
+	gw_era_cacheable(s, result, GW_TTL_DISCOVER_MS);
+	gw_client_result(s, id, result);
+	json_free(result);
+}
+
+/* obj without the members named in drop (NULL-terminated) or, when prefix
+ * is not NULL, those whose key starts with it. A copy. */
+static struct json_value *without(const struct json_value *obj, const char *const *drop,
+                                  const char *prefix)
+{
+	struct json_value *out = json_new_object();
+	for (size_t i = 0; i < obj->u.obj.len; i++) {
+		const struct json_member *mem = &obj->u.obj.items[i];
+		bool dropped = prefix != NULL && strncmp(mem->key, prefix, strlen(prefix)) == 0;
+		for (size_t k = 0; drop != NULL && drop[k] != NULL && !dropped; k++)
+			dropped = strcmp(mem->key, drop[k]) == 0;
+		if (!dropped)
+			json_object_set(out, mem->key, json_copy(mem->value));
+	}
+	return out;
+}
+
+struct json_value *gw_era_upstream_params(const struct session *s, const struct json_value *params)
+{
+	if (params == NULL || params->kind != JSON_OBJECT)
+		return params != NULL ? json_copy(params) : NULL;
+	if (s->era != GW_ERA_MODERN)
+		return json_copy(params);
+	/* what 2026-07-28 adds to a request is about the client and mcpgate:
+	 * the server, of the old era, gets the request as that era writes it */
+	static const char *const mrtr[] = {"inputResponses", "requestState", NULL};
+	struct json_value *p = without(params, mrtr, NULL);
+	const struct json_value *meta = json_get(p, "_meta");
+	if (meta != NULL && meta->kind == JSON_OBJECT) {
+		struct json_value *m = without(meta, NULL, META_PREFIX);
+		json_object_set(p, "_meta", m);
+	}
+	return p;
+}
+
+struct json_value *gw_era_result(const struct session *s, const struct json_value *result)
+{
+	if (s->era != GW_ERA_MODERN)
+		return NULL;
+	/* a server of the old era never asks for input this way: an
+	 * input_required result or input requests in what it answered would be
+	 * it speaking for mcpgate, so they go */
+	static const char *const ours[] = {"resultType", "inputRequests", "requestState", NULL};
+	struct json_value *r = result != NULL && result->kind == JSON_OBJECT
+	                           ? without(result, ours, NULL)
+	                           : json_new_object();
+	json_object_set(r, "resultType", json_new_string("complete"));
+	const struct json_value *meta = json_get(r, "_meta");
+	struct json_value *m =
+	    meta != NULL && meta->kind == JSON_OBJECT ? json_copy(meta) : json_new_object();
+	json_object_set(m, META_PREFIX "serverInfo", server_info());
+	json_object_set(r, "_meta", m);
+	return r;
+}
