@@ -1307,12 +1307,19 @@ static void make_instance_id(char out[17])
 		snprintf(out + 2 * i, 3, "%02x", raw[i]);
 }
 
-static void tool_state(const struct probe *p, struct pj_span id)
+static void tool_state(const struct probe *p, struct pj_span id, struct pj_span params)
 {
 	struct pj_buf b = {0};
+	struct pj_span meta;
 	size_t i;
 	pj_buf_adds(&b, "{\"instance\":");
 	pj_put_cstring(&b, p->instance);
+	/* the call's own _meta as it arrived: what the gateway passed on */
+	pj_buf_adds(&b, ",\"meta\":");
+	if (pj_member(params, "_meta", &meta))
+		pj_buf_add(&b, meta.p, meta.n);
+	else
+		pj_buf_adds(&b, "null");
 	pj_buf_adds(&b, ",\"level\":");
 	if (p->log_level != NULL)
 		pj_put_cstring(&b, p->log_level);
@@ -1834,7 +1841,7 @@ static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span
 		else if (strcmp(name, "notify") == 0)
 			tool_notify(id, args);
 		else
-			tool_state(p, id);
+			tool_state(p, id, params);
 	}
 	p->calls_answered++;
 	if (p->crash_after > 0 && p->calls_answered >= p->crash_after) {

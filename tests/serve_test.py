@@ -45,6 +45,29 @@ def pid_alive(pid):
         return False
 
 
+def test_trace_context():
+    """A client's W3C trace context goes on to the server as it came, and the
+    call's record names its trace id, so one trace follows a call from the
+    client into the container and back; a malformed one is not recorded"""
+    f = Fixture(server("alpha", ("state",)))
+    c = f.start()
+    c.initialize()
+    tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    r = c.call("alpha__state", meta={"traceparent": tp, "tracestate": "vendor=x"})
+    seen = json.loads(text_of(r) or "{}").get("meta") or {}
+    t.ok(seen.get("traceparent") == tp and seen.get("tracestate") == "vendor=x",
+         "traceparent and tracestate reach the server as the client sent them", seen)
+    c.call("alpha__state", meta={"traceparent": "00-" + "0" * 32 + "-00f067aa0ba902b7-01"})
+    c.call("alpha__state")
+    c.close()
+    calls = events(f.audit(), "tool.call")
+    t.ok(len(calls) == 3 and calls[0].get("trace_id") == "4bf92f3577b34da6a3ce929d0e0e4736" and
+         calls[0].get("traceparent") == tp and "trace_id" not in calls[1] and
+         "trace_id" not in calls[2],
+         "the call's record has its trace id; an all-zero one, or none, is not recorded", calls)
+    f.cleanup()
+
+
 def test_basic_session():
     f = Fixture(server("alpha", ("echo", "env")) + server("beta", ("echo",)))
     c = f.start()
@@ -1636,7 +1659,7 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

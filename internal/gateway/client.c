@@ -105,6 +105,7 @@ void gw_call_free(struct gw_call *c)
 	free(c->client_key);
 	free(c->progress_token);
 	free(c->tool);
+	free(c->traceparent);
 	json_free(c->params);
 	free(c);
 }
@@ -121,6 +122,34 @@ static void call_unlink(struct gw_call *c)
 	c->next = c->prev = NULL;
 }
 
+/* W3C trace context's traceparent: VERSION-TRACEID-PARENTID-FLAGS in lower
+ * hex, 2-32-16-2 digits; version ff, an all-zero trace or parent id invalid.
+ * Version 00 is exactly 55 characters; a later one may carry more after a
+ * dash. */
+bool gw_traceparent_valid(const char *tp)
+{
+	static const size_t field[] = {2, 32, 16, 2};
+	size_t len = strlen(tp), at = 0;
+	for (size_t i = 0; i < 4; i++) {
+		bool zero = true;
+		for (size_t k = 0; k < field[i]; k++, at++) {
+			char ch = at < len ? tp[at] : '\0';
+			if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+				return false;
+			zero &= ch == '0';
+		}
+		if ((i == 1 || i == 2) && zero)
+			return false;
+		if (i < 3 && (at >= len || tp[at++] != '-'))
+			return false;
+	}
+	if (strncmp(tp, "ff", 2) == 0)
+		return false;
+	if (strncmp(tp, "00", 2) == 0)
+		return len == 55;
+	return len == 55 || (len > 55 && tp[55] == '-');
+}
+
 static void call_record(struct gw_call *c, const char *outcome, const char *detail)
 {
 	struct json_value *f =
@@ -129,6 +158,12 @@ static void call_record(struct gw_call *c, const char *outcome, const char *deta
 	              json_new_int(proc_now_ms() - c->start_ms), NULL);
 	if (detail != NULL)
 		json_object_set(f, "detail", json_new_string(detail));
+	if (c->traceparent != NULL) {
+		/* one trace id follows the call from the client into the
+		 * container (its _meta goes on as it came) and into this record */
+		json_object_set(f, "trace_id", json_new_stringn(c->traceparent + 3, 32));
+		json_object_set(f, "traceparent", json_new_string(c->traceparent));
+	}
 	audit_record(c->sess->audit, "tool.call", f);
 }
 
@@ -604,6 +639,9 @@ static void tools_call(struct session *s, struct rpc_msg *msg)
 	c->start_ms = proc_now_ms();
 	c->log_rank = s->era == GW_ERA_MODERN ? s->request_log_rank : -1;
 	const struct json_value *meta = json_get(msg->params, "_meta");
+	const char *trace = json_get_string(meta, "traceparent");
+	if (trace != NULL && gw_traceparent_valid(trace))
+		c->traceparent = xstrdup(trace);
 	const struct json_value *token = json_get(meta, "progressToken");
 	if (token != NULL && (token->kind == JSON_STRING || token->kind == JSON_NUMBER)) {
 		c->client_progress_token = json_copy(token);

@@ -144,6 +144,7 @@ struct gw_call {
 	struct json_value *params; /* for the server, until sent */
 	bool awaiting_confirm;     /* elicitation/create is with the client */
 	int log_rank;              /* 2026-07-28: the request's logLevel, or -1 */
+	char *traceparent;         /* the client's W3C trace context, when well formed */
 	bool cancelled;            /* the client cancelled it while we asked */
 	struct gw_call *next, *prev;
 };
@@ -326,6 +327,8 @@ void gw_client_notice(struct session *s, const char *level, const char *text);
 void gw_call_finish_error(struct gw_call *c, int64_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void gw_call_free(struct gw_call *c);
+/* A W3C traceparent in its form (version, trace id, parent id, flags) */
+bool gw_traceparent_valid(const char *traceparent);
 void gw_server_on_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data);
 void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void *data);
 void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data);

@@ -1607,9 +1607,37 @@ out:
 	gw_end(&x);
 }
 
+/* W3C trace context: what is recorded as a call's trace */
+static void test_traceparent(void)
+{
+	static const struct {
+		const char *tp;
+		bool ok;
+	} v[] = {
+	    {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", true},
+	    {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", true},
+	    {"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later", true},
+	    {"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", true},
+	    {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", false},
+	    {"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", false},
+	    {"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", false},
+	    {"00-00000000000000000000000000000000-00f067aa0ba902b7-01", false},
+	    {"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", false},
+	    {"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", false},
+	    {"00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01", false},
+	    {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", false},
+	    {"", false},
+	    {"00", false},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		T_OK(gw_traceparent_valid(v[i].tp) == v[i].ok, "traceparent \"%s\" is %s", v[i].tp,
+		     v[i].ok ? "well formed" : "refused");
+}
+
 int main(void)
 {
 	mg_log_set_level(MG_LOG_ERROR);
+	test_traceparent();
 	test_routing();
 	test_ids();
 	test_cancel();
