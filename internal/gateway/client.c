@@ -585,7 +585,7 @@ static bool client_can_elicit(const struct session *s)
 	return e != NULL && e->kind == JSON_OBJECT;
 }
 
-static void tools_call(struct session *s, struct rpc_msg *msg)
+void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 {
 	const char *name = json_get_string(msg->params, "name");
 	if (name == NULL) {
@@ -743,6 +743,11 @@ static void tools_list(struct session *s, const struct json_value *id,
 	json_free(result);
 }
 
+void gw_client_tools_list(struct session *s, struct rpc_msg *msg)
+{
+	tools_list(s, msg->id, msg->params);
+}
+
 /* ---- initialize --------------------------------------------------------- */
 
 static void initialize(struct session *s, const struct rpc_msg *msg)
@@ -871,18 +876,20 @@ void gw_client_registered(struct session *s)
 /* What needs the servers, once start-up is over: both eras */
 static void serve_request(struct session *s, struct rpc_msg *msg)
 {
-	const char *m = msg->method;
+	const struct gw_client_method *h = gw_client_method(msg->method);
 	if (s->config_error != NULL) {
 		cleanup_free char *text = config_error_text(s);
 		gw_client_error(s, msg->id, RPC_SERVER_ERROR, "%s", text);
-	} else if (!s->registered && strcmp(m, "logging/setLevel") != 0)
+	} else if (h == NULL)
+		gw_client_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s",
+		                msg->method);
+	else if (!s->registered && !h->before_start)
 		wait_for_start(s, msg); /* what needs the servers waits for them */
-	else if (strcmp(m, "tools/list") == 0)
-		tools_list(s, msg->id, msg->params);
-	else if (strcmp(m, "tools/call") == 0)
-		tools_call(s, msg);
+	else if (h->object_params && msg->params != NULL && msg->params->kind != JSON_OBJECT)
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "%.64s: params must be an object",
+		                msg->method);
 	else
-		gw_relay_client_request(s, msg); /* answers, or refuses */
+		h->fn(s, msg);
 }
 
 /* A request of 2026-07-28: its own _meta says who asks and with what */
@@ -958,21 +965,32 @@ static void cancel_call(struct session *s, const struct json_value *params)
 	}
 }
 
+void gw_client_initialized(struct session *s, struct rpc_msg *msg)
+{
+	(void)msg;
+	if (s->config_error != NULL && !s->client_initialized) {
+		cleanup_free char *text = config_error_text(s);
+		send_notice_now(s, "error", text);
+	}
+	s->client_initialized = true;
+}
+
+void gw_client_cancelled(struct session *s, struct rpc_msg *msg)
+{
+	cancel_call(s, msg->params);
+}
+
+void gw_client_roots_changed(struct session *s, struct rpc_msg *msg)
+{
+	(void)msg;
+	if (s->era != GW_ERA_MODERN) /* 2026-07-28 removed it */
+		gw_relay_roots_changed(s);
+}
+
 static void on_client_notification(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
 {
 	(void)peer;
-	struct session *s = data;
-	if (strcmp(msg->method, "notifications/initialized") == 0) {
-		if (s->config_error != NULL && !s->client_initialized) {
-			cleanup_free char *text = config_error_text(s);
-			send_notice_now(s, "error", text);
-		}
-		s->client_initialized = true;
-	} else if (strcmp(msg->method, "notifications/cancelled") == 0)
-		cancel_call(s, msg->params);
-	else if (strcmp(msg->method, "notifications/roots/list_changed") == 0 &&
-	         s->era != GW_ERA_MODERN) /* 2026-07-28 removed it */
-		gw_relay_roots_changed(s);
+	gw_client_notification(data, msg); /* by method (methods.c) */
 }
 
 static void on_client_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data)
@@ -1017,158 +1035,9 @@ int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err
 	return rpc_peer_attach(s->client, s->loop, err);
 }
 
-/* ---- what servers send -------------------------------------------------- */
-
-void gw_server_on_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
-{
-	struct gw_server *srv = data;
-	if (strcmp(msg->method, "ping") == 0) {
-		rpc_peer_send_result(peer, msg->id, NULL, NULL);
-		return;
-	}
-	if (srv->sess->host != NULL && srv->state == GW_READY) {
-		gw_host_server_request(srv, msg); /* to the session it is for */
-		return;
-	}
-	/* sampling, elicitation and roots: relayed when the client declared
-	 * the capability and the server's entry allows it, else refused */
-	if (gw_relay_server_request(srv, msg))
-		return;
-	audit_record_by(srv->sess->audit, srv->cfg->name, "server.request.refused",
-	                gw_fields("server", json_new_string(srv->cfg->name), "method",
-	                          json_new_string(msg->method), NULL));
-	cleanup_free char *text =
-	    xasprintf("mcpgate does not relay %.64s from servers", msg->method);
-	rpc_peer_send_error(peer, msg->id, RPC_METHOD_NOT_FOUND, text, NULL, NULL);
-}
-
-static struct gw_call *call_by_token(struct session *s, struct gw_server *srv, const char *token)
-{
-	for (struct gw_call *c = s->calls; c != NULL; c = c->next)
-		if (c->server == srv && c->progress_token != NULL &&
-		    strcmp(c->progress_token, token) == 0)
-			return c;
-	return NULL;
-}
-
 void gw_client_tools_changed(struct session *s)
 {
 	if (s->client_initialized && !s->stopping)
 		rpc_peer_send_notification(s->client, "notifications/tools/list_changed", NULL,
 		                           NULL);
-}
-
-/* A 2026-07-28 client asked for a server's messages at level or lower
- * with a call of its to that server that has not been answered yet. A
- * server of the old era says not which request a message is for: it is
- * given to the client while such a call runs. */
-static bool log_asked(const struct session *s, const struct gw_server *srv, const char *level)
-{
-	int rank = gw_log_level_rank(level);
-	for (const struct gw_call *c = s->calls; c != NULL; c = c->next)
-		if (c->server == srv && c->log_rank >= 0 && rank >= c->log_rank)
-			return true;
-	return false;
-}
-
-/* A server's log message reaches the client tagged with the server's name */
-static void relay_log(struct session *s, struct gw_server *srv, const struct json_value *params)
-{
-	if (params == NULL || params->kind != JSON_OBJECT)
-		return;
-	if (s->era == GW_ERA_MODERN ? !log_asked(s, srv, json_get_string(params, "level"))
-	                            : !s->answered_initialize)
-		return;
-	struct json_value *p = json_copy(params);
-	const char *logger = json_get_string(params, "logger");
-	cleanup_free char *tag = logger != NULL ? xasprintf("%s/%.64s", srv->cfg->name, logger)
-	                                        : xstrdup(srv->cfg->name);
-	json_object_set(p, "logger", json_new_string(tag));
-	gw_secrets_redact(s, p);
-	rpc_peer_send_notification(s->client, "notifications/message", p, NULL);
-	json_free(p);
-}
-
-void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void *data)
-{
-	(void)peer;
-	struct gw_server *srv = data;
-	struct session *s = srv->sess;
-	if (srv->state != GW_READY)
-		return; /* start-up runs on another thread: nothing to relay yet */
-	if (s->host != NULL) {
-		gw_host_server_notification(srv, msg); /* to the sessions attached */
-		return;
-	}
-	if (strcmp(msg->method, "notifications/tools/list_changed") == 0) {
-		if (s->registered)
-			gw_server_relist(srv);
-		return;
-	}
-	if (strcmp(msg->method, "notifications/message") == 0) {
-		relay_log(s, srv, msg->params);
-		return;
-	}
-	if (strcmp(msg->method, "notifications/progress") == 0) {
-		const char *token = json_get_string(msg->params, "progressToken");
-		struct gw_call *c = token != NULL ? call_by_token(s, srv, token) : NULL;
-		if (c == NULL)
-			return; /* not a token we handed out: dropped */
-		struct json_value *p = json_copy(msg->params);
-		json_object_set(p, "progressToken", json_copy(c->client_progress_token));
-		gw_secrets_redact(s, p);
-		rpc_peer_send_notification(s->client, "notifications/progress", p, NULL);
-		json_free(p);
-		return;
-	}
-	gw_relay_server_notification(srv, msg);
-}
-
-void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data)
-{
-	struct gw_server *srv = data;
-	struct session *s = srv->sess;
-	audit_record_by(s->audit, srv->cfg->name, "server.protocol_error",
-	                gw_fields("server", json_new_string(srv->cfg->name), "reason",
-	                          json_new_string(bad->reason), "bytes",
-	                          json_new_int((int64_t)bad->len), NULL));
-	if (!bad->overflow)
-		return;
-	if (srv->state == GW_STARTING) {
-		/* start-up waits for an answer that was in that line: fail it now */
-		cleanup_free char *why =
-		    xasprintf("it sent a line of more than %llu bytes (line_max in config.toml)",
-		              (unsigned long long)s->cfg->mcp.line_max);
-		rpc_peer_fail_all(peer, why);
-		return;
-	}
-	if (srv->state != GW_READY)
-		return;
-	/* the line may have been any call's answer: none of them can be trusted
-	 * to arrive, so each fails now with the reason */
-	for (struct gw_call *c = s->calls, *next; c != NULL; c = next) {
-		next = c->next;
-		if (c->server != srv)
-			continue;
-		cleanup_free char *key = rpc_id_key_int(c->upstream_id);
-		rpc_peer_cancel(srv->launch.peer, key);
-		gw_call_finish_error(c, RPC_SERVER_ERROR,
-		                     "server %s sent a line of more than %llu bytes (the limit is "
-		                     "%llu, line_max in config.toml)",
-		                     srv->cfg->name, (unsigned long long)bad->len,
-		                     (unsigned long long)s->cfg->mcp.line_max);
-	}
-}
-
-void gw_server_on_closed(struct rpc_peer *peer, const struct mg_err *why, void *data)
-{
-	(void)peer;
-	struct gw_server *srv = data;
-	if (why != NULL)
-		mg_debug("server %s: %s", srv->cfg->name, mg_err_msg(why));
-	srv->output_closed = true;
-	if (srv->attached && srv->state == GW_READY)
-		gw_server_set_reason(srv, GW_EXITED,
-		                     "server %s's %s instance ended; its audit log says why",
-		                     srv->cfg->name, cfg_instance_name(srv->cfg->instance));
 }

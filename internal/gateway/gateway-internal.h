@@ -329,6 +329,24 @@ void gw_call_finish_error(struct gw_call *c, int64_t code, const char *fmt, ...)
 void gw_call_free(struct gw_call *c);
 /* A W3C traceparent in its form (version, trace id, parent id, flags) */
 bool gw_traceparent_valid(const char *traceparent);
+/* client.c's handlers, by method (methods.c's tables name them) */
+void gw_client_tools_list(struct session *s, struct rpc_msg *msg);
+void gw_client_tools_call(struct session *s, struct rpc_msg *msg);
+void gw_client_initialized(struct session *s, struct rpc_msg *msg);
+void gw_client_cancelled(struct session *s, struct rpc_msg *msg);
+void gw_client_roots_changed(struct session *s, struct rpc_msg *msg);
+
+/* methods.c: the handlers by method on both sides */
+struct gw_client_method {
+	const char *method;
+	void (*fn)(struct session *s, struct rpc_msg *msg);
+	bool before_start;  /* served while servers start; the others wait */
+	bool object_params; /* params, when present, must be an object */
+};
+/* A request the session serves once initialized, or NULL (refused) */
+const struct gw_client_method *gw_client_method(const char *method);
+void gw_client_notification(struct session *s, struct rpc_msg *msg);
+/* the server peers' callbacks */
 void gw_server_on_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data);
 void gw_server_on_notification(struct rpc_peer *peer, struct rpc_msg *msg, void *data);
 void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad, void *data);
@@ -337,9 +355,15 @@ void gw_server_on_closed(struct rpc_peer *peer, const struct mg_err *why, void *
 /* relay.c: resources, prompts, completion, logging, and the servers'
  * sampling, elicitation and roots (docs/relay.md) */
 #define GW_PAGE_MAX 100 /* items in one page of a list the client gets */
-/* A request client.c does not serve itself: answered, or refused. Only
- * logging/setLevel comes before start-up is over. */
-void gw_relay_client_request(struct session *s, struct rpc_msg *msg);
+/* The client's requests relay.c serves, by method (methods.c names them);
+ * only logging/setLevel comes before start-up is over */
+void gw_relay_set_level(struct session *s, struct rpc_msg *msg);
+void gw_relay_resources_list(struct session *s, struct rpc_msg *msg);
+void gw_relay_templates_list(struct session *s, struct rpc_msg *msg);
+void gw_relay_prompts_list(struct session *s, struct rpc_msg *msg);
+void gw_relay_resource(struct session *s, struct rpc_msg *msg); /* read, (un)subscribe */
+void gw_relay_prompt_get(struct session *s, struct rpc_msg *msg);
+void gw_relay_complete(struct session *s, struct rpc_msg *msg);
 /* Start-up is over: what relay.c held for it (the client's level) goes out */
 void gw_relay_started(struct session *s);
 /* The server offered here that a public name (SERVER__NAME; any name with
@@ -350,8 +374,11 @@ void gw_relay_roots_changed(struct session *s);
 /* A server's request other than ping: true when relay.c took it (relayed to
  * the client, or refused with the reason) */
 bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg);
-/* A server's notification client.c does not handle */
-void gw_relay_server_notification(struct gw_server *srv, struct rpc_msg *msg);
+/* A server's notifications relay.c serves, by method */
+void gw_relay_server_cancelled(struct gw_server *srv, struct rpc_msg *msg);
+void gw_relay_resource_updated(struct gw_server *srv, struct rpc_msg *msg);
+void gw_relay_list_changed(struct gw_server *srv, struct rpc_msg *msg);
+void gw_relay_elicitation_complete(struct gw_server *srv, struct rpc_msg *msg);
 /* One page of a merged list (items borrowed, in public form) for the
  * client: key is the result's array ("tools"), cursor the client's (or NULL) */
 void gw_relay_send_page(struct session *s, const struct json_value *id, const char *key,

@@ -666,7 +666,7 @@ static void forward(struct session *s, struct gw_server *srv, const struct json_
 }
 
 /* resources/read, resources/subscribe, resources/unsubscribe */
-static void resource_request(struct session *s, const struct rpc_msg *msg)
+void gw_relay_resource(struct session *s, struct rpc_msg *msg)
 {
 	const char *uri = json_get_string(msg->params, "uri");
 	bool read = strcmp(msg->method, "resources/read") == 0;
@@ -705,7 +705,7 @@ static void resource_request(struct session *s, const struct rpc_msg *msg)
 	forward(s, srv, msg->id, method, params, read ? FWD_READ : FWD_PLAIN);
 }
 
-static void prompt_get(struct session *s, const struct rpc_msg *msg)
+void gw_relay_prompt_get(struct session *s, struct rpc_msg *msg)
 {
 	const char *name = json_get_string(msg->params, "name");
 	if (name == NULL) {
@@ -724,7 +724,7 @@ static void prompt_get(struct session *s, const struct rpc_msg *msg)
 	forward(s, srv, msg->id, "prompts/get", params, FWD_PROMPT);
 }
 
-static void complete(struct session *s, const struct rpc_msg *msg)
+void gw_relay_complete(struct session *s, struct rpc_msg *msg)
 {
 	const struct json_value *ref = json_get(msg->params, "ref");
 	const char *type = json_get_string(ref, "type");
@@ -802,7 +802,7 @@ static void send_level(struct session *s)
 	json_free(params);
 }
 
-static void set_level(struct session *s, const struct rpc_msg *msg)
+void gw_relay_set_level(struct session *s, struct rpc_msg *msg)
 {
 	int rank = gw_log_level_rank(json_get_string(msg->params, "level"));
 	if (rank < 0) {
@@ -835,30 +835,19 @@ static void list_request(struct session *s, const struct rpc_msg *msg, enum list
 	list_start(s, kind, msg->id, json_get(msg->params, "cursor"));
 }
 
-void gw_relay_client_request(struct session *s, struct rpc_msg *msg)
+void gw_relay_resources_list(struct session *s, struct rpc_msg *msg)
 {
-	const char *m = msg->method;
-	if (msg->params != NULL && msg->params->kind != JSON_OBJECT)
-		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "%.64s: params must be an object",
-		                m);
-	else if (strcmp(m, "logging/setLevel") == 0)
-		set_level(s, msg);
-	else if (strcmp(m, "resources/list") == 0)
-		list_request(s, msg, LIST_RESOURCES);
-	else if (strcmp(m, "resources/templates/list") == 0)
-		list_request(s, msg, LIST_TEMPLATES);
-	else if (strcmp(m, "prompts/list") == 0)
-		list_request(s, msg, LIST_PROMPTS);
-	else if (strcmp(m, "resources/read") == 0 || strcmp(m, "resources/subscribe") == 0 ||
-	         strcmp(m, "resources/unsubscribe") == 0)
-		resource_request(s, msg);
-	else if (strcmp(m, "prompts/get") == 0)
-		prompt_get(s, msg);
-	else if (strcmp(m, "completion/complete") == 0)
-		complete(s, msg);
-	else
-		gw_client_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s",
-		                m);
+	list_request(s, msg, LIST_RESOURCES);
+}
+
+void gw_relay_templates_list(struct session *s, struct rpc_msg *msg)
+{
+	list_request(s, msg, LIST_TEMPLATES);
+}
+
+void gw_relay_prompts_list(struct session *s, struct rpc_msg *msg)
+{
+	list_request(s, msg, LIST_PROMPTS);
 }
 
 static bool client_declared(const struct session *s, const char *cap)
@@ -1147,34 +1136,37 @@ static void cancel_relayed(struct gw_server *srv, const struct json_value *param
 
 /* ---- what servers say --------------------------------------------------------- */
 
-void gw_relay_server_notification(struct gw_server *srv, struct rpc_msg *msg)
+void gw_relay_server_cancelled(struct gw_server *srv, struct rpc_msg *msg)
+{
+	cancel_relayed(srv, msg->params);
+}
+
+void gw_relay_resource_updated(struct gw_server *srv, struct rpc_msg *msg)
 {
 	struct session *s = srv->sess;
-	const char *m = msg->method;
-	if (strcmp(m, "notifications/cancelled") == 0) {
-		cancel_relayed(srv, msg->params);
-	} else if (strcmp(m, "notifications/resources/updated") == 0) {
-		if (json_get_string(msg->params, "uri") == NULL)
-			return;
-		struct json_value *p = json_copy(msg->params);
-		publish_uri(srv, p, "uri");
-		gw_secrets_redact(s, p);
-		notify_client(s, m, p);
-		json_free(p);
-	} else if (strcmp(m, "notifications/resources/list_changed") == 0 ||
-	           strcmp(m, "notifications/prompts/list_changed") == 0) {
-		notify_client(s, m, NULL);
-	} else if (strcmp(m, "notifications/elicitation/complete") == 0) {
-		const struct json_value *e = json_get(s->client_caps, "elicitation");
-		if (s->era == GW_ERA_MODERN || !srv->cfg->relay_elicitation ||
-		    json_get(e, "url") == NULL || msg->params == NULL ||
-		    msg->params->kind != JSON_OBJECT)
-			return;
-		struct json_value *p = json_copy(msg->params);
-		gw_secrets_redact(s, p);
-		notify_client(s, m, p);
-		json_free(p);
-	} else {
-		mg_debug("server %s: %.64s is not relayed", srv->cfg->name, m);
-	}
+	if (json_get_string(msg->params, "uri") == NULL)
+		return;
+	struct json_value *p = json_copy(msg->params);
+	publish_uri(srv, p, "uri");
+	gw_secrets_redact(s, p);
+	notify_client(s, msg->method, p);
+	json_free(p);
+}
+
+void gw_relay_list_changed(struct gw_server *srv, struct rpc_msg *msg)
+{
+	notify_client(srv->sess, msg->method, NULL);
+}
+
+void gw_relay_elicitation_complete(struct gw_server *srv, struct rpc_msg *msg)
+{
+	struct session *s = srv->sess;
+	const struct json_value *e = json_get(s->client_caps, "elicitation");
+	if (s->era == GW_ERA_MODERN || !srv->cfg->relay_elicitation || json_get(e, "url") == NULL ||
+	    msg->params == NULL || msg->params->kind != JSON_OBJECT)
+		return;
+	struct json_value *p = json_copy(msg->params);
+	gw_secrets_redact(s, p);
+	notify_client(s, msg->method, p);
+	json_free(p);
 }
