@@ -49,6 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 from mcpclient import Client  # noqa: E402
+from listenclient import sse_messages  # noqa: E402
 from benchlib import (anomalies, anomaly, first_line, measure, on_term,  # noqa: E402
                       process_tree, report_anomalies, sh, summary, table, tree_cpu)
 
@@ -254,15 +255,6 @@ class CountingConnection(http.client.HTTPConnection):
     def connect(self):
         self.connects += 1
         super().connect()
-
-
-def sse_messages(text):
-    out = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
-        if data and "".join(data).strip():
-            out.append(json.loads("\n".join(data)))
-    return out
 
 
 class HttpClient:

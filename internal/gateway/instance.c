@@ -385,15 +385,37 @@ static void watch_attached(struct gw_attached *a)
 	}
 }
 
+/* Under ins->lock: the attaches waiting for h's start learn how it went */
+static void settle(struct gw_host *h, const char *why_not)
+{
+	if (!h->settled) {
+		h->settled = true;
+		h->why_not = why_not != NULL ? xstrdup(why_not) : NULL;
+	}
+	pthread_cond_broadcast(&h->ins->settled);
+}
+
+/* What attaches made since the last take, taken under the lock; ending
+ * (the host's thread, after its session) says no more come */
+static struct gw_incoming *incoming_take(struct gw_host *h, bool ending)
+{
+	pthread_mutex_lock(&h->ins->lock);
+	if (ending) {
+		h->ended = true;
+		settle(h, "it ended before its start was over");
+	}
+	struct gw_incoming *list = h->incoming;
+	h->incoming = NULL;
+	pthread_mutex_unlock(&h->ins->lock);
+	return list;
+}
+
 /* On the host's loop: the connections attaches made since */
 static void take_incoming(struct loop *loop, void *data)
 {
 	(void)loop;
 	struct gw_host *h = data;
-	pthread_mutex_lock(&h->ins->lock);
-	struct gw_incoming *list = h->incoming;
-	h->incoming = NULL;
-	pthread_mutex_unlock(&h->ins->lock);
+	struct gw_incoming *list = incoming_take(h, false);
 	while (list != NULL) {
 		struct gw_incoming *in = list;
 		list = in->next;
@@ -437,16 +459,6 @@ static void take_incoming(struct loop *loop, void *data)
 		if (h->registered)
 			watch_attached(a);
 	}
-}
-
-/* Under ins->lock: the attaches waiting for h's start learn how it went */
-static void settle(struct gw_host *h, const char *why_not)
-{
-	if (!h->settled) {
-		h->settled = true;
-		h->why_not = why_not != NULL ? xstrdup(why_not) : NULL;
-	}
-	pthread_cond_broadcast(&h->ins->settled);
 }
 
 void gw_host_registered(struct session *s)
@@ -627,12 +639,7 @@ static void *host_thread(void *arg)
 		mg_warn("server %s's instance: %s", h->cfg->name, mg_err_msg(err));
 		mg_err_free(err);
 	}
-	pthread_mutex_lock(&h->ins->lock);
-	h->ended = true;
-	settle(h, "it ended before its start was over");
-	struct gw_incoming *list = h->incoming;
-	h->incoming = NULL;
-	pthread_mutex_unlock(&h->ins->lock);
+	struct gw_incoming *list = incoming_take(h, true);
 	while (list != NULL) {
 		struct gw_incoming *in = list;
 		list = in->next;
