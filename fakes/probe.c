@@ -184,6 +184,7 @@ struct probe {
 	const char *banner;
 	const char *describe_suffix;
 	int describe_caps; /* each description ends with the client's capabilities */
+	int modern;        /* --modern: MCP 2026-07-28 only (server/discover, no initialize) */
 	char *barrier_dir;
 	long long barrier_count;
 	long long barrier_timeout_ms;
@@ -224,7 +225,7 @@ static void usage(const char *why)
 	    "[--describe-caps]\n"
 	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
 	    "         [--leak-env NAME:WHERE] [--tool-extra MEMBERS]\n"
-	    "         [--garbage-first] [--huge-first BYTES] [--resources N]\n",
+	    "         [--garbage-first] [--huge-first BYTES] [--resources N] [--modern]\n",
 	    stderr);
 	exit(2);
 }
@@ -1159,6 +1160,17 @@ static void ask_client(struct probe *p, struct pj_span call_id, const char *meth
 	pj_buf_add(&id_copy, call_id.p, call_id.n);
 	id.p = id_copy.p;
 	id.n = id_copy.len;
+	if (p->modern) {
+		/* 2026-07-28 has no requests from servers: the call's result asks */
+		pj_buf_adds(&b, "{\"resultType\":\"input_required\",\"inputRequests\":{\"ask\":{"
+		                "\"method\":");
+		pj_put_cstring(&b, method);
+		pj_buf_adds(&b, ",\"params\":");
+		pj_buf_adds(&b, raw_params != NULL ? raw_params : "{}");
+		pj_buf_adds(&b, "}},\"requestState\":\"probe-state\"}");
+		send_result(&id, b.p);
+		goto out;
+	}
 	pj_buf_addf(&ask_id, "probe-ask-%lld", ++p->asked);
 	pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
 	pj_put_cstring(&b, ask_id.p);
@@ -1859,6 +1871,54 @@ static int is_blank(const char *s, size_t n)
 	return 1;
 }
 
+/* --modern: a server of MCP 2026-07-28 only. server/discover is answered;
+ * initialize, and what that revision removed, are not; every other request
+ * must say 2026-07-28 in its _meta (the version error otherwise), and its
+ * capabilities there are what the state tool shows. Returns 1 when the
+ * request goes on to its method. */
+static int modern_admit(struct probe *p, struct pj_span id, struct pj_span method,
+                        struct pj_span params)
+{
+	static const char *const removed[] = {"initialize", "ping", "logging/setLevel",
+	                                      "resources/subscribe", "resources/unsubscribe"};
+	struct pj_span meta, v;
+	size_t i;
+	for (i = 0; i < sizeof removed / sizeof removed[0]; i++)
+		if (pj_string_eq(method, removed[i])) {
+			send_error(&id, -32601,
+			           "Method not found: this server speaks MCP 2026-07-28");
+			return 0;
+		}
+	if (!pj_member(params, "_meta", &meta) ||
+	    !pj_member(meta, "io.modelcontextprotocol/protocolVersion", &v) ||
+	    !pj_string_eq(v, "2026-07-28")) {
+		send_error_data(&id, -32022, "Unsupported protocol version",
+		                "{\"supported\":[\"2026-07-28\"]}");
+		return 0;
+	}
+	if (pj_member(meta, "io.modelcontextprotocol/clientCapabilities", &v)) {
+		free(p->client_caps);
+		p->client_caps = pj_xmalloc(v.n + 1);
+		memcpy(p->client_caps, v.p, v.n);
+		p->client_caps[v.n] = '\0';
+	}
+	if (pj_member(meta, "io.modelcontextprotocol/logLevel", &v) && pj_kind(v) == PJ_STRING) {
+		free(p->log_level);
+		p->log_level = pj_string(v, NULL);
+	}
+	if (pj_string_eq(method, "server/discover")) {
+		send_result(&id,
+		            "{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],"
+		            "\"capabilities\":{\"tools\":{\"listChanged\":true},\"resources\":{"
+		            "\"listChanged\":true},\"prompts\":{\"listChanged\":true},"
+		            "\"logging\":{},\"completions\":{}},\"_meta\":{"
+		            "\"io.modelcontextprotocol/serverInfo\":{\"name\":\"mcpgate-probe\","
+		            "\"version\":\"1\"}},\"ttlMs\":0,\"cacheScope\":\"private\"}");
+		return 0;
+	}
+	return 1;
+}
+
 static void handle_line(struct probe *p, const char *line, size_t n)
 {
 	struct pj_span msg, id, method, params = {"{}", 2}, v;
@@ -1904,6 +1964,8 @@ static void handle_line(struct probe *p, const char *line, size_t n)
 		}
 	}
 
+	if (p->modern && !modern_admit(p, id, method, params))
+		return;
 	if (pj_string_eq(method, "initialize")) {
 		method_initialize(p, id, params);
 	} else if (pj_string_eq(method, "ping")) {
@@ -2041,6 +2103,8 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->describe_suffix = v;
 		} else if (strcmp(a, "--describe-caps") == 0) {
 			p->describe_caps = 1;
+		} else if (strcmp(a, "--modern") == 0) {
+			p->modern = 1;
 		} else if (strcmp(a, "--stderr-invalid") == 0) {
 			p->stderr_invalid = 1;
 		} else if ((v = option_value(argc, argv, &i, "--flood")) != NULL) {

@@ -68,6 +68,58 @@ def test_trace_context():
     f.cleanup()
 
 
+def test_modern_server():
+    """A server of MCP 2026-07-28 only (the probe's --modern: server/discover,
+    no initialize): mcpgate finds its era with server/discover, as the stdio
+    binding says, and puts the version, its identity and its capabilities in
+    every request's _meta; the same tools hash the same as from a server of
+    the old era (the approved pin of the old probe holds for it); a server
+    of the old era beside it still gets initialize"""
+    f = Fixture(server("old", ("echo", "state")) +
+                server("new", ("echo", "state", "ask_roots"), args=["--modern"],
+                       extra='relay = ["roots"]\n'))
+    r = f.mcpgate("review", "new")
+    t.ok(r.returncode == 0 and "2026-07-28" in r.stdout and "approved: " + PROBE_HASH in r.stdout,
+         "review reaches it through server/discover, and its manifest is the approved one of "
+         "the old era's probe", r.stdout[-600:] + r.stderr[-600:])
+    c = f.start()
+    c.initialize({"roots": {}})
+    names = tool_names(c.request("tools/list"))
+    t.ok(names == ["old__echo", "old__state", "new__echo", "new__ask_roots", "new__state"],
+         "both eras' servers are offered, the new one under the old one's pin", names)
+    r = c.call("new__echo", {"text": "to the new era"})
+    t.ok(text_of(r) == "to the new era", "a call reaches the server of the new era", r)
+    c.request("logging/setLevel", {"level": "warning"})
+    st = json.loads(text_of(c.call("new__state")) or "{}")
+    meta = st.get("meta") or {}
+    t.ok(meta.get("io.modelcontextprotocol/protocolVersion") == "2026-07-28" and
+         meta.get("io.modelcontextprotocol/clientInfo", {}).get("name") == "mcpgate" and
+         meta.get("io.modelcontextprotocol/clientCapabilities") == {"roots": {}},
+         "each request carries the version, mcpgate's identity and the capabilities its "
+         "relay allows, in _meta", st)
+    t.ok(st.get("level") == "warning" and
+         meta.get("io.modelcontextprotocol/logLevel") == "warning",
+         "the client's log level goes on each request (there is no logging/setLevel)", st)
+    old = json.loads(text_of(c.call("old__state")) or "{}")
+    t.ok(old.get("level") == "warning" and (old.get("meta") or {}).get(
+        "io.modelcontextprotocol/protocolVersion") is None,
+         "the server of the old era got logging/setLevel and no new _meta", old)
+    r = c.call("new__ask_roots")
+    t.ok("error" in r and "asked for input" in r["error"]["message"] and
+         "does not relay yet" in r["error"]["message"],
+         "its input_required result (how the new era asks the client) is refused, saying "
+         "that mcpgate does not relay it yet", r)
+    r = c.request("resources/subscribe", {"uri": "mcpgate://new/probe://a"})
+    t.ok("error" in r and "2026-07-28" in r["error"]["message"],
+         "resources/subscribe to it is refused, naming its era", r)
+    c.close()
+    ready = {e["server"]: e for e in events(f.audit(), "server.ready")}
+    t.ok(ready.get("new", {}).get("protocolVersion") == "2026-07-28" and
+         ready.get("old", {}).get("protocolVersion") == "2025-11-25",
+         "server.ready records each server's era", ready)
+    f.cleanup()
+
+
 def test_basic_session():
     f = Fixture(server("alpha", ("echo", "env")) + server("beta", ("echo",)))
     c = f.start()
@@ -1659,7 +1711,7 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

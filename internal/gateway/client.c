@@ -221,6 +221,19 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 		                     c->tool, mg_err_msg(why));
 		return;
 	}
+	const char *result_type =
+	    reply->kind == RPC_RESULT ? json_get_string(reply->result, "resultType") : NULL;
+	if (gw_server_modern(srv) && result_type != NULL &&
+	    strcmp(result_type, "input_required") == 0) {
+		/* a 2026-07-28 server asks for input by answering with requests:
+		 * not relayed yet, so the call ends here and says why (from a
+		 * server of the old era the member means nothing, and goes) */
+		gw_call_finish_error(c, RPC_SERVER_ERROR,
+		                     "tool %s__%s: server %s asked for input (an input_required "
+		                     "result of MCP %s), which mcpgate does not relay yet",
+		                     srv->cfg->name, c->tool, srv->cfg->name, MCP_PROTOCOL_MODERN);
+		return;
+	}
 	call_unlink(c);
 	if (reply->kind == RPC_RESULT) {
 		const struct json_value *is_error = json_get(reply->result, "isError");

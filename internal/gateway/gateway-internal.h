@@ -257,6 +257,8 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms);
 void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 char *gw_server_stderr_last_line(struct gw_server *srv);
+/* It speaks MCP 2026-07-28 (server/discover answered at its start) */
+bool gw_server_modern(const struct gw_server *srv);
 void gw_server_free(struct gw_server *srv);
 
 /* remote_side.c: a remote server's bridge and peer, instead of a container */

@@ -204,7 +204,11 @@ static void answer_initialize(struct gw_attached *a, const struct json_value *id
 	struct gw_server *srv = host_server(a->h);
 	const struct mcp_server_info *info = &srv->info;
 	struct json_value *r = gw_fields(
-	    "protocolVersion", json_new_string(info->protocol_version), "capabilities",
+	    /* a server of 2026-07-28 is spoken to in its era by the instance;
+	     * the sessions attached speak the old one to the instance */
+	    "protocolVersion",
+	    json_new_string(gw_server_modern(srv) ? MCP_PROTOCOL_LATEST : info->protocol_version),
+	    "capabilities",
 	    info->capabilities != NULL ? json_copy(info->capabilities) : json_new_object(),
 	    "serverInfo",
 	    gw_fields("name", json_new_string(info->name != NULL ? info->name : ""), "version",

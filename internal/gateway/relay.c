@@ -690,6 +690,14 @@ void gw_relay_resource(struct session *s, struct rpc_msg *msg)
 		json_free(data);
 		return;
 	}
+	if (!read && gw_server_modern(srv)) {
+		gw_client_error(
+		    s, msg->id, RPC_INVALID_PARAMS,
+		    "%s: server %s speaks MCP %s, which has no %s (its subscriptions/listen "
+		    "is not relayed yet)",
+		    msg->method, srv->cfg->name, MCP_PROTOCOL_MODERN, msg->method);
+		return;
+	}
 	if (!read && !cap_flag(server_cap(srv, "resources"), "subscribe")) {
 		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
 		                "%s: server %s does not offer subscriptions", msg->method,
@@ -788,6 +796,17 @@ static void send_level(struct session *s)
 		struct gw_server *srv = &s->servers[i];
 		if (!ready(srv) || server_cap(srv, "logging") == NULL)
 			continue;
+		if (gw_server_modern(srv)) {
+			/* 2026-07-28 has no logging/setLevel: the level goes on each
+			 * request, with the version */
+			struct json_value *m = json_copy(rpc_peer_request_meta(srv->launch.peer));
+			json_object_set(m, "io.modelcontextprotocol/logLevel",
+			                json_new_string(s->log_level));
+			rpc_peer_set_request_meta(srv->launch.peer, m);
+			json_free(m);
+			json_array_push(sent, json_new_string(srv->cfg->name));
+			continue;
+		}
 		struct mg_err *err = NULL;
 		if (rpc_peer_send_request(srv->launch.peer, "logging/setLevel", params, deadline,
 		                          on_level_done, srv, NULL, &err) < 0) {
@@ -860,7 +879,7 @@ void gw_relay_roots_changed(struct session *s)
 {
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
-		if (ready(srv) && srv->cfg->relay_roots)
+		if (ready(srv) && srv->cfg->relay_roots && !gw_server_modern(srv))
 			rpc_peer_send_notification(srv->launch.peer,
 			                           "notifications/roots/list_changed", NULL, NULL);
 	}

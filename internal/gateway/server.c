@@ -200,6 +200,24 @@ static int attach_instance(struct gw_server *srv, int64_t deadline, struct mg_er
 	return rpc_peer_new(fd, fd, &pc, &srv->launch.peer, err);
 }
 
+bool gw_server_modern(const struct gw_server *srv)
+{
+	return srv->info.protocol_version != NULL &&
+	       strcmp(srv->info.protocol_version, MCP_PROTOCOL_MODERN) == 0;
+}
+
+/* A contained server of either era: server/discover, else initialize. An
+ * instance speaks the old era to the sessions attached (it answers their
+ * initialize itself), and a remote server's era is the bridge's to learn
+ * (not yet: remote servers are asked for the old one). */
+static int start_mcp(struct gw_server *srv, bool attach, int64_t deadline, struct mg_err **err)
+{
+	const struct json_value *caps = gw_relay_server_capabilities(srv->cfg);
+	if (attach || srv->cfg->transport == CFG_TRANSPORT_REMOTE)
+		return mcp_initialize(srv->launch.peer, deadline, caps, &srv->info, err);
+	return mcp_start(srv->launch.peer, deadline, caps, &srv->info, err);
+}
+
 /* After a failed start: make sure nothing of it runs. */
 static void start_cleanup(struct gw_server *srv)
 {
@@ -260,8 +278,7 @@ void *gw_server_start_thread(void *arg)
 	                (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
 	                 : attach                             ? attach_instance(srv, deadline, &err)
 	                                                      : start_process(srv, &err)) < 0 ||
-	                mcp_initialize(srv->launch.peer, deadline, gw_relay_server_capabilities(c),
-	                               &srv->info, &err) < 0
+	                start_mcp(srv, attach, deadline, &err) < 0
 	            ? -1
 	            : 0;
 	/* it answered (or failed): the runtime is past its mounts either way */

@@ -276,6 +276,13 @@ int rpc_peer_read(struct rpc_peer *peer, struct mg_err **err);
 /* The input has ended (EOF or a read error). */
 bool rpc_peer_closed(const struct rpc_peer *peer);
 
+/* From now on every request this peer sends carries meta's members (an
+ * object, copied) in its params' _meta, over what the caller's _meta has
+ * under the same names: how a 2026-07-28 server is told the version and the
+ * capabilities on each request. NULL: none. */
+void rpc_peer_set_request_meta(struct rpc_peer *peer, const struct json_value *meta);
+const struct json_value *rpc_peer_request_meta(const struct rpc_peer *peer);
+
 /* Send a request with the next id of this peer (1, 2, 3, ...; never reused),
  * record it as pending, queue it and try to write. params is borrowed and may
  * be NULL. deadline_ms is absolute (0: none). *id_out (may be NULL) gets the

@@ -52,7 +52,8 @@ struct rpc_peer {
 	bool reading;          /* inside rpc_peer_read(): no nested reads */
 	mg_text_filter filter; /* every line sent passes it */
 	void *filter_data;
-	unsigned noise; /* protocol errors logged so far */
+	struct json_value *meta; /* merged into every request's params._meta, or NULL */
+	unsigned noise;          /* protocol errors logged so far */
 
 	/* write queue: a ring of qcap bytes, qlen of them queued from qhead */
 	char *q;
@@ -480,6 +481,32 @@ int rpc_peer_send_notification(struct rpc_peer *p, const char *method,
 
 /* ---- requests ------------------------------------------------------------- */
 
+/* params (an object, or none) with meta's members set in its _meta: a copy */
+static struct json_value *params_with_meta(const struct json_value *params,
+                                           const struct json_value *meta)
+{
+	struct json_value *out =
+	    params != NULL && params->kind == JSON_OBJECT ? json_copy(params) : json_new_object();
+	const struct json_value *had = json_get(out, "_meta");
+	struct json_value *m =
+	    had != NULL && had->kind == JSON_OBJECT ? json_copy(had) : json_new_object();
+	for (size_t i = 0; i < meta->u.obj.len; i++)
+		json_object_set(m, meta->u.obj.items[i].key, json_copy(meta->u.obj.items[i].value));
+	json_object_set(out, "_meta", m);
+	return out;
+}
+
+void rpc_peer_set_request_meta(struct rpc_peer *p, const struct json_value *meta)
+{
+	json_free(p->meta);
+	p->meta = meta != NULL && meta->kind == JSON_OBJECT ? json_copy(meta) : NULL;
+}
+
+const struct json_value *rpc_peer_request_meta(const struct rpc_peer *p)
+{
+	return p->meta;
+}
+
 int rpc_peer_send_request(struct rpc_peer *p, const char *method, const struct json_value *params,
                           int64_t deadline_ms, rpc_done_cb cb, void *data, int64_t *id_out,
                           struct mg_err **err)
@@ -497,7 +524,9 @@ int rpc_peer_send_request(struct rpc_peer *p, const char *method, const struct j
 		return mg_err_set(err, "sending %s to %s: no ids left", method, p->name);
 	struct json_value *id = json_new_int(p->next_id);
 	struct mg_buf b = MG_BUF_INIT(p->cfg.write_queue_max);
-	int r = rpc_build_request(id, method, params, &b, err);
+	struct json_value *with_meta = p->meta != NULL ? params_with_meta(params, p->meta) : NULL;
+	int r = rpc_build_request(id, method, with_meta != NULL ? with_meta : params, &b, err);
+	json_free(with_meta);
 	json_free(id);
 	if (r < 0 || queue_append(p, b.data, b.len, err) < 0) {
 		mg_buf_free(&b);
@@ -852,6 +881,7 @@ void rpc_peer_free(struct rpc_peer *p)
 	free(p->buckets);
 	free(p->heap);
 	free(p->q);
+	json_free(p->meta);
 	free(p->name);
 	free(p);
 }

@@ -129,6 +129,94 @@ int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
 	return 0;
 }
 
+/* Whether list (a JSON array) holds the string v */
+static bool lists(const struct json_value *list, const char *v)
+{
+	if (list == NULL || list->kind != JSON_ARRAY)
+		return false;
+	for (size_t i = 0; i < list->u.arr.len; i++) {
+		const struct json_value *x = list->u.arr.items[i];
+		if (x->kind == JSON_STRING && strcmp(x->u.str.ptr, v) == 0)
+			return true;
+	}
+	return false;
+}
+
+int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_value *capabilities,
+              struct mcp_server_info *info, struct mg_err **err)
+{
+	memset(info, 0, sizeof(*info));
+	struct json_value *meta = json_new_object();
+	json_object_set(meta, MCP_META_PROTOCOL_VERSION, json_new_string(MCP_PROTOCOL_MODERN));
+	struct json_value *client = json_new_object();
+	json_object_set(client, "name", json_new_string("mcpgate"));
+	json_object_set(client, "version", json_new_string("0.1.0"));
+	json_object_set(meta, "io.modelcontextprotocol/clientInfo", client);
+	struct json_value *asked =
+	    capabilities != NULL ? json_copy(capabilities) : json_new_object();
+	/* 2026-07-28 has no notifications/roots/list_changed to promise */
+	if (json_get(asked, "roots") != NULL)
+		json_object_set(asked, "roots", json_new_object());
+	json_object_set(meta, "io.modelcontextprotocol/clientCapabilities", asked);
+	struct json_value *params = json_new_object();
+	json_object_set(params, "_meta", json_copy(meta));
+	/* the probe: a server of the old era answers an error, or nothing */
+	int64_t probe_until = rpc_now_ms() + MCP_DISCOVER_WAIT_MS;
+	struct rpc_msg reply;
+	memset(&reply, 0, sizeof(reply));
+	struct mg_err *perr = NULL;
+	int r = rpc_peer_call_sync(peer, "server/discover", params,
+	                           probe_until < deadline_ms ? probe_until : deadline_ms, &reply,
+	                           &perr);
+	json_free(params);
+	if (r < 0 && rpc_peer_closed(peer)) {
+		/* it ended (or never spoke): that is the answer, not an era */
+		json_free(meta);
+		if (err != NULL) {
+			mg_err_free(*err);
+			*err = perr;
+		} else {
+			mg_err_free(perr);
+		}
+		return mg_err_wrap(err, "server/discover");
+	}
+	mg_err_free(perr);
+	const struct json_value *supported =
+	    r == 0 && reply.kind == RPC_RESULT ? json_get(reply.result, "supportedVersions")
+	    : r == 0 && reply.kind == RPC_ERROR && reply.error_code == MCP_UNSUPPORTED_VERSION
+	        ? json_get(reply.error_data, "supported")
+	        : NULL;
+	bool modern_server =
+	    r == 0 && (reply.kind == RPC_RESULT || reply.error_code == MCP_UNSUPPORTED_VERSION);
+	if (modern_server && reply.kind == RPC_RESULT && lists(supported, MCP_PROTOCOL_MODERN)) {
+		info->protocol_version = xstrdup(MCP_PROTOCOL_MODERN);
+		const struct json_value *m = json_get(reply.result, "_meta");
+		const struct json_value *server = json_get(m, "io.modelcontextprotocol/serverInfo");
+		info->name = dup_string(server, "name");
+		info->version = dup_string(server, "version");
+		const struct json_value *caps = json_get(reply.result, "capabilities");
+		info->capabilities =
+		    caps != NULL && caps->kind == JSON_OBJECT ? json_copy(caps) : json_new_object();
+		info->instructions = dup_string(reply.result, "instructions");
+		rpc_msg_free(&reply);
+		/* every request from here on says who asks, in which version */
+		rpc_peer_set_request_meta(peer, meta);
+		json_free(meta);
+		return 0;
+	}
+	json_free(meta);
+	bool legacy_listed = lists(supported, MCP_PROTOCOL_LATEST);
+	rpc_msg_free(&reply);
+	if (modern_server && !legacy_listed)
+		return mg_err_set(
+		    err,
+		    "server/discover: the server speaks MCP of the 2026-07-28 era, but "
+		    "not a version mcpgate speaks (it speaks %s and %s)",
+		    MCP_PROTOCOL_MODERN, mcp_versions_text());
+	/* an error that is not of the new era, or no answer: the old era */
+	return mcp_initialize(peer, deadline_ms, capabilities, info, err);
+}
+
 static int check_tool(const struct json_value *tool, size_t page, struct mg_err **err)
 {
 	if (tool->kind != JSON_OBJECT)
