@@ -20,9 +20,10 @@
  *     refused, since nothing says whose they are.
  * Each session still applies its own policy (tools on, confirmations,
  * redaction, the binding rule, its audit log) to what it sends and gets.
- * "exclusive": the first session attached holds the instance; another's
- * requests other than initialize, ping and the lists are refused as busy
- * until the holder detaches, and then the oldest one attached holds it. */
+ * "exclusive": the first session to use the instance (with more than
+ * initialize, ping and the lists) holds it; another's requests but those
+ * are refused as busy until the holder detaches, and then the next session
+ * to use it holds it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -86,7 +87,7 @@ struct gw_host {
 	/* the rest on the host's loop thread only */
 	bool registered;
 	struct gw_attached *first, *last;
-	struct gw_attached *holder; /* exclusive: who holds it */
+	struct gw_attached *holder; /* exclusive: who holds it, or NULL */
 	uint64_t next_token;
 	struct gw_host *next;
 };
@@ -186,7 +187,19 @@ static bool is_listing(const char *method)
 static bool busy(struct gw_attached *a)
 {
 	struct gw_host *h = a->h;
-	return h->cfg->instance == CFG_INSTANCE_EXCLUSIVE && h->holder != a;
+	return h->cfg->instance == CFG_INSTANCE_EXCLUSIVE && h->holder != NULL && h->holder != a;
+}
+
+/* exclusive: the first session to use it (more than its lists) holds it */
+static void claim(struct gw_attached *a)
+{
+	struct gw_host *h = a->h;
+	if (h->cfg->instance != CFG_INSTANCE_EXCLUSIVE || h->holder != NULL)
+		return;
+	h->holder = a;
+	audit_record(h->s->audit, "instance.holder",
+	             gw_fields("server", json_new_string(h->cfg->name), "session",
+	                       json_new_string(a->client), NULL));
 }
 
 static void refuse_busy(struct gw_attached *a, const struct json_value *id)
@@ -261,6 +274,8 @@ static void on_attached_request(struct rpc_peer *peer, struct rpc_msg *msg, void
 		refuse_busy(a, msg->id);
 		return;
 	}
+	if (!is_listing(msg->method))
+		claim(a);
 	struct gw_fwd *f = xcalloc(1, sizeof(*f));
 	f->id = json_copy(msg->id);
 	f->key = rpc_id_key(msg->id);
@@ -340,15 +355,8 @@ static void attached_free(struct gw_attached *a)
 		a->next->prev = a->prev;
 	else
 		h->last = a->prev;
-	if (h->holder == a) {
-		h->holder = h->first;
-		while (h->holder != NULL && h->holder->closed)
-			h->holder = h->holder->next;
-		if (h->holder != NULL)
-			audit_record(h->s->audit, "instance.holder",
-			             gw_fields("server", json_new_string(h->cfg->name), "session",
-			                       json_new_string(h->holder->client), NULL));
-	}
+	if (h->holder == a)
+		h->holder = NULL; /* the next session to use it holds it */
 	audit_record(h->s->audit, "instance.detach",
 	             gw_fields("server", json_new_string(h->cfg->name), "session",
 	                       json_new_string(a->client), NULL));
@@ -451,14 +459,10 @@ static void take_incoming(struct loop *loop, void *data)
 		else
 			h->first = a;
 		h->last = a;
-		bool holds = h->cfg->instance == CFG_INSTANCE_EXCLUSIVE && h->holder == NULL;
-		if (holds)
-			h->holder = a;
 		audit_record(h->s->audit, "instance.attach",
 		             gw_fields("server", json_new_string(h->cfg->name), "session",
 		                       json_new_string(a->client), "instance",
-		                       json_new_string(cfg_instance_name(h->cfg->instance)),
-		                       "holds", json_new_bool(holds), NULL));
+		                       json_new_string(cfg_instance_name(h->cfg->instance)), NULL));
 		/* before the server is registered, what the session asks waits */
 		if (h->registered)
 			watch_attached(a);
