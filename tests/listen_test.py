@@ -192,6 +192,9 @@ def test_limits():
                                          "params": {}})
     t.ok(st == 200 and st2 == 503 and sid2 is None and "listen_clients" in text,
          "one client more than listen_clients: 503 naming the key", (st, st2, text))
+    st3, _, msgs3, _ = lst.modern("server/discover")
+    t.ok(st3 == 503 and "listen_clients" in json.dumps(msgs3),
+         "the modern session counts against listen_clients like any session", (st3, msgs3))
     # a call in flight: a second request is over listen_requests
     c = lst.conn()
     slow = json.dumps({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
@@ -620,7 +623,7 @@ def modern_error(answer):
 def test_modern():
     """2026-07-28 clients over HTTP: no session id, the mirrored headers, one
     modern session for the token beside the old era's"""
-    f = Fixture(server("alpha", ("echo", "progress", "slow")))
+    f = Fixture(server("alpha", ("echo", "progress", "log")) + server("beta", ("log",)))
     lst = Listener(f)
     st, disc, _, hdrs = lst.modern("server/discover")
     res = (disc or {}).get("result", {})
@@ -636,6 +639,14 @@ def test_modern():
         "Mcp-Name": "=?base64?" + base64.b64encode(b"alpha__echo").decode() + "?="})
     t.ok(st == 200 and text_of(ans) == "coded", "an Mcp-Name in =?base64?...?= is decoded",
          (st, ans))
+    st, ans, msgs, hdrs = lst.modern("tools/call", {
+        "name": "alpha__log", "arguments": {"level": "info", "text": "mine"},
+        "_meta": {"io.modelcontextprotocol/logLevel": "debug"}}, rid=9)
+    t.ok(st == 200 and text_of(ans) == "logged" and
+         [m["params"]["data"] for m in msgs if m.get("method") == "notifications/message"]
+         == ["mine"],
+         "a server's log message during the only call waiting goes to that call's stream",
+         (st, msgs))
 
     # two clients, one request id and one progress token, at once
     def progress_msg(steps):
@@ -675,6 +686,11 @@ def test_modern():
                                headers={"MCP-Protocol-Version": "2025-11-25"})
     t.ok(st == 400 and modern_error(ans).get("code") == -32020,
          "MCP-Protocol-Version not the body's _meta version: 400, -32020", (st, ans))
+    st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "x"},
+                                    headers={"Mcp-Name": "alpha__echo\xe9"})
+    t.ok(st == 400 and modern_error(ans).get("code") == -32020 and
+         "characters" in modern_error(ans).get("message", ""),
+         "an Mcp-Name with a byte a header may not hold: 400, -32020", (st, ans))
     for missing in ("Mcp-Method", "Mcp-Name", "MCP-Protocol-Version"):
         st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "x"}, rid=44,
                                         headers={missing: None})
@@ -725,6 +741,16 @@ def test_modern():
                                               "_meta": {"progressToken": "long"}}, rid=5)
     conn, resp = lst.open_post(msg, hdrs)
     started = read_events(resp, 1)
+    # with two calls waiting, a log message names neither: it goes to no one
+    _, ans, msgs, _ = lst.modern("tools/call", {
+        "name": "beta__log", "arguments": {"level": "info", "text": "whose"},
+        "_meta": {"io.modelcontextprotocol/logLevel": "debug"}})
+    dropped = wait_until(lambda: lst.metric(
+        'mcpgate_messages_dropped_total{reason="unattributed"}') >= 1)
+    t.ok(text_of(ans) == "logged" and dropped and
+         not any(m.get("method") == "notifications/message" for m in msgs),
+         "with two calls waiting, a server's log message goes to neither (dropped, counted)",
+         (msgs, dropped))
     conn.close()
     cancelled = wait_until(lambda: [r for r in modern_records(f, "tool.call")
                                     if r.get("tool") == "progress" and
