@@ -8,7 +8,11 @@
  *     open, else to the newest POST still waiting that takes a stream,
  *     else it is kept (LST_QUEUED_MAX) for the next stream that opens.
  * A stream whose connection does not take its bytes holds this session's
- * output only: reading it pauses until they are taken. */
+ * output only: reading it pauses until they are taken.
+ * The listener's one 2026-07-28 session is every modern client's: what went
+ * in carries ids and progress tokens of the listener's (next_request_id),
+ * put back to the client's on the way out; a message that names no request
+ * goes only to the one POST waiting, there being no GET stream. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
