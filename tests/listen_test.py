@@ -7,6 +7,7 @@ here measures time: where an order matters, the test waits for a state (a
 metric, a record) with a deadline, and then checks what came first.
 Environment: MCPGATE, FAKES (as serve_test.py).
 """
+import base64
 import glob
 import http.client
 import json
@@ -25,8 +26,8 @@ from mcpclient import Tap  # noqa: E402
 from gwtest import Fixture, learn_probe_hash  # noqa: E402
 import gwtest  # noqa: E402
 import listenclient  # noqa: E402
-from listenclient import (ACCEPT, error_of, sse_messages, state_of, text_of,  # noqa: E402
-                          wait_until)
+from listenclient import (ACCEPT, MODERN, error_of, modern_request, read_events,  # noqa: E402
+                          sse_messages, state_of, text_of, wait_until)
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 t = Tap()
@@ -191,6 +192,9 @@ def test_limits():
                                          "params": {}})
     t.ok(st == 200 and st2 == 503 and sid2 is None and "listen_clients" in text,
          "one client more than listen_clients: 503 naming the key", (st, st2, text))
+    st3, _, msgs3, _ = lst.modern("server/discover")
+    t.ok(st3 == 503 and "listen_clients" in json.dumps(msgs3),
+         "the modern session counts against listen_clients like any session", (st3, msgs3))
     # a call in flight: a second request is over listen_requests
     c = lst.conn()
     slow = json.dumps({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
@@ -606,9 +610,161 @@ def test_shared_unavailable():
     f.cleanup()
 
 
+def modern_records(f, event):
+    """the records of the modern session's audit file (it has no initialize)"""
+    return [r for names, recs in session_files(f).values() if not names for r in recs
+            if r["event"] == event]
+
+
+def modern_error(answer):
+    return (answer or {}).get("error", {})
+
+
+def test_modern():
+    """2026-07-28 clients over HTTP: no session id, the mirrored headers, one
+    modern session for the token beside the old era's"""
+    f = Fixture(server("alpha", ("echo", "progress", "log")) + server("beta", ("log",)))
+    lst = Listener(f)
+    st, disc, _, hdrs = lst.modern("server/discover")
+    res = (disc or {}).get("result", {})
+    t.ok(st == 200 and MODERN in res.get("supportedVersions", []) and
+         res.get("resultType") == "complete" and "mcp-session-id" not in hdrs,
+         "server/discover over HTTP without a session: answered, no Mcp-Session-Id",
+         (st, disc, hdrs))
+    st, ans, _, hdrs = lst.modern_call("alpha__echo", {"text": "modern"})
+    t.ok(st == 200 and text_of(ans) == "modern" and "mcp-session-id" not in hdrs,
+         "tools/call over HTTP without a session reaches the server and comes back",
+         (st, ans, hdrs))
+    st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "coded"}, headers={
+        "Mcp-Name": "=?base64?" + base64.b64encode(b"alpha__echo").decode() + "?="})
+    t.ok(st == 200 and text_of(ans) == "coded", "an Mcp-Name in =?base64?...?= is decoded",
+         (st, ans))
+    st, ans, msgs, hdrs = lst.modern("tools/call", {
+        "name": "alpha__log", "arguments": {"level": "info", "text": "mine"},
+        "_meta": {"io.modelcontextprotocol/logLevel": "debug"}}, rid=9)
+    t.ok(st == 200 and text_of(ans) == "logged" and
+         [m["params"]["data"] for m in msgs if m.get("method") == "notifications/message"]
+         == ["mine"],
+         "a server's log message during the only call waiting goes to that call's stream",
+         (st, msgs))
+
+    # two clients, one request id and one progress token, at once
+    def progress_msg(steps):
+        return modern_request("tools/call", {"name": "alpha__progress",
+                                             "arguments": {"steps": steps, "ms": 20},
+                                             "_meta": {"progressToken": "tok"}}, rid=5)
+    msg_a, hdrs_a = progress_msg(4)
+    conn_a, resp_a = lst.open_post(msg_a, hdrs_a)
+    first_a = read_events(resp_a, 1)
+    # a's call is under way (its first progress came): b's goes in beside it
+    msg_b, hdrs_b = progress_msg(2)
+    st_b, _, msgs_b, _ = lst.post(msg_b, headers=hdrs_b)
+    msgs_a = sse_messages((first_a + resp_a.read()).decode())
+    conn_a.close()
+
+    def shape(msgs):
+        return ([(m["params"]["progressToken"], m["params"]["progress"], m["params"]["total"])
+                 for m in msgs if m.get("method") == "notifications/progress"],
+                [m.get("id") for m in msgs if "method" not in m])
+    t.ok(resp_a.status == 200 and shape(msgs_a) == ([("tok", i, 4) for i in (1, 2, 3, 4)], [5])
+         and shape(msgs_b) == ([("tok", 1, 2), ("tok", 2, 2)], [5]) and st_b == 200,
+         "two clients with one id and one progress token at once: each gets its own "
+         "progress and answer, with its own id and token", (msgs_a, msgs_b))
+
+    # the mirrored headers
+    st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "x"}, rid=41,
+                                    headers={"Mcp-Method": "tools/list"})
+    t.ok(st == 400 and modern_error(ans).get("code") == -32020 and ans.get("id") == 41 and
+         "Mcp-Method" in modern_error(ans).get("message", ""),
+         "Mcp-Method not the body's method: 400, -32020 with the request's id", (st, ans))
+    st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "x"}, rid=42,
+                                    headers={"Mcp-Name": "alpha__other"})
+    t.ok(st == 400 and modern_error(ans).get("code") == -32020 and
+         "alpha__other" in modern_error(ans).get("message", ""),
+         "Mcp-Name not the body's tool: 400, -32020 naming it", (st, ans))
+    st, ans, _, _ = lst.modern("tools/list", rid=43,
+                               headers={"MCP-Protocol-Version": "2025-11-25"})
+    t.ok(st == 400 and modern_error(ans).get("code") == -32020,
+         "MCP-Protocol-Version not the body's _meta version: 400, -32020", (st, ans))
+    st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "x"},
+                                    headers={"Mcp-Name": "alpha__echo\xe9"})
+    t.ok(st == 400 and modern_error(ans).get("code") == -32020 and
+         "characters" in modern_error(ans).get("message", ""),
+         "an Mcp-Name with a byte a header may not hold: 400, -32020", (st, ans))
+    for missing in ("Mcp-Method", "Mcp-Name", "MCP-Protocol-Version"):
+        st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "x"}, rid=44,
+                                        headers={missing: None})
+        t.ok(st == 400 and modern_error(ans).get("code") == -32020 and
+             "%s header is missing" % missing in modern_error(ans).get("message", ""),
+             "no %s header: 400, -32020 saying it is missing" % missing, (st, ans))
+    st, ans, _, _ = lst.modern("tools/list", {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2099-01-01"}})
+    err = modern_error(ans)
+    t.ok(st == 400 and err.get("code") == -32022 and
+         err.get("data", {}).get("supported", [None])[0] == MODERN and
+         err.get("data", {}).get("requested") == "2099-01-01",
+         "a version mcpgate does not serve: 400, -32022 with the supported ones", (st, ans))
+    st, ans, _, _ = lst.modern("ping")
+    t.ok(st == 404 and modern_error(ans).get("code") == -32601,
+         "a method 2026-07-28 does not have: 404 with -32601", (st, ans))
+    st, _, text = lst.http("POST", body={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                         "params": {"requestId": 5}},
+                           headers={"MCP-Protocol-Version": MODERN})
+    t.ok(st == 400 and "closing its response stream" in text,
+         "notifications/cancelled over HTTP: 400, cancel by closing the stream", (st, text))
+
+    # no GET stream, no session to DELETE
+    st, hdrs, text = lst.http("GET", accept="text/event-stream",
+                              headers={"MCP-Protocol-Version": MODERN})
+    t.ok(st == 405 and hdrs.get("allow") == "POST" and "2026-07-28" in text,
+         "GET /mcp for a modern client: 405, Allow: POST", (st, hdrs, text))
+    st, _, _ = lst.http("DELETE", headers={"MCP-Protocol-Version": MODERN})
+    t.ok(st == 405, "DELETE for a modern client: 405", st)
+    st = lst.modern("tools/list", token=False)[0]
+    t.ok(st == 401, "the token is checked for a modern request too", st)
+
+    # an old-era client beside: its own session, as before
+    _, sid, init = lst.initialize("old-client")
+    _, ans_old, _, hdrs_old = lst.call(sid, "alpha__echo", {"text": "old"})
+    _, ans_new, _, _ = lst.modern_call("alpha__echo", {"text": "new"})
+    t.ok(sid and text_of(ans_old) == "old" and text_of(ans_new) == "new" and
+         lst.metric("mcpgate_sessions_open") == 2,
+         "an old-era client beside a modern one: both answered, two sessions",
+         (sid, ans_old, ans_new))
+    st, _, _ = lst.http("GET", sid=sid, accept="text/event-stream", timeout=2,
+                        headers={"MCP-Protocol-Version": MODERN})
+    t.ok(st == 405, "a GET that says 2026-07-28 is refused even with a session id", st)
+
+    # a client that closes its stream cancels its call
+    msg, hdrs = modern_request("tools/call", {"name": "alpha__progress",
+                                              "arguments": {"steps": 1000, "ms": 50},
+                                              "_meta": {"progressToken": "long"}}, rid=5)
+    conn, resp = lst.open_post(msg, hdrs)
+    started = read_events(resp, 1)
+    # with two calls waiting, a log message names neither: it goes to no one
+    _, ans, msgs, _ = lst.modern("tools/call", {
+        "name": "beta__log", "arguments": {"level": "info", "text": "whose"},
+        "_meta": {"io.modelcontextprotocol/logLevel": "debug"}})
+    dropped = wait_until(lambda: lst.metric(
+        'mcpgate_messages_dropped_total{reason="unattributed"}') >= 1)
+    t.ok(text_of(ans) == "logged" and dropped and
+         not any(m.get("method") == "notifications/message" for m in msgs),
+         "with two calls waiting, a server's log message goes to neither (dropped, counted)",
+         (msgs, dropped))
+    conn.close()
+    cancelled = wait_until(lambda: [r for r in modern_records(f, "tool.call")
+                                    if r.get("tool") == "progress" and
+                                    r.get("outcome") == "cancelled"])
+    t.ok(b"long" in started and bool(cancelled),
+         "a modern client that closes its stream cancels its call (tool.call cancelled)",
+         (started, modern_records(f, "tool.call")))
+    t.ok(lst.stop() == 0, "the listener ends with its modern session")
+    f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
 for case in (test_two_clients, test_security, test_limits, test_streams_and_metrics,
-             test_slow_client, test_many_ends, test_sharing, test_shared_unavailable, test_sdk_client):
+             test_slow_client, test_many_ends, test_sharing, test_shared_unavailable, test_modern, test_sdk_client):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

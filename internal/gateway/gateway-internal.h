@@ -413,9 +413,6 @@ void gw_host_server_ended(struct gw_server *srv);
 void gw_host_close(struct session *s);
 
 /* era.c: 2026-07-28 beside 2025-11-25 (docs/2026-12-01-protocol-eras.md) */
-/* server/discover, or a request other than initialize whose _meta names a
- * protocol version */
-bool gw_era_claims_modern(const struct rpc_msg *msg);
 /* A request of 2026-07-28: 0 when its _meta is good (the era is modern from
  * now, s->client_caps are this request's, s->request_log_rank its level),
  * else -1 and the client was answered why (-32022 for a version) */

@@ -19,6 +19,12 @@
 
 struct session;
 struct gw_instances;
+struct rpc_msg;
+
+/* era.c: server/discover, or a request other than initialize whose _meta
+ * names a protocol version: a request of 2026-07-28. Public so that the
+ * listener routes by the same rule the session decides its era by. */
+bool gw_era_claims_modern(const struct rpc_msg *msg);
 
 struct session_options {
 	struct cfg *cfg;           /* borrowed; outlives the session */

@@ -8,7 +8,11 @@
  *     open, else to the newest POST still waiting that takes a stream,
  *     else it is kept (LST_QUEUED_MAX) for the next stream that opens.
  * A stream whose connection does not take its bytes holds this session's
- * output only: reading it pauses until they are taken. */
+ * output only: reading it pauses until they are taken.
+ * The listener's one 2026-07-28 session is every modern client's: what went
+ * in carries ids and progress tokens of the listener's (next_request_id),
+ * put back to the client's on the way out; a message that names no request
+ * goes only to the one POST waiting, there being no GET stream. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +51,7 @@ static void update_watch(struct lst_client *c)
 	loop_modify(c->l->loop, c->fd, ev, NULL);
 }
 
-struct lst_client *lst_client_new(struct lst *l, struct mg_err **err)
+struct lst_client *lst_client_new(struct lst *l, bool modern, struct mg_err **err)
 {
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
@@ -64,6 +68,7 @@ struct lst_client *lst_client_new(struct lst *l, struct mg_err **err)
 	fcntl(sp[0], F_SETFL, fcntl(sp[0], F_GETFL) | O_NONBLOCK);
 	struct lst_client *c = xcalloc(1, sizeof(*c));
 	c->l = l;
+	c->modern = modern;
 	c->fd = sp[0];
 	c->stats = lst_metrics_session(l->metrics);
 	mg_buf_init(&c->to_session, (size_t)l->limits->listen_body_max * 4 + 4096);
@@ -113,6 +118,8 @@ struct lst_client *lst_client_new(struct lst *l, struct mg_err **err)
 		l->clients->prev = c;
 	l->clients = c;
 	l->nclients++;
+	if (modern)
+		l->modern = c;
 	return c;
 }
 
@@ -121,7 +128,8 @@ struct lst_client *lst_client_find(struct lst *l, const char *http_id)
 	if (http_id == NULL || strlen(http_id) != LST_SESSION_ID_LEN)
 		return NULL;
 	for (struct lst_client *c = l->clients; c != NULL; c = c->next)
-		if (!c->gone && sodium_memcmp(c->http_id, http_id, LST_SESSION_ID_LEN) == 0)
+		if (!c->gone && !c->modern &&
+		    sodium_memcmp(c->http_id, http_id, LST_SESSION_ID_LEN) == 0)
 			return c;
 	return NULL;
 }
@@ -162,10 +170,28 @@ void lst_client_link(struct lst_client *c, struct lst_req *r)
 	c->reqs = r;
 }
 
+/* 2026-07-28 over HTTP cancels a request by closing its stream: the
+ * session hears it as notifications/cancelled for the id it knows */
+static void modern_cancel(struct lst_client *c, struct lst_req *r, const char *why)
+{
+	if (!r->modern || r->answered)
+		return;
+	struct json_value *p = json_new_object();
+	json_object_set(p, "requestId", json_new_int(r->session_id));
+	json_object_set(p, "reason", json_new_string(why));
+	struct mg_buf line = MG_BUF_INIT(4096);
+	if (rpc_build_notification("notifications/cancelled", p, &line, NULL) == 0)
+		lst_client_send(c, line.data, line.len);
+	mg_buf_free(&line);
+	json_free(p);
+}
+
 void lst_client_unlink(struct lst_client *c, struct lst_req *r)
 {
 	if (r->client != c)
 		return;
+	if (r->kind == REQ_POST)
+		modern_cancel(c, r, "the client closed its connection");
 	if (r->prev != NULL)
 		r->prev->next = r->next;
 	else
@@ -195,32 +221,41 @@ static struct lst_req *exchange_by(struct lst_client *c, bool progress, const ch
 	return NULL;
 }
 
-/* false: r's stream is full, the line is held and reading paused */
-static bool to_stream(struct lst_client *c, struct lst_req *r, const char *line, size_t len,
+/* A line the session wrote (raw), and as it goes to the client (out): the
+ * same line but in the modern session, where the client's own id or
+ * progress token is put back */
+struct routed {
+	const char *raw, *out;
+	size_t raw_len, out_len;
+};
+
+/* false: r's stream is full, the session's line is held (and routed again
+ * when the stream drains) and reading paused */
+static bool to_stream(struct lst_client *c, struct lst_req *r, const struct routed *line,
                       bool force)
 {
 	if (r->out.len >= LST_STREAM_HIGH && !force) {
-		c->held = xmemdup(line, len);
-		c->held_len = len;
+		c->held = xmemdup(line->raw, line->raw_len);
+		c->held_len = line->raw_len;
 		c->blocked_on = r;
 		c->paused_reading = true;
 		return false;
 	}
 	r->want_stream = true;
-	lst_req_event(r, line, len);
+	lst_req_event(r, line->out, line->out_len);
 	return true;
 }
 
-static void deliver_answer(struct lst_client *c, struct lst_req *r, const char *line, size_t len,
+static void deliver_answer(struct lst_client *c, struct lst_req *r, const struct routed *line,
                            bool force)
 {
 	if (r->streaming || r->want_stream || !r->accept_json) {
-		if (!to_stream(c, r, line, len, force))
+		if (!to_stream(c, r, line, force))
 			return;
 		r->finished = true;
 	} else {
-		r->answer = xmemdup(line, len);
-		r->answer_len = len;
+		r->answer = xmemdup(line->out, line->out_len);
+		r->answer_len = line->out_len;
 	}
 	r->answered = true;
 	if (c->inflight > 0)
@@ -229,17 +264,43 @@ static void deliver_answer(struct lst_client *c, struct lst_req *r, const char *
 	lst_req_wake(r);
 }
 
-static void deliver_other(struct lst_client *c, const char *line, size_t len)
+/* The modern session's message that names no request (a server's log
+ * message during a call): it may go only where it cannot be another
+ * request's, so to the one POST waiting, else nowhere (2026-07-28 has no
+ * stream for what belongs to no request) */
+static void deliver_unattributed(struct lst_client *c, const struct routed *line)
 {
+	struct lst_req *target = NULL;
+	unsigned waiting = 0;
+	for (struct lst_req *r = c->reqs; r != NULL; r = r->next)
+		if (r->kind == REQ_POST && !r->answered) {
+			waiting++;
+			target = r;
+		}
+	if (waiting == 1 && target->accept_sse) {
+		if (to_stream(c, target, line, false))
+			lst_req_wake(target);
+		return;
+	}
+	lst_metrics_dropped(c->l->metrics, "unattributed");
+}
+
+static void deliver_other(struct lst_client *c, const struct routed *line)
+{
+	if (c->modern) {
+		deliver_unattributed(c, line);
+		return;
+	}
 	struct lst_req *target = c->get;
 	for (struct lst_req *r = c->reqs; target == NULL && r != NULL; r = r->next)
 		if (r->kind == REQ_POST && !r->answered && r->accept_sse)
 			target = r;
 	if (target != NULL) {
-		if (to_stream(c, target, line, len, false))
+		if (to_stream(c, target, line, false))
 			lst_req_wake(target);
 		return;
 	}
+	size_t len = line->out_len;
 	if (c->queued.n >= LST_QUEUED_MAX || c->queued_bytes + len > LST_QUEUED_BYTES_MAX) {
 		mg_warn("client session %s: a message was dropped: no stream is open to take it "
 		        "and %u wait already",
@@ -247,8 +308,27 @@ static void deliver_other(struct lst_client *c, const char *line, size_t len)
 		lst_metrics_dropped(c->l->metrics, "no-stream");
 		return;
 	}
-	strv_push_owned(&c->queued, xstrndup(line, len));
+	strv_push_owned(&c->queued, xstrndup(line->out, len));
 	c->queued_bytes += len;
+}
+
+/* What the modern session wrote for r, with the client's own id (a
+ * response) or progress token (progress) put back, generated into buf */
+static int restore_client_ids(const struct lst_req *r, struct rpc_msg *m, bool progress,
+                              struct mg_buf *buf, struct routed *line)
+{
+	if (progress)
+		/* m->params borrows from m->root, which is ours to change */
+		json_object_set((struct json_value *)m->params, "progressToken",
+		                json_copy(r->progress_token));
+	else
+		json_object_set(m->root, "id", json_copy(r->id));
+	m->id = NULL; /* replaced: it pointed at what was freed */
+	if (json_generate(m->root, buf, NULL) < 0)
+		return -1;
+	line->out = buf->data;
+	line->out_len = buf->len;
+	return 0;
 }
 
 static void route(struct lst_client *c, const char *line, size_t len)
@@ -266,13 +346,24 @@ static void route(struct lst_client *c, const char *line, size_t len)
 	}
 	cleanup_free char *key = NULL;
 	struct lst_req *r = NULL;
+	struct routed rl = {.raw = line, .raw_len = len, .out = line, .out_len = len};
+	struct mg_buf restored = MG_BUF_INIT((size_t)c->l->limits->line_max + 4096);
 	switch (m.kind) {
 	case RPC_RESULT:
 	case RPC_ERROR:
 		key = rpc_id_key(m.id);
 		r = key != NULL ? exchange_by(c, false, key) : NULL;
+		if (r != NULL && r->modern) {
+			/* the method-not-found status of 2026-07-28's HTTP binding */
+			if (m.kind == RPC_ERROR && m.error_code == RPC_METHOD_NOT_FOUND)
+				r->answer_status = 404;
+			if (restore_client_ids(r, &m, false, &restored, &rl) < 0) {
+				lst_metrics_dropped(c->l->metrics, "too-long");
+				break;
+			}
+		}
 		if (r != NULL)
-			deliver_answer(c, r, line, len, false);
+			deliver_answer(c, r, &rl, false);
 		else
 			/* its POST's connection is gone: a stream must not carry
 			 * another request's answer (the specification's rule) */
@@ -283,18 +374,26 @@ static void route(struct lst_client *c, const char *line, size_t len)
 			key = rpc_id_key(json_get(m.params, "progressToken"));
 			r = key != NULL ? exchange_by(c, true, key) : NULL;
 		}
-		if (r != NULL && r->accept_sse) {
-			if (to_stream(c, r, line, len, false))
+		if (r != NULL && r->modern &&
+		    (!r->accept_sse || restore_client_ids(r, &m, true, &restored, &rl) < 0))
+			/* its request's, and no other's */
+			lst_metrics_dropped(c->l->metrics, "no-stream");
+		else if (r != NULL && r->accept_sse) {
+			if (to_stream(c, r, &rl, false))
 				lst_req_wake(r);
+		} else if (c->modern && key != NULL) {
+			/* progress of a request whose POST is gone */
+			lst_metrics_dropped(c->l->metrics, "no-request");
 		} else {
-			deliver_other(c, line, len);
+			deliver_other(c, &rl);
 		}
 		break;
 	case RPC_REQUEST:
 	case RPC_INVALID:
-		deliver_other(c, line, len);
+		deliver_other(c, &rl);
 		break;
 	}
+	mg_buf_free(&restored);
 	rpc_msg_free(&m);
 }
 
@@ -334,7 +433,8 @@ static void abandon(struct lst_client *c, struct lst_req *r, const char *why)
 	    rpc_build_error(r->id, RPC_SERVER_ERROR, why, NULL, &line, NULL) == 0 && line.len > 0) {
 		/* one line, without its newline; a full stream takes it anyway */
 		r->out.max += line.len + 64;
-		deliver_answer(c, r, line.data, line.len - 1, true);
+		struct routed rl = {line.data, line.data, line.len - 1, line.len - 1};
+		deliver_answer(c, r, &rl, true);
 	}
 	mg_buf_free(&line);
 }
@@ -362,6 +462,8 @@ static void finish_if_done(struct lst_client *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	l->nclients--;
+	if (l->modern == c)
+		l->modern = NULL;
 	lst_client_free(c);
 	lst_maybe_done(l);
 }
@@ -472,14 +574,17 @@ void lst_client_after_run(struct lst_client *c)
 
 void lst_client_tick(struct lst_client *c, int64_t now)
 {
-	if (!c->gone && c->inflight == 0 && c->get == NULL &&
+	/* the modern session is every token holder's: it ends with the listener */
+	if (!c->gone && !c->modern && c->inflight == 0 && c->get == NULL &&
 	    now - c->active_ms > (int64_t)c->l->limits->listen_idle_timeout * 1000)
 		lst_client_end(c, "idle for longer than listen_idle_timeout");
 	for (struct lst_req *r = c->reqs; r != NULL; r = r->next) {
 		/* a suspended connection is not watched: a client gone while its
 		 * call runs is found here, so it stops counting as in flight */
-		if (r->kind == REQ_POST && !r->answered && r->suspended && lst_req_peer_gone(r))
+		if (r->kind == REQ_POST && !r->answered && r->suspended && lst_req_peer_gone(r)) {
+			modern_cancel(c, r, "the client closed its connection");
 			abandon(c, r, "the client closed its connection");
+		}
 		if (r->streaming && now - r->last_write_ms >= LST_KEEPALIVE_MS) {
 			mg_buf_puts(&r->out, ": keep-alive\n\n", NULL);
 			r->last_write_ms = now;

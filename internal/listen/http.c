@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <sodium.h>
 
 #include "internal/base/cleanup.h"
 #include "internal/base/log.h"
@@ -50,6 +51,7 @@ static void req_unref(struct lst_req *r)
 	json_free(r->id);
 	free(r->id_key);
 	free(r->progress_key);
+	json_free(r->progress_token);
 	free(r->answer);
 	free(r);
 }
@@ -103,20 +105,23 @@ static enum MHD_Result queue(struct lst_req *r, unsigned code, const char *type,
 	return ok;
 }
 
-/* A refusal: the status, a JSON-RPC error without an id naming what was
- * wrong, and the reason counted under its label */
-__attribute__((format(printf, 5, 6))) static enum MHD_Result
-refuse(struct lst_req *r, unsigned code, int64_t rpc_code, const char *label, const char *fmt, ...)
+/* A refusal: the status, a JSON-RPC error naming what was wrong (with the
+ * request's id when it was read, and data when not NULL), and the reason
+ * counted under its label */
+static enum MHD_Result vrefuse(struct lst_req *r, const struct json_value *id,
+                               const struct json_value *data, unsigned code, int64_t rpc_code,
+                               const char *label, const char *fmt, va_list ap)
 {
-	va_list ap;
-	va_start(ap, fmt);
 	cleanup_free char *text = xvasprintf(fmt, ap);
-	va_end(ap);
 	struct json_value *o = json_new_object();
 	json_object_set(o, "jsonrpc", json_new_string("2.0"));
+	if (id != NULL)
+		json_object_set(o, "id", json_copy(id));
 	struct json_value *e = json_new_object();
 	json_object_set(e, "code", json_new_int(rpc_code));
 	json_object_set(e, "message", json_new_string(text));
+	if (data != NULL)
+		json_object_set(e, "data", json_copy(data));
 	json_object_set(o, "error", e);
 	struct mg_buf b = MG_BUF_INIT(1 << 16);
 	json_generate(o, &b, NULL);
@@ -129,7 +134,9 @@ refuse(struct lst_req *r, unsigned code, int64_t rpc_code, const char *label, co
 		value = "Bearer realm=\"mcpgate\"";
 	} else if (code == MHD_HTTP_METHOD_NOT_ALLOWED) {
 		header = MHD_HTTP_HEADER_ALLOW;
-		value = strcmp(label, "method") == 0 ? "GET, POST, DELETE" : "GET";
+		value = strcmp(label, "method") == 0        ? "GET, POST, DELETE"
+		        : strcmp(label, "sessionless") == 0 ? "POST"
+		                                            : "GET";
 	} else if (code == MHD_HTTP_SERVICE_UNAVAILABLE) {
 		header = MHD_HTTP_HEADER_RETRY_AFTER;
 		value = "5";
@@ -137,6 +144,28 @@ refuse(struct lst_req *r, unsigned code, int64_t rpc_code, const char *label, co
 	enum MHD_Result ok =
 	    queue(r, code, "application/json", b.data != NULL ? b.data : "", b.len, header, value);
 	mg_buf_free(&b);
+	return ok;
+}
+
+__attribute__((format(printf, 5, 6))) static enum MHD_Result
+refuse(struct lst_req *r, unsigned code, int64_t rpc_code, const char *label, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	enum MHD_Result ok = vrefuse(r, NULL, NULL, code, rpc_code, label, fmt, ap);
+	va_end(ap);
+	return ok;
+}
+
+/* A refusal of a request whose id was read: 2026-07-28 answers these with it */
+__attribute__((format(printf, 7, 8))) static enum MHD_Result
+refuse_request(struct lst_req *r, const struct json_value *id, const struct json_value *data,
+               unsigned code, int64_t rpc_code, const char *label, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	enum MHD_Result ok = vrefuse(r, id, data, code, rpc_code, label, fmt, ap);
+	va_end(ap);
 	return ok;
 }
 
@@ -172,6 +201,8 @@ static enum MHD_Result queue_stream(struct lst_req *r, bool with_id)
 	r->refs++;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	/* a proxy in front must not hold progress back until the answer */
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
 	if (with_id)
 		MHD_add_response_header(resp, "Mcp-Session-Id", r->http_id);
 	enum MHD_Result ok = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
@@ -187,6 +218,16 @@ static enum MHD_Result queue_stream(struct lst_req *r, bool with_id)
 static const char *header(struct lst_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* Why an MCP-Protocol-Version on a session's request is refused, or NULL
+ * (none is fine). Caller frees. */
+static char *version_refusal(const char *version)
+{
+	if (version == NULL || mcp_version_supported(version))
+		return NULL;
+	return xasprintf("MCP-Protocol-Version %.64s is not one mcpgate speaks (%s)", version,
+	                 mcp_versions_text());
 }
 
 static bool accepts(const char *accept, const char *type, const char *family)
@@ -265,15 +306,25 @@ static enum MHD_Result first_look(struct lst *l, struct MHD_Connection *conn, co
 	const char *sid = header(r, "Mcp-Session-Id");
 	r->session_hdr = sid != NULL ? xstrdup(sid) : NULL;
 	const char *version = header(r, "MCP-Protocol-Version");
-	if (version != NULL && !mcp_version_supported(version))
-		return refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "version",
-		              "MCP-Protocol-Version %.64s is not one mcpgate speaks (%s)", version,
-		              mcp_versions_text());
+	bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+	bool modern_version = version != NULL && strcmp(version, MCP_PROTOCOL_MODERN) == 0;
+	/* a POST without a session is looked at with its body: the era it
+	 * speaks decides how its version is checked */
+	cleanup_free char *bad_version =
+	    (post && r->session_hdr == NULL) || modern_version ? NULL : version_refusal(version);
+	if (bad_version != NULL)
+		return refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "version", "%s",
+		              bad_version);
 	const char *accept = header(r, MHD_HTTP_HEADER_ACCEPT);
 	r->accept_json = accepts(accept, "application/json", "application/*");
 	r->accept_sse = accepts(accept, "text/event-stream", "text/*");
 
-	if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
+	if (post) {
+		if (modern_version && r->session_hdr != NULL)
+			return refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "version",
+			              "MCP %s has no sessions: send its requests without "
+			              "Mcp-Session-Id",
+			              MCP_PROTOCOL_MODERN);
 		const char *type = header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
 		if (type == NULL || strncasecmp(type, "application/json", 16) != 0)
 			return refuse(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, RPC_INVALID_REQUEST,
@@ -297,9 +348,14 @@ static enum MHD_Result first_look(struct lst *l, struct MHD_Connection *conn, co
 	if (!get && strcmp(method, MHD_HTTP_METHOD_DELETE) != 0)
 		return refuse(r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_ERROR, "method",
 		              "/mcp answers POST, GET and DELETE");
-	if (r->session_hdr == NULL)
-		return refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "session-id",
-		              "this request has no Mcp-Session-Id header: initialize first");
+	/* 2026-07-28 has no GET stream (subscriptions/listen replaces it) and no
+	 * session to DELETE; a 2025-11-25 client names its session */
+	if (r->session_hdr == NULL || modern_version)
+		return refuse(
+		    r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_ERROR, "sessionless",
+		    "%.16s on /mcp needs a session: MCP %s has none (POST each request), "
+		    "and a 2025-11-25 client sends the Mcp-Session-Id its initialize gave",
+		    method, MCP_PROTOCOL_MODERN);
 	if (get) {
 		if (!accepts(accept, "text/event-stream", "text/event-stream"))
 			return refuse(
@@ -313,6 +369,215 @@ static enum MHD_Result first_look(struct lst *l, struct MHD_Connection *conn, co
 		              "no such session (it ended, or never was)");
 	lst_client_end(c, "the client ended it (DELETE)");
 	return queue(r, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL, NULL);
+}
+
+/* A new session for a POST without Mcp-Session-Id: an initialize's, or the
+ * listener's modern one; NULL when it cannot be, r then answered why */
+static struct lst_client *open_session(struct lst *l, struct lst_req *r, bool modern,
+                                       enum MHD_Result *result)
+{
+	if (l->stopping) {
+		*result = refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR, "stopping",
+		                 "mcpgate is stopping");
+		return NULL;
+	}
+	if (l->nclients >= l->limits->listen_clients) {
+		*result = refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR, "clients",
+		                 "mcpgate serves %u client sessions already, its most "
+		                 "(listen_clients in config.toml): end one, or raise it",
+		                 l->limits->listen_clients);
+		return NULL;
+	}
+	cleanup_err struct mg_err *err = NULL;
+	struct lst_client *c = lst_client_new(l, modern, &err);
+	if (c == NULL) {
+		mg_warn("a new client session: %s", mg_err_msg(err));
+		*result = refuse(r, MHD_HTTP_INTERNAL_SERVER_ERROR, RPC_SERVER_ERROR, "session",
+		                 "mcpgate cannot start a session: %s", mg_err_msg(err));
+	}
+	return c;
+}
+
+/* The session reads one message a line: root again, compact. -1 when it
+ * takes no more input now. */
+static int send_message(struct lst *l, struct lst_client *c, const struct json_value *root)
+{
+	struct mg_buf line = MG_BUF_INIT((size_t)l->limits->listen_body_max + 64);
+	int sent = json_generate(root, &line, NULL) == 0 && mg_buf_putc(&line, '\n', NULL) == 0
+	               ? lst_client_send(c, line.data, line.len)
+	               : -1;
+	mg_buf_free(&line);
+	return sent;
+}
+
+static enum MHD_Result refuse_busy(struct lst_req *r)
+{
+	return refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR, "busy",
+	              "the session takes no more input now (it is ending, or has a backlog)");
+}
+
+static bool inflight_full(struct lst *l, const struct lst_client *c)
+{
+	return c->inflight >= l->limits->listen_requests;
+}
+
+static enum MHD_Result refuse_inflight(struct lst_req *r, const struct lst_client *c)
+{
+	return refuse(r, MHD_HTTP_TOO_MANY_REQUESTS, RPC_SERVER_ERROR, "requests",
+	              "this session has %u requests in flight, its most "
+	              "(listen_requests in config.toml): wait for an answer",
+	              c->inflight);
+}
+
+/* r's request went in: it waits in c for its answer */
+static enum MHD_Result await_answer(struct lst_client *c, struct lst_req *r)
+{
+	c->inflight++;
+	lst_client_link(c, r);
+	if (c->queued.n > 0 && c->get == NULL && r->accept_sse)
+		lst_client_stream_opened(c, r);
+	if (r->want_stream)
+		return queue_stream(r, r->is_initialize);
+	MHD_suspend_connection(r->conn);
+	r->suspended = true;
+	return MHD_YES;
+}
+
+/* ---- 2026-07-28: no session, headers that mirror the body --------------- */
+
+/* Whether a header value holds only what RFC 9110 allows in one */
+static bool header_chars_ok(const char *v)
+{
+	for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++)
+		if (*p != '\t' && (*p < 0x20 || *p > 0x7e))
+			return false;
+	return true;
+}
+
+/* Why header name (value v, or NULL when absent) does not stand for the
+ * body's string s, or NULL when it does. Mcp-Name may be "=?base64?...?="
+ * (sentinel), decoded before it is compared. Caller frees. */
+static char *header_mismatch(const char *name, const char *v, const struct json_value *s,
+                             bool sentinel)
+{
+	if (v == NULL)
+		return xasprintf("the %s header is missing: MCP %s requires it on this request",
+		                 name, MCP_PROTOCOL_MODERN);
+	if (!header_chars_ok(v))
+		return xasprintf("the %s header holds characters a header value may not", name);
+	const char *text = v;
+	size_t vlen = strlen(v), len = vlen;
+	cleanup_free char *decoded = NULL;
+	if (sentinel && vlen >= 11 && strncmp(v, "=?base64?", 9) == 0 &&
+	    strcmp(v + vlen - 2, "?=") == 0) {
+		decoded = xmalloc(vlen);
+		if (sodium_base642bin((unsigned char *)decoded, vlen, v + 9, vlen - 11, NULL, &len,
+		                      NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
+			return xasprintf("the %s header's =?base64?...?= value is not base64",
+			                 name);
+		text = decoded;
+	}
+	if (s == NULL || s->kind != JSON_STRING)
+		return xasprintf("Header mismatch: %s header value '%.100s' has no string in the "
+		                 "body to match",
+		                 name, v);
+	if (s->u.str.len != len || memcmp(s->u.str.ptr, text, len) != 0)
+		return xasprintf("Header mismatch: %s header value '%.100s' does not match body "
+		                 "value '%.100s'",
+		                 name, v, s->u.str.ptr);
+	return NULL;
+}
+
+/* Why a modern request's headers are not its body's, or NULL. Caller frees. */
+static char *modern_headers_mismatch(struct lst_req *r, const struct rpc_msg *m)
+{
+	const struct json_value *meta = json_get(m->params, "_meta");
+	char *why =
+	    header_mismatch("MCP-Protocol-Version", header(r, "MCP-Protocol-Version"),
+	                    json_get(meta, "io.modelcontextprotocol/protocolVersion"), false);
+	if (why != NULL)
+		return why;
+	struct json_value *method = json_new_string(m->method);
+	why = header_mismatch("Mcp-Method", header(r, "Mcp-Method"), method, false);
+	json_free(method);
+	if (why != NULL)
+		return why;
+	const char *field =
+	    strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "prompts/get") == 0 ? "name"
+	    : strcmp(m->method, "resources/read") == 0                                    ? "uri"
+	                                                                                  : NULL;
+	if (field == NULL)
+		return NULL;
+	return header_mismatch("Mcp-Name", header(r, "Mcp-Name"), json_get(m->params, field), true);
+}
+
+static enum MHD_Result refuse_version(struct lst_req *r, const struct rpc_msg *m,
+                                      const char *version)
+{
+	struct json_value *supported = json_new_array();
+	json_array_push(supported, json_new_string(MCP_PROTOCOL_MODERN));
+	for (size_t i = 0; mcp_protocol_versions[i] != NULL; i++)
+		json_array_push(supported, json_new_string(mcp_protocol_versions[i]));
+	struct json_value *data = json_new_object();
+	json_object_set(data, "supported", supported);
+	json_object_set(data, "requested", json_new_string(version));
+	enum MHD_Result ok = refuse_request(
+	    r, m->id, data, MHD_HTTP_BAD_REQUEST, RPC_UNSUPPORTED_PROTOCOL_VERSION, "version",
+	    "Unsupported protocol version \"%.64s\": mcpgate serves %s without a session, and %s "
+	    "through initialize",
+	    version, MCP_PROTOCOL_MODERN, mcp_versions_text());
+	json_free(data);
+	return ok;
+}
+
+/* A 2026-07-28 message: a request goes to the listener's one modern session
+ * (every client with the token shares it) with an id, and a progress token,
+ * of the listener's, unique in it; its answer comes back with the client's */
+static enum MHD_Result post_modern(struct lst *l, struct lst_req *r, struct rpc_msg *m)
+{
+	if (m->kind == RPC_NOTIFICATION && strcmp(m->method, "notifications/cancelled") == 0)
+		return refuse(
+		    r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "cancelled",
+		    "MCP %s over HTTP cancels a request by closing its response stream; "
+		    "a notifications/cancelled names an id that every client here may use",
+		    MCP_PROTOCOL_MODERN);
+	if (m->kind == RPC_NOTIFICATION)
+		/* 2026-07-28 defines no client notification over HTTP, and the
+		 * session acts on none of this era but cancelled */
+		return queue(r, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL, NULL);
+	if (m->kind != RPC_REQUEST)
+		return refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "message",
+		              "a client POSTs requests and notifications only");
+	cleanup_free char *why = modern_headers_mismatch(r, m);
+	if (why != NULL)
+		return refuse_request(r, m->id, NULL, MHD_HTTP_BAD_REQUEST, LST_HEADER_MISMATCH,
+		                      "header", "%s", why);
+	const char *version = header(r, "MCP-Protocol-Version");
+	if (strcmp(version, MCP_PROTOCOL_MODERN) != 0)
+		return refuse_version(r, m, version);
+	enum MHD_Result result = MHD_NO;
+	struct lst_client *c = l->modern;
+	if ((c == NULL || c->gone) && (c = open_session(l, r, true, &result)) == NULL)
+		return result;
+	if (inflight_full(l, c))
+		return refuse_inflight(r, c);
+	r->modern = true;
+	r->session_id = ++c->next_request_id;
+	r->id = json_copy(m->id);
+	r->id_key = rpc_id_key_int(r->session_id);
+	json_object_set(m->root, "id", json_new_int(r->session_id));
+	m->id = NULL; /* freed by the line above */
+	/* m->params borrows from m->root, which is ours to change */
+	struct json_value *meta = (struct json_value *)json_get(m->params, "_meta");
+	const struct json_value *token = json_get(meta, "progressToken");
+	if (token != NULL) {
+		r->progress_token = json_copy(token);
+		r->progress_key = rpc_id_key_int(r->session_id);
+		json_object_set(meta, "progressToken", json_new_int(r->session_id));
+	}
+	if (send_message(l, c, m->root) < 0)
+		return refuse_busy(r);
+	return await_answer(c, r);
 }
 
 /* ---- a POSTed message --------------------------------------------------- */
@@ -334,36 +599,35 @@ static enum MHD_Result post_message(struct lst *l, struct lst_req *r)
 		              mg_err_msg(err));
 	}
 	bool initialize = m.kind == RPC_REQUEST && strcmp(m.method, "initialize") == 0;
+	const char *version = header(r, "MCP-Protocol-Version");
 	struct lst_client *c = NULL;
 	cleanup_free char *key = NULL;
 	enum MHD_Result result;
+	if (r->session_hdr == NULL && !initialize &&
+	    (m.kind == RPC_REQUEST || m.kind == RPC_NOTIFICATION) &&
+	    (gw_era_claims_modern(&m) ||
+	     (version != NULL && strcmp(version, MCP_PROTOCOL_MODERN) == 0))) {
+		result = post_modern(l, r, &m);
+		goto out;
+	}
 	if (r->session_hdr == NULL) {
+		cleanup_free char *why = version_refusal(version);
+		if (why != NULL) {
+			result = refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "version",
+			                "%s", why);
+			goto out;
+		}
 		if (!initialize) {
 			result =
 			    refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "session-id",
-			           "this request has no Mcp-Session-Id header: initialize first");
+			           "this request has no Mcp-Session-Id header: initialize first "
+			           "(or speak MCP %s: _meta \"io.modelcontextprotocol/"
+			           "protocolVersion\" on every request)",
+			           MCP_PROTOCOL_MODERN);
 			goto out;
 		}
-		if (l->stopping) {
-			result = refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR,
-			                "stopping", "mcpgate is stopping");
+		if ((c = open_session(l, r, false, &result)) == NULL)
 			goto out;
-		}
-		if (l->nclients >= l->limits->listen_clients) {
-			result =
-			    refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR, "clients",
-			           "mcpgate serves %u client sessions already, its most "
-			           "(listen_clients in config.toml): end one, or raise it",
-			           l->limits->listen_clients);
-			goto out;
-		}
-		if ((c = lst_client_new(l, &err)) == NULL) {
-			mg_warn("a new client session: %s", mg_err_msg(err));
-			result =
-			    refuse(r, MHD_HTTP_INTERNAL_SERVER_ERROR, RPC_SERVER_ERROR, "session",
-			           "mcpgate cannot start a session: %s", mg_err_msg(err));
-			goto out;
-		}
 		r->is_initialize = true;
 	} else {
 		if ((c = lst_client_find(l, r->session_hdr)) == NULL) {
@@ -381,11 +645,8 @@ static enum MHD_Result post_message(struct lst *l, struct lst_req *r)
 	}
 	snprintf(r->http_id, sizeof(r->http_id), "%s", c->http_id);
 	if (m.kind == RPC_REQUEST) {
-		if (c->inflight >= l->limits->listen_requests) {
-			result = refuse(r, MHD_HTTP_TOO_MANY_REQUESTS, RPC_SERVER_ERROR, "requests",
-			                "this session has %u requests in flight, its most "
-			                "(listen_requests in config.toml): wait for an answer",
-			                c->inflight);
+		if (inflight_full(l, c)) {
+			result = refuse_inflight(r, c);
 			goto out;
 		}
 		key = rpc_id_key(m.id);
@@ -398,16 +659,8 @@ static enum MHD_Result post_message(struct lst *l, struct lst_req *r)
 			}
 		}
 	}
-	/* the session reads one message a line: the body again, compact */
-	struct mg_buf line = MG_BUF_INIT((size_t)l->limits->listen_body_max + 2);
-	int sent = json_generate(m.root, &line, NULL) == 0 && mg_buf_putc(&line, '\n', NULL) == 0
-	               ? lst_client_send(c, line.data, line.len)
-	               : -1;
-	mg_buf_free(&line);
-	if (sent < 0) {
-		result =
-		    refuse(r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_ERROR, "busy",
-		           "the session takes no more input now (it is ending, or has a backlog)");
+	if (send_message(l, c, m.root) < 0) {
+		result = refuse_busy(r);
 		goto out;
 	}
 	if (m.kind != RPC_REQUEST) {
@@ -421,17 +674,7 @@ static enum MHD_Result post_message(struct lst *l, struct lst_req *r)
 	const struct json_value *meta = json_get(m.params, "_meta");
 	const struct json_value *token = json_get(meta, "progressToken");
 	r->progress_key = token != NULL ? rpc_id_key(token) : NULL;
-	c->inflight++;
-	lst_client_link(c, r);
-	if (c->queued.n > 0 && c->get == NULL && r->accept_sse)
-		lst_client_stream_opened(c, r);
-	if (!r->want_stream) {
-		MHD_suspend_connection(r->conn);
-		r->suspended = true;
-		result = MHD_YES;
-	} else {
-		result = queue_stream(r, r->is_initialize);
-	}
+	result = await_answer(c, r);
 out:
 	rpc_msg_free(&m);
 	return result;
@@ -441,7 +684,8 @@ out:
 static enum MHD_Result post_woken(struct lst *l, struct lst_req *r)
 {
 	if (r->answer != NULL && !r->want_stream)
-		return queue(r, MHD_HTTP_OK, "application/json", r->answer, r->answer_len,
+		return queue(r, r->answer_status != 0 ? r->answer_status : MHD_HTTP_OK,
+		             "application/json", r->answer, r->answer_len,
 		             r->is_initialize ? "Mcp-Session-Id" : NULL, r->http_id);
 	if (r->want_stream || r->finished)
 		return queue_stream(r, r->is_initialize);

@@ -30,6 +30,9 @@ struct MHD_Connection;
 /* An SSE comment on every open stream this often: a client gone is found
  * (a suspended connection is not watched by libmicrohttpd) */
 #define LST_KEEPALIVE_MS 15000
+/* MCP 2026-07-28's HeaderMismatch: Mcp-Method, Mcp-Name or
+ * MCP-Protocol-Version missing, malformed or not the body's */
+#define LST_HEADER_MISMATCH (-32020)
 
 /* ---- metrics.c ----------------------------------------------------------- */
 
@@ -82,6 +85,13 @@ struct lst_req {
 	struct json_value *id; /* the request's id (a copy) */
 	char *id_key;
 	char *progress_key; /* its progress token's rpc_id_key, or NULL */
+	/* a 2026-07-28 request in the listener's modern session: id_key and
+	 * progress_key are those of session_id, which replaced the client's id
+	 * and token (id, progress_token) in what went in */
+	bool modern;
+	int64_t session_id;
+	struct json_value *progress_token;
+	unsigned answer_status; /* the JSON answer's HTTP status; 0: 200 */
 	bool is_initialize;
 	bool suspended;
 	bool answered; /* its response came (or will never: the session ended) */
@@ -100,7 +110,12 @@ struct lst_req {
 /* One MCP client session: a gateway session on its own thread */
 struct lst_client {
 	struct lst *l;
-	char http_id[LST_SESSION_ID_LEN + 1];
+	char http_id[LST_SESSION_ID_LEN + 1]; /* never given out when modern */
+	/* the listener's one 2026-07-28 session: every HTTP client with the
+	 * token shares it, so each request's id and progress token are
+	 * replaced by next_request_id, unique within it */
+	bool modern;
+	int64_t next_request_id;
 	char session_id[SESSION_ID_LEN + 1]; /* the gateway's, in names and the audit log */
 	struct session *session;             /* its thread's from start to end */
 	struct lst_stats *stats;
@@ -137,6 +152,7 @@ struct lst {
 	struct lst_metrics *metrics;
 	struct gw_instances *instances; /* the shared and exclusive servers', or NULL */
 	struct lst_client *clients;
+	struct lst_client *modern; /* the 2026-07-28 session, or NULL */
 	size_t nclients;
 	struct lst_req *reqs; /* every request libmicrohttpd holds */
 	bool stopping;
@@ -145,9 +161,8 @@ struct lst {
 };
 
 /* client.c */
-/* A new session for an initialize POST; NULL with *why (static) when the
- * listener cannot take one more */
-struct lst_client *lst_client_new(struct lst *l, struct mg_err **err);
+/* A new session: for an initialize POST, or the modern one (l->modern) */
+struct lst_client *lst_client_new(struct lst *l, bool modern, struct mg_err **err);
 struct lst_client *lst_client_find(struct lst *l, const char *http_id);
 /* Queue one line (with its newline) for the session; -1 when its input is
  * over its bound or closed */

@@ -99,19 +99,48 @@ class Listener:
         c.close()
         return r.status, hdrs, text
 
+    def post(self, msg, sid=None, **kw):
+        """POST one request: (status, its answer or None, every message, headers)"""
+        status, hdrs, text = self.http("POST", body=msg, sid=sid, **kw)
+        if hdrs.get("content-type", "").startswith("text/event-stream"):
+            msgs = sse_messages(text)
+        else:
+            msgs = [json.loads(text)] if text else []
+        answer = [m for m in msgs if m.get("id") == msg.get("id") and "method" not in m]
+        return status, (answer[0] if answer else None), msgs, hdrs
+
     def rpc(self, sid, method, params=None, **kw):
         """a request's answer (from JSON or the stream), with every message"""
         self.next_id += 1
         msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
         if params is not None:
             msg["params"] = params
-        status, hdrs, text = self.http("POST", body=msg, sid=sid, **kw)
-        if hdrs.get("content-type", "").startswith("text/event-stream"):
-            msgs = sse_messages(text)
-        else:
-            msgs = [json.loads(text)] if text else []
-        answer = [m for m in msgs if m.get("id") == self.next_id and "method" not in m]
-        return status, (answer[0] if answer else None), msgs, hdrs
+        return self.post(msg, sid=sid, **kw)
+
+    def modern(self, method, params=None, rid=None, headers=None, capabilities=None, **kw):
+        """a 2026-07-28 request without a session: _meta and the mirrored headers
+        (modern_headers) made from the body; headers= adds or overrides them (a
+        value None leaves that header out). (status, answer, messages, headers)"""
+        if rid is None:
+            self.next_id += 1
+            rid = self.next_id
+        msg, hdrs = modern_request(method, params, rid, headers, capabilities)
+        return self.post(msg, headers=hdrs, **kw)
+
+    def modern_call(self, tool, args=None, **kw):
+        return self.modern("tools/call", {"name": tool, "arguments": args or {}}, **kw)
+
+    def open_post(self, msg, headers=None, sid=None):
+        """POST msg; (connection, response) once the response's headers came, its
+        body (a stream) still to read while other requests go on"""
+        c = self.conn()
+        h = {"Authorization": "Bearer " + self.token, "Content-Type": "application/json",
+             "Accept": ACCEPT}
+        if sid:
+            h["Mcp-Session-Id"] = sid
+        h.update(headers or {})
+        c.request("POST", "/mcp", json.dumps(msg).encode(), h)
+        return c, c.getresponse()
 
     def initialize(self, name="client", capabilities=None):
         status, answer, _, hdrs = self.rpc(None, "initialize", {
@@ -149,6 +178,53 @@ class Listener:
             status = self.proc.wait()
         self.log.close()
         return status
+
+
+MODERN = "2026-07-28"
+
+
+def modern_params(params=None, capabilities=None):
+    """params with the _meta every 2026-07-28 request carries (its own _meta kept)"""
+    p = dict(params or {})
+    meta = dict(p.get("_meta", {}))
+    meta.setdefault("io.modelcontextprotocol/protocolVersion", MODERN)
+    meta.setdefault("io.modelcontextprotocol/clientInfo", {"name": "modern", "version": "1"})
+    meta.setdefault("io.modelcontextprotocol/clientCapabilities", capabilities or {})
+    p["_meta"] = meta
+    return p
+
+
+def modern_request(method, params=None, rid=1, headers=None, capabilities=None):
+    """(message, headers) of a 2026-07-28 request: headers= adds to or overrides
+    modern_headers(); a value None leaves that header out"""
+    msg = {"jsonrpc": "2.0", "id": rid, "method": method,
+           "params": modern_params(params, capabilities)}
+    hdrs = modern_headers(msg)
+    hdrs.update(headers or {})
+    return msg, {k: v for k, v in hdrs.items() if v is not None}
+
+
+def read_events(resp, count):
+    """at least count messages of an event stream's response, as they come"""
+    buf = b""
+    while sum(1 for block in buf.split(b"\n\n")[:-1] if b"data:" in block) < count:
+        chunk = resp.read1(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def modern_headers(msg):
+    """the headers 2026-07-28's HTTP binding mirrors from a request's body"""
+    params = msg.get("params", {})
+    hdrs = {"MCP-Protocol-Version":
+            params.get("_meta", {}).get("io.modelcontextprotocol/protocolVersion", MODERN),
+            "Mcp-Method": msg["method"]}
+    name = params.get("uri" if msg["method"] == "resources/read" else "name")
+    if msg["method"] in ("tools/call", "prompts/get", "resources/read") and name is not None:
+        hdrs["Mcp-Name"] = name
+    return hdrs
 
 
 def wait_until(cond, timeout=30.0):
