@@ -74,6 +74,19 @@ static char *dup_string(const struct json_value *obj, const char *key)
 	return s != NULL ? xstrdup(s) : NULL;
 }
 
+/* What an initialize or discover result says of the server */
+static void fill_info(struct mcp_server_info *info, const char *version,
+                      const struct json_value *server, const struct json_value *result)
+{
+	info->protocol_version = xstrdup(version);
+	info->name = dup_string(server, "name");
+	info->version = dup_string(server, "version");
+	const struct json_value *caps = json_get(result, "capabilities");
+	info->capabilities =
+	    caps != NULL && caps->kind == JSON_OBJECT ? json_copy(caps) : json_new_object();
+	info->instructions = dup_string(result, "instructions");
+}
+
 int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
                    const struct json_value *capabilities, struct mcp_server_info *info,
                    struct mg_err **err)
@@ -112,14 +125,7 @@ int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
 		rpc_msg_free(&reply);
 		return -1;
 	}
-	info->protocol_version = xstrdup(version);
-	const struct json_value *server = json_get(reply.result, "serverInfo");
-	info->name = dup_string(server, "name");
-	info->version = dup_string(server, "version");
-	const struct json_value *caps = json_get(reply.result, "capabilities");
-	info->capabilities =
-	    caps != NULL && caps->kind == JSON_OBJECT ? json_copy(caps) : json_new_object();
-	info->instructions = dup_string(reply.result, "instructions");
+	fill_info(info, version, json_get(reply.result, "serverInfo"), reply.result);
 	rpc_msg_free(&reply);
 
 	if (rpc_peer_send_notification(peer, "notifications/initialized", NULL, err) < 0) {
@@ -189,15 +195,11 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
 	bool modern_server =
 	    r == 0 && (reply.kind == RPC_RESULT || reply.error_code == MCP_UNSUPPORTED_VERSION);
 	if (modern_server && reply.kind == RPC_RESULT && lists(supported, MCP_PROTOCOL_MODERN)) {
-		info->protocol_version = xstrdup(MCP_PROTOCOL_MODERN);
-		const struct json_value *m = json_get(reply.result, "_meta");
-		const struct json_value *server = json_get(m, "io.modelcontextprotocol/serverInfo");
-		info->name = dup_string(server, "name");
-		info->version = dup_string(server, "version");
-		const struct json_value *caps = json_get(reply.result, "capabilities");
-		info->capabilities =
-		    caps != NULL && caps->kind == JSON_OBJECT ? json_copy(caps) : json_new_object();
-		info->instructions = dup_string(reply.result, "instructions");
+		/* 2026-07-28 names the server in the result's _meta */
+		fill_info(
+		    info, MCP_PROTOCOL_MODERN,
+		    json_get(json_get(reply.result, "_meta"), "io.modelcontextprotocol/serverInfo"),
+		    reply.result);
 		rpc_msg_free(&reply);
 		/* every request from here on says who asks, in which version */
 		rpc_peer_set_request_meta(peer, meta);
