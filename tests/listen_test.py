@@ -585,6 +585,27 @@ def test_sharing():
     f.cleanup()
 
 
+def test_shared_modern():
+    """a shared instance of a 2026-07-28 server: it is spoken to in its era
+    (the sessions attached speak the old one to the instance), and a
+    client's log level goes on each request there"""
+    f = Fixture(server("common", ("state",), args=["--modern"], extra='instance = "shared"\n'))
+    lst = Listener(f)
+    _, sid_a, _ = lst.initialize("client-a")
+    _, sid_b, _ = lst.initialize("client-b")
+    st, ans, _, _ = lst.rpc(sid_a, "logging/setLevel", {"level": "error"})
+    sb, ans_b = state_of(lst, sid_b, "common__state")
+    meta = (sb or {}).get("meta") or {}
+    t.ok(ans is not None and "result" in ans and sb is not None and
+         meta.get("io.modelcontextprotocol/protocolVersion") == "2026-07-28" and
+         sb.get("level") == "error",
+         "a shared 2026-07-28 server: its requests carry its era's _meta, and a's log level "
+         "is on b's call to it", (ans, ans_b))
+    t.ok(lst.stop() == 0 and f.containers() == [], "the listener ends, nothing left",
+         f.containers())
+    f.cleanup()
+
+
 def test_shared_unavailable():
     """a shared server whose instance cannot start (its image is missing):
     each client is told why, as for a server of its own, and the rest works"""
@@ -764,7 +785,7 @@ def test_modern():
 
 PROBE_HASH = learn_probe_hash()
 for case in (test_two_clients, test_security, test_limits, test_streams_and_metrics,
-             test_slow_client, test_many_ends, test_sharing, test_shared_unavailable, test_modern, test_sdk_client):
+             test_slow_client, test_many_ends, test_sharing, test_shared_unavailable, test_shared_modern, test_modern, test_sdk_client):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

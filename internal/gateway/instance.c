@@ -274,6 +274,21 @@ static void on_attached_request(struct rpc_peer *peer, struct rpc_msg *msg, void
 		refuse_busy(a, msg->id);
 		return;
 	}
+	if (strcmp(msg->method, "logging/setLevel") == 0 && gw_server_modern(host_server(h))) {
+		/* 2026-07-28 has no setLevel: the level goes on each request */
+		const char *level = json_get_string(msg->params, "level");
+		if (gw_log_level_rank(level) < 0) {
+			rpc_peer_send_error(peer, msg->id, RPC_INVALID_PARAMS,
+			                    "logging/setLevel needs a level", NULL, NULL);
+			return;
+		}
+		struct json_value *m = json_copy(rpc_peer_request_meta(up));
+		json_object_set(m, "io.modelcontextprotocol/logLevel", json_new_string(level));
+		rpc_peer_set_request_meta(up, m);
+		json_free(m);
+		rpc_peer_send_result(peer, msg->id, NULL, NULL);
+		return;
+	}
 	if (!is_listing(msg->method))
 		claim(a);
 	struct gw_fwd *f = xcalloc(1, sizeof(*f));
