@@ -66,11 +66,12 @@ def test(base, probe_image):
     t.ok(r.returncode == 0 and "configuration OK" in r.stdout and
          "FORWARD policy is DROP" in r.stderr and FIX in r.stderr,
          "check says servers with hosts cannot reach their proxy, and the rule", r.stderr)
+    # review starts the server as a session does (one pipeline), with its
+    # egress: it is refused for the same reason, with the same rule
     r = s.mcpgate("review", "walled")
-    t.ok(r.returncode == 0 and "FORWARD policy is DROP" in r.stderr and FIX in r.stderr,
-         "review says so too (it reads the manifest with no network)", r.stderr)
-    r = s.mcpgate("approve", "walled")
-    t.ok(r.returncode == 0, "approve", r.stderr)
+    t.ok(r.returncode != 0 and "server walled is unavailable" in r.stderr and
+         "FORWARD policy is DROP" in r.stderr and FIX in r.stderr,
+         "review refuses too, as serve will, with the reason and the rule", r.stderr)
 
     c = s.serve()
     c.initialize()
@@ -89,6 +90,11 @@ def test(base, probe_image):
 
     ipt("-I", *RULE)
     try:
+        r = s.mcpgate("review", "walled")
+        t.ok(r.returncode == 0 and "FORWARD policy is DROP" not in r.stderr,
+             "with the rule it names, review starts it", r.stderr[-800:])
+        r = s.mcpgate("approve", "walled")
+        t.ok(r.returncode == 0, "and approve", r.stderr)
         c = s.serve()
         c.initialize()
         names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
