@@ -594,6 +594,9 @@ def test_shared_modern():
     _, sid_a, _ = lst.initialize("client-a")
     _, sid_b, _ = lst.initialize("client-b")
     st, ans, _, _ = lst.rpc(sid_a, "logging/setLevel", {"level": "error"})
+    # a's session passes the level on after it answered a; a's next call on
+    # the same connection comes after it, and b's after that
+    state_of(lst, sid_a, "common__state")
     sb, ans_b = state_of(lst, sid_b, "common__state")
     meta = (sb or {}).get("meta") or {}
     t.ok(ans is not None and "result" in ans and sb is not None and
