@@ -76,6 +76,18 @@ def process_tree(root):
     return sorted(out)
 
 
+def status_kib(pid, field):
+    """a number of /proc/PID/status (VmRSS, Threads...), 0 when it is gone"""
+    try:
+        with open("/proc/%d/status" % pid) as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def tree_cpu(pids):
     """(on-CPU ns, system ticks) summed over pids and all their threads. The
     ns come from each thread's schedstat (sum_exec_runtime: user + system,

@@ -620,42 +620,13 @@ def proc_stat(pid):
     return int(f[1]), int(f[11]) + int(f[12])
 
 
-def tree(root):
-    """root and every process under it."""
-    kids = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = proc_stat(int(name))
-            if st:
-                kids.setdefault(st[0], []).append(int(name))
-    out, todo = [], [root]
-    while todo:
-        p = todo.pop()
-        if proc_stat(p) is None:
-            continue
-        out.append(p)
-        todo.extend(kids.get(p, []))
-    return out
-
-
-def status_field(pid, key):
-    try:
-        with open("/proc/%d/status" % pid) as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def memory(root):
     """VmRSS summed over the process tree (KiB), processes, threads, open descriptors."""
-    pids = tree(root)
+    pids = benchlib.process_tree(root)
     rss = threads = fds = 0
     for p in pids:
-        rss += status_field(p, "VmRSS") or 0
-        threads += status_field(p, "Threads") or 0
+        rss += benchlib.status_kib(p, "VmRSS")
+        threads += benchlib.status_kib(p, "Threads")
         try:
             fds += len(os.listdir("/proc/%d/fd" % p))
         except OSError:
@@ -665,7 +636,7 @@ def memory(root):
 
 def cpu_seconds(root):
     total = 0
-    for p in tree(root):
+    for p in benchlib.process_tree(root):
         st = proc_stat(p)
         if st:
             total += st[1]
@@ -774,7 +745,7 @@ class Proxy:
                                (self.name, self.port, "exited %s" % self.proc.returncode
                                 if self.proc.poll() is not None else "still running",
                                 self.stderr_text()[-400:]))
-        self.pids_seen.update(tree(self.proc.pid))
+        self.pids_seen.update(benchlib.process_tree(self.proc.pid))
 
     def stderr_text(self):
         try:
@@ -787,7 +758,7 @@ class Proxy:
         return self.proc is not None and self.proc.poll() is None
 
     def memory(self):
-        self.pids_seen.update(tree(self.proc.pid))
+        self.pids_seen.update(benchlib.process_tree(self.proc.pid))
         return memory(self.proc.pid)
 
     def cpu(self):
@@ -803,7 +774,7 @@ class Proxy:
             return None
         status = self.proc.poll()
         if status is None:
-            self.pids_seen.update(tree(self.proc.pid))
+            self.pids_seen.update(benchlib.process_tree(self.proc.pid))
             try:
                 self.ask_to_stop()
             except OSError:

@@ -51,7 +51,8 @@ sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 from mcpclient import Client  # noqa: E402
 from listenclient import sse_messages  # noqa: E402
 from benchlib import (anomalies, anomaly, first_line, measure, on_term,  # noqa: E402
-                      process_tree, report_anomalies, sh, summary, table, tree_cpu)
+                      process_tree, report_anomalies, sh, status_kib, summary, table,
+                      tree_cpu)
 
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", os.path.join(TOP, "mcpgate")))
 FAKES = os.path.abspath(os.environ.get("FAKES", os.path.join(TOP, "build", "fakes")))
@@ -93,17 +94,6 @@ def tempdir(prefix):
 
 
 # ---- memory of a process tree -------------------------------------------------
-
-def status_kib(pid, field):
-    try:
-        with open("/proc/%d/status" % pid) as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
 
 def pss_kib(pid):
     try:

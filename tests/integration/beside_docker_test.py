@@ -36,12 +36,6 @@ def ipt(*args, check=True):
     return r
 
 
-def skip(why):
-    print("ok 1 # SKIP %s" % why)
-    print("0 passed, 0 failed")
-    return 77
-
-
 def bridge_nf():
     try:
         with open("/proc/sys/net/bridge/bridge-nf-call-iptables") as fh:
@@ -106,16 +100,16 @@ def test(base, probe_image):
 
 def main():
     if PASS != "docker":
-        return skip("runs in the docker pass, beside a running dockerd")
+        return ct.skip("runs in the docker pass, beside a running dockerd")
     if os.geteuid() != 0:
-        return skip("needs root (the host's iptables)")
+        return ct.skip("needs root (the host's iptables)")
     for cmd in ("podman", "docker", "iptables"):
         if shutil.which(cmd) is None:
-            return skip("%s is not installed" % cmd)
+            return ct.skip("%s is not installed" % cmd)
     if subprocess.run(["docker", "version"], capture_output=True).returncode != 0:
-        return skip("dockerd is not running")
+        return ct.skip("dockerd is not running")
     if not bridge_nf():
-        return skip("br_netfilter is not loaded: bridged traffic skips iptables here")
+        return ct.skip("br_netfilter is not loaded: bridged traffic skips iptables here")
     print("# podman beside dockerd", flush=True)
     before = ipt("-S").stdout
     saved = subprocess.run(["iptables-save", "-t", "filter"], capture_output=True, text=True,

@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mcpclient import Tap  # noqa: E402
@@ -45,25 +44,6 @@ TAG = "itest-%d-%d" % (os.getpid(), int(time.time()))
 
 t = Tap()
 made = {"images": [], "serve": None}
-
-
-def skip(why):
-    print("ok 1 # SKIP %s" % why)
-    print("0 passed, 0 failed")
-    return 77
-
-
-def comment(text, limit=30):
-    for line in str(text).splitlines()[-limit:]:
-        print("#   " + line, flush=True)
-
-
-def registry_up():
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:5000/v2/", timeout=3) as r:
-            return r.status == 200
-    except Exception:
-        return False
 
 
 def start_listener(w):
@@ -138,9 +118,9 @@ def run(base):
             text = fh.read()
         # warnings, errors and a sanitizer's report first: a session's end
         # is one line each
-        comment("\n".join(x for x in text.splitlines() if re.search(
+        ct.comment("\n".join(x for x in text.splitlines() if re.search(
             r"mcpgate: (warning|error)|^==\d+==|ERROR: |SUMMARY: |^ *#\d+ 0x", x)), 60)
-        comment(text, 20)
+        ct.comment(text, 20)
 
 
 def cleanup():
@@ -151,15 +131,15 @@ def cleanup():
 
 def main():
     if shutil.which(RT) is None:
-        return skip("%s is not installed" % RT)
+        return ct.skip("%s is not installed" % RT)
     if not os.path.exists("/usr/bin/node"):
-        return skip("needs /usr/bin/node for the fixture's image (apt-get install nodejs)")
-    if not registry_up():
-        return skip("no registry on 127.0.0.1:5000 (tests/integration/run.sh starts one)")
+        return ct.skip("needs /usr/bin/node for the fixture's image (apt-get install nodejs)")
+    if not ct.registry_up():
+        return ct.skip("no registry on 127.0.0.1:5000 (tests/integration/run.sh starts one)")
     rc, out = cs.install()
     if rc == 77:
         why = [x for x in out.splitlines() if "SKIP" in x]
-        return skip("the conformance suite could not be installed: " +
+        return ct.skip("the conformance suite could not be installed: " +
                     (why[0].split("SKIP", 1)[1].strip() if why else "npm ci failed"))
     if rc != 0:
         t.ok(False, "tests/conformance/run.sh --install-only installs the suite", out)

@@ -486,6 +486,20 @@ def skip(why):
     return 77
 
 
+def comment(text, limit=30):
+    """the last lines of text as TAP comments"""
+    for line in str(text).splitlines()[-limit:]:
+        print("#   " + line, flush=True)
+
+
+def registry_up():
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:5000/v2/", timeout=3) as r:
+            return r.status == 200
+    except Exception:
+        return False
+
+
 def probe_image():
     return build_image("mcpgate-itest-probe", {"/mcpgate-probe": PROBE}, ["/mcpgate-probe"])
 

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mcpclient import Tap  # noqa: E402
@@ -43,25 +42,6 @@ TOOLS = ("echo", "get-sum", "trigger-long-running-operation")
 
 t = Tap()
 made = {"images": [], "sessions": []}
-
-
-def skip(why):
-    print("ok 1 # SKIP %s" % why)
-    print("0 passed, 0 failed")
-    return 77
-
-
-def comment(text, limit=30):
-    for line in str(text).splitlines()[-limit:]:
-        print("#   " + line, flush=True)
-
-
-def registry_up():
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:5000/v2/", timeout=3) as r:
-            return r.status == 200
-    except Exception:
-        return False
 
 
 def npm_reachable():
@@ -145,13 +125,13 @@ def run(base):
                            env=w.env, capture_output=True, text=True, timeout=420)
         fold_client(c.stdout, c.returncode)
         if c.returncode != 0:
-            comment(c.stderr)
+            ct.comment(c.stderr)
     except subprocess.TimeoutExpired as e:
         fold_client(e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), None)
         t.ok(False, "client.mjs finished within 420 s")
     if t.failed and os.path.exists(serve_err):
         with open(serve_err) as fh:
-            comment(fh.read())
+            ct.comment(fh.read())
 
     sids = w.session_ids()
     t.ok(len(sids) == 1, "the client's session has one audit log", sids)
@@ -191,13 +171,13 @@ def cleanup():
 
 def main():
     if shutil.which(RT) is None:
-        return skip("%s is not installed" % RT)
+        return ct.skip("%s is not installed" % RT)
     if NODE is None or shutil.which("npm") is None:
-        return skip("needs node and npm (apt-get install nodejs npm; scripts/setup does)")
-    if not registry_up():
-        return skip("no registry on 127.0.0.1:5000 (tests/integration/run.sh starts one)")
+        return ct.skip("needs node and npm (apt-get install nodejs npm; scripts/setup does)")
+    if not ct.registry_up():
+        return ct.skip("no registry on 127.0.0.1:5000 (tests/integration/run.sh starts one)")
     if not os.path.isdir(MODULES) and not npm_reachable():
-        return skip("the npm registry is not reachable for the first install of the pinned "
+        return ct.skip("the npm registry is not reachable for the first install of the pinned "
                     "packages")
     print("# runtime: %s" % RT, flush=True)
     base = tempfile.mkdtemp(prefix="mcpgate-itest-everything-")
