@@ -259,6 +259,9 @@ void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char
 char *gw_server_stderr_last_line(struct gw_server *srv);
 /* It speaks MCP 2026-07-28 (server/discover answered at its start) */
 bool gw_server_modern(const struct gw_server *srv);
+/* A server of 2026-07-28 has no logging/setLevel: level goes on each of its
+ * requests from now on, beside the version (the peer's request meta) */
+void gw_server_log_level(struct gw_server *srv, const char *level);
 void gw_server_free(struct gw_server *srv);
 
 /* remote_side.c: a remote server's bridge and peer, instead of a container */

@@ -282,10 +282,7 @@ static void on_attached_request(struct rpc_peer *peer, struct rpc_msg *msg, void
 			                    "logging/setLevel needs a level", NULL, NULL);
 			return;
 		}
-		struct json_value *m = json_copy(rpc_peer_request_meta(up));
-		json_object_set(m, "io.modelcontextprotocol/logLevel", json_new_string(level));
-		rpc_peer_set_request_meta(up, m);
-		json_free(m);
+		gw_server_log_level(host_server(h), level);
 		rpc_peer_send_result(peer, msg->id, NULL, NULL);
 		return;
 	}

@@ -797,13 +797,7 @@ static void send_level(struct session *s)
 		if (!ready(srv) || server_cap(srv, "logging") == NULL)
 			continue;
 		if (gw_server_modern(srv)) {
-			/* 2026-07-28 has no logging/setLevel: the level goes on each
-			 * request, with the version */
-			struct json_value *m = json_copy(rpc_peer_request_meta(srv->launch.peer));
-			json_object_set(m, "io.modelcontextprotocol/logLevel",
-			                json_new_string(s->log_level));
-			rpc_peer_set_request_meta(srv->launch.peer, m);
-			json_free(m);
+			gw_server_log_level(srv, s->log_level);
 			json_array_push(sent, json_new_string(srv->cfg->name));
 			continue;
 		}

@@ -206,6 +206,14 @@ bool gw_server_modern(const struct gw_server *srv)
 	       strcmp(srv->info.protocol_version, MCP_PROTOCOL_MODERN) == 0;
 }
 
+void gw_server_log_level(struct gw_server *srv, const char *level)
+{
+	struct json_value *m = json_copy(rpc_peer_request_meta(srv->launch.peer));
+	json_object_set(m, "io.modelcontextprotocol/logLevel", json_new_string(level));
+	rpc_peer_set_request_meta(srv->launch.peer, m);
+	json_free(m);
+}
+
 /* A contained server of either era: server/discover, else initialize. An
  * instance speaks the old era to the sessions attached (it answers their
  * initialize itself), and a remote server's era is the bridge's to learn
