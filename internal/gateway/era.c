@@ -13,11 +13,6 @@
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
 
-#define META_PREFIX  "io.modelcontextprotocol/"
-#define META_VERSION META_PREFIX "protocolVersion"
-#define META_CAPS    META_PREFIX "clientCapabilities"
-#define META_LEVEL   META_PREFIX "logLevel"
-
 static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
                                          "error", "critical", "alert",  "emergency"};
 #define LOG_LEVELS (sizeof(log_levels) / sizeof(log_levels[0]))
@@ -46,7 +41,7 @@ bool gw_era_claims_modern(const struct rpc_msg *msg)
 	if (strcmp(msg->method, "initialize") == 0)
 		return false; /* the old era's opening, whatever its _meta says */
 	return strcmp(msg->method, "server/discover") == 0 ||
-	       json_get(request_meta(msg), META_VERSION) != NULL;
+	       json_get(request_meta(msg), MCP_META_PROTOCOL_VERSION) != NULL;
 }
 
 /* The versions mcpgate serves, newest first: 2026-07-28 per request, the
@@ -69,10 +64,11 @@ int gw_era_admit(struct session *s, const struct rpc_msg *msg)
 		return -1;
 	}
 	const struct json_value *meta = request_meta(msg);
-	const struct json_value *version = json_get(meta, META_VERSION);
+	const struct json_value *version = json_get(meta, MCP_META_PROTOCOL_VERSION);
 	if (version == NULL || version->kind != JSON_STRING) {
 		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
-		                "%.64s: params._meta[\"" META_VERSION "\"] must be a string: "
+		                "%.64s: params._meta[\"" MCP_META_PROTOCOL_VERSION
+		                "\"] must be a string: "
 		                "MCP %s carries the protocol version on every request",
 		                m, MCP_PROTOCOL_MODERN);
 		return -1;
@@ -89,19 +85,21 @@ int gw_era_admit(struct session *s, const struct rpc_msg *msg)
 		json_free(data);
 		return -1;
 	}
-	const struct json_value *caps = json_get(meta, META_CAPS);
+	const struct json_value *caps = json_get(meta, MCP_META_CLIENT_CAPS);
 	if (caps != NULL && caps->kind != JSON_OBJECT) {
-		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
-		                "%.64s: params._meta[\"" META_CAPS "\"] must be an object", m);
+		gw_client_error(
+		    s, msg->id, RPC_INVALID_PARAMS,
+		    "%.64s: params._meta[\"" MCP_META_CLIENT_CAPS "\"] must be an object", m);
 		return -1;
 	}
-	const struct json_value *level = json_get(meta, META_LEVEL);
+	const struct json_value *level = json_get(meta, MCP_META_LOG_LEVEL);
 	int rank = -1;
 	if (level != NULL) {
-		rank = gw_log_level_rank(json_get_string(meta, META_LEVEL));
+		rank = gw_log_level_rank(json_get_string(meta, MCP_META_LOG_LEVEL));
 		if (rank < 0) {
 			gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
-			                "%.64s: params._meta[\"" META_LEVEL "\"] must be one of "
+			                "%.64s: params._meta[\"" MCP_META_LOG_LEVEL
+			                "\"] must be one of "
 			                "debug, info, notice, warning, error, critical, alert or "
 			                "emergency",
 			                m);
@@ -125,7 +123,7 @@ const char *gw_era_removed(const char *method)
 	                   "belongs to 2025-11-25 and earlier: open a new connection for those"},
 	    {"ping", "2026-07-28 has no ping"},
 	    {"logging/setLevel",
-	     "2026-07-28 sets the level per request, in params._meta[\"" META_LEVEL "\"]"},
+	     "2026-07-28 sets the level per request, in params._meta[\"" MCP_META_LOG_LEVEL "\"]"},
 	    {"resources/subscribe", "2026-07-28 subscribes through subscriptions/listen, which "
 	                            "mcpgate does not offer yet"},
 	    {"resources/unsubscribe", "2026-07-28 subscribes through subscriptions/listen, which "
@@ -197,7 +195,7 @@ struct json_value *gw_era_upstream_params(const struct session *s, const struct 
 	struct json_value *p = without(params, mrtr, NULL);
 	const struct json_value *meta = json_get(p, "_meta");
 	if (meta != NULL && meta->kind == JSON_OBJECT) {
-		struct json_value *m = without(meta, NULL, META_PREFIX);
+		struct json_value *m = without(meta, NULL, MCP_META_PREFIX);
 		json_object_set(p, "_meta", m);
 	}
 	return p;
@@ -218,7 +216,7 @@ struct json_value *gw_era_result(const struct session *s, const struct json_valu
 	const struct json_value *meta = json_get(r, "_meta");
 	struct json_value *m =
 	    meta != NULL && meta->kind == JSON_OBJECT ? json_copy(meta) : json_new_object();
-	json_object_set(m, META_PREFIX "serverInfo", server_info());
+	json_object_set(m, MCP_META_SERVER_INFO, server_info());
 	json_object_set(r, "_meta", m);
 	return r;
 }

@@ -209,7 +209,7 @@ bool gw_server_modern(const struct gw_server *srv)
 void gw_server_log_level(struct gw_server *srv, const char *level)
 {
 	struct json_value *m = json_copy(rpc_peer_request_meta(srv->launch.peer));
-	json_object_set(m, "io.modelcontextprotocol/logLevel", json_new_string(level));
+	json_object_set(m, MCP_META_LOG_LEVEL, json_new_string(level));
 	rpc_peer_set_request_meta(srv->launch.peer, m);
 	json_free(m);
 }

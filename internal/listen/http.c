@@ -492,9 +492,8 @@ static char *header_mismatch(const char *name, const char *v, const struct json_
 static char *modern_headers_mismatch(struct lst_req *r, const struct rpc_msg *m)
 {
 	const struct json_value *meta = json_get(m->params, "_meta");
-	char *why =
-	    header_mismatch("MCP-Protocol-Version", header(r, "MCP-Protocol-Version"),
-	                    json_get(meta, "io.modelcontextprotocol/protocolVersion"), false);
+	char *why = header_mismatch("MCP-Protocol-Version", header(r, "MCP-Protocol-Version"),
+	                            json_get(meta, MCP_META_PROTOCOL_VERSION), false);
 	if (why != NULL)
 		return why;
 	struct json_value *method = json_new_string(m->method);

@@ -45,8 +45,13 @@ struct mcp_server_info {
 
 void mcp_server_info_free(struct mcp_server_info *info);
 
-/* 2026-07-28's names */
-#define MCP_META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+/* 2026-07-28's names: its _meta keys, its version error */
+#define MCP_META_PREFIX           "io.modelcontextprotocol/"
+#define MCP_META_PROTOCOL_VERSION MCP_META_PREFIX "protocolVersion"
+#define MCP_META_CLIENT_CAPS      MCP_META_PREFIX "clientCapabilities"
+#define MCP_META_CLIENT_INFO      MCP_META_PREFIX "clientInfo"
+#define MCP_META_SERVER_INFO      MCP_META_PREFIX "serverInfo"
+#define MCP_META_LOG_LEVEL        MCP_META_PREFIX "logLevel"
 #define MCP_UNSUPPORTED_VERSION   (-32022)
 /* How long server/discover may go unanswered before a server is taken to be
  * of the old era (one that ignores what comes before initialize) */

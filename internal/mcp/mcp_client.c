@@ -157,13 +157,13 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
 	struct json_value *client = json_new_object();
 	json_object_set(client, "name", json_new_string("mcpgate"));
 	json_object_set(client, "version", json_new_string("0.1.0"));
-	json_object_set(meta, "io.modelcontextprotocol/clientInfo", client);
+	json_object_set(meta, MCP_META_CLIENT_INFO, client);
 	struct json_value *asked =
 	    capabilities != NULL ? json_copy(capabilities) : json_new_object();
 	/* 2026-07-28 has no notifications/roots/list_changed to promise */
 	if (json_get(asked, "roots") != NULL)
 		json_object_set(asked, "roots", json_new_object());
-	json_object_set(meta, "io.modelcontextprotocol/clientCapabilities", asked);
+	json_object_set(meta, MCP_META_CLIENT_CAPS, asked);
 	struct json_value *params = json_new_object();
 	json_object_set(params, "_meta", json_copy(meta));
 	/* the probe: a server of the old era answers an error, or nothing */
@@ -196,10 +196,9 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
 	    r == 0 && (reply.kind == RPC_RESULT || reply.error_code == MCP_UNSUPPORTED_VERSION);
 	if (modern_server && reply.kind == RPC_RESULT && lists(supported, MCP_PROTOCOL_MODERN)) {
 		/* 2026-07-28 names the server in the result's _meta */
-		fill_info(
-		    info, MCP_PROTOCOL_MODERN,
-		    json_get(json_get(reply.result, "_meta"), "io.modelcontextprotocol/serverInfo"),
-		    reply.result);
+		fill_info(info, MCP_PROTOCOL_MODERN,
+		          json_get(json_get(reply.result, "_meta"), MCP_META_SERVER_INFO),
+		          reply.result);
 		rpc_msg_free(&reply);
 		/* every request from here on says who asks, in which version */
 		rpc_peer_set_request_meta(peer, meta);
