@@ -87,6 +87,15 @@ static void fill_info(struct mcp_server_info *info, const char *version,
 	info->instructions = dup_string(result, "instructions");
 }
 
+/* Who mcpgate is, to a server of either era */
+static struct json_value *client_info(void)
+{
+	struct json_value *client = json_new_object();
+	json_object_set(client, "name", json_new_string("mcpgate"));
+	json_object_set(client, "version", json_new_string("0.1.0"));
+	return client;
+}
+
 int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
                    const struct json_value *capabilities, struct mcp_server_info *info,
                    struct mg_err **err)
@@ -96,10 +105,7 @@ int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
 	json_object_set(params, "protocolVersion", json_new_string(MCP_PROTOCOL_LATEST));
 	json_object_set(params, "capabilities",
 	                capabilities != NULL ? json_copy(capabilities) : json_new_object());
-	struct json_value *client = json_new_object();
-	json_object_set(client, "name", json_new_string("mcpgate"));
-	json_object_set(client, "version", json_new_string("0.1.0"));
-	json_object_set(params, "clientInfo", client);
+	json_object_set(params, "clientInfo", client_info());
 
 	struct rpc_msg reply;
 	memset(&reply, 0, sizeof(reply));
@@ -154,10 +160,7 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
 	memset(info, 0, sizeof(*info));
 	struct json_value *meta = json_new_object();
 	json_object_set(meta, MCP_META_PROTOCOL_VERSION, json_new_string(MCP_PROTOCOL_MODERN));
-	struct json_value *client = json_new_object();
-	json_object_set(client, "name", json_new_string("mcpgate"));
-	json_object_set(client, "version", json_new_string("0.1.0"));
-	json_object_set(meta, MCP_META_CLIENT_INFO, client);
+	json_object_set(meta, MCP_META_CLIENT_INFO, client_info());
 	struct json_value *asked =
 	    capabilities != NULL ? json_copy(capabilities) : json_new_object();
 	/* 2026-07-28 has no notifications/roots/list_changed to promise */
