@@ -185,6 +185,7 @@ struct probe {
 	const char *describe_suffix;
 	int describe_caps; /* each description ends with the client's capabilities */
 	int modern;        /* --modern: MCP 2026-07-28 only (server/discover, no initialize) */
+	struct pj_span call_params; /* the tools/call being served */
 	char *barrier_dir;
 	long long barrier_count;
 	long long barrier_timeout_ms;
@@ -1161,13 +1162,38 @@ static void ask_client(struct probe *p, struct pj_span call_id, const char *meth
 	id.p = id_copy.p;
 	id.n = id_copy.len;
 	if (p->modern) {
-		/* 2026-07-28 has no requests from servers: the call's result asks */
+		/* 2026-07-28 has no requests from servers: the call's result asks,
+		 * and the retry brings the answer and the state, "probe-state-K"
+		 * after K rounds; the argument "rounds" (default 1) says how many
+		 * the probe asks before it answers */
+		struct pj_span st, resp, ans, a, r;
+		long long done = 0, want = 1;
+		char *state = NULL;
+		if (pj_member(p->call_params, "requestState", &st) && pj_kind(st) == PJ_STRING) {
+			state = pj_string(st, NULL);
+			if (state != NULL && strncmp(state, "probe-state-", 12) == 0)
+				done = strtoll(state + 12, NULL, 10);
+		}
+		if (pj_member(p->call_params, "arguments", &a) && pj_member(a, "rounds", &r))
+			pj_integer(r, &want);
+		if (pj_member(p->call_params, "inputResponses", &resp) &&
+		    pj_member(resp, "ask", &ans) && done >= want) {
+			pj_buf_adds(&b, "{\"result\":");
+			pj_buf_add(&b, ans.p, ans.n);
+			pj_buf_addf(&b, ",\"rounds\":%lld,\"requestState\":", done);
+			pj_put_cstring(&b, state);
+			pj_buf_adds(&b, "}");
+			send_tool_text(&id, b.p, b.len, 0);
+			free(state);
+			goto out;
+		}
+		free(state);
 		pj_buf_adds(&b, "{\"resultType\":\"input_required\",\"inputRequests\":{\"ask\":{"
 		                "\"method\":");
 		pj_put_cstring(&b, method);
 		pj_buf_adds(&b, ",\"params\":");
 		pj_buf_adds(&b, raw_params != NULL ? raw_params : "{}");
-		pj_buf_adds(&b, "}},\"requestState\":\"probe-state\"}");
+		pj_buf_addf(&b, "}},\"requestState\":\"probe-state-%lld\"}", done + 1);
 		send_result(&id, b.p);
 		goto out;
 	}
@@ -1792,6 +1818,7 @@ static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span
 	const char *name = NULL;
 	size_t i;
 
+	p->call_params = params;
 	if (pj_member(params, "name", &v))
 		for (i = 0; i < N_TOOLS; i++)
 			if (p->offered[i] && pj_string_eq(v, tools[i].name))

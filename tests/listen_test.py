@@ -589,7 +589,8 @@ def test_shared_modern():
     """a shared instance of a 2026-07-28 server: it is spoken to in its era
     (the sessions attached speak the old one to the instance), and a
     client's log level goes on each request there"""
-    f = Fixture(server("common", ("state",), args=["--modern"], extra='instance = "shared"\n'))
+    f = Fixture(server("common", ("state", "ask_roots"), args=["--modern"],
+                       extra='instance = "shared"\nrelay = ["roots"]\n'))
     lst = Listener(f)
     _, sid_a, _ = lst.initialize("client-a")
     _, sid_b, _ = lst.initialize("client-b")
@@ -604,6 +605,10 @@ def test_shared_modern():
          sb.get("level") == "error",
          "a shared 2026-07-28 server: its requests carry its era's _meta, and a's log level "
          "is on b's call to it", (ans, ans_b))
+    _, ans, _, _ = lst.call(sid_a, "common__ask_roots", {})
+    err = error_of(ans) or ""
+    t.ok("asked for input" in err and "shared instance" in err,
+         "its input_required through the shared instance is refused, saying why", ans)
     t.ok(lst.stop() == 0 and f.containers() == [], "the listener ends, nothing left",
          f.containers())
     f.cleanup()

@@ -104,11 +104,6 @@ def test_modern_server():
     t.ok(old.get("level") == "warning" and (old.get("meta") or {}).get(
         "io.modelcontextprotocol/protocolVersion") is None,
          "the server of the old era got logging/setLevel and no new _meta", old)
-    r = c.call("new__ask_roots")
-    t.ok("error" in r and "asked for input" in r["error"]["message"] and
-         "does not relay yet" in r["error"]["message"],
-         "its input_required result (how the new era asks the client) is refused, saying "
-         "that mcpgate does not relay it yet", r)
     r = c.request("resources/subscribe", {"uri": "mcpgate://new/probe://a"})
     t.ok("error" in r and "2026-07-28" in r["error"]["message"],
          "resources/subscribe to it is refused, naming its era", r)
@@ -117,6 +112,153 @@ def test_modern_server():
     t.ok(ready.get("new", {}).get("protocolVersion") == "2026-07-28" and
          ready.get("old", {}).get("protocolVersion") == "2025-11-25",
          "server.ready records each server's era", ready)
+    f.cleanup()
+
+
+def call_answering(c, name, arguments, answer, cancel_after=None):
+    """A tools/call from an old-era client that answers each request
+    mcpgate sends it meanwhile with answer(request); returns (response,
+    requests seen). cancel_after=N: the call is cancelled once N requests
+    came, and the response is None."""
+    c.next_id += 1
+    rid = c.next_id
+    c.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}})
+    seen = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        msg = c.read_message(max(0.0, deadline - time.monotonic()))
+        if msg is None:
+            raise EOFError("the gateway closed its output")
+        if "method" in msg and "id" in msg:
+            seen.append(msg)
+            if cancel_after is not None and len(seen) >= cancel_after:
+                c.notify("notifications/cancelled", {"requestId": rid, "reason": "enough"})
+                return None, seen
+            c.send({"jsonrpc": "2.0", "id": msg["id"], "result": answer(msg)})
+        elif "method" in msg:
+            c.notifications.append(msg)
+        elif msg.get("id") == rid:
+            return msg, seen
+    raise TimeoutError("no answer to " + name)
+
+
+ROOTS = {"roots": [{"uri": "file:///workspace", "name": "workspace"}]}
+
+
+def test_modern_server_asks():
+    """A server of 2026-07-28 asks for input by answering input_required: an
+    old-era client is asked as its era asks (roots/list, elicitation/create)
+    and mcpgate retries the call with the answers; a new-era client gets the
+    input requests, with the server's state inside a round state of
+    mcpgate's bound to the call; either way under the relay's one rule"""
+    asks = ("ask_roots", "ask_elicitation", "ask_sampling")
+    f = Fixture(server("new", asks, args=["--modern"], extra='relay = ["roots", "elicitation"]\n')
+                + server("wnew", ("ask_roots",), args=["--modern"], extra='relay = ["roots"]\n',
+                         effect="write"))
+    c = f.start()
+    c.initialize({"roots": {}, "elicitation": {}, "sampling": {}})
+    c.request("tools/list")
+    r, seen = call_answering(c, "new__ask_roots", {}, lambda m: ROOTS)
+    got = json.loads(text_of(r) or "{}")
+    t.ok([m["method"] for m in seen] == ["roots/list"] and got.get("result") == ROOTS and
+         got.get("requestState") == "probe-state-1",
+         "old-era client: the server's roots input request is a roots/list request; the "
+         "server gets the answer and its own requestState on the retry", (r, seen))
+    r, seen = call_answering(c, "new__ask_roots", {"rounds": 3}, lambda m: ROOTS)
+    got = json.loads(text_of(r) or "{}")
+    t.ok(len(seen) == 3 and got.get("rounds") == 3 and got.get("result") == ROOTS,
+         "three rounds: asked three times, one answer to the client", (r, seen))
+    r, seen = call_answering(c, "new__ask_elicitation", {"message": "which colour?"},
+                             lambda m: {"action": "accept", "content": {}})
+    msg = seen[0].get("params", {}).get("message", "") if seen else ""
+    got = json.loads(text_of(r) or "{}")
+    t.ok(len(seen) == 1 and seen[0]["method"] == "elicitation/create" and
+         msg.startswith("Server new asks: ") and got.get("result", {}).get("action") == "accept",
+         "an elicitation input request reaches the person as the server's, tagged with its "
+         "name, and the answer goes back", (r, seen))
+    r, seen = call_answering(c, "new__ask_sampling", {}, lambda m: {})
+    err = r.get("error", {}).get("message", "")
+    t.ok(not seen and "sampling/createMessage" in err and "does not allow it" in err and
+         "relay = [...]" in err,
+         "a sampling input request that relay = [...] does not allow is refused, saying so, "
+         "and nothing is asked", r)
+    r, seen = call_answering(c, "new__ask_roots", {}, lambda m: ROOTS, cancel_after=1)
+    c.send({"jsonrpc": "2.0", "id": seen[0]["id"], "result": ROOTS})
+    r2, seen2 = call_answering(c, "new__ask_roots", {}, lambda m: ROOTS)
+    cancels = [n for n in c.notifications if n.get("method") == "notifications/cancelled"]
+    t.ok(cancels and cancels[-1]["params"].get("requestId") == seen[0]["id"] and
+         json.loads(text_of(r2) or "{}").get("result") == ROOTS,
+         "a call cancelled while its server's question is with the client withdraws the "
+         "question, the late answer goes nowhere, and the next call works", (cancels, r2))
+    c.close()
+    audit = f.audit()
+    relayed = [e for e in events(audit, "server.request.relayed") if e.get("via") == "input_required"]
+    refused = [e for e in events(audit, "server.request.refused") if e.get("via") == "input_required"]
+    t.ok(len(relayed) == 7 and refused and refused[0].get("method") == "sampling/createMessage"
+         and refused[0].get("reason") == "mcp.toml",
+         "each input request relayed or refused is recorded", (relayed, refused))
+
+    # a client of 2026-07-28: the input requests go to it, our state around the server's
+    c = f.start()
+    caps = {"roots": {}}
+    call = {"name": "new__ask_roots", "arguments": {}}
+    r = modern(c, "tools/call", call, caps=caps)
+    res = r.get("result", {})
+    state = res.get("requestState", "")
+    t.ok(res.get("resultType") == "input_required" and
+         res.get("inputRequests", {}).get("ask", {}).get("method") == "roots/list" and
+         state.startswith("mcr1.") and state.endswith(".probe-state-1") and not c.requests,
+         "new-era client: the server's input requests reach it, its state inside mcpgate's", r)
+
+    def retry(p, st):
+        q = dict(p)
+        q["inputResponses"] = {"ask": ROOTS}
+        q["requestState"] = st
+        return modern(c, "tools/call", q, caps=caps)
+
+    r = retry(call, state)
+    got = json.loads(text_of(r) or "{}")
+    t.ok(got.get("result") == ROOTS and got.get("requestState") == "probe-state-1" and
+         r["result"].get("resultType") == "complete",
+         "the retry reaches the server with the answer and its own state, unwrapped", r)
+    r = retry(call, state)
+    t.ok(r.get("error", {}).get("code") == -32602 and "used already" in r["error"]["message"],
+         "the same round state again is refused: taken once", r)
+    r = modern(c, "tools/call", call, caps=caps)
+    state = r["result"]["requestState"]
+    r = retry(call, state[:-1] + "9")
+    t.ok(r.get("error", {}).get("code") == -32602 and "forged or altered" in r["error"]["message"],
+         "a round state whose server part was altered is refused", r)
+    r = modern(c, "tools/call", call, caps=caps)
+    state = r["result"]["requestState"]
+    r = retry({"name": "new__ask_roots", "arguments": {"rounds": 1, "x": 1}}, state)
+    t.ok(r.get("error", {}).get("code") == -32602 and "not valid for this call" in
+         r["error"]["message"], "a round state for other arguments is refused", r)
+    r = modern(c, "tools/call", call, caps={})
+    t.ok("error" in r and "did not declare" in r["error"]["message"],
+         "a request that does not declare roots gets no roots input request", r)
+    # a write tool: mcpgate's confirmation first, then the server's round, no second question
+    wcaps = {"roots": {}, "elicitation": {}}
+    wcall = {"name": "wnew__ask_roots", "arguments": {}}
+    r = modern(c, "tools/call", wcall, caps=wcaps)
+    q = r.get("result", {})
+    p = dict(wcall)
+    p["inputResponses"] = {"mcpgate-confirm": {"action": "accept"}}
+    p["requestState"] = q.get("requestState")
+    r = modern(c, "tools/call", p, caps=wcaps)
+    res = r.get("result", {})
+    t.ok("mcpgate-confirm" in q.get("inputRequests", {}) and
+         res.get("resultType") == "input_required" and "ask" in res.get("inputRequests", {}) and
+         res.get("requestState", "").startswith("mcr1."),
+         "a write tool's confirmation comes first; once accepted, the server's own round", r)
+    p = dict(wcall)
+    p["inputResponses"] = {"ask": ROOTS}
+    p["requestState"] = res.get("requestState")
+    r = modern(c, "tools/call", p, caps=wcaps)
+    t.ok(json.loads(text_of(r) or "{}").get("result") == ROOTS,
+         "and its retry runs without a second question", r)
+    c.close()
     f.cleanup()
 
 
@@ -1711,7 +1853,7 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

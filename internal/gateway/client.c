@@ -107,6 +107,8 @@ void gw_call_free(struct gw_call *c)
 	free(c->tool);
 	free(c->traceparent);
 	json_free(c->params);
+	json_free(c->caps);
+	gw_round_free(c->round);
 	free(c);
 }
 
@@ -225,13 +227,10 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 	    reply->kind == RPC_RESULT ? json_get_string(reply->result, "resultType") : NULL;
 	if (gw_server_modern(srv) && result_type != NULL &&
 	    strcmp(result_type, "input_required") == 0) {
-		/* a 2026-07-28 server asks for input by answering with requests:
-		 * not relayed yet, so the call ends here and says why (from a
-		 * server of the old era the member means nothing, and goes) */
-		gw_call_finish_error(c, RPC_SERVER_ERROR,
-		                     "tool %s__%s: server %s asked for input (an input_required "
-		                     "result of MCP %s), which mcpgate does not relay yet",
-		                     srv->cfg->name, c->tool, srv->cfg->name, MCP_PROTOCOL_MODERN);
+		/* a 2026-07-28 server asks for input by answering with requests
+		 * (from a server of the old era the member means nothing, and
+		 * goes) */
+		gw_round_result(c, reply);
 		return;
 	}
 	call_unlink(c);
@@ -343,8 +342,25 @@ static void call_refuse(struct gw_call *c, const char *outcome, const char *text
 	gw_call_free(c);
 }
 
+void gw_call_answer_raw(struct gw_call *c, const char *outcome, const char *detail,
+                        const struct json_value *result)
+{
+	call_unlink(c);
+	call_record(c, outcome, detail);
+	if (!c->sess->stopping)
+		send_result(c->sess, c->client_id, result);
+	gw_call_free(c);
+}
+
+void gw_call_drop(struct gw_call *c, const char *why)
+{
+	call_unlink(c);
+	call_record(c, "cancelled", why);
+	gw_call_free(c);
+}
+
 /* Send the call to its server (it is in s->calls already). */
-static void call_send(struct gw_call *c)
+void gw_call_send(struct gw_call *c, const struct json_value *params)
 {
 	struct gw_server *srv = c->server;
 	struct session *s = c->sess;
@@ -356,10 +372,8 @@ static void call_send(struct gw_call *c)
 	}
 	struct mg_err *err = NULL;
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
-	int r = rpc_peer_send_request(srv->launch.peer, "tools/call", c->params, deadline,
+	int r = rpc_peer_send_request(srv->launch.peer, "tools/call", params, deadline,
 	                              on_call_done, c, &c->upstream_id, &err);
-	json_free(c->params);
-	c->params = NULL;
 	if (r < 0 && rpc_peer_closed(srv->launch.peer) && srv->launch.proc.pid > 0) {
 		/* it is ending: the answer names its exit status once known */
 		mg_err_free(err);
@@ -426,7 +440,7 @@ static void on_confirm(struct rpc_peer *peer, struct rpc_msg *reply, const struc
 	                       json_new_string(c->tool), "action",
 	                       json_new_string(action != NULL ? action : "none"), NULL));
 	if (action != NULL && strcmp(action, "accept") == 0) {
-		call_send(c);
+		gw_call_send(c, c->params);
 		return;
 	}
 	cleanup_free char *text =
@@ -490,9 +504,6 @@ static void call_confirm(struct gw_call *c, const struct cfg_tool *set,
 
 /* ---- confirmations as multi round-trip requests (2026-07-28) ----------- */
 
-/* The key of mcpgate's question in inputRequests and inputResponses */
-#define CONFIRM_INPUT_KEY "mcpgate-confirm"
-
 /* A confirmation that cannot be used: recorded, and the call refused */
 static void confirm_refused(struct gw_call *c, const char *reason)
 {
@@ -513,9 +524,9 @@ static void confirm_ask(struct gw_call *c, const struct gw_tool *t, const struct
 	struct mg_err *err = NULL;
 	cleanup_free char *state = NULL;
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	struct confirm_call call = {CONFIRM_QUESTION, s->id, t->public_name, args};
 	if ((s->confirm == NULL && confirm_keeper_new(&s->confirm, &err) < 0) ||
-	    confirm_state_make(s->confirm, s->id, t->public_name, args, deadline, &state, &err) <
-	        0) {
+	    confirm_state_make(s->confirm, &call, NULL, 0, deadline, &state, &err) < 0) {
 		cleanup_free char *text =
 		    xasprintf("refused: cannot ask for confirmation: %s", mg_err_msg(err));
 		mg_err_free(err);
@@ -526,13 +537,10 @@ static void confirm_ask(struct gw_call *c, const struct gw_tool *t, const struct
 	                                        "params", confirm_question(c, t->cfg, args), NULL);
 	struct json_value *result =
 	    gw_fields("resultType", json_new_string("input_required"), "inputRequests",
-	              gw_fields(CONFIRM_INPUT_KEY, question, NULL), "requestState",
+	              gw_fields(GW_CONFIRM_INPUT_KEY, question, NULL), "requestState",
 	              json_new_string(state), NULL);
-	call_unlink(c);
-	call_record(c, "input-required", "asked the person to confirm");
-	send_result(s, c->client_id, result);
+	gw_call_answer_raw(c, "input-required", "asked the person to confirm", result);
 	json_free(result);
-	gw_call_free(c);
 }
 
 /* A write or undeclared tool's call from a 2026-07-28 client: asked with an
@@ -561,15 +569,17 @@ static void confirm_by_retry(struct gw_call *c, const struct gw_tool *t,
 	if (s->confirm == NULL)
 		mg_err_set(&err, "the requestState is not one this session gave out");
 	else
-		confirm_state_take(s->confirm, state->u.str.ptr, state->u.str.len, s->id,
-		                   t->public_name, args, proc_now_ms(), &err);
+		confirm_state_take(
+		    s->confirm, state->u.str.ptr, state->u.str.len,
+		    &(struct confirm_call){CONFIRM_QUESTION, s->id, t->public_name, args},
+		    proc_now_ms(), NULL, NULL, &err);
 	if (err != NULL) {
 		cleanup_free char *reason = xstrdup(mg_err_msg(err));
 		mg_err_free(err);
 		confirm_refused(c, reason);
 		return;
 	}
-	const struct json_value *answer = json_get(responses, CONFIRM_INPUT_KEY);
+	const struct json_value *answer = json_get(responses, GW_CONFIRM_INPUT_KEY);
 	if (answer == NULL) {
 		confirm_ask(c, t, args); /* no answer to the question: it is asked again */
 		return;
@@ -577,7 +587,7 @@ static void confirm_by_retry(struct gw_call *c, const struct gw_tool *t,
 	const char *action = json_get_string(answer, "action");
 	if (action == NULL || (strcmp(action, "accept") != 0 && strcmp(action, "decline") != 0 &&
 	                       strcmp(action, "cancel") != 0)) {
-		confirm_refused(c, "inputResponses[\"" CONFIRM_INPUT_KEY
+		confirm_refused(c, "inputResponses[\"" GW_CONFIRM_INPUT_KEY
 		                   "\"].action must be accept, decline or cancel");
 		return;
 	}
@@ -585,7 +595,7 @@ static void confirm_by_retry(struct gw_call *c, const struct gw_tool *t,
 	             gw_fields("server", json_new_string(c->server->cfg->name), "tool",
 	                       json_new_string(c->tool), "action", json_new_string(action), NULL));
 	if (strcmp(action, "accept") == 0) {
-		call_send(c);
+		gw_call_send(c, c->params);
 		return;
 	}
 	cleanup_free char *text = declined_text(c, action);
@@ -661,9 +671,19 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 		c->progress_token = xasprintf("mcpgate-%lld", (long long)++s->next_token);
 	}
 	c->params = upstream_params(s, msg->params, t->name, c->progress_token);
+	if (s->era == GW_ERA_MODERN)
+		c->caps = json_copy(s->client_caps); /* this request's own */
 	call_link(c);
+	const struct json_value *state = json_get(msg->params, "requestState");
+	if (s->era == GW_ERA_MODERN && state != NULL && state->kind == JSON_STRING &&
+	    confirm_state_kind(state->u.str.ptr, state->u.str.len) == CONFIRM_ROUND) {
+		/* the retry of a call that was let through and whose server
+		 * asked for input: the state says so, or the call is refused */
+		gw_round_retry(c, t->public_name, msg->params);
+		return;
+	}
 	if (t->cfg->effect == CFG_EFFECT_READ) {
-		call_send(c);
+		gw_call_send(c, c->params);
 		return;
 	}
 	if (t->cfg->effect == CFG_EFFECT_WRITE && !t->cfg->confirm) {
@@ -672,7 +692,7 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 		audit_record(s->audit, "tool.unconfirmed",
 		             gw_fields("server", json_new_string(srv->cfg->name), "tool",
 		                       json_new_string(t->name), NULL));
-		call_send(c);
+		gw_call_send(c, c->params);
 		return;
 	}
 	/* write and undeclared tools: the person is asked every call */
@@ -953,9 +973,10 @@ static void cancel_call(struct session *s, const struct json_value *params)
 			continue;
 		struct gw_server *srv = c->server;
 		if (c->awaiting_confirm) {
-			/* its confirmation callback frees it */
+			/* the callback of its question (or its server's) frees it */
+			gw_round_cancel(c);
 			call_unlink(c);
-			call_record(c, "cancelled", "by the client, before confirmation");
+			call_record(c, "cancelled", "by the client, while it was asked");
 			c->cancelled = true;
 			return;
 		}

@@ -53,7 +53,10 @@ void confirm_keeper_free(struct confirm_keeper *k)
 
 /* What a state is bound to, in the forms the MAC and the tags take */
 struct binding {
+	enum confirm_kind kind;
 	const char *session, *tool;
+	const char *carried; /* a round's: the server's state */
+	size_t carried_len;
 	unsigned char args_hash[crypto_hash_sha256_BYTES];
 	unsigned char session_tag[TAG_LEN], call_tag[TAG_LEN];
 };
@@ -72,11 +75,16 @@ static void put_str(crypto_generichash_state *h, const char *s)
 	crypto_generichash_update(h, (const unsigned char *)s, strlen(s));
 }
 
-static int bind(struct binding *b, const char *session, const char *tool,
-                const struct json_value *args, struct mg_err **err)
+static int bind(struct binding *b, const struct confirm_call *call, const char *carried,
+                size_t carried_len, struct mg_err **err)
 {
+	const char *session = call->session, *tool = call->tool;
+	const struct json_value *args = call->args;
+	b->kind = call->kind;
 	b->session = session;
 	b->tool = tool;
+	b->carried = call->kind == CONFIRM_ROUND ? carried : NULL;
+	b->carried_len = call->kind == CONFIRM_ROUND ? carried_len : 0;
 	struct mg_buf canon = MG_BUF_INIT(ARGS_MAX);
 	struct json_value *empty = args == NULL ? json_new_object() : NULL;
 	int r = json_canonical(args != NULL ? args : empty, &canon, err);
@@ -103,14 +111,19 @@ static int bind(struct binding *b, const char *session, const char *tool,
 }
 
 /* The MAC over the state's clear part (nonce, deadline, tags) and the whole
- * binding: session, tool, arguments' hash */
+ * binding: its kind, session, tool, arguments' hash, and a round's carried
+ * state */
 static void state_mac(const struct confirm_keeper *k, const unsigned char *clear, size_t clear_len,
                       const struct binding *b, unsigned char mac[crypto_auth_BYTES])
 {
 	crypto_auth_hmacsha512256_state st;
 	crypto_auth_hmacsha512256_init(&st, k->key, crypto_auth_KEYBYTES);
-	static const char domain[] = "mcpgate confirm v1";
-	crypto_auth_hmacsha512256_update(&st, (const unsigned char *)domain, sizeof(domain));
+	static const char question[] = "mcpgate confirm v1", round[] = "mcpgate round v1";
+	if (b->kind == CONFIRM_ROUND)
+		crypto_auth_hmacsha512256_update(&st, (const unsigned char *)round, sizeof(round));
+	else
+		crypto_auth_hmacsha512256_update(&st, (const unsigned char *)question,
+		                                 sizeof(question));
 	crypto_auth_hmacsha512256_update(&st, clear, clear_len);
 	unsigned char len[8];
 	const char *parts[2] = {b->session, b->tool};
@@ -121,6 +134,12 @@ static void state_mac(const struct confirm_keeper *k, const unsigned char *clear
 		                                 strlen(parts[p]));
 	}
 	crypto_auth_hmacsha512256_update(&st, b->args_hash, sizeof(b->args_hash));
+	if (b->kind == CONFIRM_ROUND) {
+		be64_put(len, b->carried_len);
+		crypto_auth_hmacsha512256_update(&st, len, sizeof(len));
+		crypto_auth_hmacsha512256_update(&st, (const unsigned char *)b->carried,
+		                                 b->carried_len);
+	}
 	crypto_auth_hmacsha512256_final(&st, mac);
 	sodium_memzero(&st, sizeof(st));
 }
@@ -131,12 +150,31 @@ static void pending_drop(struct confirm_keeper *k, size_t i)
 	k->npending--;
 }
 
-int confirm_state_make(struct confirm_keeper *k, const char *session, const char *tool,
-                       const struct json_value *args, int64_t deadline_ms, char **out,
+static const char *prefix_of(enum confirm_kind kind)
+{
+	return kind == CONFIRM_ROUND ? CONFIRM_ROUND_PREFIX : CONFIRM_STATE_PREFIX;
+}
+
+int confirm_state_kind(const char *state, size_t len)
+{
+	static const enum confirm_kind kinds[] = {CONFIRM_QUESTION, CONFIRM_ROUND};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		const char *p = prefix_of(kinds[i]);
+		if (len >= strlen(p) && memcmp(state, p, strlen(p)) == 0)
+			return (int)kinds[i];
+	}
+	return -1;
+}
+
+int confirm_state_make(struct confirm_keeper *k, const struct confirm_call *call,
+                       const char *carried, size_t carried_len, int64_t deadline_ms, char **out,
                        struct mg_err **err)
 {
+	if (call->kind == CONFIRM_ROUND && carried_len > CONFIRM_CARRIED_MAX)
+		return mg_err_set(err, "the server's requestState is longer than %zu bytes",
+		                  CONFIRM_CARRIED_MAX);
 	struct binding b;
-	if (bind(&b, session, tool, args, err) < 0)
+	if (bind(&b, call, carried, carried_len, err) < 0)
 		return -1;
 	unsigned char bin[STATE_BIN_LEN];
 	unsigned char *p = bin;
@@ -153,32 +191,59 @@ int confirm_state_make(struct confirm_keeper *k, const char *session, const char
 		pending_drop(k, 0); /* the oldest question can no longer be answered */
 	memcpy(k->pending[k->npending].nonce, bin, NONCE_LEN);
 	k->pending[k->npending++].deadline_ms = deadline_ms;
-	size_t n = strlen(CONFIRM_STATE_PREFIX);
-	size_t cap =
-	    n + sodium_base64_ENCODED_LEN(STATE_BIN_LEN, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	const char *prefix = prefix_of(call->kind);
+	size_t n = strlen(prefix);
+	size_t enc =
+	    sodium_base64_ENCODED_LEN(STATE_BIN_LEN, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	size_t cap = n + enc + 1 + b.carried_len + 1;
 	char *s = xmalloc(cap);
-	memcpy(s, CONFIRM_STATE_PREFIX, n);
-	sodium_bin2base64(s + n, cap - n, bin, sizeof(bin),
-	                  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	memcpy(s, prefix, n);
+	sodium_bin2base64(s + n, enc, bin, sizeof(bin), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	if (call->kind == CONFIRM_ROUND) {
+		/* ours, then the server's as it gave it */
+		size_t at = strlen(s);
+		s[at] = '.';
+		memcpy(s + at + 1, b.carried, b.carried_len);
+		s[at + 1 + b.carried_len] = '\0';
+	}
 	*out = s;
 	return 0;
 }
 
-int confirm_state_take(struct confirm_keeper *k, const char *state, size_t len, const char *session,
-                       const char *tool, const struct json_value *args, int64_t now_ms,
-                       struct mg_err **err)
+int confirm_state_take(struct confirm_keeper *k, const char *state, size_t len,
+                       const struct confirm_call *call, int64_t now_ms, const char **carried,
+                       size_t *carried_len, struct mg_err **err)
 {
-	size_t n = strlen(CONFIRM_STATE_PREFIX);
+	const char *prefix = prefix_of(call->kind);
+	size_t n = strlen(prefix);
 	unsigned char bin[STATE_BIN_LEN];
 	size_t got = 0;
 	const char *end = NULL;
-	if (len <= n || memcmp(state, CONFIRM_STATE_PREFIX, n) != 0 ||
-	    sodium_base642bin(bin, sizeof(bin), state + n, len - n, NULL, &got, &end,
+	if (confirm_state_kind(state, len) >= 0 &&
+	    confirm_state_kind(state, len) != (int)call->kind)
+		return mg_err_set(err,
+		                  call->kind == CONFIRM_ROUND
+		                      ? "the requestState is one of mcpgate's questions, not a "
+		                        "server's round"
+		                      : "the requestState is a server's round, not one of "
+		                        "mcpgate's questions");
+	/* a round's part of ours ends at its ".", the server's follows */
+	size_t ours = len;
+	if (call->kind == CONFIRM_ROUND) {
+		const char *dot = len > n ? memchr(state + n, '.', len - n) : NULL;
+		ours = dot != NULL ? (size_t)(dot - state) : len;
+		if (dot == NULL)
+			return mg_err_set(err, "the requestState is not one mcpgate makes");
+	}
+	if (len <= n || memcmp(state, prefix, n) != 0 ||
+	    sodium_base642bin(bin, sizeof(bin), state + n, ours - n, NULL, &got, &end,
 	                      sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
-	    got != sizeof(bin) || end != state + len)
+	    got != sizeof(bin) || end != state + ours)
 		return mg_err_set(err, "the requestState is not one mcpgate makes");
+	const char *rest = call->kind == CONFIRM_ROUND ? state + ours + 1 : NULL;
+	size_t rest_len = call->kind == CONFIRM_ROUND ? len - ours - 1 : 0;
 	struct binding b;
-	if (bind(&b, session, tool, args, err) < 0)
+	if (bind(&b, call, rest, rest_len, err) < 0)
 		return -1;
 	const unsigned char *nonce = bin, *deadline = bin + NONCE_LEN;
 	const unsigned char *session_tag = deadline + 8, *call_tag = session_tag + TAG_LEN;
@@ -215,5 +280,9 @@ int confirm_state_take(struct confirm_keeper *k, const char *state, size_t len, 
 		                  "the requestState was used already (or more than %d newer "
 		                  "questions were asked since); call again to be asked again",
 		                  CONFIRM_PENDING_MAX);
+	if (carried != NULL)
+		*carried = rest;
+	if (carried_len != NULL)
+		*carried_len = rest_len;
 	return 0;
 }

@@ -20,8 +20,27 @@
 #include "internal/json/json.h"
 
 #define CONFIRM_PENDING_MAX 64
-/* What a state is called in the text: "mcs1." and 96 characters */
+/* What a question's state is called in the text: "mcs1." and 96 characters */
 #define CONFIRM_STATE_PREFIX "mcs1."
+/* A round's: "mcr1.", 96 characters, "." and the server's requestState */
+#define CONFIRM_ROUND_PREFIX "mcr1."
+/* The longest server requestState a round carries */
+#define CONFIRM_CARRIED_MAX ((size_t)64 << 10)
+
+/* What a state stands for. A question: mcpgate asks the person whether the
+ * call may run. A round: the call was let through, its server answered
+ * input_required, and the server's own requestState rides inside ours, so
+ * the retry reaches the server with the state it gave, for this call only,
+ * once. The two never stand for each other (the MAC says which). */
+enum confirm_kind { CONFIRM_QUESTION, CONFIRM_ROUND };
+
+/* The call a state is bound to */
+struct confirm_call {
+	enum confirm_kind kind;
+	const char *session;
+	const char *tool;              /* its public name */
+	const struct json_value *args; /* NULL is {} */
+};
 
 struct confirm_keeper;
 
@@ -29,19 +48,26 @@ struct confirm_keeper;
 int confirm_keeper_new(struct confirm_keeper **out, struct mg_err **err);
 void confirm_keeper_free(struct confirm_keeper *k);
 
-/* A state (allocated) for a call of tool with args (NULL is {}) in session,
- * good until deadline_ms (any clock, the same one take is given). Its nonce
- * is outstanding from now. -1 when args cannot be made canonical. */
-int confirm_state_make(struct confirm_keeper *k, const char *session, const char *tool,
-                       const struct json_value *args, int64_t deadline_ms, char **out,
+/* A state (allocated) for call, good until deadline_ms (any clock, the
+ * same one take is given); a round's carries the server's state (carried,
+ * carried_len bytes, at most CONFIRM_CARRIED_MAX; ignored for a question).
+ * Its nonce is outstanding from now. -1 when args cannot be made canonical
+ * or carried is too long. */
+int confirm_state_make(struct confirm_keeper *k, const struct confirm_call *call,
+                       const char *carried, size_t carried_len, int64_t deadline_ms, char **out,
                        struct mg_err **err);
 
-/* 0 when state is one this keeper made for exactly this session, tool and
- * arguments, before its deadline, and not taken yet: it is taken now. -1 with
- * what is wrong otherwise (malformed, forged or altered, another session,
+/* The kind a state's prefix names, or -1 when it names neither */
+int confirm_state_kind(const char *state, size_t len);
+
+/* 0 when state is one this keeper made for exactly this call (kind, session,
+ * tool and arguments), before its deadline, and not taken yet: it is taken
+ * now, and a round's *carried (into state) and *carried_len are the server's
+ * state it carries. -1 with what is wrong otherwise (malformed, forged or
+ * altered in any part, carried one included, another kind, another session,
  * another tool or other arguments, expired, already used). */
-int confirm_state_take(struct confirm_keeper *k, const char *state, size_t len, const char *session,
-                       const char *tool, const struct json_value *args, int64_t now_ms,
-                       struct mg_err **err);
+int confirm_state_take(struct confirm_keeper *k, const char *state, size_t len,
+                       const struct confirm_call *call, int64_t now_ms, const char **carried,
+                       size_t *carried_len, struct mg_err **err);
 
 #endif

@@ -21,7 +21,8 @@ static char *take(struct confirm_keeper *k, const char *state, const char *sessi
                   const char *tool, const struct json_value *args, int64_t now)
 {
 	struct mg_err *err = NULL;
-	if (confirm_state_take(k, state, strlen(state), session, tool, args, now, &err) == 0)
+	struct confirm_call call = {CONFIRM_QUESTION, session, tool, args};
+	if (confirm_state_take(k, state, strlen(state), &call, now, NULL, NULL, &err) == 0)
 		return strdup("");
 	char *text = strdup(mg_err_msg(err));
 	mg_err_free(err);
@@ -32,9 +33,38 @@ static char *make(struct confirm_keeper *k, const char *session, const char *too
                   const struct json_value *args, int64_t deadline)
 {
 	char *state = NULL;
-	if (confirm_state_make(k, session, tool, args, deadline, &state, NULL) < 0)
+	struct confirm_call call = {CONFIRM_QUESTION, session, tool, args};
+	if (confirm_state_make(k, &call, NULL, 0, deadline, &state, NULL) < 0)
 		abort();
 	return state;
+}
+
+/* A round's state carrying the server's carried */
+static char *make_round(struct confirm_keeper *k, const char *session, const char *tool,
+                        const struct json_value *args, const char *carried, int64_t deadline)
+{
+	char *state = NULL;
+	struct confirm_call call = {CONFIRM_ROUND, session, tool, args};
+	if (confirm_state_make(k, &call, carried, strlen(carried), deadline, &state, NULL) < 0)
+		abort();
+	return state;
+}
+
+/* take a round's state: the server's state it carries ("" too), or NULL with
+ * the refusal in *why */
+static char *take_round(struct confirm_keeper *k, const char *state, const char *session,
+                        const char *tool, const struct json_value *args, int64_t now, char **why)
+{
+	struct mg_err *err = NULL;
+	struct confirm_call call = {CONFIRM_ROUND, session, tool, args};
+	const char *carried = NULL;
+	size_t n = 0;
+	*why = NULL;
+	if (confirm_state_take(k, state, strlen(state), &call, now, &carried, &n, &err) == 0)
+		return strndup(carried, n);
+	*why = strdup(mg_err_msg(err));
+	mg_err_free(err);
+	return NULL;
 }
 
 /* take must refuse, saying words */
@@ -54,6 +84,103 @@ static void taken(struct confirm_keeper *k, const char *state, const char *sessi
 	char *got = take(k, state, session, tool, args, now);
 	T_STR(got, "", "%s", what);
 	free(got);
+}
+
+/* Rounds: the server's state rides inside ours, bound with the call */
+static void test_rounds(struct confirm_keeper *k, const struct json_value *args,
+                        const struct json_value *changed)
+{
+	char *why = NULL;
+	const char *server_state = "opaque.server-state/with.dots+and=signs";
+	char *s = make_round(k, "sess-1", "fs__write", args, server_state, 1000);
+	T_OK(strncmp(s, CONFIRM_ROUND_PREFIX, strlen(CONFIRM_ROUND_PREFIX)) == 0 &&
+	         strlen(s) == strlen(CONFIRM_ROUND_PREFIX) + 96 + 1 + strlen(server_state),
+	     "a round's state is the prefix, 96 characters, a dot and the server's: %s", s);
+	T_INT(confirm_state_kind(s, strlen(s)), CONFIRM_ROUND, "its prefix names a round");
+	char *got = take_round(k, s, "sess-1", "fs__write", args, 10, &why);
+	T_STR(got != NULL ? got : why, server_state, "taken, it gives back the server's state");
+	free(got);
+	got = take_round(k, s, "sess-1", "fs__write", args, 10, &why);
+	T_OK(got == NULL && strstr(why, "used already") != NULL, "a round is taken once (%s)",
+	     why != NULL ? why : got);
+	free(got);
+	free(why);
+	free(s);
+
+	/* the server's part is bound too: altered, cut or grown, refused */
+	s = make_round(k, "sess-1", "fs__write", args, server_state, 1000);
+	const char *tails[] = {"opaque.server-state/with.dots+and=signX", "", "opaque",
+	                       "opaque.server-state/with.dots+and=signs."};
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		size_t ours = strlen(s) - strlen(server_state);
+		char *t = malloc(ours + strlen(tails[i]) + 1);
+		memcpy(t, s, ours);
+		memcpy(t + ours, tails[i], strlen(tails[i]) + 1);
+		got = take_round(k, t, "sess-1", "fs__write", args, 10, &why);
+		T_OK(got == NULL && strstr(why, "forged or altered") != NULL,
+		     "the server's state altered to \"%s\": refused (%s)", tails[i],
+		     why != NULL ? why : got);
+		free(got);
+		free(why);
+		free(t);
+	}
+	got = take_round(k, s, "sess-1", "fs__write", changed, 10, &why);
+	T_OK(got == NULL && strstr(why, "not valid for this call") != NULL,
+	     "a round for other arguments: refused (%s)", why != NULL ? why : got);
+	free(got);
+	free(why);
+	got = take_round(k, s, "sess-2", "fs__write", args, 10, &why);
+	T_OK(got == NULL && strstr(why, "not valid in this session") != NULL,
+	     "a round in another session: refused (%s)", why != NULL ? why : got);
+	free(got);
+	free(why);
+	got = take_round(k, s, "sess-1", "fs__write", args, 1000, &why);
+	T_OK(got == NULL && strstr(why, "expired") != NULL,
+	     "a round past its deadline: refused (%s)", why != NULL ? why : got);
+	free(got);
+	free(why);
+	free(s);
+
+	/* a question never stands for a round, nor a round for a question */
+	s = make(k, "sess-1", "fs__write", args, 1000);
+	got = take_round(k, s, "sess-1", "fs__write", args, 10, &why);
+	T_OK(got == NULL && strstr(why, "not a server's round") != NULL,
+	     "a question's state as a round: refused (%s)", why != NULL ? why : got);
+	free(got);
+	free(why);
+	taken(k, s, "sess-1", "fs__write", args, 10, "and the question is still good once");
+	free(s);
+	s = make_round(k, "sess-1", "fs__write", args, "", 1000);
+	refused(k, s, "sess-1", "fs__write", args, 10, "not one of mcpgate's questions",
+	        "a round's state as a confirmation");
+	/* the same bytes under the other prefix: the MAC's domain says which */
+	char *swapped = strdup(s);
+	memcpy(swapped, CONFIRM_STATE_PREFIX, strlen(CONFIRM_STATE_PREFIX));
+	swapped[strlen(swapped) - 1] = '\0'; /* the dot */
+	refused(k, swapped, "sess-1", "fs__write", args, 10, "forged or altered",
+	        "a round's bytes relabelled as a question");
+	free(swapped);
+	got = take_round(k, s, "sess-1", "fs__write", args, 10, &why);
+	T_STR(got != NULL ? got : why, "", "a round with no server state gives back \"\"");
+	free(got);
+	free(why);
+	free(s);
+
+	/* the server's state is bounded */
+	char *big = malloc(CONFIRM_CARRIED_MAX + 2);
+	memset(big, 'x', CONFIRM_CARRIED_MAX + 1);
+	big[CONFIRM_CARRIED_MAX + 1] = '\0';
+	struct confirm_call call = {CONFIRM_ROUND, "sess-1", "fs__write", args};
+	struct mg_err *err = NULL;
+	char *none = NULL;
+	T_OK(confirm_state_make(k, &call, big, strlen(big), 1000, &none, &err) < 0 &&
+	         strstr(mg_err_msg(err), "longer than") != NULL,
+	     "a server state over %zu bytes is refused (%s)", CONFIRM_CARRIED_MAX,
+	     err != NULL ? mg_err_msg(err) : "made");
+	mg_err_free(err);
+	free(none);
+	free(big);
+	T_INT(confirm_state_kind("mcs9.x", 6), -1, "another prefix names no kind");
 }
 
 int main(void)
@@ -145,6 +272,8 @@ int main(void)
 	taken(k, last, "sess-1", "fs__write", args, 10, "the newest still works");
 	free(first);
 	free(last);
+
+	test_rounds(k, args, changed);
 
 	json_free(args);
 	json_free(reordered);

@@ -141,8 +141,10 @@ struct gw_call {
 	struct json_value *client_progress_token;
 	char *tool;
 	int64_t start_ms;
-	struct json_value *params; /* for the server, until sent */
-	bool awaiting_confirm;     /* elicitation/create is with the client */
+	struct json_value *params; /* for the server, kept for a retry (rounds.c) */
+	bool awaiting_confirm;     /* a question (ours or its server's) is with the client */
+	struct json_value *caps;   /* 2026-07-28: the request's client capabilities */
+	struct gw_round *round;    /* rounds.c: its server's input requests, or NULL */
 	int log_rank;              /* 2026-07-28: the request's logLevel, or -1 */
 	char *traceparent;         /* the client's W3C trace context, when well formed */
 	bool cancelled;            /* the client cancelled it while we asked */
@@ -332,6 +334,27 @@ void gw_client_notice(struct session *s, const char *level, const char *text);
 void gw_call_finish_error(struct gw_call *c, int64_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void gw_call_free(struct gw_call *c);
+/* Send the call to its server with params (c->params, or a retry's) */
+void gw_call_send(struct gw_call *c, const struct json_value *params);
+/* Answer the call with result as it is (no era rewriting), record it with
+ * outcome and detail, and forget it */
+void gw_call_answer_raw(struct gw_call *c, const char *outcome, const char *detail,
+                        const struct json_value *result);
+/* Forget a call unanswered, recorded as cancelled for why */
+void gw_call_drop(struct gw_call *c, const char *why);
+/* The key of mcpgate's confirmation in inputRequests and inputResponses */
+#define GW_CONFIRM_INPUT_KEY "mcpgate-confirm"
+
+/* rounds.c: a 2026-07-28 server's input_required answer to a call */
+struct gw_round;
+/* reply is its input_required result: relayed, or the call ends saying why */
+void gw_round_result(struct gw_call *c, const struct rpc_msg *reply);
+/* A 2026-07-28 client's retry (params) with one of mcpgate's round states:
+ * the server gets its own state and the answers, or the call is refused */
+void gw_round_retry(struct gw_call *c, const char *public_name, const struct json_value *params);
+/* The client cancelled a call whose server's questions are with it */
+void gw_round_cancel(struct gw_call *c);
+void gw_round_free(struct gw_round *r);
 /* A W3C traceparent in its form (version, trace id, parent id, flags) */
 bool gw_traceparent_valid(const char *traceparent);
 /* client.c's handlers, by method (methods.c's tables name them) */
@@ -379,6 +402,13 @@ void gw_relay_roots_changed(struct session *s);
 /* A server's request other than ping: true when relay.c took it (relayed to
  * the client, or refused with the reason) */
 bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg);
+/* A 2026-07-28 server's input request (method, params) as the client gets
+ * it (allocated), when its relay = [...] allows it and caps (the client's
+ * capabilities, NULL for none) declare it; else NULL, recorded, with why in
+ * *refusal (allocated). The one rule gw_relay_server_request applies too. */
+struct json_value *gw_relay_input_params(const struct gw_server *srv, const struct json_value *caps,
+                                         const char *method, const struct json_value *params,
+                                         char **refusal);
 /* A server's notifications relay.c serves, by method */
 void gw_relay_server_cancelled(struct gw_server *srv, struct rpc_msg *msg);
 void gw_relay_resource_updated(struct gw_server *srv, struct rpc_msg *msg);

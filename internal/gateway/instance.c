@@ -159,7 +159,24 @@ static void on_server_reply(struct rpc_peer *peer, struct rpc_msg *reply, const 
 	(void)peer;
 	struct gw_fwd *f = data;
 	struct gw_attached *a = f->a;
-	if (a != NULL && !a->closed) {
+	const char *result_type = reply != NULL && reply->kind == RPC_RESULT
+	                              ? json_get_string(reply->result, "resultType")
+	                              : NULL;
+	if (a != NULL && !a->closed && result_type != NULL &&
+	    strcmp(result_type, "input_required") == 0 && a->h->s->nservers == 1 &&
+	    gw_server_modern(&a->h->s->servers[0])) {
+		/* the sessions attached speak the old era to the instance, and its
+		 * server's questions would belong to whichever asked: not relayed */
+		audit_record(a->h->s->audit, "instance.request.refused",
+		             gw_fields("session", json_new_string(a->client), "reason",
+		                       json_new_string("input_required"), NULL));
+		cleanup_free char *text = xasprintf(
+		    "server %s asked for input (an input_required result of MCP %s), which mcpgate "
+		    "relays only to a server's own session, not through its %s instance",
+		    a->h->cfg->name, MCP_PROTOCOL_MODERN,
+		    a->h->cfg->instance == CFG_INSTANCE_EXCLUSIVE ? "exclusive" : "shared");
+		rpc_peer_send_error(a->peer, f->id, RPC_SERVER_ERROR, text, NULL, NULL);
+	} else if (a != NULL && !a->closed) {
 		if (reply != NULL && reply->kind == RPC_RESULT)
 			rpc_peer_send_result(a->peer, f->id, reply->result, NULL);
 		else if (reply != NULL)

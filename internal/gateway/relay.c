@@ -863,12 +863,6 @@ void gw_relay_prompts_list(struct session *s, struct rpc_msg *msg)
 	list_request(s, msg, LIST_PROMPTS);
 }
 
-static bool client_declared(const struct session *s, const char *cap)
-{
-	const struct json_value *v = json_get(s->client_caps, cap);
-	return v != NULL && v->kind == JSON_OBJECT;
-}
-
 void gw_relay_roots_changed(struct session *s)
 {
 	for (size_t i = 0; i < s->nservers; i++) {
@@ -1025,6 +1019,78 @@ static struct json_value *client_params(const struct gw_server *srv, enum relay_
 	return p;
 }
 
+/* Whether srv may put method (with params) to the client, whose
+ * capabilities are caps (NULL: it declared none): the relay's one rule,
+ * for a server's request and for a 2026-07-28 server's input request alike.
+ * 0 with *which; -1 with the refusal's text (allocated) and a reason word. */
+static int input_allowed(const struct gw_server *srv, const struct json_value *caps,
+                         const char *method, const struct json_value *params, enum relay_cap *which,
+                         char **text, const char **reason)
+{
+	const char *name = srv->cfg->name;
+	enum relay_cap w = RELAY_SAMPLING;
+	while (w <= RELAY_ROOTS && (method == NULL || strcmp(method, relays[w].method) != 0))
+		w++;
+	if (w > RELAY_ROOTS) {
+		*text = xasprintf("mcpgate refused %.64s from server %s: it relays only "
+		                  "sampling/createMessage, elicitation/create and roots/list",
+		                  method != NULL ? method : "a request without a method", name);
+		*reason = "method";
+		return -1;
+	}
+	const struct relay_spec *spec = &relays[w];
+	bool allowed = w == RELAY_SAMPLING      ? srv->cfg->relay_sampling
+	               : w == RELAY_ELICITATION ? srv->cfg->relay_elicitation
+	                                        : srv->cfg->relay_roots;
+	const struct json_value *declared_cap = json_get(caps, spec->cap);
+	bool declared = declared_cap != NULL && declared_cap->kind == JSON_OBJECT;
+	const char *mode = w == RELAY_ELICITATION ? json_get_string(params, "mode") : NULL;
+	bool url = mode != NULL && strcmp(mode, "url") == 0;
+	if (declared && w == RELAY_ELICITATION) {
+		/* {} is the form mode alone; url mode is declared by name */
+		declared =
+		    url ? json_get(declared_cap, "url") != NULL
+		        : declared_cap->u.obj.len == 0 || json_get(declared_cap, "form") != NULL;
+	}
+	*which = w;
+	if (declared && allowed)
+		return 0;
+	cleanup_free char *cap = w == RELAY_ELICITATION
+	                             ? xasprintf("elicitation (%s mode)", url ? "url" : "form")
+	                             : xstrdup(spec->cap);
+	char *t = xasprintf("mcpgate refused %s from server %s: %s%s%s", spec->method, name,
+	                    declared ? "" : "the client did not declare the ", declared ? "" : cap,
+	                    declared ? "" : " capability");
+	if (!allowed) {
+		char *more = xasprintf("%s%sits entry in mcp.toml does not allow it (add "
+		                       "\"%s\" to relay = [...])",
+		                       t, declared ? "" : ", and ", spec->cap);
+		free(t);
+		t = more;
+	}
+	*text = t;
+	*reason = !declared && !allowed ? "client and mcp.toml" : !declared ? "client" : "mcp.toml";
+	return -1;
+}
+
+struct json_value *gw_relay_input_params(const struct gw_server *srv, const struct json_value *caps,
+                                         const char *method, const struct json_value *params,
+                                         char **refusal)
+{
+	enum relay_cap which;
+	const char *reason = NULL;
+	*refusal = NULL;
+	if (input_allowed(srv, caps, method, params, &which, refusal, &reason) < 0) {
+		audit_record_by(srv->sess->audit, srv->cfg->name, "server.request.refused",
+		                gw_fields("server", json_new_string(srv->cfg->name), "method",
+		                          json_new_string(method != NULL ? method : ""), "reason",
+		                          json_new_string(reason), "via",
+		                          json_new_string("input_required"), NULL));
+		return NULL;
+	}
+	return client_params(srv, which, params);
+}
+
 bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg)
 {
 	enum relay_cap which = RELAY_SAMPLING;
@@ -1055,39 +1121,11 @@ bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg)
 		refuse_request(srv, msg, "client era", text);
 		return true;
 	}
-	bool allowed = which == RELAY_SAMPLING      ? srv->cfg->relay_sampling
-	               : which == RELAY_ELICITATION ? srv->cfg->relay_elicitation
-	                                            : srv->cfg->relay_roots;
-	bool declared = s->answered_initialize && client_declared(s, spec->cap);
-	const char *mode = which == RELAY_ELICITATION ? json_get_string(msg->params, "mode") : NULL;
-	bool url = mode != NULL && strcmp(mode, "url") == 0;
-	if (declared && which == RELAY_ELICITATION) {
-		/* {} is the form mode alone; url mode is declared by name */
-		const struct json_value *e = json_get(s->client_caps, "elicitation");
-		declared = url ? json_get(e, "url") != NULL
-		               : e->u.obj.len == 0 || json_get(e, "form") != NULL;
-	}
-	if (!declared || !allowed) {
-		cleanup_free char *cap =
-		    which == RELAY_ELICITATION
-		        ? xasprintf("elicitation (%s mode)", url ? "url" : "form")
-		        : xstrdup(spec->cap);
-		cleanup_free char *text =
-		    xasprintf("mcpgate refused %s from server %s: %s%s%s", spec->method, name,
-		              declared ? "" : "the client did not declare the ",
-		              declared ? "" : cap, declared ? "" : " capability");
-		if (!allowed) {
-			char *more = xasprintf("%s%sits entry in mcp.toml does not allow it (add "
-			                       "\"%s\" to relay = [...])",
-			                       text, declared ? "" : ", and ", spec->cap);
-			free(text);
-			text = more;
-		}
-		refuse_request(srv, msg,
-		               !declared && !allowed ? "client and mcp.toml"
-		               : !declared           ? "client"
-		                                     : "mcp.toml",
-		               text);
+	cleanup_free char *refusal = NULL;
+	const char *reason = NULL;
+	if (input_allowed(srv, s->answered_initialize ? s->client_caps : NULL, msg->method,
+	                  msg->params, &which, &refusal, &reason) < 0) {
+		refuse_request(srv, msg, reason, refusal);
 		return true;
 	}
 	struct gw_relayed *r = xcalloc(1, sizeof(*r));

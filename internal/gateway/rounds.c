@@ -1,0 +1,379 @@
+/* A 2026-07-28 server's input_required answer to a tools/call: its input
+ * requests go to the client under the relay's one rule (relay = [...] and
+ * what the client declared), and the call goes on with the answers
+ * (docs/2026-12-01-rounds.md).
+ *
+ * To a client of the same era the result goes on as a result of mcpgate's:
+ * the server's requestState rides inside a round state that binds it to this
+ * session, tool and exact arguments, once, before a deadline
+ * (confirm_state.h), so a retry reaches the server only for the call that
+ * was let through. To a client of 2025-11-25 each input request is a request
+ * of that era (elicitation/create, sampling/createMessage, roots/list), and
+ * mcpgate itself retries the call with the answers, at most ROUNDS_MAX
+ * times. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/xalloc.h"
+#include "internal/gateway/confirm_state.h"
+#include "internal/gateway/gateway-internal.h"
+
+/* A server that asks more rounds than this of one call is refused */
+#define ROUNDS_MAX 16
+
+/* One input request with a 2025-11-25 client */
+struct round_ask {
+	struct gw_round *round;
+	char *key;         /* the server's key in inputRequests */
+	char *method;      /* for the record */
+	int64_t client_id; /* ours, on the client's peer */
+};
+
+/* A call's round with a 2025-11-25 client */
+struct gw_round {
+	struct gw_call *c;
+	struct json_value *responses; /* key: the client's result */
+	char *server_state;           /* the server's requestState, or NULL */
+	size_t waiting;               /* input requests not answered yet */
+	char *failure;                /* why the call ends once they are */
+	int rounds;                   /* input_required answers so far */
+	struct round_ask *asks;
+	size_t nasks;
+};
+
+void gw_round_free(struct gw_round *r)
+{
+	if (r == NULL)
+		return;
+	json_free(r->responses);
+	free(r->server_state);
+	free(r->failure);
+	for (size_t i = 0; i < r->nasks; i++) {
+		free(r->asks[i].key);
+		free(r->asks[i].method);
+	}
+	free(r->asks);
+	free(r);
+}
+
+static const struct json_value *call_args(const struct gw_call *c)
+{
+	return json_get(c->params, "arguments");
+}
+
+/* What the client's capabilities are for this call: a 2026-07-28 request's
+ * own, else what the client declared at initialize */
+static const struct json_value *call_caps(const struct gw_call *c)
+{
+	const struct session *s = c->sess;
+	if (s->era == GW_ERA_MODERN)
+		return c->caps;
+	return s->answered_initialize ? s->client_caps : NULL;
+}
+
+/* The server's input requests as the client gets them, each allowed by the
+ * relay's rule; NULL with why in *refusal otherwise */
+static struct json_value *client_requests(struct gw_call *c, const struct json_value *reqs,
+                                          char **refusal)
+{
+	struct gw_server *srv = c->server;
+	struct json_value *out = json_new_object();
+	for (size_t i = 0; i < reqs->u.obj.len; i++) {
+		const struct json_member *m = &reqs->u.obj.items[i];
+		const struct json_value *method = json_get(m->value, "method");
+		const struct json_value *params = json_get(m->value, "params");
+		if (m->value->kind != JSON_OBJECT || method == NULL ||
+		    method->kind != JSON_STRING ||
+		    (params != NULL && params->kind != JSON_OBJECT)) {
+			*refusal = xasprintf("server %s's input request \"%.64s\" is not an object "
+			                     "with a method and object params",
+			                     srv->cfg->name, m->key);
+			json_free(out);
+			return NULL;
+		}
+		if (strcmp(m->key, GW_CONFIRM_INPUT_KEY) == 0) {
+			/* the key of mcpgate's own question: the server would pose as
+			 * mcpgate asking the person */
+			*refusal = xasprintf("server %s named an input request \"%s\", the key of "
+			                     "mcpgate's own confirmation",
+			                     srv->cfg->name, GW_CONFIRM_INPUT_KEY);
+			json_free(out);
+			return NULL;
+		}
+		struct json_value *p =
+		    gw_relay_input_params(srv, call_caps(c), method->u.str.ptr, params, refusal);
+		if (p == NULL) {
+			json_free(out);
+			return NULL;
+		}
+		json_object_set(
+		    out, m->key,
+		    gw_fields("method", json_new_string(method->u.str.ptr), "params", p, NULL));
+	}
+	return out;
+}
+
+static void round_record(const struct gw_call *c, const char *event, const char *method,
+                         const char *key, const char *outcome)
+{
+	struct json_value *f =
+	    gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	              json_new_string(c->tool), "method", json_new_string(method), "key",
+	              json_new_string(key), "via", json_new_string("input_required"), NULL);
+	if (outcome != NULL)
+		json_object_set(f, "outcome", json_new_string(outcome));
+	audit_record_by(c->sess->audit, c->server->cfg->name, event, f);
+}
+
+/* ---- a 2026-07-28 client: the result goes on, the state inside ours ---- */
+
+static void to_modern_client(struct gw_call *c, struct json_value *reqs, const char *state,
+                             size_t state_len)
+{
+	struct session *s = c->sess;
+	struct mg_err *err = NULL;
+	cleanup_free char *ours = NULL;
+	cleanup_free char *public_name = gw_relay_public_name(c->server, c->tool);
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	struct confirm_call call = {CONFIRM_ROUND, s->id, public_name, call_args(c)};
+	if ((s->confirm == NULL && confirm_keeper_new(&s->confirm, &err) < 0) ||
+	    confirm_state_make(s->confirm, &call, state != NULL ? state : "", state_len, deadline,
+	                       &ours, &err) < 0) {
+		json_free(reqs);
+		gw_call_finish_error(
+		    c, RPC_SERVER_ERROR, "tool %s__%s: server %s asked for input: %s",
+		    c->server->cfg->name, c->tool, c->server->cfg->name, mg_err_msg(err));
+		mg_err_free(err);
+		return;
+	}
+	for (size_t i = 0; i < reqs->u.obj.len; i++)
+		round_record(c, "server.request.relayed",
+		             json_get_string(reqs->u.obj.items[i].value, "method"),
+		             reqs->u.obj.items[i].key, NULL);
+	struct json_value *result =
+	    gw_fields("resultType", json_new_string("input_required"), "inputRequests", reqs,
+	              "requestState", json_new_string(ours), NULL);
+	gw_call_answer_raw(c, "input-required", "its server asked for input", result);
+	json_free(result);
+}
+
+void gw_round_retry(struct gw_call *c, const char *public_name, const struct json_value *params)
+{
+	struct session *s = c->sess;
+	const struct json_value *state = json_get(params, "requestState");
+	const struct json_value *responses = json_get(params, "inputResponses");
+	if (responses != NULL && responses->kind != JSON_OBJECT) {
+		gw_call_finish_error(c, RPC_INVALID_PARAMS,
+		                     "tools/call %s: inputResponses must be an object",
+		                     public_name);
+		return;
+	}
+	struct mg_err *err = NULL;
+	const char *carried = NULL;
+	size_t carried_len = 0;
+	struct confirm_call call = {CONFIRM_ROUND, s->id, public_name, call_args(c)};
+	if (s->confirm == NULL)
+		mg_err_set(&err, "the requestState is not one this session gave out");
+	else
+		confirm_state_take(s->confirm, state->u.str.ptr, state->u.str.len, &call,
+		                   proc_now_ms(), &carried, &carried_len, &err);
+	if (err != NULL) {
+		round_record(c, "server.request.refused", "tools/call", "requestState", "refused");
+		gw_call_finish_error(c, RPC_INVALID_PARAMS, "tools/call %s: %s", public_name,
+		                     mg_err_msg(err));
+		mg_err_free(err);
+		return;
+	}
+	/* the server gets its own state back, and the answers but mcpgate's */
+	struct json_value *p = json_copy(c->params);
+	struct json_value *answers = json_new_object();
+	for (size_t i = 0; responses != NULL && i < responses->u.obj.len; i++)
+		if (strcmp(responses->u.obj.items[i].key, GW_CONFIRM_INPUT_KEY) != 0)
+			json_object_set(answers, responses->u.obj.items[i].key,
+			                json_copy(responses->u.obj.items[i].value));
+	json_object_set(p, "inputResponses", answers);
+	if (carried_len > 0)
+		json_object_set(p, "requestState", json_new_stringn(carried, carried_len));
+	gw_call_send(c, p);
+	json_free(p);
+}
+
+/* ---- a 2025-11-25 client: asked as that era asks, retried by mcpgate ---- */
+
+static void round_go_on(struct gw_round *r);
+
+static void on_ask_answer(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
+                          void *data)
+{
+	(void)peer;
+	struct round_ask *a = data;
+	struct gw_round *r = a->round;
+	struct gw_call *c = r->c;
+	r->waiting--;
+	c->awaiting_confirm = r->waiting > 0;
+	const char *outcome = "result";
+	if (reply != NULL && reply->kind == RPC_RESULT) {
+		cleanup_free char *leak = gw_secrets_check_leaving(c->server, reply->result);
+		if (leak != NULL) {
+			outcome = "withheld";
+			if (r->failure == NULL)
+				r->failure =
+				    xasprintf("mcpgate withheld the client's answer to %s: %s",
+				              a->method, leak);
+		} else {
+			json_object_set(r->responses, a->key, json_copy(reply->result));
+		}
+	} else {
+		outcome = reply != NULL ? "error" : "failed";
+		if (r->failure == NULL) {
+			cleanup_free char *text =
+			    reply != NULL
+			        ? mcp_error_text(reply)
+			        : xstrdup(why != NULL ? mg_err_msg(why) : "the client is gone");
+			r->failure = xasprintf(
+			    "the client answered %s (input request \"%s\") with %s%s", a->method,
+			    a->key, reply != NULL ? "an error: " : "nothing: ", text);
+		}
+	}
+	if (!c->sess->stopping)
+		round_record(c, "server.request.answered", a->method, a->key, outcome);
+	if (r->waiting == 0)
+		round_go_on(r);
+}
+
+/* Every input request is answered: the call goes on, or ends */
+static void round_go_on(struct gw_round *r)
+{
+	struct gw_call *c = r->c;
+	struct session *s = c->sess;
+	if (c->cancelled) {
+		gw_call_free(c); /* unlinked when it was cancelled */
+		return;
+	}
+	if (s->stopping) {
+		gw_call_drop(c, "the session ended");
+		return;
+	}
+	if (r->failure != NULL) {
+		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: %s", c->server->cfg->name,
+		                     c->tool, r->failure);
+		return;
+	}
+	struct json_value *p = json_copy(c->params);
+	json_object_set(p, "inputResponses", r->responses);
+	r->responses = NULL;
+	if (r->server_state != NULL)
+		json_object_set(p, "requestState", json_new_string(r->server_state));
+	gw_call_send(c, p);
+	json_free(p);
+}
+
+static void to_old_client(struct gw_call *c, struct json_value *reqs, const char *state,
+                          size_t state_len)
+{
+	struct session *s = c->sess;
+	struct gw_round *r = c->round;
+	if (r == NULL)
+		r = c->round = xcalloc(1, sizeof(*r));
+	r->c = c;
+	if (++r->rounds > ROUNDS_MAX) {
+		json_free(reqs);
+		gw_call_finish_error(c, RPC_SERVER_ERROR,
+		                     "tool %s__%s: server %s asked for input more than %d times in "
+		                     "one call",
+		                     c->server->cfg->name, c->tool, c->server->cfg->name,
+		                     ROUNDS_MAX);
+		return;
+	}
+	free(r->server_state);
+	r->server_state = state != NULL ? xstrndup(state, state_len) : NULL;
+	json_free(r->responses);
+	r->responses = json_new_object();
+	free(r->failure);
+	r->failure = NULL;
+	for (size_t i = 0; i < r->nasks; i++) {
+		free(r->asks[i].key);
+		free(r->asks[i].method);
+	}
+	free(r->asks);
+	r->nasks = reqs->u.obj.len;
+	r->asks = xcalloc(r->nasks, sizeof(*r->asks));
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	/* all or none: a request that cannot be sent ends the call before any
+	 * other is, so no answer comes for a call that is gone */
+	r->waiting = r->nasks;
+	c->awaiting_confirm = true;
+	size_t sent = 0;
+	struct mg_err *err = NULL;
+	for (size_t i = 0; i < r->nasks; i++) {
+		const struct json_member *m = &reqs->u.obj.items[i];
+		struct round_ask *a = &r->asks[i];
+		a->round = r;
+		a->key = xstrdup(m->key);
+		a->method = xstrdup(json_get_string(m->value, "method"));
+		if (rpc_peer_send_request(s->client, a->method, json_get(m->value, "params"),
+		                          deadline, on_ask_answer, a, &a->client_id, &err) < 0)
+			break;
+		round_record(c, "server.request.relayed", a->method, a->key, NULL);
+		sent++;
+	}
+	json_free(reqs);
+	if (sent < r->nasks) {
+		/* those sent are cancelled, unanswered */
+		for (size_t i = 0; i < sent; i++) {
+			cleanup_free char *key = rpc_id_key_int(r->asks[i].client_id);
+			rpc_peer_cancel(s->client, key);
+		}
+		c->awaiting_confirm = false;
+		r->waiting = 0;
+		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: cannot ask the client: %s",
+		                     c->server->cfg->name, c->tool, mg_err_msg(err));
+		mg_err_free(err);
+	}
+}
+
+void gw_round_cancel(struct gw_call *c)
+{
+	struct gw_round *r = c->round;
+	if (r == NULL || r->waiting == 0)
+		return;
+	/* the client's questions for a call it cancelled are withdrawn */
+	for (size_t i = 0; i < r->nasks; i++) {
+		struct json_value *p =
+		    gw_fields("requestId", json_new_int(r->asks[i].client_id), "reason",
+		              json_new_string("the call was cancelled"), NULL);
+		rpc_peer_send_notification(c->sess->client, "notifications/cancelled", p, NULL);
+		json_free(p);
+	}
+}
+
+void gw_round_result(struct gw_call *c, const struct rpc_msg *reply)
+{
+	struct gw_server *srv = c->server;
+	const struct json_value *reqs = json_get(reply->result, "inputRequests");
+	const struct json_value *state = json_get(reply->result, "requestState");
+	if (reqs == NULL || reqs->kind != JSON_OBJECT || reqs->u.obj.len == 0 ||
+	    (state != NULL && state->kind != JSON_STRING)) {
+		gw_call_finish_error(c, RPC_SERVER_ERROR,
+		                     "tool %s__%s: server %s answered input_required without "
+		                     "inputRequests (an object of one or more requests) or with a "
+		                     "requestState that is not a string",
+		                     srv->cfg->name, c->tool, srv->cfg->name);
+		return;
+	}
+	char *refusal = NULL;
+	struct json_value *asked = client_requests(c, reqs, &refusal);
+	if (asked == NULL) {
+		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: %s", srv->cfg->name,
+		                     c->tool, refusal);
+		free(refusal);
+		return;
+	}
+	const char *st = state != NULL ? state->u.str.ptr : NULL;
+	size_t st_len = state != NULL ? state->u.str.len : 0;
+	if (c->sess->era == GW_ERA_MODERN)
+		to_modern_client(c, asked, st, st_len);
+	else
+		to_old_client(c, asked, st, st_len);
+}
