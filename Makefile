@@ -63,7 +63,7 @@ CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clien
               internal/clients/diff.c
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c \
               internal/gateway/confirm_state.c internal/gateway/era.c internal/gateway/instance.c internal/gateway/methods.c \
-              internal/gateway/rounds.c
+              internal/gateway/rounds.c internal/gateway/listens.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
              internal/listen/client.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \

@@ -1270,6 +1270,78 @@ def test_list_changed():
     f.cleanup()
 
 
+def test_modern_listen():
+    """subscriptions/listen (2026-07-28): the acknowledgement first, then the
+    list changes the filter asked for, each tagged with the listen's id; none
+    that it did not ask for; a cancel closes it; discover says listChanged"""
+    f = Fixture(server("shifty", tools_on=("echo", "changed")) + server("steady"))
+    c = f.start()
+    d = modern(c, "server/discover")
+    caps = d.get("result", {}).get("capabilities", {})
+    t.ok(all(caps.get(k, {}).get("listChanged") is True for k in ("tools", "prompts", "resources"))
+         and not caps.get("resources", {}).get("subscribe"),
+         "discover offers listChanged for tools, prompts and resources, no subscribe", caps)
+    for bad, words in (({"notifications": {"toolsListChanged": "yes"}}, "true or false"),
+                       ({"notifications": {"everything": True}}, "not a filter"),
+                       ({}, "must be an object")):
+        r = modern(c, "subscriptions/listen", bad)
+        t.ok(r.get("error", {}).get("code") == -32602 and words in r["error"]["message"],
+             "a bad filter is refused, naming it: %s" % words, r)
+    c.next_id += 1
+    listen_id = "listen-%d" % c.next_id
+    c.send({"jsonrpc": "2.0", "id": listen_id, "method": "subscriptions/listen",
+            "params": modern_params({"notifications": {"toolsListChanged": True,
+                                                       "promptsListChanged": False,
+                                                       "resourceSubscriptions": ["x"]}})})
+    c.next_id += 1
+    second = c.next_id
+    c.send({"jsonrpc": "2.0", "id": second, "method": "subscriptions/listen",
+            "params": modern_params({"notifications": {"promptsListChanged": True}})})
+    r = modern(c, "tools/call", {"name": "shifty__echo", "arguments": {"text": "after"}})
+    acks = [n for n in c.notifications if n["method"] == "notifications/subscriptions/acknowledged"]
+    t.ok(len(acks) == 2 and acks[0]["params"]["_meta"].get(
+        "io.modelcontextprotocol/subscriptionId") == listen_id and
+         acks[0]["params"].get("notifications") == {"toolsListChanged": True},
+         "each listen is acknowledged with its id and what mcpgate will send (no resource "
+         "subscriptions)", acks)
+    c.notifications.clear()
+    r = modern(c, "tools/call", {"name": "shifty__changed"})
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(
+            n["method"] == "notifications/tools/list_changed" for n in c.notifications):
+        modern(c, "tools/list")
+    changed = [n for n in c.notifications if n["method"] == "notifications/tools/list_changed"]
+    t.ok(len(changed) == 1 and changed[0].get("params", {}).get("_meta", {}).get(
+        "io.modelcontextprotocol/subscriptionId") == listen_id,
+         "a tool list change reaches the listen that asked for it, tagged with its id, and "
+         "not the one that did not", c.notifications)
+    t.ok(not [m for m in c.received if '"id":"%s"' % listen_id in m and '"result"' in m],
+         "a listen gets no answer while it is open")
+    c.notify("notifications/cancelled", {"requestId": listen_id})
+    c.notifications.clear()
+    r = modern(c, "tools/call", {"name": "steady__echo", "arguments": {"text": "x"}})
+    t.ok(text_of(r) == "x", "the session goes on after the cancel", r)
+    c.send({"jsonrpc": "2.0", "id": "empty", "method": "subscriptions/listen",
+            "params": modern_params({"notifications": {}})})
+    modern(c, "tools/list")
+    acks = [n for n in c.notifications if n["method"] == "notifications/subscriptions/acknowledged"]
+    t.ok(len(acks) == 1 and acks[0]["params"].get("notifications") == {},
+         "a listen of nothing is acknowledged with nothing", acks)
+    c.close()
+    t.ok(any(e.get("notifications") == {"toolsListChanged": True}
+             for e in events(f.audit(), "client.listen")), "each listen is recorded")
+    f.cleanup()
+    # the old era has no such request
+    f = Fixture(server("steady"))
+    c = f.start()
+    c.initialize()
+    r = c.request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    t.ok(r.get("error", {}).get("code") == -32601 and "2026-07-28" in r["error"]["message"],
+         "a client of 2025-11-25 is told subscriptions/listen is not of its era", r)
+    c.close()
+    f.cleanup()
+
+
 def rm_events(f):
     """The fake runtime's rm lines so far: [("start"|"end", [NAME...])]"""
     path = os.path.join(f.rt, "rm-events")
@@ -1696,8 +1768,7 @@ def test_modern_client():
          res.get("resultType") == "complete", "resources/read has the cache fields", r)
     r = modern(c, "resources/read", {"uri": "mcpgate://nosuch/x"})
     t.ok(r.get("error", {}).get("code") == -32602, "a resource not found is -32602", r)
-    for method in ("ping", "logging/setLevel", "resources/subscribe", "initialize",
-                   "subscriptions/listen"):
+    for method in ("ping", "logging/setLevel", "resources/subscribe", "initialize"):
         r = modern(c, method, {"level": "info", "uri": "mcpgate://alpha/probe://greeting",
                                "protocolVersion": "2025-11-25", "capabilities": {}})
         t.ok(r.get("error", {}).get("code") == -32601 and "not served" in r["error"]["message"],
@@ -1853,7 +1924,7 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_modern_listen, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

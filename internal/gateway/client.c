@@ -966,7 +966,7 @@ static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *
 static void cancel_call(struct session *s, const struct json_value *params)
 {
 	cleanup_free char *key = rpc_id_key(json_get(params, "requestId"));
-	if (key == NULL || cancel_waiting(s, key))
+	if (key == NULL || gw_listen_cancel(s, key) || cancel_waiting(s, key))
 		return;
 	for (struct gw_call *c = s->calls; c != NULL; c = c->next) {
 		if (strcmp(c->client_key, key) != 0)
@@ -1071,7 +1071,9 @@ int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err
 
 void gw_client_tools_changed(struct session *s)
 {
-	if (s->client_initialized && !s->stopping)
+	if (s->era == GW_ERA_MODERN)
+		gw_listens_notify(s, GW_LISTEN_TOOLS);
+	else if (s->client_initialized && !s->stopping)
 		rpc_peer_send_notification(s->client, "notifications/tools/list_changed", NULL,
 		                           NULL);
 }

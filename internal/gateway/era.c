@@ -124,12 +124,11 @@ const char *gw_era_removed(const char *method)
 	    {"ping", "2026-07-28 has no ping"},
 	    {"logging/setLevel",
 	     "2026-07-28 sets the level per request, in params._meta[\"" MCP_META_LOG_LEVEL "\"]"},
-	    {"resources/subscribe", "2026-07-28 subscribes through subscriptions/listen, which "
-	                            "mcpgate does not offer yet"},
-	    {"resources/unsubscribe", "2026-07-28 subscribes through subscriptions/listen, which "
-	                              "mcpgate does not offer yet"},
-	    {"subscriptions/listen", "mcpgate does not offer subscriptions/listen yet: list again "
-	                             "when a result's ttlMs has passed"},
+	    {"resources/subscribe", "2026-07-28 subscribes through subscriptions/listen (mcpgate "
+	                            "honours its list changes; resourceSubscriptions not yet)"},
+	    {"resources/unsubscribe", "2026-07-28 subscribes through subscriptions/listen "
+	                              "(mcpgate honours its list changes; resourceSubscriptions "
+	                              "not yet)"},
 	};
 	for (size_t i = 0; i < sizeof(removed) / sizeof(removed[0]); i++)
 		if (strcmp(method, removed[i].method) == 0)
@@ -153,14 +152,19 @@ void gw_era_cacheable(const struct session *s, struct json_value *result, int64_
 	json_object_set(result, "cacheScope", json_new_string("private"));
 }
 
+/* a list whose changes subscriptions/listen delivers (listens.c) */
+static struct json_value *listed(void)
+{
+	return gw_fields("listChanged", json_new_bool(true), NULL);
+}
+
 void gw_era_discover(struct session *s, const struct json_value *id)
 {
-	struct json_value *result =
-	    gw_fields("supportedVersions", supported_versions(), "capabilities",
-	              gw_fields("tools", json_new_object(), "prompts", json_new_object(),
-	                        "resources", json_new_object(), "logging", json_new_object(),
-	                        "completions", json_new_object(), NULL),
-	              "instructions", json_new_string(GW_INSTRUCTIONS), NULL);
+	struct json_value *result = gw_fields(
+	    "supportedVersions", supported_versions(), "capabilities",
+	    gw_fields("tools", listed(), "prompts", listed(), "resources", listed(), "logging",
+	              json_new_object(), "completions", json_new_object(), NULL),
+	    "instructions", json_new_string(GW_INSTRUCTIONS), NULL);
 	gw_era_cacheable(s, result, GW_TTL_DISCOVER_MS);
 	gw_client_result(s, id, result);
 	json_free(result);

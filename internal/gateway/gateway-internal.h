@@ -180,10 +180,11 @@ struct session {
 	bool client_initialized;        /* it sent notifications/initialized */
 	bool answered_initialize;
 	struct json_value *client_caps;
-	bool told_unlisted;   /* the client was told which tools it cannot call */
-	char *workspace_note; /* a warning about serve's workspace, or NULL */
-	char *client_version; /* the protocol version agreed with the client */
-	struct strv notices;  /* notifications/message texts held until initialize */
+	struct gw_listen *listens; /* listens.c: open subscriptions/listen requests */
+	bool told_unlisted;        /* the client was told which tools it cannot call */
+	char *workspace_note;      /* a warning about serve's workspace, or NULL */
+	char *client_version;      /* the protocol version agreed with the client */
+	struct strv notices;       /* notifications/message texts held until initialize */
 
 	struct gw_server *servers; /* in mcp.toml order, only those offered here */
 	size_t nservers;
@@ -344,6 +345,16 @@ void gw_call_answer_raw(struct gw_call *c, const char *outcome, const char *deta
 void gw_call_drop(struct gw_call *c, const char *why);
 /* The key of mcpgate's confirmation in inputRequests and inputResponses */
 #define GW_CONFIRM_INPUT_KEY "mcpgate-confirm"
+
+/* listens.c: subscriptions/listen (2026-07-28) */
+enum gw_listen_kind { GW_LISTEN_TOOLS, GW_LISTEN_PROMPTS, GW_LISTEN_RESOURCES };
+struct gw_listen;
+void gw_listen_open(struct session *s, struct rpc_msg *msg); /* its handler */
+/* The client cancelled request key: true when it was a listen (now closed) */
+bool gw_listen_cancel(struct session *s, const char *key);
+/* A list changed: every listen that asked for it hears so */
+void gw_listens_notify(struct session *s, enum gw_listen_kind kind);
+void gw_listens_free(struct session *s);
 
 /* rounds.c: a 2026-07-28 server's input_required answer to a call */
 struct gw_round;

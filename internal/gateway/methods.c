@@ -30,6 +30,8 @@ static const struct gw_client_method client_methods[] = {
     {"resources/unsubscribe", gw_relay_resource, false, true},
     {"prompts/get", gw_relay_prompt_get, false, true},
     {"completion/complete", gw_relay_complete, false, true},
+    /* 2026-07-28: open while servers start, so no change is missed */
+    {"subscriptions/listen", gw_listen_open, true, true},
 };
 
 const struct gw_client_method *gw_client_method(const char *method)

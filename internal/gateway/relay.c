@@ -1206,7 +1206,13 @@ void gw_relay_resource_updated(struct gw_server *srv, struct rpc_msg *msg)
 
 void gw_relay_list_changed(struct gw_server *srv, struct rpc_msg *msg)
 {
-	notify_client(srv->sess, msg->method, NULL);
+	struct session *s = srv->sess;
+	if (s->era == GW_ERA_MODERN)
+		gw_listens_notify(s, strcmp(msg->method, "notifications/prompts/list_changed") == 0
+		                         ? GW_LISTEN_PROMPTS
+		                         : GW_LISTEN_RESOURCES);
+	else
+		notify_client(s, msg->method, NULL);
 }
 
 void gw_relay_elicitation_complete(struct gw_server *srv, struct rpc_msg *msg)

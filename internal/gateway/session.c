@@ -543,6 +543,7 @@ void session_free(struct session *s)
 		free(s->tools[i].public_name);
 	free(s->tools);
 	json_free(s->client_caps);
+	gw_listens_free(s);
 	free(s->client_version);
 	confirm_keeper_free(s->confirm);
 	for (size_t i = 0; i < s->nwaiting; i++)

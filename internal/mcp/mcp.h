@@ -52,6 +52,7 @@ void mcp_server_info_free(struct mcp_server_info *info);
 #define MCP_META_CLIENT_INFO      MCP_META_PREFIX "clientInfo"
 #define MCP_META_SERVER_INFO      MCP_META_PREFIX "serverInfo"
 #define MCP_META_LOG_LEVEL        MCP_META_PREFIX "logLevel"
+#define MCP_META_SUBSCRIPTION_ID  MCP_META_PREFIX "subscriptionId"
 #define MCP_UNSUPPORTED_VERSION   (-32022)
 /* How long server/discover may go unanswered before a server is taken to be
  * of the old era (one that ignores what comes before initialize) */
