@@ -1188,12 +1188,23 @@ static void ask_client(struct probe *p, struct pj_span call_id, const char *meth
 			goto out;
 		}
 		free(state);
-		pj_buf_adds(&b, "{\"resultType\":\"input_required\",\"inputRequests\":{\"ask\":{"
-		                "\"method\":");
-		pj_put_cstring(&b, method);
-		pj_buf_adds(&b, ",\"params\":");
-		pj_buf_adds(&b, raw_params != NULL ? raw_params : "{}");
-		pj_buf_addf(&b, "}},\"requestState\":\"probe-state-%lld\"}", done + 1);
+		/* the argument "requests" (default 1): that many at once, keyed
+		 * ask, ask-2, ask-3, ... */
+		long long many = 1;
+		if (pj_member(p->call_params, "arguments", &a) && pj_member(a, "requests", &r))
+			pj_integer(r, &many);
+		pj_buf_adds(&b, "{\"resultType\":\"input_required\",\"inputRequests\":{");
+		for (long long i = 1; i <= many; i++) {
+			if (i == 1)
+				pj_buf_adds(&b, "\"ask\":{\"method\":");
+			else
+				pj_buf_addf(&b, ",\"ask-%lld\":{\"method\":", i);
+			pj_put_cstring(&b, method);
+			pj_buf_adds(&b, ",\"params\":");
+			pj_buf_adds(&b, raw_params != NULL ? raw_params : "{}");
+			pj_buf_adds(&b, "}");
+		}
+		pj_buf_addf(&b, "},\"requestState\":\"probe-state-%lld\"}", done + 1);
 		send_result(&id, b.p);
 		goto out;
 	}

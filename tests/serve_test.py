@@ -169,6 +169,16 @@ def test_modern_server_asks():
     got = json.loads(text_of(r) or "{}")
     t.ok(len(seen) == 3 and got.get("rounds") == 3 and got.get("result") == ROOTS,
          "three rounds: asked three times, one answer to the client", (r, seen))
+    r, seen = call_answering(c, "new__ask_roots", {"requests": 2}, lambda m: ROOTS)
+    got = json.loads(text_of(r) or "{}")
+    t.ok(len(seen) == 2 and got.get("result") == ROOTS,
+         "two input requests of one round are asked at once, and answered together", (r, seen))
+    r, seen = call_answering(c, "new__ask_roots", {"requests": 17}, lambda m: ROOTS)
+    t.ok(not seen and "17 input requests at once" in r.get("error", {}).get("message", ""),
+         "a round of more than 16 input requests is refused before any is asked", r)
+    r, seen = call_answering(c, "new__ask_roots", {"rounds": 17}, lambda m: ROOTS)
+    t.ok(len(seen) == 16 and "more than 16 times" in r.get("error", {}).get("message", ""),
+         "a server that asks a 17th round of one call is refused", (r, len(seen)))
     r, seen = call_answering(c, "new__ask_elicitation", {"message": "which colour?"},
                              lambda m: {"action": "accept", "content": {}})
     msg = seen[0].get("params", {}).get("message", "") if seen else ""
@@ -195,8 +205,9 @@ def test_modern_server_asks():
     audit = f.audit()
     relayed = [e for e in events(audit, "server.request.relayed") if e.get("via") == "input_required"]
     refused = [e for e in events(audit, "server.request.refused") if e.get("via") == "input_required"]
-    t.ok(len(relayed) == 7 and refused and refused[0].get("method") == "sampling/createMessage"
-         and refused[0].get("reason") == "mcp.toml",
+    by = {e.get("reason"): e for e in refused}
+    t.ok(len(relayed) == 7 + 2 + 16 and
+         by.get("mcp.toml", {}).get("method") == "sampling/createMessage" and "too many" in by,
          "each input request relayed or refused is recorded", (relayed, refused))
 
     # a client of 2026-07-28: the input requests go to it, our state around the server's

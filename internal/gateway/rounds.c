@@ -19,8 +19,10 @@
 #include "internal/gateway/confirm_state.h"
 #include "internal/gateway/gateway-internal.h"
 
-/* A server that asks more rounds than this of one call is refused */
-#define ROUNDS_MAX 16
+/* A server that asks more rounds than this of one call is refused, and so is
+ * one round of more input requests than this */
+#define ROUNDS_MAX         16
+#define ROUND_REQUESTS_MAX 16
 
 /* One input request with a 2025-11-25 client */
 struct round_ask {
@@ -72,12 +74,29 @@ static const struct json_value *call_caps(const struct gw_call *c)
 	return s->answered_initialize ? s->client_caps : NULL;
 }
 
+/* An input_required mcpgate refuses before the relay's rule is asked */
+static void round_refused(const struct gw_call *c, const char *key, const char *reason)
+{
+	audit_record_by(c->sess->audit, c->server->cfg->name, "server.request.refused",
+	                gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	                          json_new_string(c->tool), "key", json_new_string(key), "reason",
+	                          json_new_string(reason), "via", json_new_string("input_required"),
+	                          NULL));
+}
+
 /* The server's input requests as the client gets them, each allowed by the
  * relay's rule; NULL with why in *refusal otherwise */
 static struct json_value *client_requests(struct gw_call *c, const struct json_value *reqs,
                                           char **refusal)
 {
 	struct gw_server *srv = c->server;
+	if (reqs->u.obj.len > ROUND_REQUESTS_MAX) {
+		*refusal = xasprintf("server %s asked %zu input requests at once; mcpgate relays "
+		                     "at most %d",
+		                     srv->cfg->name, reqs->u.obj.len, ROUND_REQUESTS_MAX);
+		round_refused(c, "", "too many");
+		return NULL;
+	}
 	struct json_value *out = json_new_object();
 	for (size_t i = 0; i < reqs->u.obj.len; i++) {
 		const struct json_member *m = &reqs->u.obj.items[i];
@@ -89,6 +108,7 @@ static struct json_value *client_requests(struct gw_call *c, const struct json_v
 			*refusal = xasprintf("server %s's input request \"%.64s\" is not an object "
 			                     "with a method and object params",
 			                     srv->cfg->name, m->key);
+			round_refused(c, m->key, "malformed");
 			json_free(out);
 			return NULL;
 		}
@@ -98,6 +118,7 @@ static struct json_value *client_requests(struct gw_call *c, const struct json_v
 			*refusal = xasprintf("server %s named an input request \"%s\", the key of "
 			                     "mcpgate's own confirmation",
 			                     srv->cfg->name, GW_CONFIRM_INPUT_KEY);
+			round_refused(c, m->key, "mcpgate's key");
 			json_free(out);
 			return NULL;
 		}
