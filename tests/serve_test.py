@@ -273,6 +273,81 @@ def test_modern_server_asks():
     f.cleanup()
 
 
+def test_old_server_asks_modern_client():
+    """A server of 2025-11-25 asks a client of 2026-07-28 within a call
+    (roots/list, elicitation/create): the call answers input_required with
+    the request, goes on in mcpgate, and the retry with a parked state of
+    mcpgate's, bound to the call, takes the answer to the server; under the
+    relay's one rule, once"""
+    f = Fixture(server("old", ("ask_roots", "ask_elicitation", "echo"),
+                       extra='relay = ["roots", "elicitation"]\n'))
+    c = f.start()
+    caps = {"roots": {}, "elicitation": {}}
+    call = {"name": "old__ask_roots", "arguments": {}}
+    r = modern(c, "tools/call", call, caps=caps)
+    res = r.get("result", {})
+    reqs = res.get("inputRequests", {})
+    key = next(iter(reqs), "")
+    state = res.get("requestState", "")
+    t.ok(res.get("resultType") == "input_required" and len(reqs) == 1 and
+         reqs[key].get("method") == "roots/list" and key.startswith("mcpgate-ask-") and
+         state.startswith("mcp1.") and not c.requests,
+         "the server's roots/list becomes an input request of the call, with a parked state",
+         r)
+
+    def retry(p, st, answers):
+        q = dict(p)
+        q["inputResponses"] = answers
+        q["requestState"] = st
+        return modern(c, "tools/call", q, caps=caps)
+
+    r = retry(call, state, {key: ROOTS})
+    got = json.loads(text_of(r) or "{}")
+    t.ok(got.get("result") == ROOTS and r["result"].get("resultType") == "complete",
+         "the retry's answer reaches the server, and its result answers the retry", r)
+    r = retry(call, state, {key: ROOTS})
+    t.ok(r.get("error", {}).get("code") == -32602 and "used already" in r["error"]["message"],
+         "the parked state again is refused", r)
+    r = modern(c, "tools/call", call, caps=caps)
+    res = r["result"]
+    key, state = next(iter(res["inputRequests"])), res["requestState"]
+    r = retry({"name": "old__ask_roots", "arguments": {"other": 1}}, state, {key: ROOTS})
+    t.ok(r.get("error", {}).get("code") == -32602 and "not valid for this call" in
+         r["error"]["message"], "a parked state for other arguments is refused", r)
+    r = retry(call, state, {})
+    got = json.loads(text_of(r) or "{}")
+    t.ok("gave no answer" in json.dumps(got.get("error", "")),
+         "a retry without the answer: the server hears the client gave none", r)
+    r = modern(c, "tools/call", {"name": "old__ask_elicitation",
+                                 "arguments": {"message": "go?"}}, caps=caps)
+    res = r.get("result", {})
+    key = next(iter(res.get("inputRequests", {})), "")
+    ask = res.get("inputRequests", {}).get(key, {})
+    t.ok(ask.get("method") == "elicitation/create" and
+         ask.get("params", {}).get("message", "").startswith("Server old asks: "),
+         "an elicitation is shaped as the relay shapes it", r)
+    r = retry({"name": "old__ask_elicitation", "arguments": {"message": "go?"}},
+              res.get("requestState", ""), {key: {"action": "accept", "content": {}}})
+    got = json.loads(text_of(r) or "{}")
+    t.ok(got.get("result", {}).get("action") == "accept", "and its answer goes back", r)
+    r = modern(c, "tools/call", call, caps={})
+    got = json.loads(text_of(r) or "{}")
+    t.ok(r.get("result", {}).get("resultType") == "complete" and
+         "did not declare" in json.dumps(got.get("error", "")),
+         "a request that does not declare roots: the server's roots/list is refused to it "
+         "and the call goes on", r)
+    r = modern(c, "tools/call", {"name": "old__echo", "arguments": {"text": "still"}})
+    t.ok(text_of(r) == "still", "the session goes on", r)
+    c.close()
+    audit = f.audit()
+    relayed = [e for e in events(audit, "server.request.relayed") if e.get("via") == "input_required"]
+    answered = [e for e in events(audit, "server.request.answered")
+                if e.get("via") == "input_required"]
+    t.ok(len(relayed) == 3 and [e.get("outcome") for e in answered] == ["result", "none", "result"],
+         "each question and answer is recorded", (relayed, answered))
+    f.cleanup()
+
+
 def test_basic_session():
     f = Fixture(server("alpha", ("echo", "env")) + server("beta", ("echo",)))
     c = f.start()
@@ -1935,7 +2010,7 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_modern_listen, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

@@ -109,6 +109,7 @@ void gw_call_free(struct gw_call *c)
 	json_free(c->params);
 	json_free(c->caps);
 	gw_round_free(c->round);
+	gw_park_free(c);
 	free(c);
 }
 
@@ -178,7 +179,7 @@ void gw_call_finish_error(struct gw_call *c, int64_t code, const char *fmt, ...)
 	va_end(ap);
 	call_unlink(c);
 	call_record(c, "error", text);
-	if (!c->sess->stopping)
+	if (!c->sess->stopping && !gw_park_away(c))
 		gw_client_error(c->sess, c->client_id, code, "%s", text);
 	gw_call_free(c);
 }
@@ -221,6 +222,15 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 		json_free(p);
 		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: %s", srv->cfg->name,
 		                     c->tool, mg_err_msg(why));
+		return;
+	}
+	if (gw_park_away(c)) {
+		/* its client is away with the server's questions: nobody to tell */
+		call_unlink(c);
+		call_record(c, "dropped",
+		            "its server answered while the client had its questions; the "
+		            "client's retry is refused");
+		gw_call_free(c);
 		return;
 	}
 	const char *result_type =
@@ -352,10 +362,26 @@ void gw_call_answer_raw(struct gw_call *c, const char *outcome, const char *deta
 	gw_call_free(c);
 }
 
+void gw_call_detach(struct gw_call *c, const char *outcome, const char *detail,
+                    const struct json_value *result)
+{
+	call_record(c, outcome, detail);
+	if (!c->sess->stopping)
+		send_result(c->sess, c->client_id, result);
+	/* its request is answered: no cancel or progress of it means this call */
+	json_free(c->client_id);
+	c->client_id = NULL;
+	free(c->client_key);
+	c->client_key = xstrdup("");
+	json_free(c->client_progress_token);
+	c->client_progress_token = NULL;
+}
+
 void gw_call_drop(struct gw_call *c, const char *why)
 {
 	call_unlink(c);
-	call_record(c, "cancelled", why);
+	if (why != NULL)
+		call_record(c, "cancelled", why);
 	gw_call_free(c);
 }
 
@@ -675,11 +701,18 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 		c->caps = json_copy(s->client_caps); /* this request's own */
 	call_link(c);
 	const struct json_value *state = json_get(msg->params, "requestState");
-	if (s->era == GW_ERA_MODERN && state != NULL && state->kind == JSON_STRING &&
-	    confirm_state_kind(state->u.str.ptr, state->u.str.len) == CONFIRM_ROUND) {
+	int kind = s->era == GW_ERA_MODERN && state != NULL && state->kind == JSON_STRING
+	               ? confirm_state_kind(state->u.str.ptr, state->u.str.len)
+	               : -1;
+	if (kind == CONFIRM_ROUND) {
 		/* the retry of a call that was let through and whose server
 		 * asked for input: the state says so, or the call is refused */
 		gw_round_retry(c, t->public_name, msg->params);
+		return;
+	}
+	if (kind == CONFIRM_PARKED) {
+		/* the retry of a call whose server of the old era asked */
+		gw_park_resume(c, t->public_name, msg->params);
 		return;
 	}
 	if (t->cfg->effect == CFG_EFFECT_READ) {

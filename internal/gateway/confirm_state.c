@@ -83,8 +83,8 @@ static int bind(struct binding *b, const struct confirm_call *call, const char *
 	b->kind = call->kind;
 	b->session = session;
 	b->tool = tool;
-	b->carried = call->kind == CONFIRM_ROUND ? carried : NULL;
-	b->carried_len = call->kind == CONFIRM_ROUND ? carried_len : 0;
+	b->carried = call->kind != CONFIRM_QUESTION ? carried : NULL;
+	b->carried_len = call->kind != CONFIRM_QUESTION ? carried_len : 0;
 	struct mg_buf canon = MG_BUF_INIT(ARGS_MAX);
 	struct json_value *empty = args == NULL ? json_new_object() : NULL;
 	int r = json_canonical(args != NULL ? args : empty, &canon, err);
@@ -118,12 +118,13 @@ static void state_mac(const struct confirm_keeper *k, const unsigned char *clear
 {
 	crypto_auth_hmacsha512256_state st;
 	crypto_auth_hmacsha512256_init(&st, k->key, crypto_auth_KEYBYTES);
-	static const char question[] = "mcpgate confirm v1", round[] = "mcpgate round v1";
-	if (b->kind == CONFIRM_ROUND)
-		crypto_auth_hmacsha512256_update(&st, (const unsigned char *)round, sizeof(round));
-	else
-		crypto_auth_hmacsha512256_update(&st, (const unsigned char *)question,
-		                                 sizeof(question));
+	static const char *const domains[] = {
+	    [CONFIRM_QUESTION] = "mcpgate confirm v1",
+	    [CONFIRM_ROUND] = "mcpgate round v1",
+	    [CONFIRM_PARKED] = "mcpgate parked v1",
+	};
+	const char *domain = domains[b->kind];
+	crypto_auth_hmacsha512256_update(&st, (const unsigned char *)domain, strlen(domain) + 1);
 	crypto_auth_hmacsha512256_update(&st, clear, clear_len);
 	unsigned char len[8];
 	const char *parts[2] = {b->session, b->tool};
@@ -134,7 +135,7 @@ static void state_mac(const struct confirm_keeper *k, const unsigned char *clear
 		                                 strlen(parts[p]));
 	}
 	crypto_auth_hmacsha512256_update(&st, b->args_hash, sizeof(b->args_hash));
-	if (b->kind == CONFIRM_ROUND) {
+	if (b->kind != CONFIRM_QUESTION) {
 		be64_put(len, b->carried_len);
 		crypto_auth_hmacsha512256_update(&st, len, sizeof(len));
 		crypto_auth_hmacsha512256_update(&st, (const unsigned char *)b->carried,
@@ -152,12 +153,33 @@ static void pending_drop(struct confirm_keeper *k, size_t i)
 
 static const char *prefix_of(enum confirm_kind kind)
 {
-	return kind == CONFIRM_ROUND ? CONFIRM_ROUND_PREFIX : CONFIRM_STATE_PREFIX;
+	switch (kind) {
+	case CONFIRM_QUESTION:
+		return CONFIRM_STATE_PREFIX;
+	case CONFIRM_ROUND:
+		return CONFIRM_ROUND_PREFIX;
+	case CONFIRM_PARKED:
+		return CONFIRM_PARKED_PREFIX;
+	}
+	return CONFIRM_STATE_PREFIX;
+}
+
+static const char *kind_name(enum confirm_kind kind)
+{
+	switch (kind) {
+	case CONFIRM_QUESTION:
+		return "one of mcpgate's questions";
+	case CONFIRM_ROUND:
+		return "a server's round";
+	case CONFIRM_PARKED:
+		return "a server's question within a call";
+	}
+	return "?";
 }
 
 int confirm_state_kind(const char *state, size_t len)
 {
-	static const enum confirm_kind kinds[] = {CONFIRM_QUESTION, CONFIRM_ROUND};
+	static const enum confirm_kind kinds[] = {CONFIRM_QUESTION, CONFIRM_ROUND, CONFIRM_PARKED};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		const char *p = prefix_of(kinds[i]);
 		if (len >= strlen(p) && memcmp(state, p, strlen(p)) == 0)
@@ -170,7 +192,7 @@ int confirm_state_make(struct confirm_keeper *k, const struct confirm_call *call
                        const char *carried, size_t carried_len, int64_t deadline_ms, char **out,
                        struct mg_err **err)
 {
-	if (call->kind == CONFIRM_ROUND && carried_len > CONFIRM_CARRIED_MAX)
+	if (call->kind != CONFIRM_QUESTION && carried_len > CONFIRM_CARRIED_MAX)
 		return mg_err_set(err, "the server's requestState is longer than %zu bytes",
 		                  CONFIRM_CARRIED_MAX);
 	struct binding b;
@@ -199,8 +221,8 @@ int confirm_state_make(struct confirm_keeper *k, const struct confirm_call *call
 	char *s = xmalloc(cap);
 	memcpy(s, prefix, n);
 	sodium_bin2base64(s + n, enc, bin, sizeof(bin), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-	if (call->kind == CONFIRM_ROUND) {
-		/* ours, then the server's as it gave it */
+	if (call->kind != CONFIRM_QUESTION) {
+		/* ours, then what it carries as it was given */
 		size_t at = strlen(s);
 		s[at] = '.';
 		memcpy(s + at + 1, b.carried, b.carried_len);
@@ -219,17 +241,14 @@ int confirm_state_take(struct confirm_keeper *k, const char *state, size_t len,
 	unsigned char bin[STATE_BIN_LEN];
 	size_t got = 0;
 	const char *end = NULL;
-	if (confirm_state_kind(state, len) >= 0 &&
-	    confirm_state_kind(state, len) != (int)call->kind)
-		return mg_err_set(err,
-		                  call->kind == CONFIRM_ROUND
-		                      ? "the requestState is one of mcpgate's questions, not a "
-		                        "server's round"
-		                      : "the requestState is a server's round, not one of "
-		                        "mcpgate's questions");
-	/* a round's part of ours ends at its ".", the server's follows */
+	int given = confirm_state_kind(state, len);
+	if (given >= 0 && given != (int)call->kind)
+		return mg_err_set(err, "the requestState is %s, not %s",
+		                  kind_name((enum confirm_kind)given), kind_name(call->kind));
+	/* a round's or parked call's part of ours ends at its ".", what it
+	 * carries follows */
 	size_t ours = len;
-	if (call->kind == CONFIRM_ROUND) {
+	if (call->kind != CONFIRM_QUESTION) {
 		const char *dot = len > n ? memchr(state + n, '.', len - n) : NULL;
 		ours = dot != NULL ? (size_t)(dot - state) : len;
 		if (dot == NULL)
@@ -240,8 +259,8 @@ int confirm_state_take(struct confirm_keeper *k, const char *state, size_t len,
 	                      sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
 	    got != sizeof(bin) || end != state + ours)
 		return mg_err_set(err, "the requestState is not one mcpgate makes");
-	const char *rest = call->kind == CONFIRM_ROUND ? state + ours + 1 : NULL;
-	size_t rest_len = call->kind == CONFIRM_ROUND ? len - ours - 1 : 0;
+	const char *rest = call->kind != CONFIRM_QUESTION ? state + ours + 1 : NULL;
+	size_t rest_len = call->kind != CONFIRM_QUESTION ? len - ours - 1 : 0;
 	struct binding b;
 	if (bind(&b, call, rest, rest_len, err) < 0)
 		return -1;

@@ -24,6 +24,8 @@
 #define CONFIRM_STATE_PREFIX "mcs1."
 /* A round's: "mcr1.", 96 characters, "." and the server's requestState */
 #define CONFIRM_ROUND_PREFIX "mcr1."
+/* A parked call's: "mcp1.", 96 characters, "." and the call's park id */
+#define CONFIRM_PARKED_PREFIX "mcp1."
 /* The longest server requestState a round carries */
 #define CONFIRM_CARRIED_MAX ((size_t)64 << 10)
 
@@ -31,8 +33,11 @@
  * call may run. A round: the call was let through, its server answered
  * input_required, and the server's own requestState rides inside ours, so
  * the retry reaches the server with the state it gave, for this call only,
- * once. The two never stand for each other (the MAC says which). */
-enum confirm_kind { CONFIRM_QUESTION, CONFIRM_ROUND };
+ * once. Parked: a server of the old era asked the client within the call,
+ * which goes on in mcpgate; the state carries which call (its park id), so
+ * the retry's answers reach that server's request, for this call only, once.
+ * No kind ever stands for another (the MAC says which). */
+enum confirm_kind { CONFIRM_QUESTION, CONFIRM_ROUND, CONFIRM_PARKED };
 
 /* The call a state is bound to */
 struct confirm_call {

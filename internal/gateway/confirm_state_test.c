@@ -181,6 +181,33 @@ static void test_rounds(struct confirm_keeper *k, const struct json_value *args,
 	free(none);
 	free(big);
 	T_INT(confirm_state_kind("mcs9.x", 6), -1, "another prefix names no kind");
+
+	/* a parked call's state: its own kind, never a round's */
+	struct confirm_call parked = {CONFIRM_PARKED, "sess-1", "fs__write", args};
+	char *ps = NULL;
+	T_OK(confirm_state_make(k, &parked, "42", 2, 1000, &ps, NULL) == 0 &&
+	         strncmp(ps, CONFIRM_PARKED_PREFIX, strlen(CONFIRM_PARKED_PREFIX)) == 0,
+	     "a parked call's state has its prefix: %s", ps != NULL ? ps : "-");
+	got = take_round(k, ps, "sess-1", "fs__write", args, 10, &why);
+	T_OK(got == NULL && strstr(why, "not a server's round") != NULL,
+	     "a parked call's state as a round: refused (%s)", why != NULL ? why : got);
+	free(got);
+	free(why);
+	char *relabelled = strdup(ps);
+	memcpy(relabelled, CONFIRM_ROUND_PREFIX, strlen(CONFIRM_ROUND_PREFIX));
+	got = take_round(k, relabelled, "sess-1", "fs__write", args, 10, &why);
+	T_OK(got == NULL && strstr(why, "forged or altered") != NULL,
+	     "its bytes relabelled as a round's: refused (%s)", why != NULL ? why : got);
+	free(got);
+	free(why);
+	free(relabelled);
+	const char *carried = NULL;
+	size_t carried_len = 0;
+	T_OK(confirm_state_take(k, ps, strlen(ps), &parked, 10, &carried, &carried_len, NULL) ==
+	             0 &&
+	         carried_len == 2 && memcmp(carried, "42", 2) == 0,
+	     "taken as a parked call's, it gives back the park id");
+	free(ps);
 }
 
 int main(void)

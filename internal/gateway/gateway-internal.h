@@ -145,6 +145,7 @@ struct gw_call {
 	bool awaiting_confirm;     /* a question (ours or its server's) is with the client */
 	struct json_value *caps;   /* 2026-07-28: the request's client capabilities */
 	struct gw_round *round;    /* rounds.c: its server's input requests, or NULL */
+	struct gw_park *park;      /* rounds.c: its server's requests, for a new client */
 	int log_rank;              /* 2026-07-28: the request's logLevel, or -1 */
 	char *traceparent;         /* the client's W3C trace context, when well formed */
 	bool cancelled;            /* the client cancelled it while we asked */
@@ -341,7 +342,8 @@ void gw_call_send(struct gw_call *c, const struct json_value *params);
  * outcome and detail, and forget it */
 void gw_call_answer_raw(struct gw_call *c, const char *outcome, const char *detail,
                         const struct json_value *result);
-/* Forget a call unanswered, recorded as cancelled for why */
+/* Forget a call unanswered, recorded as cancelled for why (NULL: not
+ * recorded) */
 void gw_call_drop(struct gw_call *c, const char *why);
 /* The key of mcpgate's confirmation in inputRequests and inputResponses */
 #define GW_CONFIRM_INPUT_KEY "mcpgate-confirm"
@@ -366,6 +368,23 @@ void gw_round_retry(struct gw_call *c, const char *public_name, const struct jso
 /* The client cancelled a call whose server's questions are with it */
 void gw_round_cancel(struct gw_call *c);
 void gw_round_free(struct gw_round *r);
+/* A 2025-11-25 server's request (sampling, elicitation, roots) while its
+ * client speaks 2026-07-28: the one call of the client's to it in flight
+ * answers input_required with it, and the retry's answer goes to the
+ * server. NULL when taken; else why not (the caller refuses it). */
+const char *gw_park_server_request(struct gw_server *srv, struct rpc_msg *msg);
+/* A 2026-07-28 client's retry (carrier, a call made for it, is consumed)
+ * with a parked call's state */
+void gw_park_resume(struct gw_call *carrier, const char *public_name,
+                    const struct json_value *params);
+/* A call whose client is away with its server's questions: its end is
+ * recorded, nobody is answered */
+bool gw_park_away(const struct gw_call *c);
+void gw_park_free(struct gw_call *c);
+/* Answer the client now with result (as it is), and keep the call: its
+ * server goes on with it; a retry attaches the client again */
+void gw_call_detach(struct gw_call *c, const char *outcome, const char *detail,
+                    const struct json_value *result);
 /* A W3C traceparent in its form (version, trace id, parent id, flags) */
 bool gw_traceparent_valid(const char *traceparent);
 /* client.c's handlers, by method (methods.c's tables name them) */

@@ -1545,14 +1545,17 @@ static void test_modern(void)
 		     "nor the client's io.modelcontextprotocol/ _meta; other _meta and the "
 		     "progress token go as before: %s",
 		     jat(m.params, "_meta"));
-		/* a server asking the client: 2026-07-28 has no such request */
+		/* a server asking the client within the call: the relay's rule
+		 * applies to this request's own capabilities, which have none */
 		fake_send(&x.servers[0],
 		          "{'jsonrpc':'2.0','id':'e1','method':'elicitation/create','params':{"
 		          "'message':'hi','requestedSchema':{'type':'object','properties':{}}}}");
 		if (expect_kind(&x, &x.servers[0], RPC_ERROR, NULL, &r, "alpha's elicitation")) {
-			T_INT(r.error_code, RPC_METHOD_NOT_FOUND,
-			      "a server's request is refused to a 2026-07-28 client");
-			T_OK(has(r.error_message, "2026-07-28"), "saying why: %s", r.error_message);
+			T_INT(
+			    r.error_code, RPC_METHOD_NOT_FOUND,
+			    "a server's request the call's capabilities do not declare is refused");
+			T_OK(has(r.error_message, "did not declare"), "saying why: %s",
+			     r.error_message);
 			rpc_msg_free(&r);
 		}
 		/* a server that passes for mcpgate asking for input */

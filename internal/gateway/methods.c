@@ -168,8 +168,8 @@ static void server_progress(struct gw_server *srv, struct rpc_msg *msg)
 	struct session *s = srv->sess;
 	const char *token = json_get_string(msg->params, "progressToken");
 	struct gw_call *c = token != NULL ? call_by_token(s, srv, token) : NULL;
-	if (c == NULL)
-		return; /* not a token we handed out: dropped */
+	if (c == NULL || c->client_progress_token == NULL)
+		return; /* not a token we handed out, or its request is answered */
 	struct json_value *p = json_copy(msg->params);
 	json_object_set(p, "progressToken", json_copy(c->client_progress_token));
 	gw_secrets_redact(s, p);

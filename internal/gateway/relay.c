@@ -1111,13 +1111,15 @@ bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg)
 	}
 	struct session *s = srv->sess;
 	if (s->era == GW_ERA_MODERN) {
-		/* 2026-07-28 has no requests from server to client: they would be
-		 * input requests in a result, which mcpgate does not make of them */
+		/* 2026-07-28 has no requests from server to client: they become
+		 * input requests of the one call in flight (rounds.c) */
+		const char *why = gw_park_server_request(srv, msg);
+		if (why == NULL)
+			return true;
 		cleanup_free char *text =
-		    xasprintf("mcpgate refused %s from server %s: its client speaks MCP %s, which "
-		              "has no requests from servers, and mcpgate does not turn them into "
-		              "input requests",
-		              spec->method, name, MCP_PROTOCOL_MODERN);
+		    xasprintf("mcpgate refused %s from server %s: its client speaks MCP %s, where "
+		              "a server asks within a call, and %s",
+		              spec->method, name, MCP_PROTOCOL_MODERN, why);
 		refuse_request(srv, msg, "client era", text);
 		return true;
 	}

@@ -398,3 +398,229 @@ void gw_round_result(struct gw_call *c, const struct rpc_msg *reply)
 	else
 		to_old_client(c, asked, st, st_len);
 }
+
+/* ---- a 2025-11-25 server asking a 2026-07-28 client within a call ------ */
+
+/* A server's request held for the client */
+struct park_ask {
+	struct json_value *server_id; /* a copy */
+	char *key;                    /* its key in inputRequests */
+	char *method;
+	struct json_value *params; /* as the client gets them */
+	bool sent;                 /* in an input_required the client has */
+};
+
+/* A call whose server of the old era asks the client: the client is
+ * answered input_required, the call goes on in mcpgate, and the retry with
+ * its state attaches the client again */
+struct gw_park {
+	int64_t id;
+	bool away; /* the client has the questions; no request of its waits */
+	struct park_ask *asks;
+	size_t nasks;
+	int rounds;
+};
+
+static void ask_free(struct park_ask *a)
+{
+	json_free(a->server_id);
+	free(a->key);
+	free(a->method);
+	json_free(a->params);
+}
+
+/* Drop asks[i], answering the server's request with an error first when
+ * why is not NULL */
+static void park_drop(struct gw_call *c, size_t i, const char *why)
+{
+	struct gw_park *p = c->park;
+	struct rpc_peer *peer = c->server->launch.peer;
+	if (why != NULL && peer != NULL && !rpc_peer_closed(peer))
+		rpc_peer_send_error(peer, p->asks[i].server_id, RPC_INTERNAL_ERROR, why, NULL,
+		                    NULL);
+	ask_free(&p->asks[i]);
+	memmove(&p->asks[i], &p->asks[i + 1], (p->nasks - i - 1) * sizeof(p->asks[0]));
+	p->nasks--;
+}
+
+void gw_park_free(struct gw_call *c)
+{
+	struct gw_park *p = c->park;
+	if (p == NULL)
+		return;
+	while (p->nasks > 0)
+		park_drop(c, 0, "the call it was asked within has ended");
+	free(p->asks);
+	free(p);
+	c->park = NULL;
+}
+
+bool gw_park_away(const struct gw_call *c)
+{
+	return c->park != NULL && c->park->away;
+}
+
+/* The client gets input_required with every question not sent yet, and
+ * goes; the call stays */
+static void park_send(struct gw_call *c)
+{
+	struct session *s = c->sess;
+	struct gw_park *p = c->park;
+	struct mg_err *err = NULL;
+	cleanup_free char *ours = NULL;
+	cleanup_free char *public_name = gw_relay_public_name(c->server, c->tool);
+	cleanup_free char *id = xasprintf("%lld", (long long)p->id);
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	struct confirm_call call = {CONFIRM_PARKED, s->id, public_name, call_args(c)};
+	if ((s->confirm == NULL && confirm_keeper_new(&s->confirm, &err) < 0) ||
+	    confirm_state_make(s->confirm, &call, id, strlen(id), deadline, &ours, &err) < 0) {
+		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: server %s asked: %s",
+		                     c->server->cfg->name, c->tool, c->server->cfg->name,
+		                     mg_err_msg(err));
+		mg_err_free(err);
+		return;
+	}
+	struct json_value *reqs = json_new_object();
+	for (size_t i = 0; i < p->nasks; i++) {
+		struct park_ask *a = &p->asks[i];
+		if (a->sent)
+			continue;
+		a->sent = true;
+		json_object_set(reqs, a->key,
+		                gw_fields("method", json_new_string(a->method), "params",
+		                          json_copy(a->params), NULL));
+		round_record(c, "server.request.relayed", a->method, a->key, NULL);
+	}
+	struct json_value *result =
+	    gw_fields("resultType", json_new_string("input_required"), "inputRequests", reqs,
+	              "requestState", json_new_string(ours), NULL);
+	p->away = true;
+	p->rounds++;
+	gw_call_detach(c, "input-required", "its server asked the client", result);
+	json_free(result);
+}
+
+const char *gw_park_server_request(struct gw_server *srv, struct rpc_msg *msg)
+{
+	struct session *s = srv->sess;
+	struct gw_call *c = NULL;
+	size_t n = 0;
+	for (struct gw_call *x = s->calls; x != NULL; x = x->next)
+		if (x->server == srv && !x->cancelled) {
+			c = x;
+			n++;
+		}
+	if (n != 1)
+		return n == 0 ? "no call of the client's to it is in flight"
+		              : "several calls of the client's to it are in flight, so which one "
+		                "asks is not known";
+	if (c->park != NULL && c->park->nasks >= ROUND_REQUESTS_MAX)
+		return "it asked more than 16 questions within one call";
+	if (c->park != NULL && c->park->rounds >= ROUNDS_MAX)
+		return "it asked in more than 16 rounds within one call";
+	char *refusal = NULL;
+	struct json_value *p =
+	    gw_relay_input_params(srv, c->caps, msg->method, msg->params, &refusal);
+	if (p == NULL) {
+		/* the rule said no: the server hears why, the call goes on */
+		rpc_peer_send_error(srv->launch.peer, msg->id, RPC_METHOD_NOT_FOUND, refusal, NULL,
+		                    NULL);
+		free(refusal);
+		return NULL;
+	}
+	if (c->park == NULL) {
+		c->park = xcalloc(1, sizeof(*c->park));
+		c->park->id = ++s->next_token;
+	}
+	struct gw_park *k = c->park;
+	k->asks = xrealloc(k->asks, (k->nasks + 1) * sizeof(k->asks[0]));
+	struct park_ask *a = &k->asks[k->nasks++];
+	memset(a, 0, sizeof(*a));
+	a->server_id = json_copy(msg->id);
+	a->key = xasprintf("mcpgate-ask-%lld", (long long)++s->next_token);
+	a->method = xstrdup(msg->method);
+	a->params = p;
+	/* while the client has questions already, this one waits for its retry */
+	if (!k->away)
+		park_send(c);
+	return NULL;
+}
+
+void gw_park_resume(struct gw_call *carrier, const char *public_name,
+                    const struct json_value *params)
+{
+	struct session *s = carrier->sess;
+	const struct json_value *state = json_get(params, "requestState");
+	const struct json_value *responses = json_get(params, "inputResponses");
+	struct mg_err *err = NULL;
+	const char *carried = NULL;
+	size_t carried_len = 0;
+	struct confirm_call call = {CONFIRM_PARKED, s->id, public_name, call_args(carrier)};
+	if (responses != NULL && responses->kind != JSON_OBJECT)
+		mg_err_set(&err, "inputResponses must be an object");
+	else if (s->confirm == NULL)
+		mg_err_set(&err, "the requestState is not one this session gave out");
+	else
+		confirm_state_take(s->confirm, state->u.str.ptr, state->u.str.len, &call,
+		                   proc_now_ms(), &carried, &carried_len, &err);
+	struct gw_call *c = NULL;
+	if (err == NULL) {
+		cleanup_free char *want = xstrndup(carried, carried_len);
+		for (struct gw_call *x = s->calls; x != NULL && c == NULL; x = x->next) {
+			cleanup_free char *id =
+			    x->park != NULL ? xasprintf("%lld", (long long)x->park->id) : NULL;
+			if (id != NULL && x->park->away && strcmp(id, want) == 0)
+				c = x;
+		}
+		if (c == NULL)
+			mg_err_set(&err,
+			           "the call this requestState was for has ended (its server "
+			           "answered, or the call timed out, while the client had its "
+			           "questions)");
+	}
+	if (err != NULL) {
+		round_record(carrier, "server.request.refused", "tools/call", "requestState",
+		             "refused");
+		gw_call_finish_error(carrier, RPC_INVALID_PARAMS, "tools/call %s: %s", public_name,
+		                     mg_err_msg(err));
+		mg_err_free(err);
+		return;
+	}
+	/* the parked call takes the retry's request as its own */
+	c->client_id = steal_pointer(&carrier->client_id);
+	free(c->client_key);
+	c->client_key = steal_pointer(&carrier->client_key);
+	carrier->client_key = xstrdup("");
+	c->client_progress_token = steal_pointer(&carrier->client_progress_token);
+	c->park->away = false;
+	gw_call_drop(carrier, NULL); /* it was only the retry's carrier */
+	/* each question the client had gets its answer (or an error) */
+	struct rpc_peer *peer = c->server->launch.peer;
+	for (size_t i = 0; i < c->park->nasks;) {
+		struct park_ask *a = &c->park->asks[i];
+		if (!a->sent) {
+			i++;
+			continue;
+		}
+		const struct json_value *answer = json_get(responses, a->key);
+		cleanup_free char *leak =
+		    answer != NULL ? gw_secrets_check_leaving(c->server, answer) : NULL;
+		if (answer == NULL || answer->kind != JSON_OBJECT || leak != NULL) {
+			round_record(c, "server.request.answered", a->method, a->key,
+			             leak != NULL ? "withheld" : "none");
+			cleanup_free char *why =
+			    leak != NULL
+			        ? xasprintf("mcpgate withheld the client's answer: %s", leak)
+			        : xasprintf("the client gave no answer to %s", a->method);
+			park_drop(c, i, why);
+			continue;
+		}
+		round_record(c, "server.request.answered", a->method, a->key, "result");
+		if (peer != NULL)
+			rpc_peer_send_result(peer, a->server_id, answer, NULL);
+		park_drop(c, i, NULL);
+	}
+	/* questions the server asked meanwhile go to the client now */
+	if (c->park->nasks > 0)
+		park_send(c);
+}
