@@ -44,6 +44,17 @@ struct gw_round {
 	size_t nasks;
 };
 
+static void asks_clear(struct gw_round *r)
+{
+	for (size_t i = 0; i < r->nasks; i++) {
+		free(r->asks[i].key);
+		free(r->asks[i].method);
+	}
+	free(r->asks);
+	r->asks = NULL;
+	r->nasks = 0;
+}
+
 void gw_round_free(struct gw_round *r)
 {
 	if (r == NULL)
@@ -51,11 +62,7 @@ void gw_round_free(struct gw_round *r)
 	json_free(r->responses);
 	free(r->server_state);
 	free(r->failure);
-	for (size_t i = 0; i < r->nasks; i++) {
-		free(r->asks[i].key);
-		free(r->asks[i].method);
-	}
-	free(r->asks);
+	asks_clear(r);
 	free(r);
 }
 
@@ -313,11 +320,7 @@ static void to_old_client(struct gw_call *c, struct json_value *reqs, const char
 	r->responses = json_new_object();
 	free(r->failure);
 	r->failure = NULL;
-	for (size_t i = 0; i < r->nasks; i++) {
-		free(r->asks[i].key);
-		free(r->asks[i].method);
-	}
-	free(r->asks);
+	asks_clear(r);
 	r->nasks = reqs->u.obj.len;
 	r->asks = xcalloc(r->nasks, sizeof(*r->asks));
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
