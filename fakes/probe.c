@@ -1818,6 +1818,11 @@ static void method_tools_list(const struct probe *p, struct pj_span id, struct p
 	pj_buf_adds(&b, "]");
 	if (end < count)
 		pj_buf_addf(&b, ",\"nextCursor\":\"%lld\"", end);
+	/* --modern: a list that says it holds for an hour, for anyone: mcpgate
+	 * must not lean on it once the server says it changed */
+	if (p->modern)
+		pj_buf_adds(&b, ",\"resultType\":\"complete\",\"ttlMs\":3600000,"
+		                "\"cacheScope\":\"public\"");
 	pj_buf_adds(&b, "}");
 	send_result(&id, b.p);
 	pj_buf_free(&b);

@@ -348,6 +348,31 @@ def test_old_server_asks_modern_client():
     f.cleanup()
 
 
+def test_modern_server_ttl():
+    """A server of 2026-07-28 whose tool list says it holds for an hour
+    (ttlMs 3600000, cacheScope public) changes it mid-session: mcpgate
+    relists and withholds it all the same, and tells the client"""
+    f = Fixture(server("shifty", ("echo", "changed"), args=["--modern"]) + server("steady"))
+    c = f.start()
+    c.initialize()
+    t.ok(tool_names(c.request("tools/list")) == ["shifty__echo", "shifty__changed",
+                                                  "steady__echo"], "both servers offer tools")
+    c.call("shifty__changed")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(
+            n["method"] == "notifications/tools/list_changed" for n in c.notifications):
+        c.request("ping")
+    names = tool_names(c.request("tools/list"))
+    r = c.call("shifty__echo", {"text": "x"})
+    t.ok(names == ["steady__echo"] and "error" in r and
+         "changed during the session" in r["error"]["message"],
+         "its ttlMs changes nothing: the changed manifest is withheld", (names, r))
+    c.close()
+    held = events(f.audit(), "server.withheld")
+    t.ok(held and held[0]["during"] == "session", "and recorded as withheld", held)
+    f.cleanup()
+
+
 def test_basic_session():
     f = Fixture(server("alpha", ("echo", "env")) + server("beta", ("echo",)))
     c = f.start()
@@ -2010,7 +2035,7 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_modern_server_ttl, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
