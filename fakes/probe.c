@@ -190,6 +190,7 @@ struct probe {
 	long long barrier_count;
 	long long barrier_timeout_ms;
 	long long initialize_delay_ms;
+	long long start_delay_ms; /* --start-delay: reads nothing for this long (a slow start) */
 	/* --leak-env NAME:WHERE: a hostile server's ways of putting a value it
 	 * holds into what mcpgate reports (WHERE: initialize-error, protocol,
 	 * name) */
@@ -226,7 +227,8 @@ static void usage(const char *why)
 	    "[--describe-caps]\n"
 	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
 	    "         [--leak-env NAME:WHERE] [--tool-extra MEMBERS]\n"
-	    "         [--garbage-first] [--huge-first BYTES] [--resources N] [--modern]\n",
+	    "         [--garbage-first] [--huge-first BYTES] [--resources N] [--modern] "
+	    "[--start-delay MS]\n",
 	    stderr);
 	exit(2);
 }
@@ -2180,6 +2182,8 @@ static void parse_args(struct probe *p, int argc, char **argv)
 		} else if ((v = option_value(argc, argv, &i, "--initialize-delay")) != NULL) {
 			number_option("--initialize-delay", v, 0, 86400000,
 			              &p->initialize_delay_ms);
+		} else if ((v = option_value(argc, argv, &i, "--start-delay")) != NULL) {
+			number_option("--start-delay", v, 0, 86400000, &p->start_delay_ms);
 		} else if ((v = option_value(argc, argv, &i, "--huge-first")) != NULL) {
 			number_option("--huge-first", v, 0, (long long)MAX_LINE, &p->huge_first);
 		} else {
@@ -2235,6 +2239,8 @@ int main(int argc, char **argv)
 		pj_buf_free(&b);
 	}
 
+	if (p.start_delay_ms > 0)
+		sleep_ms(p.start_delay_ms);
 	serve(&p);
 
 	if (p.ignore_eof)

@@ -605,10 +605,20 @@ def test_shared_modern():
          sb.get("level") == "error",
          "a shared 2026-07-28 server: its requests carry its era's _meta, and a's log level "
          "is on b's call to it", (ans, ans_b))
-    _, ans, _, _ = lst.call(sid_a, "common__ask_roots", {})
-    err = error_of(ans) or ""
-    t.ok("asked for input" in err and "shared instance" in err,
-         "its input_required through the shared instance is refused, saying why", ans)
+    # its input_required answers one session's own request: that session relays it
+    roots = {"roots": [{"uri": "file:///w", "name": "w"}]}
+    st, ans, _, _ = lst.modern("tools/call", {"name": "common__ask_roots", "arguments": {}},
+                               capabilities={"roots": {}})
+    res = (ans or {}).get("result", {})
+    state = res.get("requestState", "")
+    st2, ans2, _, _ = lst.modern("tools/call", {
+        "name": "common__ask_roots", "arguments": {}, "inputResponses": {"ask": roots},
+        "requestState": state}, capabilities={"roots": {}})
+    got = json.loads(text_of(ans2) or "{}")
+    t.ok(res.get("resultType") == "input_required" and state.startswith("mcr1.") and
+         got.get("result") == roots and got.get("requestState") == "probe-state-1",
+         "its input_required through the shared instance reaches the client whose call it "
+         "answers, and the retry goes back through the instance", (ans, ans2))
     t.ok(lst.stop() == 0 and f.containers() == [], "the listener ends, nothing left",
          f.containers())
     f.cleanup()

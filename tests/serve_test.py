@@ -348,6 +348,83 @@ def test_old_server_asks_modern_client():
     f.cleanup()
 
 
+def test_modern_listen_resources():
+    """subscriptions/listen's resourceSubscriptions: a URI whose server (of
+    2025-11-25) offers subscriptions is subscribed upstream once, its
+    updates reach each listen that holds it, tagged; a URI no server can take
+    is left out of the acknowledgement; the last cancel unsubscribes"""
+    f = Fixture(server("alpha", ("touch", "state")))
+    c = f.start()
+    uri = "mcpgate://alpha/probe://greeting"
+    for lid in ("one", "two"):
+        c.send({"jsonrpc": "2.0", "id": lid, "method": "subscriptions/listen",
+                "params": modern_params({"notifications": {
+                    "resourceSubscriptions": [uri, "mcpgate://nosuch/x"]}})})
+    st = json.loads(text_of(modern(c, "tools/call", {"name": "alpha__state"})) or "{}")
+    acks = [n["params"] for n in c.notifications
+            if n["method"] == "notifications/subscriptions/acknowledged"]
+    t.ok(len(acks) == 2 and all(a["notifications"] == {"resourceSubscriptions": [uri]}
+                                for a in acks) and st.get("subscriptions") == ["probe://greeting"],
+         "both listens are acknowledged with the one URI a server can take, subscribed "
+         "upstream once", (acks, st))
+    r = modern(c, "tools/call", {"name": "alpha__touch", "arguments": {"uri": "probe://greeting"}})
+    ups = [n["params"] for n in c.notifications if n["method"] == "notifications/resources/updated"]
+    t.ok(text_of(r) == "updated" and sorted(u["_meta"].get(
+        "io.modelcontextprotocol/subscriptionId") for u in ups) == ["one", "two"] and
+         all(u["uri"] == uri for u in ups),
+         "its update reaches each listen that holds it, under the public URI", ups)
+    c.notify("notifications/cancelled", {"requestId": "one"})
+    st = json.loads(text_of(modern(c, "tools/call", {"name": "alpha__state"})) or "{}")
+    t.ok(st.get("subscriptions") == ["probe://greeting"],
+         "one cancel leaves the subscription for the other listen", st)
+    c.notify("notifications/cancelled", {"requestId": "two"})
+    st = json.loads(text_of(modern(c, "tools/call", {"name": "alpha__state"})) or "{}")
+    t.ok(st.get("subscriptions") == [], "the last cancel unsubscribes upstream", st)
+    r = modern(c, "subscriptions/listen", {"notifications": {"resourceSubscriptions": [3]}})
+    t.ok(r.get("error", {}).get("code") == -32602 and "array of URIs" in r["error"]["message"],
+         "a URI that is not a string is refused", r)
+    c.close()
+    f.cleanup()
+
+
+def era_files(f):
+    return {os.path.basename(p): open(p).read()
+            for p in glob.glob(os.path.join(f.state, "mcpgate", "eras", "*"))}
+
+
+def test_modern_server_slow():
+    """A server of 2026-07-28 only that starts slowly (4 s, past the 3 s
+    probe): its initialize fails, so server/discover is asked again and the
+    server is of the new era after all; its era is remembered by image, and
+    forgotten when a server of that image answers as the old era"""
+    f = Fixture(server("slow", ("echo",), args=["--modern", "--start-delay", "4000"]))
+    c = f.start()
+    c.initialize()
+    r = c.call("slow__echo", {"text": "late but modern"})
+    t.ok(text_of(r) == "late but modern", "the slow server of the new era is served", r)
+    c.close()
+    ready = events(f.audit(), "server.ready")
+    eras = era_files(f)
+    t.ok(ready and ready[0].get("protocolVersion") == "2026-07-28" and
+         list(eras.values()) == ["2026-07-28\n"],
+         "it was spoken to in 2026-07-28, and its image's era is remembered", (ready, eras))
+    f.cleanup()
+    # the same image, now a server of the old era: the remembered era fails and goes
+    f = Fixture(server("same", ("echo",)))
+    os.makedirs(os.path.join(f.state, "mcpgate", "eras"), exist_ok=True)
+    for name, text in eras.items():
+        with open(os.path.join(f.state, "mcpgate", "eras", name), "w") as fh:
+            fh.write(text)
+    c = f.start()
+    c.initialize()
+    r = c.call("same__echo", {"text": "old"})
+    t.ok(text_of(r) == "old" and era_files(f) == {},
+         "a server of that image answering as the old era is served, and the remembered "
+         "era is forgotten", (r, era_files(f)))
+    c.close()
+    f.cleanup()
+
+
 def test_modern_server_ttl():
     """A server of 2026-07-28 whose tool list says it holds for an hour
     (ttlMs 3600000, cacheScope public) changes it mid-session: mcpgate
@@ -1412,9 +1489,10 @@ def test_modern_listen():
     acks = [n for n in c.notifications if n["method"] == "notifications/subscriptions/acknowledged"]
     t.ok(len(acks) == 2 and acks[0]["params"]["_meta"].get(
         "io.modelcontextprotocol/subscriptionId") == listen_id and
-         acks[0]["params"].get("notifications") == {"toolsListChanged": True},
-         "each listen is acknowledged with its id and what mcpgate will send (no resource "
-         "subscriptions)", acks)
+         acks[0]["params"].get("notifications") == {"toolsListChanged": True,
+                                                    "resourceSubscriptions": []},
+         "each listen is acknowledged with its id and what mcpgate will send (the URI no "
+         "server has is left out)", acks)
     c.notifications.clear()
     r = modern(c, "tools/call", {"name": "shifty__changed"})
     deadline = time.monotonic() + 10
@@ -1439,7 +1517,7 @@ def test_modern_listen():
     t.ok(len(acks) == 1 and acks[0]["params"].get("notifications") == {},
          "a listen of nothing is acknowledged with nothing", acks)
     c.close()
-    t.ok(any(e.get("notifications") == {"toolsListChanged": True}
+    t.ok(any(e.get("notifications") == {"toolsListChanged": True, "resourceSubscriptions": []}
              for e in events(f.audit(), "client.listen")), "each listen is recorded")
     f.cleanup()
     # the old era has no such request
@@ -2035,7 +2113,7 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_modern_server_ttl, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_modern_listen_resources, test_modern_server_ttl, test_modern_server_slow, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,

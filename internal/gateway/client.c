@@ -235,7 +235,7 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 	}
 	const char *result_type =
 	    reply->kind == RPC_RESULT ? json_get_string(reply->result, "resultType") : NULL;
-	if (gw_server_modern(srv) && result_type != NULL &&
+	if (gw_server_asks_by_result(srv) && result_type != NULL &&
 	    strcmp(result_type, "input_required") == 0) {
 		/* a 2026-07-28 server asks for input by answering with requests
 		 * (from a server of the old era the member means nothing, and

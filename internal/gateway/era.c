@@ -124,11 +124,10 @@ const char *gw_era_removed(const char *method)
 	    {"ping", "2026-07-28 has no ping"},
 	    {"logging/setLevel",
 	     "2026-07-28 sets the level per request, in params._meta[\"" MCP_META_LOG_LEVEL "\"]"},
-	    {"resources/subscribe", "2026-07-28 subscribes through subscriptions/listen (mcpgate "
-	                            "honours its list changes; resourceSubscriptions not yet)"},
+	    {"resources/subscribe", "2026-07-28 subscribes through subscriptions/listen "
+	                            "(its resourceSubscriptions)"},
 	    {"resources/unsubscribe", "2026-07-28 subscribes through subscriptions/listen "
-	                              "(mcpgate honours its list changes; resourceSubscriptions "
-	                              "not yet)"},
+	                              "(its resourceSubscriptions): cancel the listen"},
 	};
 	for (size_t i = 0; i < sizeof(removed) / sizeof(removed[0]); i++)
 		if (strcmp(method, removed[i].method) == 0)

@@ -119,6 +119,9 @@ struct gw_server {
 	bool stop_started;
 	/* attached to its one instance (instance.c), not started here */
 	bool attached;
+	/* attached: the instance's server is of 2026-07-28, so a call's answer
+	 * may be input_required (set at attach, under the instances' lock) */
+	bool instance_modern;
 };
 
 /* A tool offered to the client */
@@ -263,6 +266,9 @@ void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char
 char *gw_server_stderr_last_line(struct gw_server *srv);
 /* It speaks MCP 2026-07-28 (server/discover answered at its start) */
 bool gw_server_modern(const struct gw_server *srv);
+/* Its answer to a call may be input_required: a server of 2026-07-28,
+ * itself or behind the instance it is attached to */
+bool gw_server_asks_by_result(const struct gw_server *srv);
 /* A server of 2026-07-28 has no logging/setLevel: level goes on each of its
  * requests from now on, beside the version (the peer's request meta) */
 void gw_server_log_level(struct gw_server *srv, const char *level);
@@ -356,7 +362,13 @@ void gw_listen_open(struct session *s, struct rpc_msg *msg); /* its handler */
 bool gw_listen_cancel(struct session *s, const char *key);
 /* A list changed: every listen that asked for it hears so */
 void gw_listens_notify(struct session *s, enum gw_listen_kind kind);
+/* A resource a listen subscribed to (its public URI) was updated */
+void gw_listens_updated(struct session *s, const char *uri);
 void gw_listens_free(struct session *s);
+/* A listen's subscription of a public resource URI: sent to its server as
+ * resources/subscribe (or unsubscribe) when that server is of 2025-11-25
+ * and offers subscriptions; false when no server can take it */
+bool gw_relay_listen_subscribe(struct session *s, const char *uri, bool subscribe);
 
 /* rounds.c: a 2026-07-28 server's input_required answer to a call */
 struct gw_round;

@@ -159,24 +159,7 @@ static void on_server_reply(struct rpc_peer *peer, struct rpc_msg *reply, const 
 	(void)peer;
 	struct gw_fwd *f = data;
 	struct gw_attached *a = f->a;
-	const char *result_type = reply != NULL && reply->kind == RPC_RESULT
-	                              ? json_get_string(reply->result, "resultType")
-	                              : NULL;
-	if (a != NULL && !a->closed && result_type != NULL &&
-	    strcmp(result_type, "input_required") == 0 && a->h->s->nservers == 1 &&
-	    gw_server_modern(&a->h->s->servers[0])) {
-		/* the sessions attached speak the old era to the instance, and its
-		 * server's questions would belong to whichever asked: not relayed */
-		audit_record(a->h->s->audit, "instance.request.refused",
-		             gw_fields("session", json_new_string(a->client), "reason",
-		                       json_new_string("input_required"), NULL));
-		cleanup_free char *text = xasprintf(
-		    "server %s asked for input (an input_required result of MCP %s), which mcpgate "
-		    "relays only to a server's own session, not through its %s instance",
-		    a->h->cfg->name, MCP_PROTOCOL_MODERN,
-		    a->h->cfg->instance == CFG_INSTANCE_EXCLUSIVE ? "exclusive" : "shared");
-		rpc_peer_send_error(a->peer, f->id, RPC_SERVER_ERROR, text, NULL, NULL);
-	} else if (a != NULL && !a->closed) {
+	if (a != NULL && !a->closed) {
 		if (reply != NULL && reply->kind == RPC_RESULT)
 			rpc_peer_send_result(a->peer, f->id, reply->result, NULL);
 		else if (reply != NULL)
@@ -768,6 +751,11 @@ int gw_instances_attach(struct gw_server *srv, int64_t deadline_ms, struct mg_er
 	                                 ? xstrdup("its start was not over by the start deadline")
 	                             : h->why_not ? xstrdup(h->why_not)
 	                                          : NULL;
+	/* its era is known once its start is over: a call's answer from a
+	 * server of 2026-07-28 may ask for input, which is the session's to
+	 * relay (the answer is to its own request) */
+	srv->instance_modern =
+	    why_not == NULL && h->s->nservers == 1 && gw_server_modern(&h->s->servers[0]);
 	pthread_mutex_unlock(&ins->lock);
 	if (why_not != NULL) {
 		close(sp[0]);

@@ -6,11 +6,14 @@
 #include <string.h>
 
 #include "internal/base/cleanup.h"
+#include "internal/base/strv.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
 
-/* At most this many open at once per session */
-#define LISTENS_MAX 16
+/* At most this many open at once per session, and URIs per listen */
+#define LISTENS_MAX      16
+#define LISTEN_URIS_MAX  64
+#define LISTEN_URI_BYTES 2048
 
 /* What a listen may ask for, as the filter names it, and what mcpgate sends */
 static const struct {
@@ -28,8 +31,26 @@ struct gw_listen {
 	struct json_value *id; /* the client's, a copy */
 	char *key;             /* rpc_id_key(id) */
 	bool wants[NKINDS];
+	struct strv uris; /* the resource URIs it subscribed to, honoured */
 	struct gw_listen *next;
 };
+
+/* Whether a listen other than l holds uri */
+static bool held_elsewhere(const struct session *s, const struct gw_listen *l, const char *uri)
+{
+	for (const struct gw_listen *o = s->listens; o != NULL; o = o->next)
+		if (o != l && strv_find(&o->uris, uri) >= 0)
+			return true;
+	return false;
+}
+
+static void listen_free(struct gw_listen *l)
+{
+	json_free(l->id);
+	free(l->key);
+	strv_free(&l->uris);
+	free(l);
+}
 
 static struct json_value *tagged(const struct gw_listen *l)
 {
@@ -65,6 +86,19 @@ void gw_listen_open(struct session *s, struct rpc_msg *msg)
 		bool known = k < NKINDS || strcmp(m->key, "resourceSubscriptions") == 0;
 		bool typed =
 		    k < NKINDS ? m->value->kind == JSON_BOOL : m->value->kind == JSON_ARRAY;
+		for (size_t u = 0; typed && k == NKINDS && u < m->value->u.arr.len; u++) {
+			const struct json_value *uri = m->value->u.arr.items[u];
+			typed = uri->kind == JSON_STRING && uri->u.str.len <= LISTEN_URI_BYTES &&
+			        strlen(uri->u.str.ptr) == uri->u.str.len;
+		}
+		if (typed && k == NKINDS && m->value->u.arr.len > LISTEN_URIS_MAX) {
+			gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+			                "subscriptions/listen: notifications.resourceSubscriptions "
+			                "holds more than %d URIs",
+			                LISTEN_URIS_MAX);
+			free(l);
+			return;
+		}
 		if (!known || !typed) {
 			gw_client_error(
 			    s, msg->id, RPC_INVALID_PARAMS,
@@ -72,7 +106,10 @@ void gw_listen_open(struct session *s, struct rpc_msg *msg)
 			          : "subscriptions/listen: notifications.%.64s is not a "
 			            "filter of MCP 2026-07-28%s",
 			    m->key,
-			    known ? (k < NKINDS ? "true or false" : "an array of URIs") : "");
+			    known
+			        ? (k < NKINDS ? "true or false"
+			                      : "an array of URIs (strings of at most 2048 bytes)")
+			        : "");
 			free(l);
 			return;
 		}
@@ -104,12 +141,28 @@ void gw_listen_open(struct session *s, struct rpc_msg *msg)
 	l->key = xstrdup(key);
 	l->next = s->listens;
 	s->listens = l;
-	/* what mcpgate will send: the list changes asked for, and no resource
-	 * subscriptions (resourceSubscriptions is not honoured: left out) */
+	/* what mcpgate will send: the list changes asked for, and updates of
+	 * the resources whose server takes a subscription (the others are left
+	 * out, so the client knows) */
 	struct json_value *agreed = json_new_object();
 	for (size_t k = 0; k < NKINDS; k++)
 		if (l->wants[k])
 			json_object_set(agreed, kinds[k].filter, json_new_bool(true));
+	const struct json_value *uris = json_get(filter, "resourceSubscriptions");
+	if (uris != NULL) {
+		struct json_value *honoured = json_new_array();
+		for (size_t u = 0; u < uris->u.arr.len; u++) {
+			const char *uri = uris->u.arr.items[u]->u.str.ptr;
+			if (strv_find(&l->uris, uri) >= 0)
+				continue;
+			/* one subscription upstream per URI, however many listens */
+			if (held_elsewhere(s, l, uri) || gw_relay_listen_subscribe(s, uri, true)) {
+				strv_push(&l->uris, uri);
+				json_array_push(honoured, json_new_string(uri));
+			}
+		}
+		json_object_set(agreed, "resourceSubscriptions", honoured);
+	}
 	struct json_value *p = tagged(l);
 	json_object_set(p, "notifications", agreed);
 	audit_record(s->audit, "client.listen",
@@ -125,9 +178,10 @@ bool gw_listen_cancel(struct session *s, const char *key)
 		if (strcmp(l->key, key) != 0)
 			continue;
 		*pp = l->next;
-		json_free(l->id);
-		free(l->key);
-		free(l);
+		for (size_t u = 0; u < l->uris.n; u++)
+			if (!held_elsewhere(s, l, l->uris.v[u]))
+				gw_relay_listen_subscribe(s, l->uris.v[u], false);
+		listen_free(l);
 		return true;
 	}
 	return false;
@@ -146,13 +200,25 @@ void gw_listens_notify(struct session *s, enum gw_listen_kind kind)
 	}
 }
 
+void gw_listens_updated(struct session *s, const char *uri)
+{
+	if (s->stopping || s->client == NULL || uri == NULL)
+		return;
+	for (const struct gw_listen *l = s->listens; l != NULL; l = l->next) {
+		if (strv_find(&l->uris, uri) < 0)
+			continue;
+		struct json_value *p = tagged(l);
+		json_object_set(p, "uri", json_new_string(uri));
+		rpc_peer_send_notification(s->client, "notifications/resources/updated", p, NULL);
+		json_free(p);
+	}
+}
+
 void gw_listens_free(struct session *s)
 {
 	while (s->listens != NULL) {
 		struct gw_listen *l = s->listens;
 		s->listens = l->next;
-		json_free(l->id);
-		free(l->key);
-		free(l);
+		listen_free(l);
 	}
 }

@@ -30,8 +30,9 @@ static const struct gw_client_method client_methods[] = {
     {"resources/unsubscribe", gw_relay_resource, false, true},
     {"prompts/get", gw_relay_prompt_get, false, true},
     {"completion/complete", gw_relay_complete, false, true},
-    /* 2026-07-28: open while servers start, so no change is missed */
-    {"subscriptions/listen", gw_listen_open, true, true},
+    /* 2026-07-28: waits for start-up, so its resource subscriptions find
+     * their servers */
+    {"subscriptions/listen", gw_listen_open, false, true},
 };
 
 const struct gw_client_method *gw_client_method(const char *method)

@@ -665,6 +665,37 @@ static void forward(struct session *s, struct gw_server *srv, const struct json_
 	}
 }
 
+static void on_listen_subscribed(struct rpc_peer *peer, struct rpc_msg *reply,
+                                 const struct mg_err *why, void *data)
+{
+	(void)peer;
+	struct gw_server *srv = data;
+	if (reply != NULL && reply->kind == RPC_ERROR) {
+		cleanup_free char *text = mcp_error_text(reply);
+		mg_info("server %s: a subscription for subscriptions/listen: %s", srv->cfg->name,
+		        text);
+	} else if (reply == NULL && !srv->sess->stopping) {
+		mg_info("server %s: a subscription for subscriptions/listen: %s", srv->cfg->name,
+		        mg_err_msg(why));
+	}
+}
+
+bool gw_relay_listen_subscribe(struct session *s, const char *uri, bool subscribe)
+{
+	const char *own = NULL;
+	struct gw_server *srv = server_of_uri(s, uri, &own);
+	if (srv == NULL || gw_server_modern(srv) ||
+	    !cap_flag(server_cap(srv, "resources"), "subscribe"))
+		return false;
+	struct json_value *p = gw_fields("uri", json_new_string(own), NULL);
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	int r = rpc_peer_send_request(srv->launch.peer,
+	                              subscribe ? "resources/subscribe" : "resources/unsubscribe",
+	                              p, deadline, on_listen_subscribed, srv, NULL, NULL);
+	json_free(p);
+	return r == 0;
+}
+
 /* resources/read, resources/subscribe, resources/unsubscribe */
 void gw_relay_resource(struct session *s, struct rpc_msg *msg)
 {
@@ -1202,7 +1233,10 @@ void gw_relay_resource_updated(struct gw_server *srv, struct rpc_msg *msg)
 	struct json_value *p = json_copy(msg->params);
 	publish_uri(srv, p, "uri");
 	gw_secrets_redact(s, p);
-	notify_client(s, msg->method, p);
+	if (s->era == GW_ERA_MODERN)
+		gw_listens_updated(s, json_get_string(p, "uri"));
+	else
+		notify_client(s, msg->method, p);
 	json_free(p);
 }
 

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/log.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
@@ -206,6 +208,11 @@ bool gw_server_modern(const struct gw_server *srv)
 	       strcmp(srv->info.protocol_version, MCP_PROTOCOL_MODERN) == 0;
 }
 
+bool gw_server_asks_by_result(const struct gw_server *srv)
+{
+	return gw_server_modern(srv) || (srv->attached && srv->instance_modern);
+}
+
 void gw_server_log_level(struct gw_server *srv, const char *level)
 {
 	struct json_value *m = json_copy(rpc_peer_request_meta(srv->launch.peer));
@@ -214,16 +221,69 @@ void gw_server_log_level(struct gw_server *srv, const char *level)
 	json_free(m);
 }
 
+/* review's probe waits this long: it runs once, a person waits for it, and
+ * what it learns is remembered for the sessions */
+#define GW_DISCOVER_REVIEW_MS 10000
+
+/* STATE/eras/SHA256(image): "2026-07-28" once a server of that image answered
+ * server/discover as one of the new era (the image is pinned by digest, so
+ * a new image is probed afresh) */
+static char *era_path(const struct session *s, const char *image)
+{
+	unsigned char h[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof(h) + 1];
+	crypto_hash_sha256(h, (const unsigned char *)image, strlen(image));
+	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+	return xasprintf("%s/eras/%s", s->state_dir, hex);
+}
+
+static bool era_known_modern(const char *path)
+{
+	char buf[32] = {0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 && strncmp(buf, MCP_PROTOCOL_MODERN, strlen(MCP_PROTOCOL_MODERN)) == 0;
+}
+
 /* A contained server of either era: server/discover, else initialize. An
  * instance speaks the old era to the sessions attached (it answers their
  * initialize itself), and a remote server's era is the bridge's to learn
- * (not yet: remote servers are asked for the old one). */
+ * (not yet: remote servers are asked for the old one). The era a server's
+ * image answered in once is remembered, as versioning.mdx allows: a server
+ * known to be of 2026-07-28 is given its whole start deadline to answer
+ * server/discover, and one that then answers as the old era is forgotten,
+ * so the next start probes afresh. */
 static int start_mcp(struct gw_server *srv, bool attach, int64_t deadline, struct mg_err **err)
 {
 	const struct json_value *caps = gw_relay_server_capabilities(srv->cfg);
 	if (attach || srv->cfg->transport == CFG_TRANSPORT_REMOTE)
 		return mcp_initialize(srv->launch.peer, deadline, caps, &srv->info, err);
-	return mcp_start(srv->launch.peer, deadline, caps, &srv->info, err);
+	struct session *s = srv->sess;
+	cleanup_free char *path = srv->cfg->image != NULL ? era_path(s, srv->cfg->image) : NULL;
+	bool known = path != NULL && era_known_modern(path);
+	int64_t wait = known         ? deadline - proc_now_ms()
+	               : s->fetching ? GW_DISCOVER_REVIEW_MS
+	                             : MCP_DISCOVER_WAIT_MS;
+	if (mcp_start(srv->launch.peer, deadline, caps, wait, &srv->info, err) < 0)
+		return -1;
+	bool modern = gw_server_modern(srv);
+	if (path != NULL && modern && !known) {
+		cleanup_free char *dir = xasprintf("%s/eras", s->state_dir);
+		struct mg_err *werr = NULL;
+		if (mg_mkdir_p(dir, 0700, &werr) < 0 ||
+		    mg_write_file_atomic(path, MCP_PROTOCOL_MODERN "\n",
+		                         strlen(MCP_PROTOCOL_MODERN "\n"), 0600, &werr) < 0) {
+			mg_info("server %s: cannot remember its era: %s", srv->cfg->name,
+			        mg_err_msg(werr));
+			mg_err_free(werr);
+		}
+	} else if (path != NULL && !modern && known) {
+		unlink(path); /* the remembered era failed: probe afresh next time */
+	}
+	return 0;
 }
 
 /* After a failed start: make sure nothing of it runs. */

@@ -55,7 +55,8 @@ void mcp_server_info_free(struct mcp_server_info *info);
 #define MCP_META_SUBSCRIPTION_ID  MCP_META_PREFIX "subscriptionId"
 #define MCP_UNSUPPORTED_VERSION   (-32022)
 /* How long server/discover may go unanswered before a server is taken to be
- * of the old era (one that ignores what comes before initialize) */
+ * of the old era (one that ignores what comes before initialize), unless the
+ * caller knows better (mcp_start's probe_wait_ms) */
 #define MCP_DISCOVER_WAIT_MS 3000
 
 /* Start speaking to a server of either era, as 2026-07-28's stdio binding
@@ -63,10 +64,12 @@ void mcp_server_info_free(struct mcp_server_info *info);
  * capabilities in _meta); a discover result listing 2026-07-28 makes it a
  * server of the new era, whose requests from then on carry that _meta (the
  * peer's request meta) and info->protocol_version is 2026-07-28; any error
- * that is not of the new era, or no answer within MCP_DISCOVER_WAIT_MS,
- * makes it one of the old, and mcp_initialize follows. */
+ * that is not of the new era, or no answer within probe_wait_ms, makes it
+ * one of the old, and mcp_initialize follows. When the probe had no answer
+ * and initialize then fails, the server may have been slow to start:
+ * server/discover is asked again, until deadline_ms. */
 int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_value *capabilities,
-              struct mcp_server_info *info, struct mg_err **err);
+              int64_t probe_wait_ms, struct mcp_server_info *info, struct mg_err **err);
 
 /* initialize (asking for MCP_PROTOCOL_LATEST with the given capabilities,
  * borrowed, NULL for none), check the answer's version, then send

@@ -154,33 +154,23 @@ static bool lists(const struct json_value *list, const char *v)
 	return false;
 }
 
-int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_value *capabilities,
-              struct mcp_server_info *info, struct mg_err **err)
+/* server/discover with meta until until_ms: 1 when the answer makes it a
+ * server of 2026-07-28 (info filled, the peer's request meta set), 0 when
+ * it makes it one of the old era, or none came (*answered false), -1 when
+ * the server is gone or speaks no version mcpgate does */
+static int discover(struct rpc_peer *peer, const struct json_value *meta, int64_t until_ms,
+                    struct mcp_server_info *info, bool *answered, struct mg_err **err)
 {
-	memset(info, 0, sizeof(*info));
-	struct json_value *meta = json_new_object();
-	json_object_set(meta, MCP_META_PROTOCOL_VERSION, json_new_string(MCP_PROTOCOL_MODERN));
-	json_object_set(meta, MCP_META_CLIENT_INFO, client_info());
-	struct json_value *asked =
-	    capabilities != NULL ? json_copy(capabilities) : json_new_object();
-	/* 2026-07-28 has no notifications/roots/list_changed to promise */
-	if (json_get(asked, "roots") != NULL)
-		json_object_set(asked, "roots", json_new_object());
-	json_object_set(meta, MCP_META_CLIENT_CAPS, asked);
 	struct json_value *params = json_new_object();
 	json_object_set(params, "_meta", json_copy(meta));
-	/* the probe: a server of the old era answers an error, or nothing */
-	int64_t probe_until = rpc_now_ms() + MCP_DISCOVER_WAIT_MS;
 	struct rpc_msg reply;
 	memset(&reply, 0, sizeof(reply));
 	struct mg_err *perr = NULL;
-	int r = rpc_peer_call_sync(peer, "server/discover", params,
-	                           probe_until < deadline_ms ? probe_until : deadline_ms, &reply,
-	                           &perr);
+	int r = rpc_peer_call_sync(peer, "server/discover", params, until_ms, &reply, &perr);
 	json_free(params);
+	*answered = r == 0;
 	if (r < 0 && rpc_peer_closed(peer)) {
 		/* it ended (or never spoke): that is the answer, not an era */
-		json_free(meta);
 		if (err != NULL) {
 			mg_err_free(*err);
 			*err = perr;
@@ -205,10 +195,8 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
 		rpc_msg_free(&reply);
 		/* every request from here on says who asks, in which version */
 		rpc_peer_set_request_meta(peer, meta);
-		json_free(meta);
-		return 0;
+		return 1;
 	}
-	json_free(meta);
 	bool legacy_listed = lists(supported, MCP_PROTOCOL_LATEST);
 	rpc_msg_free(&reply);
 	if (modern_server && !legacy_listed)
@@ -217,8 +205,59 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
 		    "server/discover: the server speaks MCP of the 2026-07-28 era, but "
 		    "not a version mcpgate speaks (it speaks %s and %s)",
 		    MCP_PROTOCOL_MODERN, mcp_versions_text());
+	return 0;
+}
+
+int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_value *capabilities,
+              int64_t probe_wait_ms, struct mcp_server_info *info, struct mg_err **err)
+{
+	memset(info, 0, sizeof(*info));
+	struct json_value *meta = json_new_object();
+	json_object_set(meta, MCP_META_PROTOCOL_VERSION, json_new_string(MCP_PROTOCOL_MODERN));
+	json_object_set(meta, MCP_META_CLIENT_INFO, client_info());
+	struct json_value *asked =
+	    capabilities != NULL ? json_copy(capabilities) : json_new_object();
+	/* 2026-07-28 has no notifications/roots/list_changed to promise */
+	if (json_get(asked, "roots") != NULL)
+		json_object_set(asked, "roots", json_new_object());
+	json_object_set(meta, MCP_META_CLIENT_CAPS, asked);
+	/* the probe: a server of the old era answers an error, or nothing */
+	int64_t probe_until = rpc_now_ms() + probe_wait_ms;
+	bool answered = false;
+	int r = discover(peer, meta, probe_until < deadline_ms ? probe_until : deadline_ms, info,
+	                 &answered, err);
+	if (r != 0) {
+		json_free(meta);
+		return r < 0 ? -1 : 0;
+	}
 	/* an error that is not of the new era, or no answer: the old era */
-	return mcp_initialize(peer, deadline_ms, capabilities, info, err);
+	struct mg_err *ierr = NULL;
+	if (mcp_initialize(peer, deadline_ms, capabilities, info, &ierr) == 0) {
+		json_free(meta);
+		return 0;
+	}
+	if (!answered && !rpc_peer_closed(peer) && rpc_now_ms() < deadline_ms) {
+		/* the probe had no answer in its time, and initialize failed: a
+		 * server slow to start is asked again, until the start deadline */
+		mcp_server_info_free(info);
+		memset(info, 0, sizeof(*info));
+		struct mg_err *rerr = NULL;
+		r = discover(peer, meta, deadline_ms, info, &answered, &rerr);
+		mg_err_free(rerr);
+		if (r == 1) {
+			json_free(meta);
+			mg_err_free(ierr);
+			return 0;
+		}
+	}
+	json_free(meta);
+	if (err != NULL) {
+		mg_err_free(*err);
+		*err = ierr;
+	} else {
+		mg_err_free(ierr);
+	}
+	return -1;
 }
 
 static int check_tool(const struct json_value *tool, size_t page, struct mg_err **err)
