@@ -152,6 +152,9 @@ def check_audit(w, label, sids, client_version):
         t.ok(inits == [client_version], "%s: the client's initialize agreed on %s"
              % (label, client_version), inits)
     versions = ready(audit)
+    print("# %s: session %s: %s" % (label, sid, ", ".join(
+        "%s spoke %s after %s ms" % (e["server"], e.get("protocolVersion"), e.get("start_ms"))
+        for e in audit if e["event"] == "server.ready")), flush=True)
     t.ok(versions.get("sdk2") == "2026-07-28",
          "%s: server.ready says mcpgate spoke 2026-07-28 to the 2.x server" % label, versions)
     if "fixture" in versions or any(e.get("tool", "").startswith("fixture__") for e in audit):
@@ -256,8 +259,16 @@ def run(base):
                 continue
             events = [e["event"] for e in w.audit(sid)]
             print("# %s: the probe's session %s: %s" % (label, sid, " ".join(events)), flush=True)
-            t.ok(events and events[-1] == "session.end" and "tool.call" not in events,
-                 "%s: the probe's session made no call and ended with session.end" % label,
+            # the SDK ends its probe with SIGTERM and, 1 s later, SIGKILL: an
+            # mcpgate still starting its servers then is killed, and what it
+            # left is the next mcpgate's sweep (checked below: no container
+            # of any session is left)
+            if events and events[-1] != "session.end":
+                print("# %s: the SDK killed the probe's mcpgate before it ended (SIGKILL 1 s "
+                      "after SIGTERM); the kept session's sweep removes what it left" % label,
+                      flush=True)
+            t.ok(events and "tool.call" not in events and "client.initialize" not in events,
+                 "%s: the probe's session was asked for no call and no initialize" % label,
                  events)
 
     # the listener: one process, the clients by URL and the listener's token
