@@ -38,7 +38,7 @@ done
 say() { printf 'build-server-image: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 loaded=()
-# shellcheck source=../../lib/node-image.sh
+# shellcheck source-path=SCRIPTDIR source=../../lib/node-image.sh
 . "$top/tests/lib/node-image.sh"
 
 node_image_prereqs
@@ -49,8 +49,9 @@ for p in $packages; do
 		die "no $p in build/conformance-2026: run tests/conformance/run.sh --install-only --era 2026-07-28"
 done
 major=$("$node" --version | sed -n 's/^v\([0-9]*\)\..*/\1/p')
-[ -n "$major" ] && [ "$major" -ge 20 ] ||
+if [ -z "$major" ] || [ "$major" -lt 20 ]; then
 	die "$node is $("$node" --version); the SDK 2.x packages need node 20 or later"
+fi
 registry=http://127.0.0.1:5000
 curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
 	die "no registry answers on $registry (tests/integration/run.sh starts one)"
