@@ -15,8 +15,9 @@ In front, tests/e2e/sdk2/client.mjs with the real Client of either line:
     negotiation, on stdio and over the listener (`serve --listen`, the
     listener's token): it must end up speaking 2026-07-28, and reaches both
     servers (2.x client to 2.x server, and to the 1.x server);
-  - the 2.x Client in its default ("legacy") negotiation on stdio: it sends
-    initialize and speaks 2025-11-25, which shows how the client chooses;
+  - the 2.x Client with no versionNegotiation option (its default, "legacy")
+    on stdio: it sends initialize and speaks 2025-11-25, which shows how the
+    client chooses: only "auto" (or a pin) makes it probe server/discover;
   - the 1.x Client (@modelcontextprotocol/sdk), on stdio and over the
     listener: the old-era client reaching the new-era server.
 Each lists tools, calls them, reads a resource and gets a prompt, checking
@@ -103,7 +104,7 @@ def fold(label, out, rc):
         t.ok(False, "%s: client.mjs ended with its summary and status 0 (status %s)" % (label, rc))
 
 
-def client(w, label, sdk, names, negotiation="legacy", expect=None, url=None):
+def client(w, label, sdk, names, negotiation="default", expect=None, url=None):
     args = [NODE, CLIENT, "--sdk", sdk, "--modules", MODULES[sdk], "--label", label,
             "--servers", ",".join(names), "--negotiation", negotiation]
     if expect:
@@ -241,8 +242,8 @@ def run(base):
 
     # stdio: each client spawns its own `mcpgate serve`
     cases = (("2.x client, auto, stdio", "2", ("sdk2", "fixture"), "auto", "2026-07-28"),
-             ("2.x client, default, stdio", "2", ("sdk2",), "legacy", "2025-11-25"),
-             ("1.x client, stdio", "1", ("sdk2", "fixture"), "legacy", "2025-11-25"))
+             ("2.x client, default, stdio", "2", ("sdk2",), "default", "2025-11-25"),
+             ("1.x client, stdio", "1", ("sdk2", "fixture"), "default", "2025-11-25"))
     sids = []
     for label, sdk, names, negotiation, version in cases:
         before = w.session_ids()
@@ -277,7 +278,7 @@ def run(base):
     if t.ok(url is not None, "serve --listen 127.0.0.1:0 says where it listens",
             open(listen_err, errors="replace").read()[-2000:]):
         http = (("2.x client, auto, listener", "2", ("sdk2", "fixture"), "auto", "2026-07-28"),
-                ("1.x client, listener", "1", ("sdk2", "fixture"), "legacy", "2025-11-25"))
+                ("1.x client, listener", "1", ("sdk2", "fixture"), "default", "2025-11-25"))
         for label, sdk, names, negotiation, version in http:
             client(w, label, sdk, names, negotiation, version, url=url)
         rc = stop_listener(p)

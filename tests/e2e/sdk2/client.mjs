@@ -20,10 +20,11 @@
 // offers it, else falls back to initialize. On stdio, "auto" probes on a
 // short-lived second process of the same command (a second `mcpgate serve`,
 // with a session of its own), then starts the one it keeps. --negotiation
-// picks the mode; --expect-version is the version the client must report.
+// picks the mode ("default": the option left out, as most callers do);
+// --expect-version is the version the client must report.
 //
 // usage: node tests/e2e/sdk2/client.mjs --sdk 1|2 --modules DIR --label TEXT
-//          --servers sdk2,fixture [--negotiation auto|legacy] [--expect-version V]
+//          --servers sdk2,fixture [--negotiation default|auto|legacy] [--expect-version V]
 //          (--mcpgate PATH --config DIR --workspace DIR --stderr FILE | --url URL --token-file PATH)
 // The environment is passed to mcpgate whole. Prints TAP lines and
 // "N passed, N failed"; exits 0 only when nothing failed. Every request has
@@ -35,7 +36,7 @@ import { isDeepStrictEqual } from "node:util";
 import { sdkLoader, tap } from "../tap.mjs";
 
 const o = {
-	sdk: null, modules: null, label: null, servers: null, negotiation: "legacy",
+	sdk: null, modules: null, label: null, servers: null, negotiation: "default",
 	"expect-version": null, mcpgate: null, config: null, workspace: null, stderr: null,
 	url: null, "token-file": null,
 };
@@ -52,10 +53,10 @@ const stdio = o.url === null;
 const missing = ["sdk", "modules", "label", "servers"]
 	.concat(stdio ? ["mcpgate", "config", "workspace", "stderr"] : ["token-file"])
 	.filter((k) => !o[k]);
-if (missing.length || !["1", "2"].includes(o.sdk) || !["auto", "legacy"].includes(o.negotiation) ||
-	(o.sdk === "1" && o.negotiation !== "legacy")) {
+if (missing.length || !["1", "2"].includes(o.sdk) ||
+	!["default", "auto", "legacy"].includes(o.negotiation) || (o.sdk === "1" && o.negotiation !== "default")) {
 	console.error(`sdk2/client.mjs: needs --${missing.join(", --") || "sdk 1|2"}; --negotiation ` +
-		"is auto or legacy, and only legacy for --sdk 1");
+		"is default, auto or legacy, and only default for --sdk 1 (it has no such option)");
 	process.exit(2);
 }
 const servers = o.servers.split(",");
@@ -103,12 +104,12 @@ if (stdio) {
 	});
 }
 const clientOptions = { capabilities: {} };
-if (o.sdk === "2")
+if (o.sdk === "2" && o.negotiation !== "default")
 	clientOptions.versionNegotiation = { mode: o.negotiation };
 const client = new Client({ name: `mcpgate-${L}`, version: "1.0.0" }, clientOptions);
 
 const call = (params) => o.sdk === "2" ? client.callTool(params, opts) : client.callTool(params, undefined, opts);
-// a result's content, without what the transport or mcpgate adds around it
+// as JSON, what came over the wire (no class instances or undefined members)
 const plain = (x) => JSON.parse(JSON.stringify(x));
 
 async function check(name, f) {
