@@ -55,7 +55,7 @@ CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c inte
 	internal/container/forward.c internal/container/mounts.c internal/container/owner.c internal/container/seccomp.c \
 	internal/container/topology.c
 AUDIT_SRC = internal/audit/audit.c
-REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c
+REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
 MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
@@ -97,7 +97,9 @@ keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_S
 keychain_test_LIBS = $(SODIUM_LIBS) $(PSL_LIBS)
 pack_test_SRC = internal/pack/pack_test.c $(PACK_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 pack_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
-remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c $(BASE_SRC) $(TESTING_SRC)
+remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c internal/remote/headers.c \
+	$(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
+remote_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 clients_test_SRC = internal/clients/clients_test.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(BASE_SRC) \
 	$(TESTING_SRC)
 clients_test_LIBS = $(YAJL_LIBS)

@@ -221,7 +221,7 @@ void gw_server_log_level(struct gw_server *srv, const char *level)
 static int start_mcp(struct gw_server *srv, bool attach, int64_t deadline, struct mg_err **err)
 {
 	const struct json_value *caps = gw_relay_server_capabilities(srv->cfg);
-	if (attach || srv->cfg->transport == CFG_TRANSPORT_REMOTE)
+	if (attach)
 		return mcp_initialize(srv->launch.peer, deadline, caps, &srv->info, err);
 	return mcp_start(srv->launch.peer, deadline, caps, &srv->info, err);
 }
