@@ -803,6 +803,19 @@ static void take_tools(struct remote_bridge *b, struct xfer *x, const struct rpc
 	json_free(root);
 }
 
+/* Whether a result is a DiscoverResult: supportedVersions, an array of
+ * strings that is not empty. */
+static bool discover_result(const struct json_value *result)
+{
+	const struct json_value *v = json_get(result, "supportedVersions");
+	if (v == NULL || v->kind != JSON_ARRAY || v->u.arr.len == 0)
+		return false;
+	for (size_t i = 0; i < v->u.arr.len; i++)
+		if (v->u.arr.items[i]->kind != JSON_STRING)
+			return false;
+	return true;
+}
+
 /* x's response arrived: pass it on (or adopt its session). */
 static void answered(struct remote_bridge *b, struct xfer *x, const struct rpc_msg *msg)
 {
@@ -812,6 +825,15 @@ static void answered(struct remote_bridge *b, struct xfer *x, const struct rpc_m
 		if (x->is_initialize && msg->kind == RPC_RESULT &&
 		    adopt_session(b, x, msg->result, &why) < 0) {
 			answer_error(b, x, why);
+			return;
+		}
+		if (x->modern && msg->kind == RPC_RESULT && strcmp(x->method, "server/discover") == 0 &&
+		    !discover_result(msg->result)) {
+			/* a server of the old era may answer any method it does not
+			 * know with {}: that is not the new era speaking */
+			answer_error(b, x,
+			             "server/discover: the answer is no DiscoverResult (it has no "
+			             "supportedVersions), so the server is not of MCP 2026-07-28");
 			return;
 		}
 		x->got_response = true;
