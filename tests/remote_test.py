@@ -859,6 +859,59 @@ def test_modern_version_retry():
     f.cleanup()
 
 
+class Lenient(BaseHTTPRequestHandler):
+    """A server of the old era without sessions that answers {} to any
+    method it does not know, server/discover included (as the 0.1.16
+    conformance suite's mock does)."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.server.seen.append(msg.get("method"))
+        if msg.get("id") is None:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        res = {}
+        if msg["method"] == "initialize":
+            res = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "lenient", "version": "0"}}
+        elif msg["method"] == "tools/list":
+            res = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        data = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": res}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_old_answers_anything():
+    f = Fixture("lenient")
+    httpd = QuietServer(("127.0.0.1", 0), Lenient)
+    httpd.seen = []
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d/mcp" % httpd.server_address[1]
+    try:
+        f.write(server("old", url, tools=("echo",)))
+        c = f.start()
+        c.initialize()
+        c.request("tools/list")
+        c.close()
+        live = [e["live"] for e in events(f.audit(), "server.withheld")]
+        t.ok(httpd.seen[:3] == ["server/discover", "initialize", "notifications/initialized"]
+             and live, "lenient: a {} to server/discover is no DiscoverResult: the server is "
+             "of the old era, initialized and listed", (httpd.seen, f.stderr_text()[-1500:]))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    f.cleanup()
+
+
 def main():
     global MANIFEST
     if not os.path.exists(MCP_HTTP):
@@ -868,7 +921,7 @@ def main():
     MANIFEST = learn_manifest()
     for test in (test_plain_http_refused, test_json, test_sse, test_expiry, test_redirect,
                  test_credential, test_timeout, test_down, test_hostile, test_modern,
-                 test_modern_version_retry):
+                 test_modern_version_retry, test_old_answers_anything):
         try:
             test()
         except Exception as e:  # a broken case is a failure, and the rest still run

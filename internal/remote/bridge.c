@@ -827,8 +827,8 @@ static void answered(struct remote_bridge *b, struct xfer *x, const struct rpc_m
 			answer_error(b, x, why);
 			return;
 		}
-		if (x->modern && msg->kind == RPC_RESULT && strcmp(x->method, "server/discover") == 0 &&
-		    !discover_result(msg->result)) {
+		if (x->modern && msg->kind == RPC_RESULT &&
+		    strcmp(x->method, "server/discover") == 0 && !discover_result(msg->result)) {
 			/* a server of the old era may answer any method it does not
 			 * know with {}: that is not the new era speaking */
 			answer_error(b, x,
