@@ -18,7 +18,13 @@
  * notifications/initialized), every message that met the end waits for it,
  * then each is sent once more. While a session is being opened (the
  * gateway's initialize, its notifications/initialized, or a renewal) other
- * messages wait in b->queue, so the server sees them in a valid order. */
+ * messages wait in b->queue, so the server sees them in a valid order.
+ *
+ * A request whose _meta names io.modelcontextprotocol/protocolVersion is of
+ * MCP 2026-07-28 (the gateway's server/discover probe, and every request to
+ * a server of that era): it carries no session, gets that binding's headers
+ * (headers.c), is never resumed, and an error status with a JSON-RPC error
+ * body is answered with that error. docs/2026-12-01-remote-eras.md. */
 #define _GNU_SOURCE
 #include "internal/remote/remote.h"
 

@@ -247,6 +247,25 @@ int remote_tool_params(const struct json_value *tool, struct remote_tool_params 
 	return 0;
 }
 
+/* An integer in JavaScript's safe range, written as one ("42") or with a
+ * fraction of zeros ("42.0", which JSON Schema counts as an integer). */
+static bool safe_integer(const struct json_value *v, int64_t *out)
+{
+	if (v->kind != JSON_NUMBER)
+		return false;
+	const char *dot = memchr(v->u.num.ptr, '.', v->u.num.len);
+	struct json_value whole = *v;
+	if (dot != NULL) {
+		size_t int_len = (size_t)(dot - v->u.num.ptr);
+		for (size_t i = int_len + 1; i < v->u.num.len; i++)
+			if (v->u.num.ptr[i] != '0')
+				return false;
+		whole.u.num.len = int_len;
+	}
+	return json_number_int64(&whole, out) == 0 && *out >= -SAFE_INTEGER_MAX &&
+	       *out <= SAFE_INTEGER_MAX;
+}
+
 /* The value at path in arguments, or NULL */
 static const struct json_value *at_path(const struct json_value *args, const struct strv *path)
 {
@@ -277,8 +296,7 @@ int remote_param_headers(const struct remote_tool_params *p, const struct json_v
 			break;
 		case REMOTE_PARAM_INTEGER: {
 			int64_t n;
-			if (v->kind == JSON_NUMBER && json_number_int64(v, &n) == 0 &&
-			    n >= -SAFE_INTEGER_MAX && n <= SAFE_INTEGER_MAX)
+			if (safe_integer(v, &n))
 				text = xasprintf("%" PRId64, n);
 			else
 				want = "an integer from -(2^53-1) to 2^53-1";

@@ -1,4 +1,5 @@
-/* Remote MCP servers over streamable HTTP (MCP 2025-11-25, basic/transports).
+/* Remote MCP servers over streamable HTTP (MCP 2025-11-25, basic/transports,
+ * and 2026-07-28's binding for requests whose _meta names that version).
  *
  * A bridge makes a remote server look to the gateway exactly like a local
  * one: on one end of a socketpair it speaks newline-delimited JSON-RPC (what

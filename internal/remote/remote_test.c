@@ -590,6 +590,13 @@ static void test_param_headers(void)
 	          "refused: argument priority goes in header Mcp-Param-Priority, so it must be an "
 	          "integer from -(2^53-1) to 2^53-1 as the tool's inputSchema says",
 	          "past the safe range");
+	lines_are(schema, "{\"priority\":42.000}", "Mcp-Param-Priority: 42",
+	          "an integer with a fraction of zeros, as JSON Schema counts it");
+	lines_are(schema, "{\"priority\":-0.0}", "Mcp-Param-Priority: 0", "minus zero");
+	lines_are(schema, "{\"priority\":4.2e1}",
+	          "refused: argument priority goes in header Mcp-Param-Priority, so it must be an "
+	          "integer from -(2^53-1) to 2^53-1 as the tool's inputSchema says",
+	          "an exponent is not taken");
 	lines_are(schema, "{\"priority\":3.5}",
 	          "refused: argument priority goes in header Mcp-Param-Priority, so it must be an "
 	          "integer from -(2^53-1) to 2^53-1 as the tool's inputSchema says",
