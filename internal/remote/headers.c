@@ -322,6 +322,19 @@ int remote_param_headers(const struct remote_tool_params *p, const struct json_v
 			*why = mg_buf_steal(&b, NULL);
 			return -1;
 		}
+		if (strlen(text) > REMOTE_PARAM_VALUE_MAX) {
+			struct mg_buf b = MG_BUF_INIT(4096);
+			mg_buf_puts(&b, "argument ", NULL);
+			for (size_t k = 0; k < rp->path.n; k++)
+				mg_buf_printf(&b, NULL, "%s%s", k > 0 ? "." : "", rp->path.v[k]);
+			mg_buf_printf(
+			    &b, NULL,
+			    " goes in header Mcp-Param-%s, and as a header it is %zu bytes, "
+			    "over the %d mcpgate sends",
+			    rp->header, strlen(text), REMOTE_PARAM_VALUE_MAX);
+			*why = mg_buf_steal(&b, NULL);
+			return -1;
+		}
 		/* curl sends "Name;" as a header with an empty value ("Name:" drops it) */
 		if (text[0] == '\0')
 			strv_pushf(lines, "Mcp-Param-%s;", rp->header);

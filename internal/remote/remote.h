@@ -88,6 +88,9 @@ const char *remote_bridge_session(const struct remote_bridge *b);
 /* The longest x-mcp-header name taken, and the most a tool may have */
 #define REMOTE_PARAM_NAME_MAX 128
 #define REMOTE_PARAMS_MAX     64
+/* The longest Mcp-Param value sent, encoded: HTTP servers commonly take
+ * 8 KiB of headers in all, so a longer one is refused here, by name */
+#define REMOTE_PARAM_VALUE_MAX 4096
 
 enum remote_param_type { REMOTE_PARAM_STRING, REMOTE_PARAM_INTEGER, REMOTE_PARAM_BOOLEAN };
 
@@ -123,8 +126,9 @@ void remote_tool_params_free(struct remote_tool_params *p);
 /* Append to lines one "Mcp-Param-NAME: VALUE" (libcurl's "Mcp-Param-NAME;"
  * for an empty value) per annotated parameter that arguments hold and that
  * is not null. -1 with *why (allocated) when a value is not of the type its
- * schema names (an integer outside JavaScript's safe range included): such
- * a call is not sent. p NULL adds nothing. */
+ * schema names (an integer outside JavaScript's safe range included) or is
+ * over REMOTE_PARAM_VALUE_MAX encoded: such a call is not sent. p NULL adds
+ * nothing. */
 int remote_param_headers(const struct remote_tool_params *p, const struct json_value *arguments,
                          struct strv *lines, char **why);
 

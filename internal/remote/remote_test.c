@@ -535,7 +535,7 @@ static void lines_are(const char *schema, const char *args, const char *want, co
 	struct remote_tool_params *p = NULL;
 	char *perr = NULL, *cerr = NULL;
 	struct strv lines = STRV_INIT;
-	struct mg_buf out = MG_BUF_INIT(4096);
+	struct mg_buf out = MG_BUF_INIT(1 << 16);
 	if (remote_tool_params(tool, &p, &perr) < 0) {
 		mg_buf_printf(&out, NULL, "bad tool: %s", perr);
 	} else if (remote_param_headers(p, arguments, &lines, &cerr) < 0) {
@@ -611,6 +611,24 @@ static void test_param_headers(void)
 	    "refused: argument verbose goes in header Mcp-Param-Verbose, so it must be true or "
 	    "false as the tool's inputSchema says",
 	    "a string for a boolean");
+	char *at_max = xmalloc(REMOTE_PARAM_VALUE_MAX + 32);
+	char *args = xmalloc(REMOTE_PARAM_VALUE_MAX + 64);
+	memset(at_max, 'v', REMOTE_PARAM_VALUE_MAX);
+	at_max[REMOTE_PARAM_VALUE_MAX] = '\0';
+	snprintf(args, REMOTE_PARAM_VALUE_MAX + 64, "{\"region\":\"%s\"}", at_max);
+	char *want = xasprintf("Mcp-Param-Region: %s", at_max);
+	lines_are(schema, args, want, "a value of exactly the limit");
+	free(want);
+	/* 3073 spaces are 4100 bytes of base64, 4111 with the sentinel: over */
+	memset(at_max, ' ', 3073);
+	at_max[3073] = '\0';
+	snprintf(args, REMOTE_PARAM_VALUE_MAX + 64, "{\"region\":\"%s\"}", at_max);
+	lines_are(schema, args,
+	          "refused: argument region goes in header Mcp-Param-Region, and as a header it is "
+	          "4111 bytes, over the 4096 mcpgate sends",
+	          "a value over the limit once encoded");
+	free(args);
+	free(at_max);
 	lines_are(
 	    schema, "{\"o\":{\"deep\":[1]}}",
 	    "refused: argument o.deep goes in header Mcp-Param-Deep, so it must be a string as "
