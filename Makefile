@@ -55,7 +55,7 @@ CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c inte
 	internal/container/forward.c internal/container/mounts.c internal/container/owner.c internal/container/seccomp.c \
 	internal/container/topology.c
 AUDIT_SRC = internal/audit/audit.c
-REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c
+REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
 MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
@@ -98,7 +98,9 @@ keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_S
 keychain_test_LIBS = $(SODIUM_LIBS) $(PSL_LIBS)
 pack_test_SRC = internal/pack/pack_test.c $(PACK_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 pack_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
-remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c $(BASE_SRC) $(TESTING_SRC)
+remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c internal/remote/headers.c \
+	$(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
+remote_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 clients_test_SRC = internal/clients/clients_test.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(BASE_SRC) \
 	$(TESTING_SRC)
 clients_test_LIBS = $(YAJL_LIBS)
@@ -197,7 +199,7 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
 	tests/listen_test.py tests/listen_conformance_test.py
-INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh
+INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
 

@@ -217,9 +217,30 @@ def test_plain_http_refused():
     f.cleanup()
 
 
+def check_probe(fake, what):
+    """The first request is the 2026-07-28 probe, which a server of the old
+    era refuses; then initialize. Returns the requests after the probe."""
+    log = fake.log()
+    first = log[0] if log else {"body": None, "headers": {}}
+    probe = [r for r in log if isinstance(r["body"], dict) and
+             r["body"].get("method") == "server/discover"]
+    t.ok(len(probe) == 1 and probe[0] is first and first["status"] == 400 and
+         "mcp-session-id" not in first["headers"] and
+         first["headers"].get("mcp-protocol-version") == "2026-07-28" and
+         first["headers"].get("mcp-method") == "server/discover" and
+         first["body"]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28",
+         "%s: server/discover of 2026-07-28 comes first, once, with its headers; the old "
+         "server refuses it (400)" % what, [(r["method"], r["headers"], r["body"]) for r in log[:2]])
+    t.ok(len(log) > 1 and isinstance(log[1]["body"], dict) and
+         log[1]["body"].get("method") == "initialize",
+         "%s: then initialize: the server is of the old era" % what,
+         [(r["method"], r["body"]) for r in log[:3]])
+    return [r for r in log if r not in probe]
+
+
 def check_headers(fake, what):
     """Every request after initialize carries the session and the version."""
-    log = fake.log()
+    log = check_probe(fake, what)
     init = [r for r in log if isinstance(r["body"], dict) and r["body"].get("method") == "initialize"]
     later = [r for r in log if r not in init]
     ok = bool(init) and all(
@@ -375,8 +396,11 @@ def test_redirect():
     un = events(f.audit(), "server.unavailable")
     t.ok(un and "HTTP 307" in un[0]["reason"], "redirect: server.unavailable says so", un)
     paths = [x["path"] for x in fake.log()]
-    t.ok("/moved" not in paths and paths == ["/mcp"],
-         "redirect: the redirect is not followed (one request, none to its target)", paths)
+    methods = [x["body"].get("method") for x in fake.log() if isinstance(x["body"], dict)]
+    t.ok("/moved" not in paths and paths == ["/mcp", "/mcp"] and
+         methods == ["server/discover", "initialize"],
+         "redirect: the redirect is not followed (the probe, then initialize; none to its target)",
+         list(zip(paths, methods)))
     f.cleanup()
 
 
@@ -522,6 +546,135 @@ class Hostile(BaseHTTPRequestHandler):
             self.reply(200, "application/json", good)
 
 
+MODERN = "2026-07-28"
+REGION_TOOL = {"name": "region", "inputSchema": {"type": "object", "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"},
+    "priority": {"type": "integer", "x-mcp-header": "Priority"},
+    "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+    "where": {"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}}},
+    "query": {"type": "string"}}}}
+MODERN_TOOLS = [
+    {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+    REGION_TOOL,
+    {"name": "streamed", "inputSchema": {"type": "object"}},
+    {"name": "mismatch", "inputSchema": {"type": "object"}},
+    # an annotation on a number: a client MUST leave the tool out
+    {"name": "scored", "inputSchema": {"type": "object", "properties": {
+        "score": {"type": "number", "x-mcp-header": "Score"}}}},
+]
+
+
+def decode_header(value):
+    m = re.fullmatch(r"=\?base64\?(.*)\?=", value or "")
+    import base64
+    return base64.b64decode(m.group(1)).decode() if m else value
+
+
+class Modern(BaseHTTPRequestHandler):
+    """A server of MCP 2026-07-28 only: no sessions, no GET or DELETE; it
+    checks every POST's headers against its body as the spec tells a server
+    to, and logs what it got in server.seen."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body, ctype="application/json"):
+        data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        # a session id of its own: a client of 2026-07-28 must not send it back
+        self.send_header("Mcp-Session-Id", "modern-should-be-ignored")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def record(self, body, status):
+        self.server.seen.append({"method": self.command, "headers": dict(
+            (k.lower(), v) for k, v in self.headers.items()), "body": body, "status": status})
+
+    def refuse(self):
+        self.record(None, 405)
+        self.reply(405, b"", "text/plain")
+
+    do_GET = refuse
+    do_DELETE = refuse
+
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+
+        def error(status, code, text, data=None):
+            self.record(msg, status)
+            e = {"code": code, "message": text}
+            if data is not None:
+                e["data"] = data
+            self.reply(status, {"jsonrpc": "2.0", "id": rid, "error": e})
+
+        def result(res):
+            self.record(msg, 200)
+            res = dict(res, resultType="complete")
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": res})
+        if rid is None or method is None:
+            return error(400, -32600, "2026-07-28 has no client notifications or responses")
+        meta = params.get("_meta") or {}
+        version = self.headers.get("MCP-Protocol-Version")
+        if version != meta.get("io.modelcontextprotocol/protocolVersion"):
+            return error(400, -32020, "Header mismatch: MCP-Protocol-Version %r" % version)
+        if version != MODERN:
+            return error(400, -32022, "Unsupported protocol version",
+                         {"supported": [MODERN], "requested": version})
+        if self.headers.get("Mcp-Method") != method:
+            return error(400, -32020, "Header mismatch: Mcp-Method")
+        if method in ("tools/call", "prompts/get") and \
+                decode_header(self.headers.get("Mcp-Name")) != params.get("name"):
+            return error(400, -32020, "Header mismatch: Mcp-Name")
+        if method == "server/discover":
+            return result({"supportedVersions": [MODERN], "capabilities": {"tools": {}},
+                           "_meta": {"io.modelcontextprotocol/serverInfo":
+                                     {"name": "modern-fake", "version": "1.0"}}})
+        if method == "tools/list":
+            return result({"tools": MODERN_TOOLS, "ttlMs": 0, "cacheScope": "private"})
+        if method != "tools/call":
+            return error(404, -32601, "Method not found: %s" % method)
+        name, args = params.get("name"), params.get("arguments") or {}
+        if name == "region":
+            for prop, hdr in (("region", "Region"), ("priority", "Priority"),
+                              ("verbose", "Verbose")):
+                want = args.get(prop)
+                got = self.headers.get("Mcp-Param-" + hdr)
+                if want is None and got is None:
+                    continue
+                want = json.dumps(want) if not isinstance(want, str) else want
+                if got is None or decode_header(got) != want:
+                    return error(400, -32020, "Header mismatch: Mcp-Param-%s %r" % (hdr, got))
+        if name == "mismatch":
+            return error(400, -32020, "Header mismatch: this server wants Mcp-Param-Nothing")
+        if name == "streamed":
+            self.record(msg, 200)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.close_connection = True
+            self.end_headers()
+            token = meta.get("progressToken")
+            events = []
+            if token is not None:
+                events.append({"jsonrpc": "2.0", "method": "notifications/progress",
+                               "params": {"progressToken": token, "progress": 1}})
+            # a request on the stream: 2026-07-28 forbids it, a client drops it
+            events.append({"jsonrpc": "2.0", "id": "srv-1", "method": "roots/list"})
+            events.append({"jsonrpc": "2.0", "id": rid, "result": {
+                "resultType": "complete", "content": [{"type": "text", "text": "streamed"}]}})
+            self.wfile.write(b"".join(b"id: e%d\ndata: %s\n\n" % (i, json.dumps(e).encode())
+                                      for i, e in enumerate(events)))
+            return
+        seen = sorted("%s=%s" % (k.lower(), v) for k, v in self.headers.items()
+                      if k.lower().startswith("mcp-param-"))
+        return result({"content": [{"type": "text", "text": json.dumps(
+            {"args": args, "params": seen})}]})
+
+
 class QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -570,6 +723,195 @@ def test_hostile():
     f.cleanup()
 
 
+def modern_server():
+    httpd = QuietServer(("127.0.0.1", 0), Modern)
+    httpd.seen = []
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, "http://127.0.0.1:%d/mcp" % httpd.server_address[1]
+
+
+def test_modern():
+    f = Fixture("modern")
+    httpd, url = modern_server()
+    tools = ("echo", "region", "streamed", "mismatch", "scored")
+    try:
+        f.write(server("new", url, tools=tools))
+        c = f.start()
+        c.initialize()
+        c.request("tools/list")
+        c.close()
+        live = [e["live"] for e in events(f.audit(), "server.withheld")]
+        f.write(server("new", url, live[0] if live else None, tools=tools))
+        httpd.seen.clear()
+        c = f.start()
+        c.initialize()
+        names = tool_names(c.request("tools/list"))
+        t.ok(names == ["new__echo", "new__region", "new__streamed", "new__mismatch"],
+             "modern: the server's tools are offered, but not the one whose x-mcp-header is on a "
+             "number", names)
+        warned = re.search(r"server new: tool scored is left out of its tools/list: property "
+                           r"score carries x-mcp-header \"Score\" but its type is \"number\"",
+                           f.stderr_text())
+        t.ok(warned, "modern: a warning names the server, the tool and the reason",
+             f.stderr_text()[-2000:])
+        r = c.call("new__echo", {"text": "hi"})
+        t.ok("result" in r and json.loads(text_of(r)) == {"args": {"text": "hi"}, "params": []},
+             "modern: a call is answered; a tool without x-mcp-header gets no Mcp-Param header", r)
+        args = {"region": "us-west1", "priority": 42, "verbose": True, "query": "q",
+                "where": {"zone": "Zürich "}}
+        r = c.call("new__region", args)
+        got = json.loads(text_of(r)) if "result" in r else {}
+        t.ok(got.get("params") == ["mcp-param-priority=42", "mcp-param-region=us-west1",
+                                   "mcp-param-verbose=true",
+                                   "mcp-param-zone==?base64?WsO8cmljaCA=?="],
+             "modern: each x-mcp-header argument goes in its Mcp-Param header, encoded as it "
+             "needs (the nested one too); the unannotated one does not", r)
+        r = c.call("new__region", {"region": "Hello, 世界", "query": "q"})
+        t.ok("result" in r, "modern: a non-ASCII value goes in base64 and the server's check "
+             "of header against body passes", r)
+        before = len(httpd.seen)
+        r = c.call("new__region", {"region": "x", "priority": 2 ** 53})
+        msg = r.get("error", {}).get("message", "")
+        t.ok("server new, tool region: argument priority goes in header Mcp-Param-Priority, so it "
+             "must be an integer" in msg and len(httpd.seen) == before,
+             "modern: an integer past JavaScript's safe range is refused, naming server and tool, "
+             "and nothing is sent", (msg, httpd.seen[before:]))
+        r = c.call("new__mismatch")
+        msg = r.get("error", {}).get("message", "")
+        t.ok(r.get("error", {}).get("code") == -32020 and "wants Mcp-Param-Nothing" in msg,
+             "modern: the server's HeaderMismatch (HTTP 400) reaches the client as its own error",
+             r)
+        before = len(c.notifications)
+        r = c.call("new__streamed", meta={"progressToken": "tok-1"})
+        progress = [n for n in c.notifications[before:] if n["method"] == "notifications/progress"]
+        t.ok("result" in r and text_of(r) == "streamed" and len(progress) == 1,
+             "modern: an event stream's progress and result come through", (r, progress))
+        time.sleep(0.3)
+        c.close()
+        seen = list(httpd.seen)
+        posts = [x for x in seen if x["method"] == "POST"]
+        methods = [x["body"]["method"] for x in posts]
+        t.ok(methods and methods[0] == "server/discover" and "initialize" not in methods,
+             "modern: server/discover first, then no initialize", methods)
+        t.ok(all(x["method"] == "POST" for x in seen),
+             "modern: no GET stream and no DELETE", [x["method"] for x in seen])
+        t.ok(all("mcp-session-id" not in x["headers"] for x in seen),
+             "modern: no request carries Mcp-Session-Id, though every answer gave one",
+             [x["headers"] for x in seen if "mcp-session-id" in x["headers"]])
+        t.ok(all("id" in x["body"] and "method" in x["body"] for x in posts),
+             "modern: only requests are posted (no notifications, no answer to the server's "
+             "request in the stream)", [x["body"] for x in posts])
+        t.ok(all(x["headers"].get("mcp-protocol-version") == MODERN and
+                 x["headers"].get("mcp-method") == x["body"]["method"] and
+                 x["body"]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN
+                 for x in posts),
+             "modern: every POST has MCP-Protocol-Version and Mcp-Method matching its body",
+             [(x["headers"], x["body"]) for x in posts])
+        calls = [x for x in posts if x["body"]["method"] == "tools/call"]
+        t.ok(calls and all(x["headers"].get("mcp-name") == x["body"]["params"]["name"]
+                           for x in calls) and all(x["status"] in (200, 400) for x in calls),
+             "modern: every tools/call has Mcp-Name, and no check of the server's failed but "
+             "the one it was made to fail", [(x["status"], x["headers"]) for x in calls])
+        t.ok([x["body"]["params"]["name"] for x in calls if x["status"] == 400] == ["mismatch"],
+             "modern: the server refused no header of mcpgate's",
+             [(x["status"], x["body"]) for x in calls])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    f.cleanup()
+
+
+def test_modern_version_retry():
+    """A 2026-07-28 server that refuses the version it then names as
+    supported (as the conformance suite's request-metadata does once) is
+    asked once more, not taken for an old one."""
+    f = Fixture("modern-retry")
+    httpd, url = modern_server()
+    refused = []
+
+    class Once(Modern):
+        def do_POST(self):
+            if not refused:
+                refused.append(True)
+                length = int(self.headers.get("Content-Length", "0"))
+                msg = json.loads(self.rfile.read(length))
+                self.record(msg, 400)
+                return self.reply(400, {"jsonrpc": "2.0", "id": msg.get("id"), "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": {"supported": [MODERN], "requested": MODERN}}})
+            Modern.do_POST(self)
+    httpd.RequestHandlerClass = Once
+    try:
+        f.write(server("new", url, tools=("echo",)))
+        c = f.start()
+        c.initialize()
+        c.request("tools/list")
+        c.close()
+        methods = [(x["body"] or {}).get("method") for x in httpd.seen]
+        statuses = [x["status"] for x in httpd.seen]
+        t.ok(methods[:3] == ["server/discover", "server/discover", "tools/list"] and
+             statuses[:2] == [400, 200] and "initialize" not in methods,
+             "modern: a -32022 that lists the version asked is followed by the same request "
+             "once more, and the server stays modern", list(zip(methods, statuses)))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    f.cleanup()
+
+
+class Lenient(BaseHTTPRequestHandler):
+    """A server of the old era without sessions that answers {} to any
+    method it does not know, server/discover included (as the 0.1.16
+    conformance suite's mock does)."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.server.seen.append(msg.get("method"))
+        if msg.get("id") is None:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        res = {}
+        if msg["method"] == "initialize":
+            res = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "lenient", "version": "0"}}
+        elif msg["method"] == "tools/list":
+            res = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        data = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": res}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_old_answers_anything():
+    f = Fixture("lenient")
+    httpd = QuietServer(("127.0.0.1", 0), Lenient)
+    httpd.seen = []
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d/mcp" % httpd.server_address[1]
+    try:
+        f.write(server("old", url, tools=("echo",)))
+        c = f.start()
+        c.initialize()
+        c.request("tools/list")
+        c.close()
+        live = [e["live"] for e in events(f.audit(), "server.withheld")]
+        t.ok(httpd.seen[:3] == ["server/discover", "initialize", "notifications/initialized"]
+             and live, "lenient: a {} to server/discover is no DiscoverResult: the server is "
+             "of the old era, initialized and listed", (httpd.seen, f.stderr_text()[-1500:]))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    f.cleanup()
+
+
 def main():
     global MANIFEST
     if not os.path.exists(MCP_HTTP):
@@ -578,7 +920,8 @@ def main():
         return 77
     MANIFEST = learn_manifest()
     for test in (test_plain_http_refused, test_json, test_sse, test_expiry, test_redirect,
-                 test_credential, test_timeout, test_down, test_hostile):
+                 test_credential, test_timeout, test_down, test_hostile, test_modern,
+                 test_modern_version_retry, test_old_answers_anything):
         try:
             test()
         except Exception as e:  # a broken case is a failure, and the rest still run

@@ -250,8 +250,8 @@ static bool era_known_modern(const char *path)
 
 /* A contained server of either era: server/discover, else initialize. An
  * instance speaks the old era to the sessions attached (it answers their
- * initialize itself), and a remote server's era is the bridge's to learn
- * (not yet: remote servers are asked for the old one). The era a server's
+ * initialize itself); a remote server is probed the same way, through its
+ * bridge (docs/2026-12-01-remote-eras.md). The era a server's
  * image answered in once is remembered, as versioning.mdx allows: a server
  * known to be of 2026-07-28 is given its whole start deadline to answer
  * server/discover, and one that then answers as the old era is forgotten,
@@ -259,7 +259,7 @@ static bool era_known_modern(const char *path)
 static int start_mcp(struct gw_server *srv, bool attach, int64_t deadline, struct mg_err **err)
 {
 	const struct json_value *caps = gw_relay_server_capabilities(srv->cfg);
-	if (attach || srv->cfg->transport == CFG_TRANSPORT_REMOTE)
+	if (attach)
 		return mcp_initialize(srv->launch.peer, deadline, caps, &srv->info, err);
 	struct session *s = srv->sess;
 	cleanup_free char *path = srv->cfg->image != NULL ? era_path(s, srv->cfg->image) : NULL;

@@ -185,8 +185,13 @@ static int discover(struct rpc_peer *peer, const struct json_value *meta, int64_
 	    : r == 0 && reply.kind == RPC_ERROR && reply.error_code == MCP_UNSUPPORTED_VERSION
 	        ? json_get(reply.error_data, "supported")
 	        : NULL;
+	/* a result is a DiscoverResult only with versions in it: a server of the
+	 * old era that answers {} to any method is of the old era */
+	bool listed =
+	    supported != NULL && supported->kind == JSON_ARRAY && supported->u.arr.len > 0;
 	bool modern_server =
-	    r == 0 && (reply.kind == RPC_RESULT || reply.error_code == MCP_UNSUPPORTED_VERSION);
+	    r == 0 && ((reply.kind == RPC_RESULT && listed) ||
+	               (reply.kind == RPC_ERROR && reply.error_code == MCP_UNSUPPORTED_VERSION));
 	if (modern_server && reply.kind == RPC_RESULT && lists(supported, MCP_PROTOCOL_MODERN)) {
 		/* 2026-07-28 names the server in the result's _meta */
 		fill_info(info, MCP_PROTOCOL_MODERN,

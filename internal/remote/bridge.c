@@ -18,7 +18,13 @@
  * notifications/initialized), every message that met the end waits for it,
  * then each is sent once more. While a session is being opened (the
  * gateway's initialize, its notifications/initialized, or a renewal) other
- * messages wait in b->queue, so the server sees them in a valid order. */
+ * messages wait in b->queue, so the server sees them in a valid order.
+ *
+ * A request whose _meta names io.modelcontextprotocol/protocolVersion is of
+ * MCP 2026-07-28 (the gateway's server/discover probe, and every request to
+ * a server of that era): it carries no session, gets that binding's headers
+ * (headers.c), is never resumed, and an error status with a JSON-RPC error
+ * body is answered with that error. docs/2026-12-01-remote-eras.md. */
 #define _GNU_SOURCE
 #include "internal/remote/remote.h"
 
@@ -55,6 +61,10 @@
 #define VERSION_MAX                64
 #define CONNECTIONS_MAX            64
 #define READS_PER_ROUND            16
+#define TOOLS_MAX                  4096 /* tools with x-mcp-header kept */
+/* 2026-07-28's UnsupportedProtocolVersionError */
+#define UNSUPPORTED_VERSION   (-32022)
+#define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
 
 enum xfer_role {
 	ROLE_GATEWAY,     /* a line the gateway wrote */
@@ -85,13 +95,22 @@ struct xfer {
 	bool is_initialize;    /* the gateway's initialize */
 	bool is_initialized;   /* the gateway's notifications/initialized */
 	bool is_response;      /* the gateway's answer to a server's request */
-	int posts;             /* POSTs made */
-	int64_t deadline;      /* the whole exchange, resumptions included */
-	uint64_t generation;   /* b->generation when last sent */
-	bool carried_session;  /* the last request held Mcp-Session-Id */
-	bool resuming;         /* the current request is a GET with Last-Event-ID */
-	bool got_response;     /* its response (or an error for it) was written */
-	bool renewed;          /* ROLE_RENEW: the new session is adopted */
+	/* a request of MCP 2026-07-28 (its _meta names the version): no
+	 * session, no resumption, the request headers in modern_headers */
+	bool modern;
+	char *version;              /* modern: the version its _meta names */
+	struct strv modern_headers; /* modern: MCP-Protocol-Version, Mcp-Method... */
+	char *refused;              /* modern: why it cannot be sent (a header) */
+	bool version_retried;       /* modern: sent again after -32022 */
+	bool lists_tools;           /* modern tools/list: its tools are read */
+	bool first_page;            /* ...and it is the first page (no cursor) */
+	int posts;                  /* POSTs made */
+	int64_t deadline;           /* the whole exchange, resumptions included */
+	uint64_t generation;        /* b->generation when last sent */
+	bool carried_session;       /* the last request held Mcp-Session-Id */
+	bool resuming;              /* the current request is a GET with Last-Event-ID */
+	bool got_response;          /* its response (or an error for it) was written */
+	bool renewed;               /* ROLE_RENEW: the new session is adopted */
 	int resumes;
 	struct loop_timer *resume_timer;
 
@@ -144,6 +163,13 @@ struct remote_bridge {
 	bool renewing;             /* a new session is being opened */
 	bool need_renewal;         /* the last renewal failed: try with the next message */
 	uint64_t renewals;
+
+	/* the server answered a request of 2026-07-28: no notifications or
+	 * responses go to it (that era has none over HTTP) */
+	bool modern;
+	/* the x-mcp-header parameters of its tools, from its tools/list */
+	struct remote_tool_params **tools;
+	size_t ntools;
 };
 
 /* ---- libcurl, once per process ------------------------------------------ */
@@ -282,11 +308,11 @@ static void write_line(struct remote_bridge *b, const char *line, size_t len)
 }
 
 /* A message from the server, written as one compact line. */
-static void forward(struct remote_bridge *b, const struct rpc_msg *msg)
+static void forward_json(struct remote_bridge *b, const struct json_value *root)
 {
 	struct mg_buf line = MG_BUF_INIT(2 * b->response_max + 64);
 	struct mg_err *err = NULL;
-	if (json_generate(msg->root, &line, &err) < 0 || mg_buf_putc(&line, '\n', &err) < 0) {
+	if (json_generate(root, &line, &err) < 0 || mg_buf_putc(&line, '\n', &err) < 0) {
 		mg_warn("server %s: a message from the server cannot be passed on: %s", b->server,
 		        mg_err_msg(err));
 		mg_err_free(err);
@@ -294,6 +320,11 @@ static void forward(struct remote_bridge *b, const struct rpc_msg *msg)
 		write_line(b, line.data, line.len);
 	}
 	mg_buf_free(&line);
+}
+
+static void forward(struct remote_bridge *b, const struct rpc_msg *msg)
+{
+	forward_json(b, msg->root);
 }
 
 /* The one answer a gateway request gets when the server gave none. */
@@ -407,7 +438,60 @@ static void xfer_free(struct remote_bridge *b, struct xfer *x)
 	free(x->method);
 	json_free(x->id);
 	free(x->id_key);
+	free(x->version);
+	strv_free(&x->modern_headers);
+	free(x->refused);
 	free(x);
+}
+
+static const struct remote_tool_params *tool_params(const struct remote_bridge *b, const char *tool)
+{
+	for (size_t i = 0; i < b->ntools; i++)
+		if (strcmp(b->tools[i]->tool, tool) == 0)
+			return b->tools[i];
+	return NULL;
+}
+
+static void clear_tools(struct remote_bridge *b)
+{
+	for (size_t i = 0; i < b->ntools; i++)
+		remote_tool_params_free(b->tools[i]);
+	free(b->tools);
+	b->tools = NULL;
+	b->ntools = 0;
+}
+
+/* The headers 2026-07-28 puts on a request (basic/transports, "Request
+ * Metadata"): the version its _meta names, its method, the name or uri of a
+ * call, read or get, and a call's Mcp-Param-* from the tool's x-mcp-header
+ * parameters. A value that cannot go in its header leaves x->refused. */
+static void modern_headers(struct remote_bridge *b, struct xfer *x, const struct rpc_msg *msg)
+{
+	strv_pushf(&x->modern_headers, "MCP-Protocol-Version: %s", x->version);
+	cleanup_free char *method = remote_header_value(msg->method, strlen(msg->method));
+	strv_pushf(&x->modern_headers, "Mcp-Method: %s", method);
+	const char *name_field =
+	    strcmp(msg->method, "tools/call") == 0 || strcmp(msg->method, "prompts/get") == 0
+	        ? "name"
+	    : strcmp(msg->method, "resources/read") == 0 ? "uri"
+	                                                 : NULL;
+	const struct json_value *name =
+	    name_field != NULL ? json_get(msg->params, name_field) : NULL;
+	if (name != NULL && name->kind == JSON_STRING) {
+		cleanup_free char *v = remote_header_value(name->u.str.ptr, name->u.str.len);
+		strv_pushf(&x->modern_headers, "Mcp-Name: %s", v);
+	}
+	if (strcmp(msg->method, "tools/list") == 0) {
+		x->lists_tools = true;
+		x->first_page = json_get(msg->params, "cursor") == NULL;
+	}
+	if (strcmp(msg->method, "tools/call") != 0 || name == NULL || name->kind != JSON_STRING)
+		return;
+	cleanup_free char *why = NULL;
+	if (remote_param_headers(tool_params(b, name->u.str.ptr),
+	                         json_get(msg->params, "arguments"), &x->modern_headers, &why) < 0)
+		x->refused = xasprintf("server %s, tool %s: %s; the call was not sent", b->server,
+		                       name->u.str.ptr, why);
 }
 
 /* An exchange for one message (the line without its newline); NULL when it
@@ -439,6 +523,17 @@ static struct xfer *xfer_new(struct remote_bridge *b, enum xfer_role role, const
 	x->is_initialized = role == ROLE_GATEWAY && msg->kind == RPC_NOTIFICATION &&
 	                    strcmp(msg->method, "notifications/initialized") == 0;
 	x->is_response = msg->kind == RPC_RESULT || msg->kind == RPC_ERROR;
+	const struct json_value *version =
+	    msg->kind == RPC_REQUEST
+	        ? json_get(json_get(msg->params, "_meta"), META_PROTOCOL_VERSION)
+	        : NULL;
+	if (version != NULL && version->kind == JSON_STRING && version->u.str.len > 0 &&
+	    version->u.str.len <= VERSION_MAX &&
+	    visible_ascii(version->u.str.ptr, version->u.str.len)) {
+		x->modern = true;
+		x->version = xstrdup(version->u.str.ptr);
+		modern_headers(b, x, msg);
+	}
 	x->deadline = now_ms() + b->request_timeout_ms;
 	mg_buf_init(&x->answer, 0);
 	return x;
@@ -654,6 +749,79 @@ static bool same_id(const struct xfer *x, const struct json_value *id)
 	return key != NULL && strcmp(key, x->id_key) == 0;
 }
 
+/* A 2026-07-28 tools/list result: each tool's x-mcp-header parameters are
+ * kept for its calls, and a tool whose annotations break the rules is left
+ * out of the list, with a warning (basic/transports, "Schema Extension"). */
+static void take_tools(struct remote_bridge *b, struct xfer *x, const struct rpc_msg *msg)
+{
+	struct json_value *root = json_copy(msg->root);
+	struct json_value *tools = NULL;
+	struct json_value *result = NULL;
+	for (size_t i = 0; root->kind == JSON_OBJECT && i < root->u.obj.len; i++)
+		if (strcmp(root->u.obj.items[i].key, "result") == 0)
+			result = root->u.obj.items[i].value;
+	for (size_t i = 0; result != NULL && result->kind == JSON_OBJECT && i < result->u.obj.len;
+	     i++)
+		if (strcmp(result->u.obj.items[i].key, "tools") == 0)
+			tools = result->u.obj.items[i].value;
+	if (x->first_page)
+		clear_tools(b);
+	size_t keep = 0;
+	for (size_t i = 0; tools != NULL && tools->kind == JSON_ARRAY && i < tools->u.arr.len;
+	     i++) {
+		struct json_value *t = tools->u.arr.items[i];
+		const char *name = json_get_string(t, "name");
+		struct remote_tool_params *p = NULL;
+		cleanup_free char *why = NULL;
+		if (name == NULL || t->kind != JSON_OBJECT) {
+			tools->u.arr.items[keep++] = t; /* the gateway says what is wrong */
+			continue;
+		}
+		if (remote_tool_params(t, &p, &why) < 0 ||
+		    (p->n > 0 && tool_params(b, name) == NULL && b->ntools >= TOOLS_MAX)) {
+			mg_warn("server %s: tool %s is left out of its tools/list: %s", b->server,
+			        name,
+			        why != NULL ? why : "too many tools with x-mcp-header parameters");
+			remote_tool_params_free(p);
+			json_free(t);
+			continue;
+		}
+		tools->u.arr.items[keep++] = t;
+		if (p->n == 0) {
+			remote_tool_params_free(p);
+			continue;
+		}
+		size_t at = b->ntools;
+		for (size_t k = 0; k < b->ntools; k++)
+			if (strcmp(b->tools[k]->tool, name) == 0)
+				at = k;
+		if (at == b->ntools) {
+			b->tools = xreallocarray(b->tools, b->ntools + 1, sizeof(*b->tools));
+			b->ntools++;
+		} else {
+			remote_tool_params_free(b->tools[at]);
+		}
+		b->tools[at] = p;
+	}
+	if (tools != NULL && tools->kind == JSON_ARRAY)
+		tools->u.arr.len = keep;
+	forward_json(b, root);
+	json_free(root);
+}
+
+/* Whether a result is a DiscoverResult: supportedVersions, an array of
+ * strings that is not empty. */
+static bool discover_result(const struct json_value *result)
+{
+	const struct json_value *v = json_get(result, "supportedVersions");
+	if (v == NULL || v->kind != JSON_ARRAY || v->u.arr.len == 0)
+		return false;
+	for (size_t i = 0; i < v->u.arr.len; i++)
+		if (v->u.arr.items[i]->kind != JSON_STRING)
+			return false;
+	return true;
+}
+
 /* x's response arrived: pass it on (or adopt its session). */
 static void answered(struct remote_bridge *b, struct xfer *x, const struct rpc_msg *msg)
 {
@@ -665,8 +833,22 @@ static void answered(struct remote_bridge *b, struct xfer *x, const struct rpc_m
 			answer_error(b, x, why);
 			return;
 		}
+		if (x->modern && msg->kind == RPC_RESULT &&
+		    strcmp(x->method, "server/discover") == 0 && !discover_result(msg->result)) {
+			/* a server of the old era may answer any method it does not
+			 * know with {}: that is not the new era speaking */
+			answer_error(b, x,
+			             "server/discover: the answer is no DiscoverResult (it has no "
+			             "supportedVersions), so the server is not of MCP 2026-07-28");
+			return;
+		}
 		x->got_response = true;
-		forward(b, msg);
+		if (x->modern && msg->kind == RPC_RESULT)
+			b->modern = true;
+		if (x->lists_tools && msg->kind == RPC_RESULT)
+			take_tools(b, x, msg);
+		else
+			forward(b, msg);
 		return;
 	case ROLE_RENEW:
 		x->got_response = true;
@@ -712,6 +894,15 @@ static int take_message(struct remote_bridge *b, struct xfer *x, const char *tex
 	}
 	switch (msg.kind) {
 	case RPC_REQUEST:
+		if (x->modern) {
+			/* 2026-07-28: a server asks in an input_required result only */
+			mg_warn("server %s: dropped its request %s in the stream of %s: MCP "
+			        "2026-07-28 servers send none",
+			        b->server, msg.method, x->method != NULL ? x->method : "a request");
+			break;
+		}
+		forward(b, &msg);
+		break;
 	case RPC_NOTIFICATION:
 		forward(b, &msg);
 		break;
@@ -760,7 +951,11 @@ static void choose_mode(struct xfer *x)
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ct);
 	bool wants_answer = x->id != NULL || x->resuming;
-	if (status < 200 || status >= 300) {
+	if ((status < 200 || status >= 300) && x->modern && media_is(ct, "application/json")) {
+		/* 2026-07-28 says why in a JSON-RPC error (modern_error()) */
+		x->mode = BODY_JSON;
+		mg_buf_init(&x->answer, x->b->response_max);
+	} else if (status < 200 || status >= 300) {
 		x->mode = BODY_EXCERPT;
 		mg_buf_init(&x->answer, EXCERPT_MAX);
 	} else if (!wants_answer) {
@@ -1057,7 +1252,7 @@ static void start_request(struct remote_bridge *b, struct xfer *x)
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
 	/* initialize opens a session: it carries none */
-	bool opens = x->is_initialize || x->role == ROLE_RENEW;
+	bool opens = x->is_initialize || x->role == ROLE_RENEW || x->modern;
 	struct curl_slist *h = NULL;
 	if (x->resuming) {
 		size_t id_len = 0;
@@ -1071,6 +1266,8 @@ static void start_request(struct remote_bridge *b, struct xfer *x)
 		h = add_header(h, "Accept: application/json, text/event-stream");
 		h = add_header(h, "Content-Type: application/json");
 		h = add_header(h, "Expect:"); /* no 100-continue round trip */
+		for (size_t i = 0; i < x->modern_headers.n; i++)
+			h = add_header(h, "%s", x->modern_headers.v[i]);
 		x->posts++;
 	}
 	x->headers = session_headers(b, h, !opens);
@@ -1092,7 +1289,9 @@ static bool can_resume(const struct xfer *x)
 {
 	size_t len = 0;
 	const char *id = sse_last_id(&x->sse, &len);
-	if (!x->sse_on || len == 0 || x->resumes >= REMOTE_RESUMES_MAX || now_ms() >= x->deadline)
+	/* 2026-07-28's streams are not resumable */
+	if (x->modern || !x->sse_on || len == 0 || x->resumes >= REMOTE_RESUMES_MAX ||
+	    now_ms() >= x->deadline)
 		return false;
 	/* it goes into a header: printable ASCII only */
 	for (size_t i = 0; i < len; i++)
@@ -1124,6 +1323,65 @@ static void schedule_resume(struct remote_bridge *b, struct xfer *x)
 	mg_debug("server %s: the event stream of %s ended early; resuming in %" PRId64 " ms",
 	         b->server, x->method != NULL ? x->method : "a request", delay);
 	x->resume_timer = loop_timer_add(b->loop, delay, on_resume, x);
+}
+
+static bool lists_version(const struct json_value *supported, const char *version)
+{
+	for (size_t i = 0;
+	     supported != NULL && supported->kind == JSON_ARRAY && i < supported->u.arr.len; i++) {
+		const struct json_value *v = supported->u.arr.items[i];
+		if (v->kind == JSON_STRING && strcmp(v->u.str.ptr, version) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* An error status to a 2026-07-28 request whose body is a JSON-RPC error
+ * for it (or for id null): that error is its answer, with its code, so the
+ * gateway can tell an UnsupportedProtocolVersionError, a HeaderMismatch or
+ * an unknown method from a server of the old era. A -32022 that lists the
+ * very version asked for sends the request once more. Returns false when
+ * the body is no such error (then the status is the answer). */
+static bool modern_error(struct remote_bridge *b, struct xfer *x)
+{
+	struct rpc_msg msg;
+	memset(&msg, 0, sizeof(msg));
+	if (x->answer.data == NULL || rpc_parse(x->answer.data, x->answer.len, 0, &msg, NULL) < 0 ||
+	    msg.kind != RPC_ERROR ||
+	    !(same_id(x, msg.id) || (msg.id != NULL && msg.id->kind == JSON_NULL))) {
+		rpc_msg_free(&msg);
+		return false;
+	}
+	if (msg.error_code == UNSUPPORTED_VERSION && !x->version_retried &&
+	    lists_version(json_get(msg.error_data, "supported"), x->version)) {
+		rpc_msg_free(&msg);
+		x->version_retried = true;
+		mg_info("server %s: it refused version %s of %s and named it as supported; "
+		        "sending it once more",
+		        b->server, x->version, x->method);
+		unlink_xfer(b, x);
+		start_request(b, x);
+		return true;
+	}
+	cleanup_free char *text =
+	    xstrndup(msg.error_message != NULL ? msg.error_message : "", msg.error_message_len);
+	struct mg_buf line = MG_BUF_INIT(2 * b->response_max + 64);
+	struct mg_err *err = NULL;
+	if (rpc_build_error(x->id, msg.error_code, text, msg.error_data, &line, &err) < 0) {
+		cleanup_free char *why =
+		    xasprintf("its error cannot be passed on: %s", mg_err_msg(err));
+		mg_err_free(err);
+		mg_buf_free(&line);
+		rpc_msg_free(&msg);
+		end_xfer(b, x, why);
+		return true;
+	}
+	x->got_response = true;
+	write_line(b, line.data, line.len);
+	mg_buf_free(&line);
+	rpc_msg_free(&msg);
+	end_xfer(b, x, NULL);
+	return true;
 }
 
 /* x's HTTP request is over (from settle(), outside libcurl's callbacks). */
@@ -1182,6 +1440,8 @@ static void finish(struct remote_bridge *b, struct xfer *x, CURLcode res)
 		return;
 	}
 	if (status < 200 || status >= 300) {
+		if (x->modern && x->mode == BODY_JSON && modern_error(b, x))
+			return;
 		cleanup_free char *body = excerpt(b, x->answer.data, x->answer.len);
 		cleanup_free char *why = xasprintf("HTTP %ld%s%s", status, body != NULL ? ": " : "",
 		                                   body != NULL ? body : "");
@@ -1255,7 +1515,24 @@ static void handle_line(struct remote_bridge *b, const char *line, size_t len)
 	           strcmp(msg.method, "notifications/cancelled") == 0) {
 		cancel_request(b, msg.params);
 	}
+	bool notification = msg.kind == RPC_NOTIFICATION;
 	rpc_msg_free(&msg);
+	if (x->refused != NULL) {
+		mg_warn("%s", x->refused);
+		cleanup_free char *why = steal_pointer(&x->refused);
+		answer_error(b, x, why);
+		xfer_free(b, x);
+		return;
+	}
+	if (b->modern && (notification || x->is_response)) {
+		/* 2026-07-28 has no notifications and no server requests over HTTP:
+		 * a cancelled request's stream was closed above, which is how it
+		 * says cancel */
+		mg_debug("server %s: %s is not sent to a server of MCP 2026-07-28", b->server,
+		         x->method != NULL ? x->method : "a response");
+		xfer_free(b, x);
+		return;
+	}
 	if (b->need_renewal && b->have_init && !x->is_initialize)
 		start_renewal(b);
 	/* an answer to the server goes at once: the server may be waiting for
@@ -1494,5 +1771,6 @@ void remote_bridge_end(struct remote_bridge *b)
 	free(b->session_id);
 	free(b->protocol_version);
 	json_free(b->init_params);
+	clear_tools(b);
 	free(b);
 }

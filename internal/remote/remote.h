@@ -1,4 +1,5 @@
-/* Remote MCP servers over streamable HTTP (MCP 2025-11-25, basic/transports).
+/* Remote MCP servers over streamable HTTP (MCP 2025-11-25, basic/transports,
+ * and 2026-07-28's binding for requests whose _meta names that version).
  *
  * A bridge makes a remote server look to the gateway exactly like a local
  * one: on one end of a socketpair it speaks newline-delimited JSON-RPC (what
@@ -22,6 +23,8 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/err.h"
+#include "internal/base/strv.h"
+#include "internal/json/json.h"
 #include "internal/proc/loop.h"
 
 /* ---- the bridge (bridge.c) ----------------------------------------------- */
@@ -79,6 +82,55 @@ void remote_bridge_end(struct remote_bridge *b);
 /* The session id the server gave (NULL before initialize, or when it gives
  * none); borrowed, valid until the next loop round. For tests and logs. */
 const char *remote_bridge_session(const struct remote_bridge *b);
+
+/* ---- 2026-07-28's request headers (headers.c) ---------------------------- */
+
+/* The longest x-mcp-header name taken, and the most a tool may have */
+#define REMOTE_PARAM_NAME_MAX 128
+#define REMOTE_PARAMS_MAX     64
+/* The longest Mcp-Param value sent, encoded: HTTP servers commonly take
+ * 8 KiB of headers in all, so a longer one is refused here, by name */
+#define REMOTE_PARAM_VALUE_MAX 4096
+
+enum remote_param_type { REMOTE_PARAM_STRING, REMOTE_PARAM_INTEGER, REMOTE_PARAM_BOOLEAN };
+
+/* One parameter a tool's inputSchema marks with x-mcp-header */
+struct remote_param {
+	char *header;     /* the name after Mcp-Param- */
+	struct strv path; /* the properties chain from the root to it */
+	enum remote_param_type type;
+};
+
+struct remote_tool_params {
+	char *tool;
+	struct remote_param *params;
+	size_t n;
+};
+
+/* A header value of MCP 2026-07-28 ("Value Encoding"): value as it is when
+ * it is printable ASCII without a leading or trailing space and not of the
+ * form =?base64?...?=, else "=?base64?" BASE64 "?=" of its bytes. Allocated,
+ * NUL-terminated. */
+char *remote_header_value(const char *value, size_t len);
+
+/* A tool's x-mcp-header annotations (tool is one entry of a tools/list
+ * result). 0 with *out (allocated; n may be 0), or -1 with *why (allocated)
+ * saying what breaks the rules: a name that is empty, over
+ * REMOTE_PARAM_NAME_MAX or not an RFC 9110 token, one that repeats another
+ * (without case), a property that is not of type string, integer or
+ * boolean, or an annotation not reached from the root through properties
+ * alone. Such a tool must not be offered. */
+int remote_tool_params(const struct json_value *tool, struct remote_tool_params **out, char **why);
+void remote_tool_params_free(struct remote_tool_params *p);
+
+/* Append to lines one "Mcp-Param-NAME: VALUE" (libcurl's "Mcp-Param-NAME;"
+ * for an empty value) per annotated parameter that arguments hold and that
+ * is not null. -1 with *why (allocated) when a value is not of the type its
+ * schema names (an integer outside JavaScript's safe range included) or is
+ * over REMOTE_PARAM_VALUE_MAX encoded: such a call is not sent. p NULL adds
+ * nothing. */
+int remote_param_headers(const struct remote_tool_params *p, const struct json_value *arguments,
+                         struct strv *lines, char **why);
 
 /* ---- server-sent events (sse.c) ------------------------------------------ */
 

@@ -1,5 +1,7 @@
-/* Tests of internal/remote's SSE parser: every split of the input gives the
- * same events; fields, comments, line ends, ids, retry and the size cap. */
+/* Tests of internal/remote's SSE parser (every split of the input gives the
+ * same events; fields, comments, line ends, ids, retry and the size cap) and
+ * of its 2026-07-28 request headers (the value encoding, x-mcp-header rules,
+ * the Mcp-Param-* lines of a call). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,8 +358,289 @@ static void test_garbage(void)
 	T_OK(1, "64 rounds of 8 KiB of garbage: no crash, buffers bounded (%d events)", events);
 }
 
+/* ---- 2026-07-28's headers ---------------------------------------------- */
+
+static void value_is(const char *in, size_t len, const char *want, const char *why)
+{
+	char *got = remote_header_value(in, len);
+	T_STR(got, want, "header value of %s", why);
+	free(got);
+}
+
+static void test_header_values(void)
+{
+	/* the spec's own table (basic/transports, "Value Encoding") */
+	value_is("us-west1", 8, "us-west1", "plain ASCII, as it is");
+	value_is("Hello, \xe4\xb8\x96\xe7\x95\x8c", 13,
+	         "=?base64?SGVsbG8sIOS4lueVjA==?=", "non-ASCII, in base64 of its UTF-8");
+	value_is(" padded ", 8, "=?base64?IHBhZGRlZCA=?=", "leading and trailing spaces");
+	value_is("line1\nline2", 11, "=?base64?bGluZTEKbGluZTI=?=", "a line feed");
+	value_is("=?base64?literal?=", 18,
+	         "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", "a value that looks like the sentinel");
+	value_is("us west 1", 9, "us west 1", "inner spaces, as they are");
+	value_is("", 0, "", "the empty string, as it is");
+	value_is(" x", 2, "=?base64?IHg=?=", "a leading space alone");
+	value_is("x ", 2, "=?base64?eCA=?=", "a trailing space alone");
+	value_is("\tx", 2, "=?base64?CXg=?=", "a tab");
+	value_is("a\r\nb", 4, "=?base64?YQ0KYg==?=", "CR LF");
+	value_is("a\x7f", 2, "=?base64?YX8=?=", "DEL");
+	value_is("a\0b", 3, "=?base64?YQBi?=", "a NUL byte");
+	value_is("=?base64?", 9, "=?base64?", "the prefix alone is not the sentinel");
+	value_is("=?base64?x?", 11, "=?base64?x?", "nor is a value without the suffix");
+}
+
+static struct json_value *parse_json(const char *text)
+{
+	struct json_value *v = NULL;
+	struct mg_err *err = NULL;
+	if (json_parse(text, strlen(text), NULL, &v, &err) < 0) {
+		fprintf(stderr, "bad test JSON: %s\n", mg_err_msg(err));
+		abort();
+	}
+	return v;
+}
+
+/* The tool's params as "Header=a.b:type,..." or "refused: why" */
+static char *params_of(const char *tool_json)
+{
+	struct json_value *tool = parse_json(tool_json);
+	struct remote_tool_params *p = NULL;
+	char *why = NULL;
+	struct mg_buf out = MG_BUF_INIT(4096);
+	if (remote_tool_params(tool, &p, &why) < 0) {
+		mg_buf_printf(&out, NULL, "refused: %s", why);
+	} else {
+		static const char *const types[] = {"string", "integer", "boolean"};
+		for (size_t i = 0; i < p->n; i++) {
+			mg_buf_printf(&out, NULL, "%s%s=", i > 0 ? "," : "", p->params[i].header);
+			for (size_t k = 0; k < p->params[i].path.n; k++)
+				mg_buf_printf(&out, NULL, "%s%s", k > 0 ? "." : "",
+				              p->params[i].path.v[k]);
+			mg_buf_printf(&out, NULL, ":%s", types[p->params[i].type]);
+		}
+	}
+	free(why);
+	remote_tool_params_free(p);
+	json_free(tool);
+	return mg_buf_steal(&out, NULL);
+}
+
+static void params_are(const char *schema, const char *want, const char *why)
+{
+	char *tool = xasprintf("{\"name\":\"t\",\"inputSchema\":%s}", schema);
+	char *got = params_of(tool);
+	T_STR(got, want, "x-mcp-header: %s", why);
+	free(got);
+	free(tool);
+}
+
+static void refused(const char *schema, const char *part, const char *why)
+{
+	char *tool = xasprintf("{\"name\":\"t\",\"inputSchema\":%s}", schema);
+	char *got = params_of(tool);
+	T_OK(strncmp(got, "refused: ", 9) == 0 && strstr(got, part) != NULL,
+	     "x-mcp-header refused: %s (%s)", why, got);
+	free(got);
+	free(tool);
+}
+
+#define PROP(type, name) "{\"type\":\"" type "\",\"x-mcp-header\":\"" name "\"}"
+
+static void test_tool_params(void)
+{
+	params_are("{\"type\":\"object\"}", "", "a schema without any");
+	params_are("{\"type\":\"object\",\"properties\":{\"region\":" PROP(
+	               "string", "Region") ",\"q\":{\"type\":\"string\"}}}",
+	           "Region=region:string", "one string parameter");
+	params_are(
+	    "{\"type\":\"object\",\"properties\":{\"n\":" PROP("integer", "N") ",\"b\":" PROP(
+	        "boolean",
+	        "B") ",\"o\":{\"type\":\"object\",\"properties\":{\"deep\":" PROP("string",
+	                                                                          "Deep") "}}}}",
+	    "N=n:integer,B=b:boolean,Deep=o.deep:string",
+	    "integer, boolean, and a nested property through properties alone");
+	params_are("{\"properties\":{\"a\":" PROP("string", "!#$%&'*+-.^_`|~09azAZ") "}}",
+	           "!#$%&'*+-.^_`|~09azAZ=a:string", "every token character");
+	params_are("{\"properties\":{\"a\":{\"type\":\"string\",\"default\":{\"x-mcp-header\":"
+	           "\"X\"}}}}",
+	           "", "a key of that name inside a default is data, not an annotation");
+	refused("{\"properties\":{\"v\":" PROP("string", "") "}}", "is empty", "an empty name");
+	refused("{\"properties\":{\"v\":" PROP("string", "My Region") "}}", "not a header name",
+	        "a space");
+	refused("{\"properties\":{\"v\":" PROP("string", "Region:Primary") "}}",
+	        "not a header name", "a colon");
+	refused("{\"properties\":{\"v\":" PROP("string", "R\u00e9gion") "}}", "R\\xc3\\xa9gion",
+	        "a non-ASCII name, shown escaped");
+	refused("{\"properties\":{\"v\":" PROP("string", "Region\\t1") "}}", "not a header name",
+	        "a control character");
+	refused("{\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":7}}}",
+	        "is not a string", "a name that is not a string");
+	refused("{\"properties\":{\"a\":" PROP("string", "Region") ",\"b\":" PROP("string",
+	                                                                          "Region") "}}",
+	        "repeats that of property a", "the same name twice");
+	refused("{\"properties\":{\"a\":" PROP("string", "MyField") ",\"b\":" PROP("string",
+	                                                                           "myfield") "}}",
+	        "without case", "names that differ in case only");
+	refused("{\"properties\":{\"d\":" PROP("object", "Data") "}}", "\"object\", not string",
+	        "an object parameter");
+	refused("{\"properties\":{\"d\":" PROP("array", "Items") "}}", "\"array\"",
+	        "an array parameter");
+	refused("{\"properties\":{\"d\":" PROP("null", "Nil") "}}", "\"null\"", "a null parameter");
+	refused("{\"properties\":{\"d\":" PROP("number", "Score") "}}", "\"number\"",
+	        "a number parameter");
+	refused("{\"properties\":{\"d\":{\"x-mcp-header\":\"D\"}}}", "not given",
+	        "a parameter of no type");
+	refused("{\"properties\":{\"d\":{\"type\":[\"string\",\"null\"],\"x-mcp-header\":\"D\"}}}",
+	        "not one type name", "a parameter of two types");
+	refused("{\"type\":\"string\",\"x-mcp-header\":\"Root\"}", "root", "on the root");
+	refused("{\"properties\":{\"l\":{\"type\":\"array\",\"items\":" PROP("string", "I") "}}}",
+	        "not reached through properties alone", "under items");
+	refused("{\"$defs\":{\"x\":" PROP("string", "X") "},\"properties\":{\"a\":{\"$ref\":"
+	                                                 "\"#/$defs/x\"}}}",
+	        "not reached through properties alone", "under $defs");
+	refused("{\"properties\":{\"a\":{\"oneOf\":[" PROP("string", "A") "]}}}",
+	        "not reached through properties alone", "under oneOf");
+	refused("{\"if\":{\"properties\":{\"a\":" PROP("string", "A") "}}}",
+	        "not reached through properties alone", "under if");
+	char name[REMOTE_PARAM_NAME_MAX + 2];
+	memset(name, 'a', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	char *schema = xasprintf("{\"properties\":{\"a\":" PROP("string", "%s") "}}", name);
+	refused(schema, "over 128 characters", "a name over the limit");
+	free(schema);
+	name[REMOTE_PARAM_NAME_MAX] = '\0';
+	schema = xasprintf("{\"properties\":{\"a\":" PROP("string", "%s") "}}", name);
+	char *tool = xasprintf("{\"name\":\"t\",\"inputSchema\":%s}", schema);
+	char *got = params_of(tool);
+	T_OK(strncmp(got, "refused", 7) != 0, "x-mcp-header: a name of exactly the limit is taken");
+	free(got);
+	free(tool);
+	free(schema);
+	struct mg_buf many = MG_BUF_INIT(1 << 20);
+	mg_buf_puts(&many, "{\"properties\":{", NULL);
+	for (int i = 0; i <= REMOTE_PARAMS_MAX; i++)
+		mg_buf_printf(&many, NULL, "%s\"p%d\":" PROP("string", "P%d"), i > 0 ? "," : "", i,
+		              i);
+	mg_buf_puts(&many, "}}", NULL);
+	refused(mg_buf_str(&many), "more than 64", "more parameters than the limit");
+	mg_buf_free(&many);
+}
+
+/* The Mcp-Param lines for arguments, joined by "|", or "refused: why" */
+static void lines_are(const char *schema, const char *args, const char *want, const char *why)
+{
+	char *tool_text = xasprintf("{\"name\":\"t\",\"inputSchema\":%s}", schema);
+	struct json_value *tool = parse_json(tool_text);
+	struct json_value *arguments = args != NULL ? parse_json(args) : NULL;
+	struct remote_tool_params *p = NULL;
+	char *perr = NULL, *cerr = NULL;
+	struct strv lines = STRV_INIT;
+	struct mg_buf out = MG_BUF_INIT(1 << 16);
+	if (remote_tool_params(tool, &p, &perr) < 0) {
+		mg_buf_printf(&out, NULL, "bad tool: %s", perr);
+	} else if (remote_param_headers(p, arguments, &lines, &cerr) < 0) {
+		mg_buf_printf(&out, NULL, "refused: %s", cerr);
+	} else {
+		for (size_t i = 0; i < lines.n; i++)
+			mg_buf_printf(&out, NULL, "%s%s", i > 0 ? "|" : "", lines.v[i]);
+	}
+	T_STR(mg_buf_str(&out), want, "Mcp-Param lines: %s", why);
+	mg_buf_free(&out);
+	strv_free(&lines);
+	free(perr);
+	free(cerr);
+	remote_tool_params_free(p);
+	json_free(arguments);
+	json_free(tool);
+	free(tool_text);
+}
+
+static void test_param_headers(void)
+{
+	const char *schema =
+	    "{\"properties\":{\"region\":" PROP("string", "Region") ",\"priority\":" PROP(
+	        "integer", "Priority") ",\"verbose\":" PROP("boolean",
+	                                                    "Verbose") ",\"o\":"
+	                                                               "{\"properties\":{"
+	                                                               "\"deep\":" PROP(
+	                                                                   "string",
+	                                                                   "Deep") "}}"
+	                                                                           ",\"q\":{"
+	                                                                           "\"type\":"
+	                                                                           "\"string\"}}}";
+	lines_are(schema,
+	          "{\"region\":\"us-west1\",\"priority\":42,\"verbose\":false,\"q\":\"x\","
+	          "\"o\":{\"deep\":\"d\"}}",
+	          "Mcp-Param-Region: us-west1|Mcp-Param-Priority: 42|Mcp-Param-Verbose: "
+	          "false|Mcp-Param-Deep: d",
+	          "each annotated value, in schema order; the others not");
+	lines_are(schema, "{\"region\":\"Hello, \u4e16\u754c\",\"priority\":-7,\"verbose\":true}",
+	          "Mcp-Param-Region: =?base64?SGVsbG8sIOS4lueVjA==?=|Mcp-Param-Priority: "
+	          "-7|Mcp-Param-Verbose: true",
+	          "encoded as the value needs");
+	lines_are(schema, "{\"region\":null,\"q\":\"x\"}", "", "null and absent values: none");
+	lines_are(schema, NULL, "", "no arguments: none");
+	lines_are(schema, "{\"region\":\"\"}", "Mcp-Param-Region;", "an empty string, curl's way");
+	lines_are(schema, "{\"o\":\"not an object\"}", "", "a path through a non-object: absent");
+	lines_are(schema, "{\"priority\":9007199254740991}", "Mcp-Param-Priority: 9007199254740991",
+	          "the largest safe integer");
+	lines_are(schema, "{\"priority\":-9007199254740991}",
+	          "Mcp-Param-Priority: -9007199254740991", "the smallest safe integer");
+	lines_are(schema, "{\"priority\":9007199254740992}",
+	          "refused: argument priority goes in header Mcp-Param-Priority, so it must be an "
+	          "integer from -(2^53-1) to 2^53-1 as the tool's inputSchema says",
+	          "past the safe range");
+	lines_are(schema, "{\"priority\":42.000}", "Mcp-Param-Priority: 42",
+	          "an integer with a fraction of zeros, as JSON Schema counts it");
+	lines_are(schema, "{\"priority\":-0.0}", "Mcp-Param-Priority: 0", "minus zero");
+	lines_are(schema, "{\"priority\":4.2e1}",
+	          "refused: argument priority goes in header Mcp-Param-Priority, so it must be an "
+	          "integer from -(2^53-1) to 2^53-1 as the tool's inputSchema says",
+	          "an exponent is not taken");
+	lines_are(schema, "{\"priority\":3.5}",
+	          "refused: argument priority goes in header Mcp-Param-Priority, so it must be an "
+	          "integer from -(2^53-1) to 2^53-1 as the tool's inputSchema says",
+	          "a fraction for an integer");
+	lines_are(
+	    schema, "{\"region\":5}",
+	    "refused: argument region goes in header Mcp-Param-Region, so it must be a string "
+	    "as the tool's inputSchema says",
+	    "a number for a string");
+	lines_are(
+	    schema, "{\"verbose\":\"yes\"}",
+	    "refused: argument verbose goes in header Mcp-Param-Verbose, so it must be true or "
+	    "false as the tool's inputSchema says",
+	    "a string for a boolean");
+	char *at_max = xmalloc(REMOTE_PARAM_VALUE_MAX + 32);
+	char *args = xmalloc(REMOTE_PARAM_VALUE_MAX + 64);
+	memset(at_max, 'v', REMOTE_PARAM_VALUE_MAX);
+	at_max[REMOTE_PARAM_VALUE_MAX] = '\0';
+	snprintf(args, REMOTE_PARAM_VALUE_MAX + 64, "{\"region\":\"%s\"}", at_max);
+	char *want = xasprintf("Mcp-Param-Region: %s", at_max);
+	lines_are(schema, args, want, "a value of exactly the limit");
+	free(want);
+	/* 3073 spaces are 4100 bytes of base64, 4111 with the sentinel: over */
+	memset(at_max, ' ', 3073);
+	at_max[3073] = '\0';
+	snprintf(args, REMOTE_PARAM_VALUE_MAX + 64, "{\"region\":\"%s\"}", at_max);
+	lines_are(schema, args,
+	          "refused: argument region goes in header Mcp-Param-Region, and as a header it is "
+	          "4111 bytes, over the 4096 mcpgate sends",
+	          "a value over the limit once encoded");
+	free(args);
+	free(at_max);
+	lines_are(
+	    schema, "{\"o\":{\"deep\":[1]}}",
+	    "refused: argument o.deep goes in header Mcp-Param-Deep, so it must be a string as "
+	    "the tool's inputSchema says",
+	    "the nested one names its whole path");
+}
+
 int main(void)
 {
+	test_header_values();
+	test_tool_params();
+	test_param_headers();
 	test_basics();
 	test_line_ends();
 	test_fields();
