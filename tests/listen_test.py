@@ -721,6 +721,29 @@ def test_modern():
         t.ok(st == 400 and modern_error(ans).get("code") == -32020 and
              "%s header is missing" % missing in modern_error(ans).get("message", ""),
              "no %s header: 400, -32020 saying it is missing" % missing, (st, ans))
+    st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "spaced"},
+                                    headers={"Mcp-Name": " \talpha__echo \t"})
+    t.ok(st == 200 and text_of(ans) == "spaced",
+         "spaces and tabs around a header's value are no part of it (RFC 9110)", (st, ans))
+    msg, hdrs = modern_request("tools/list", rid=45)
+    del msg["params"]["_meta"]
+    st, ans, _, _ = lst.post(msg, headers=hdrs)
+    t.ok(st == 400 and modern_error(ans).get("code") == -32602 and ans.get("id") == 45 and
+         "params._meta is missing" in modern_error(ans).get("message", ""),
+         "a modern request without _meta: 400, -32602 saying so (not a header mismatch)",
+         (st, ans))
+    for key in ("protocolVersion", "clientCapabilities"):
+        msg, hdrs = modern_request("tools/list", rid=46)
+        del msg["params"]["_meta"]["io.modelcontextprotocol/" + key]
+        st, ans, _, _ = lst.post(msg, headers=hdrs)
+        t.ok(st == 400 and modern_error(ans).get("code") == -32602 and
+             key in modern_error(ans).get("message", ""),
+             "a modern request whose _meta has no %s: 400, -32602 naming it" % key, (st, ans))
+    st, ans, _, _ = lst.modern("initialize", {"protocolVersion": MODERN, "capabilities": {},
+                                              "clientInfo": {"name": "x", "version": "1"}})
+    t.ok(st == 404 and modern_error(ans).get("code") == -32601 and
+         "no initialize" in modern_error(ans).get("message", ""),
+         "initialize that says MCP-Protocol-Version 2026-07-28: 404, -32601", (st, ans))
     st, ans, _, _ = lst.modern("tools/list", {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2099-01-01"}})
     err = modern_error(ans)

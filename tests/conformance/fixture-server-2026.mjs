@@ -32,7 +32,7 @@ import {
   originValidationResponse,
   ResourceNotFoundError
 } from '@modelcontextprotocol/server';
-import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 
 // a 1x1 PNG (one blue pixel) and a 16-bit mono WAV of one silent sample,
@@ -524,7 +524,11 @@ void ResourceNotFoundError;
 
 const httpAt = process.argv.indexOf('--http');
 if (httpAt < 0) {
-  await makeServer().connect(new StdioServerTransport());
+  // the SDK's stdio entry: the opening message decides the era (mcpgate's
+  // server/discover: 2026-07-28), one server for the connection; a plain
+  // connect() would serve 2025-11-25 only, the input_required results turned
+  // into requests to the client by the SDK's legacy shim
+  serveStdio(() => makeServer(), { onerror: (e) => console.error('fixture-server-2026:', e.message) });
 } else {
   const port = Number(process.argv[httpAt + 1]);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
