@@ -58,6 +58,10 @@ def run_era(era):
         return True
 
     f = Fixture(cs.server_entry(IMAGE, era=era), config=cs.CONFIG)
+    failed_before = t.failed
+    # the fixture on its own first: a scenario that fails behind mcpgate
+    # only is mcpgate's
+    cs.fixture_alone(t, era, f.dir)
     # the fake's container is DIR/mcpgate-probe: here the fixture, which
     # finds the suite's SDK in the node_modules beside it
     app = os.path.join(f.dir, "app")
@@ -92,7 +96,6 @@ def run_era(era):
             m = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", fh.read())
         url = m.group(1) if m else None
         time.sleep(0.05)
-    failed_before = t.failed
     if t.ok(url is not None, "%s: serve --listen --passthrough says where it listens" % label,
             open(log_path, errors="replace").read()[-2000:]):
         cs.run(t, url, os.path.join(f.state, "mcpgate", "listener-token"), f.dir, label, era)

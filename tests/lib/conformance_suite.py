@@ -22,6 +22,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CONF = os.path.join(TOP, "tests", "conformance")
@@ -117,18 +118,22 @@ def _results(out_dir):
 def run(t, url, token_file, work, label="conformance server", era=OLD):
     """The era's server scenarios against url: a TAP line each, then one that
     the suite's status agrees with them. Returns the failures."""
-    out_dir = os.path.join(work, "results-" + era.name)
+    out_dir = os.path.join(work, "results-%s-%d" % (era.name, len(os.listdir(work))))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work,
-           "MCPGATE_CONFORMANCE_URL": url, "MCPGATE_CONFORMANCE_TOKEN_FILE": token_file,
-           "MCPGATE_CONFORMANCE_SUITE": era.cli}
+           "MCPGATE_CONFORMANCE_URL": url, "MCPGATE_CONFORMANCE_SUITE": era.cli}
+    # no token file: a server that asks none (the fixture on its own)
+    bearer = []
+    if token_file is not None:
+        env["MCPGATE_CONFORMANCE_TOKEN_FILE"] = token_file
+        bearer = ["--import", os.path.join(CONF, "bearer.mjs")]
     version = subprocess.run([era.node, era.cli, "--version"], capture_output=True, text=True,
                              timeout=60).stdout.strip()
     print("# conformance %s, %s: the server scenarios (%s) against %s"
           % (version, era.name, " ".join(era.scenario_args) or "the active suite", url),
           flush=True)
     try:
-        s = subprocess.run([era.node, "--import", os.path.join(CONF, "bearer.mjs"), era.cli,
-                            "server", "--url", url, "--output-dir", out_dir] + era.scenario_args,
+        s = subprocess.run([era.node] + bearer + [era.cli, "server", "--url", url,
+                                                  "--output-dir", out_dir] + era.scenario_args,
                            env=env, capture_output=True, text=True, timeout=SUITE_TIMEOUT,
                            cwd=work)
         out, rc = s.stdout + s.stderr, s.returncode
@@ -137,7 +142,7 @@ def run(t, url, token_file, work, label="conformance server", era=OLD):
         rc = None
         t.ok(False, "%s: the suite finished within %d s" % (label, SUITE_TIMEOUT))
     out = re.sub(r"\x1b\[[0-9;]*m", "", out)
-    with open(os.path.join(work, "suite-%s.log" % era.name), "w") as fh:
+    with open(out_dir + ".log", "w") as fh:
         fh.write(out)
 
     results = _results(out_dir)
@@ -170,4 +175,44 @@ def run(t, url, token_file, work, label="conformance server", era=OLD):
     t.ok(len(order) > 0 and (rc == 0) == (failures == 0),
          "%s: the suite ran %d scenarios and its status (%s) agrees with the lines above"
          % (label, len(order), rc), out[-3000:])
+    return failures
+
+
+def fixture_alone(t, era, work):
+    """The era's scenarios against its fixture itself, served on loopback by
+    the fixture's own --http (the 2026-07-28 fixture has it; None for an era
+    whose fixture has not): what the fixture answers, so that a scenario
+    failing through mcpgate is known to be mcpgate's. The fixture runs from
+    a folder of work with the suite's node_modules beside it. Returns the
+    failures."""
+    if era.name != "2026-07-28":
+        return None
+    app = os.path.join(work, "fixture-alone")
+    os.makedirs(app)
+    os.symlink(os.path.join(era.suite_dir, "node_modules"), os.path.join(app, "node_modules"))
+    name = os.path.basename(era.fixture)
+    with open(era.fixture) as src, open(os.path.join(app, name), "w") as dst:
+        dst.write(src.read())
+    log = open(os.path.join(work, "fixture-alone.log"), "w+")
+    p = subprocess.Popen([era.node, os.path.join(app, name), "--http", "0"], cwd=app,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+    url = None
+    deadline = time.monotonic() + 30
+    while url is None and time.monotonic() < deadline and p.poll() is None:
+        log.seek(0)
+        m = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", log.read())
+        url = m.group(1).replace("127.0.0.1", "localhost") if m else None
+        time.sleep(0.05)
+    failures = 1
+    log.seek(0)
+    if t.ok(url is not None, "fixture %s alone: --http says where it listens" % era.name,
+            log.read()[-1500:]):
+        failures = run(t, url, None, work, "fixture %s alone" % era.name, era)
+    p.terminate()
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    log.close()
     return failures
