@@ -4,14 +4,19 @@
 the relay as the suite sees them, without a container runtime.
 
 The fake runtime runs its "container" as a child process (fakes/README.md);
-here that process is tests/conformance/fixture-server.mjs under
-/usr/bin/node, the server that tests/integration/conformance_server_test.py
-runs contained. The suite comes from build/conformance
-(tests/conformance/run.sh --install-only, which installs it from the npm
-registry the first time, and only where MCPGATE_TESTS_NETWORK=1 says the
-run may use the network, as make test and make integration do); without
-node or the suite this reports skipped.
-Environment: MCPGATE, FAKES (as serve_test.py).
+here that process is a fixture server under /usr/bin/node, the one that
+tests/integration/conformance_server_test.py runs contained. Two eras, each
+with a listener of its own (tests/lib/conformance_suite.py's ERAS): the
+suite 0.1.16 (build/conformance) against tests/conformance/fixture-server.mjs
+for 2025-11-25, and the suite 0.2.0-alpha.12 (build/conformance-2026) with
+--spec-version 2026-07-28 against tests/conformance/fixture-server-2026.mjs.
+A suite comes from tests/conformance/run.sh --install-only [--era], which
+installs it from the npm registry the first time, and only where
+MCPGATE_TESTS_NETWORK=1 says the run may use the network, as make test and
+make integration do; without node, an era whose suite is missing reports
+that era skipped (and the test skipped when neither ran).
+Environment: MCPGATE, FAKES (as serve_test.py); MCPGATE_CONFORMANCE_ERAS
+(default "2025-11-25 2026-07-28") names the eras to run.
 """
 import os
 import re
@@ -34,43 +39,51 @@ def skip(why):
     return 77
 
 
-def main():
-    if not os.access(NODE, os.X_OK):
-        return skip("needs %s to run the fixture server (apt-get install nodejs)" % NODE)
-    # make check uses no network: the suite is installed only by a run that
-    # may reach the npm registry (make test, make integration), else used
-    # when it is there already
-    if not os.path.exists(cs.CLI) and os.environ.get("MCPGATE_TESTS_NETWORK") != "1":
-        return skip("the conformance suite is not in build/conformance and make check uses "
-                    "no network (make test installs it; or tests/conformance/run.sh "
-                    "--install-only)")
-    rc, out = cs.install()
+def run_era(era):
+    """One era: its fixture behind a listener on the fake runtime, the suite
+    against it. False when its suite is not there and may not be installed."""
+    if not os.path.exists(era.cli) and os.environ.get("MCPGATE_TESTS_NETWORK") != "1":
+        print("# %s: skipped, the conformance suite is not in %s and make check uses no "
+              "network (make test installs it; or tests/conformance/run.sh --install-only "
+              "--era %s)" % (era.name, os.path.relpath(era.suite_dir, cs.TOP), era.name))
+        return False
+    rc, out = cs.install(era)
     if rc == 77:
-        return skip("the conformance suite could not be installed (no npm registry?)")
+        print("# %s: skipped, the conformance suite could not be installed (no npm registry?)"
+              % era.name)
+        return False
     if rc != 0:
-        t.ok(False, "tests/conformance/run.sh --install-only installs the suite", out)
-        return t.done()
+        t.ok(False, "tests/conformance/run.sh --install-only --era %s installs the suite"
+             % era.name, out)
+        return True
 
-    f = Fixture(cs.server_entry(IMAGE), config=cs.CONFIG)
+    f = Fixture(cs.server_entry(IMAGE, era=era), config=cs.CONFIG)
+    failed_before = t.failed
+    # the fixture on its own first: a scenario that fails behind mcpgate
+    # only is mcpgate's
+    cs.fixture_alone(t, era, f.dir)
     # the fake's container is DIR/mcpgate-probe: here the fixture, which
     # finds the suite's SDK in the node_modules beside it
     app = os.path.join(f.dir, "app")
     os.makedirs(app)
-    os.symlink(os.path.join(cs.SUITE_DIR, "node_modules"), os.path.join(app, "node_modules"))
-    with open(cs.FIXTURE) as src, open(os.path.join(app, "fixture-server.mjs"), "w") as dst:
+    os.symlink(os.path.join(era.suite_dir, "node_modules"), os.path.join(app, "node_modules"))
+    name = os.path.basename(era.fixture)
+    with open(era.fixture) as src, open(os.path.join(app, name), "w") as dst:
         dst.write(src.read())
     probe = os.path.join(f.rt, "mcpgate-probe")
     os.remove(probe)
     with open(probe, "w") as fh:
-        fh.write("#!/bin/sh\nexec %s %s/fixture-server.mjs\n" % (NODE, app))
+        fh.write("#!/bin/sh\nexec %s %s/%s\n" % (NODE, app, name))
     os.chmod(probe, 0o755)
 
+    label = "conformance server %s" % era.name
     r = f.mcpgate("review", "fixture", "--workspace", f.ws)
     t.ok(r.returncode == 0 and all(
-        re.search(r"^  %s  \[effect: read, on\]$" % x, r.stdout, re.M) for x in cs.TOOLS),
-        "review lists every tool of the fixture as read and on", r.stdout + r.stderr)
+        re.search(r"^  %s  \[effect: read, on\]$" % x, r.stdout, re.M) for x in era.tools),
+        "%s: review lists every tool of the fixture as read and on" % label,
+        r.stdout + r.stderr)
     r = f.mcpgate("approve", "fixture", "--workspace", f.ws)
-    t.ok(r.returncode == 0, "approve pins its manifest", r.stdout + r.stderr)
+    t.ok(r.returncode == 0, "%s: approve pins its manifest" % label, r.stdout + r.stderr)
 
     log_path = os.path.join(f.dir, "listen-stderr.log")
     with open(log_path, "wb") as log:
@@ -83,21 +96,38 @@ def main():
             m = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", fh.read())
         url = m.group(1) if m else None
         time.sleep(0.05)
-    if t.ok(url is not None, "serve --listen --passthrough says where it listens",
+    if t.ok(url is not None, "%s: serve --listen --passthrough says where it listens" % label,
             open(log_path, errors="replace").read()[-2000:]):
-        cs.run(t, url, os.path.join(f.state, "mcpgate", "listener-token"), f.dir)
+        cs.run(t, url, os.path.join(f.state, "mcpgate", "listener-token"), f.dir, label, era)
     p.terminate()
     try:
         rc = p.wait(timeout=60)
     except subprocess.TimeoutExpired:
         p.kill()
         rc = p.wait()
-    t.ok(rc == 0, "serve ends with status 0 at SIGTERM",
+    t.ok(rc == 0, "%s: serve ends with status 0 at SIGTERM" % label,
          open(log_path, errors="replace").read()[-1500:])
-    if t.failed == 0:
+    if t.failed == failed_before:
         f.cleanup()
     else:
         print("# kept for a look: %s" % f.dir)
+    return True
+
+
+def main():
+    if not os.access(NODE, os.X_OK):
+        return skip("needs %s to run the fixture server (apt-get install nodejs)" % NODE)
+    names = os.environ.get("MCPGATE_CONFORMANCE_ERAS", " ".join(cs.ERAS)).split()
+    unknown = [n for n in names if n not in cs.ERAS]
+    if unknown:
+        t.ok(False, "MCPGATE_CONFORMANCE_ERAS names eras of tests/lib/conformance_suite.py "
+             "(%s), not %s" % (", ".join(cs.ERAS), ", ".join(unknown)))
+        return t.done()
+    ran = [run_era(cs.ERAS[n]) for n in names]
+    if not any(ran):
+        return skip("no era's conformance suite is here and make check uses no network "
+                    "(make test installs them; or tests/conformance/run.sh --install-only "
+                    "[--era 2026-07-28])")
     return t.done()
 
 

@@ -736,6 +736,29 @@ def test_modern():
         t.ok(st == 400 and modern_error(ans).get("code") == -32020 and
              "%s header is missing" % missing in modern_error(ans).get("message", ""),
              "no %s header: 400, -32020 saying it is missing" % missing, (st, ans))
+    st, ans, _, _ = lst.modern_call("alpha__echo", {"text": "spaced"},
+                                    headers={"Mcp-Name": " \talpha__echo \t"})
+    t.ok(st == 200 and text_of(ans) == "spaced",
+         "spaces and tabs around a header's value are no part of it (RFC 9110)", (st, ans))
+    msg, hdrs = modern_request("tools/list", rid=45)
+    del msg["params"]["_meta"]
+    st, ans, _, _ = lst.post(msg, headers=hdrs)
+    t.ok(st == 400 and modern_error(ans).get("code") == -32602 and ans.get("id") == 45 and
+         "params._meta is missing" in modern_error(ans).get("message", ""),
+         "a modern request without _meta: 400, -32602 saying so (not a header mismatch)",
+         (st, ans))
+    for key in ("protocolVersion", "clientCapabilities"):
+        msg, hdrs = modern_request("tools/list", rid=46)
+        del msg["params"]["_meta"]["io.modelcontextprotocol/" + key]
+        st, ans, _, _ = lst.post(msg, headers=hdrs)
+        t.ok(st == 400 and modern_error(ans).get("code") == -32602 and
+             key in modern_error(ans).get("message", ""),
+             "a modern request whose _meta has no %s: 400, -32602 naming it" % key, (st, ans))
+    st, ans, _, _ = lst.modern("initialize", {"protocolVersion": MODERN, "capabilities": {},
+                                              "clientInfo": {"name": "x", "version": "1"}})
+    t.ok(st == 404 and modern_error(ans).get("code") == -32601 and
+         "no initialize" in modern_error(ans).get("message", ""),
+         "initialize that says MCP-Protocol-Version 2026-07-28: 404, -32601", (st, ans))
     st, ans, _, _ = lst.modern("tools/list", {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2099-01-01"}})
     err = modern_error(ans)
@@ -801,9 +824,112 @@ def test_modern():
     f.cleanup()
 
 
+# a stdio MCP server of the old era whose one tool mirrors three arguments in
+# Mcp-Param-* headers (x-mcp-header), and a fourth under a name no header
+# may have; the fake runtime runs it as the server's container
+PARAM_SERVER = r"""#!/usr/bin/env python3
+import json, sys
+TOOL = {"name": "lookup", "description": "Answers its arguments", "inputSchema": {
+    "type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "count": {"type": "integer", "x-mcp-header": "Count"},
+        "flag": {"type": "boolean", "x-mcp-header": "Flag"},
+        "odd": {"type": "string", "x-mcp-header": "Not A Name"},
+        "query": {"type": "string"}}}}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "param-headers", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [TOOL]}
+    elif m["method"] == "tools/call":
+        r = {"content": [{"type": "text", "text": json.dumps(m["params"].get("arguments"),
+                                                             sort_keys=True)}]}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {
+            "code": -32601, "message": "Method not found"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"""
+
+
+def test_param_headers():
+    """2026-07-28's Mcp-Param-* headers: checked against the x-mcp-header
+    annotations of the tools the listener listed"""
+    f = Fixture('[[server]]\nname = "hdr"\ntransport = "container"\nimage = "%s"\n'
+                'network = []\n[server.tools.lookup]\non = true\neffect = "read"\n'
+                % gwtest.IMAGE)
+    probe = os.path.join(f.rt, "mcpgate-probe")
+    os.remove(probe)
+    with open(probe, "w") as fh:
+        fh.write(PARAM_SERVER)
+    os.chmod(probe, 0o755)
+    r = f.mcpgate("review", "hdr", "--workspace", f.ws)
+    r2 = f.mcpgate("approve", "hdr", "--workspace", f.ws)
+    t.ok(r.returncode == 0 and r2.returncode == 0, "the x-mcp-header server is approved",
+         r.stdout + r.stderr + r2.stdout + r2.stderr)
+    lst = Listener(f)
+
+    def call(args, headers=None):
+        return lst.modern_call("hdr__lookup", args, headers=headers)
+
+    def answered(args, headers, what):
+        """the call went through: the server answered its arguments"""
+        st, ans, _, _ = call(args, headers)
+        t.ok(st == 200 and text_of(ans) == json.dumps(args, sort_keys=True), what, (st, ans))
+
+    st, ans, _, _ = call({"region": "us-west1"})
+    t.ok(st == 200 and text_of(ans) == '{"region": "us-west1"}',
+         "before any tools/list the listener knows no annotation: nothing is checked",
+         (st, ans))
+    st, ans, _, _ = lst.modern("tools/list")
+    listed = [x for x in (ans or {}).get("result", {}).get("tools", [])
+              if x.get("name") == "hdr__lookup"]
+    t.ok(st == 200 and listed and
+         listed[0]["inputSchema"]["properties"]["region"].get("x-mcp-header") == "Region",
+         "tools/list gives the client the tool with its x-mcp-header annotations", (st, ans))
+    good = {"Mcp-Param-Region": "us-west1", "Mcp-Param-Count": "42", "Mcp-Param-Flag": "true"}
+    answered({"region": "us-west1", "count": 42, "flag": True}, good,
+             "a call whose Mcp-Param-* headers are its arguments reaches the server")
+    answered({"region": "us-west1"}, {"mcp-param-region": " us-west1\t"},
+             "Mcp-Param names in any case, values with spaces around")
+    answered({"region": "us-west1", "count": None, "query": "q", "odd": "x"},
+             {"Mcp-Param-Region": "us-west1"},
+             "an argument that is null, or not annotated, or under a name no header may "
+             "have, needs no header")
+    coded = "=?base64?" + base64.b64encode("Hello, 世界".encode()).decode() + "?="
+    answered({"region": "Hello, 世界"}, {"Mcp-Param-Region": coded},
+             "a =?base64?...?= value is decoded before it is compared")
+    answered({"region": "=?base64?SGVsbG8"}, {"Mcp-Param-Region": "=?base64?SGVsbG8"},
+             "a value without the ?= end is taken as it is")
+    for args, headers, what in (
+            ({"region": "us-west1"}, {}, "no Mcp-Param-Region for an argument in the body"),
+            ({"region": "us-west1"}, {"Mcp-Param-Region": "eu-west1"}, "a value not the body's"),
+            ({"region": "Hello"}, {"Mcp-Param-Region": "=?base64?SGVsbG8?="},
+             "base64 without its padding"),
+            ({"region": "Hello"}, {"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="},
+             "base64 with a character not of it"),
+            ({"region": "us-west1", "count": 42},
+             {"Mcp-Param-Region": "us-west1", "Mcp-Param-Count": "41"},
+             "an integer not the body's"),
+            ({"region": "us-west1", "flag": False},
+             {"Mcp-Param-Region": "us-west1", "Mcp-Param-Flag": "False"},
+             "a boolean not written false")):
+        st, ans, _, _ = call(args, headers)
+        err = modern_error(ans)
+        t.ok(st == 400 and err.get("code") == -32020 and "Mcp-Param-" in err.get("message", ""),
+             "%s: 400, -32020 naming the header" % what, (st, ans))
+    t.ok(lst.stop() == 0, "the listener ends")
+    f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
 for case in (test_two_clients, test_security, test_limits, test_streams_and_metrics,
-             test_slow_client, test_many_ends, test_sharing, test_shared_unavailable, test_shared_modern, test_modern, test_sdk_client):
+             test_slow_client, test_many_ends, test_sharing, test_shared_unavailable,
+             test_shared_modern, test_modern, test_param_headers, test_sdk_client):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

@@ -14,6 +14,7 @@
  * put back to the client's on the way out; a message that names no request
  * goes only to the one POST waiting, there being no GET stream. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -312,6 +313,57 @@ static void deliver_other(struct lst_client *c, const struct routed *line)
 	c->queued_bytes += len;
 }
 
+/* Whether name may follow "Mcp-Param-" in a header name: RFC 9110 token
+ * characters, at most LST_PARAM_HEADER_MAX (a client refuses a tool whose
+ * name is not; the listener then has nothing of it to check) */
+static bool param_header_name_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > LST_PARAM_HEADER_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)name[i]) && strchr("!#$%&'*+-.^_`|~", name[i]) == NULL)
+			return false;
+	return true;
+}
+
+void lst_params_learn(struct lst *l, const struct json_value *result)
+{
+	const struct json_value *tools = json_get(result, "tools");
+	if (tools == NULL || tools->kind != JSON_ARRAY)
+		return;
+	if (l->param_headers == NULL)
+		l->param_headers = json_new_object();
+	for (size_t i = 0; i < tools->u.arr.len; i++) {
+		const struct json_value *tool = tools->u.arr.items[i];
+		const char *name = json_get_string(tool, "name");
+		const struct json_value *props =
+		    json_get(json_get(tool, "inputSchema"), "properties");
+		if (name == NULL)
+			continue;
+		struct json_value *decls = json_new_array();
+		for (size_t j = 0;
+		     props != NULL && props->kind == JSON_OBJECT && j < props->u.obj.len; j++) {
+			const struct json_member *p = &props->u.obj.items[j];
+			const struct json_value *h = json_get(p->value, "x-mcp-header");
+			if (h == NULL || h->kind != JSON_STRING ||
+			    !param_header_name_ok(h->u.str.ptr, h->u.str.len))
+				continue;
+			const char *type = json_get_string(p->value, "type");
+			struct json_value *d = json_new_object();
+			json_object_set(d, "property", json_new_stringn(p->key, p->keylen));
+			json_object_set(d, "header", json_new_stringn(h->u.str.ptr, h->u.str.len));
+			json_object_set(d, "type", json_new_string(type != NULL ? type : ""));
+			json_array_push(decls, d);
+		}
+		if (json_get(l->param_headers, name) == NULL &&
+		    l->param_headers->u.obj.len >= LST_PARAM_TOOLS_MAX) {
+			json_free(decls);
+			continue;
+		}
+		json_object_set(l->param_headers, name, decls);
+	}
+}
+
 /* What the modern session wrote for r, with the client's own id (a
  * response) or progress token (progress) put back, generated into buf */
 static int restore_client_ids(const struct lst_req *r, struct rpc_msg *m, bool progress,
@@ -354,9 +406,15 @@ static void route(struct lst_client *c, const char *line, size_t len)
 		key = rpc_id_key(m.id);
 		r = key != NULL ? exchange_by(c, false, key) : NULL;
 		if (r != NULL && r->modern) {
-			/* the method-not-found status of 2026-07-28's HTTP binding */
+			/* the statuses 2026-07-28's HTTP binding gives these errors */
 			if (m.kind == RPC_ERROR && m.error_code == RPC_METHOD_NOT_FOUND)
 				r->answer_status = 404;
+			else if (m.kind == RPC_ERROR &&
+			         (m.error_code == LST_MISSING_CAPABILITY ||
+			          m.error_code == RPC_UNSUPPORTED_PROTOCOL_VERSION))
+				r->answer_status = 400;
+			if (m.kind == RPC_RESULT && r->lists_tools)
+				lst_params_learn(c->l, m.result);
 			if (restore_client_ids(r, &m, false, &restored, &rl) < 0) {
 				lst_metrics_dropped(c->l->metrics, "too-long");
 				break;

@@ -454,6 +454,47 @@ static bool header_chars_ok(const char *v)
 	return true;
 }
 
+/* v without the spaces and tabs around it (RFC 9110's optional
+ * whitespace, which is no part of a field value): its length in *len */
+static const char *ows_trimmed(const char *v, size_t *len)
+{
+	size_t n = strlen(v);
+	while (n > 0 && (*v == ' ' || *v == '\t'))
+		v++, n--;
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	*len = n;
+	return v;
+}
+
+/* The text header name (value v, present) stands for, in *text (owned by
+ * *owned when it was decoded) and *len: v less its optional whitespace,
+ * and a "=?base64?...?=" value (sentinel: Mcp-Name, Mcp-Param-*) decoded.
+ * Why it cannot be read, or NULL. Caller frees. */
+static char *header_text(const char *name, const char *v, bool sentinel, const char **text,
+                         size_t *len, char **owned)
+{
+	if (!header_chars_ok(v))
+		return xasprintf("Header mismatch: the %s header holds characters a header value "
+		                 "may not",
+		                 name);
+	size_t vlen;
+	const char *t = ows_trimmed(v, &vlen);
+	*text = t;
+	*len = vlen;
+	if (!sentinel || vlen < 11 || strncmp(t, "=?base64?", 9) != 0 ||
+	    strncmp(t + vlen - 2, "?=", 2) != 0)
+		return NULL;
+	*owned = xmalloc(vlen);
+	if (sodium_base642bin((unsigned char *)*owned, vlen, t + 9, vlen - 11, NULL, len, NULL,
+	                      sodium_base64_VARIANT_ORIGINAL) != 0)
+		return xasprintf("Header mismatch: the %s header's =?base64?...?= value is not "
+		                 "padded base64",
+		                 name);
+	*text = *owned;
+	return NULL;
+}
+
 /* Why header name (value v, or NULL when absent) does not stand for the
  * body's string s, or NULL when it does. Mcp-Name may be "=?base64?...?="
  * (sentinel), decoded before it is compared. Caller frees. */
@@ -461,22 +502,15 @@ static char *header_mismatch(const char *name, const char *v, const struct json_
                              bool sentinel)
 {
 	if (v == NULL)
-		return xasprintf("the %s header is missing: MCP %s requires it on this request",
+		return xasprintf("Header mismatch: the %s header is missing: MCP %s requires it on "
+		                 "this request",
 		                 name, MCP_PROTOCOL_MODERN);
-	if (!header_chars_ok(v))
-		return xasprintf("the %s header holds characters a header value may not", name);
-	const char *text = v;
-	size_t vlen = strlen(v), len = vlen;
+	const char *text;
+	size_t len;
 	cleanup_free char *decoded = NULL;
-	if (sentinel && vlen >= 11 && strncmp(v, "=?base64?", 9) == 0 &&
-	    strcmp(v + vlen - 2, "?=") == 0) {
-		decoded = xmalloc(vlen);
-		if (sodium_base642bin((unsigned char *)decoded, vlen, v + 9, vlen - 11, NULL, &len,
-		                      NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
-			return xasprintf("the %s header's =?base64?...?= value is not base64",
-			                 name);
-		text = decoded;
-	}
+	char *why = header_text(name, v, sentinel, &text, &len, &decoded);
+	if (why != NULL)
+		return why;
 	if (s == NULL || s->kind != JSON_STRING)
 		return xasprintf("Header mismatch: %s header value '%.100s' has no string in the "
 		                 "body to match",
@@ -485,6 +519,34 @@ static char *header_mismatch(const char *name, const char *v, const struct json_
 		return xasprintf("Header mismatch: %s header value '%.100s' does not match body "
 		                 "value '%.100s'",
 		                 name, v, s->u.str.ptr);
+	return NULL;
+}
+
+/* Why a modern request's _meta is not the envelope 2026-07-28 requires on
+ * every request (its protocol version, a string, and the client's
+ * capabilities, an object), or NULL. Answered -32602 with 400, before the
+ * headers are compared with it. Caller frees. */
+static char *modern_envelope_invalid(const struct rpc_msg *m)
+{
+	if (m->params != NULL && m->params->kind != JSON_OBJECT)
+		return xasprintf("%.64s: params must be an object", m->method);
+	const struct json_value *meta = json_get(m->params, "_meta");
+	if (meta == NULL || meta->kind != JSON_OBJECT)
+		return xasprintf("%.64s: params._meta is missing: MCP %s carries the protocol "
+		                 "version and the client's capabilities in it on every request",
+		                 m->method, MCP_PROTOCOL_MODERN);
+	const struct json_value *version = json_get(meta, MCP_META_PROTOCOL_VERSION);
+	if (version == NULL || version->kind != JSON_STRING)
+		return xasprintf("%.64s: params._meta[\"" MCP_META_PROTOCOL_VERSION
+		                 "\"] must be a string: MCP %s carries the protocol version on "
+		                 "every request",
+		                 m->method, MCP_PROTOCOL_MODERN);
+	const struct json_value *caps = json_get(meta, MCP_META_CLIENT_CAPS);
+	if (caps == NULL || caps->kind != JSON_OBJECT)
+		return xasprintf("%.64s: params._meta[\"" MCP_META_CLIENT_CAPS
+		                 "\"] must be an object: MCP %s carries the client's capabilities "
+		                 "on every request",
+		                 m->method, MCP_PROTOCOL_MODERN);
 	return NULL;
 }
 
@@ -508,6 +570,79 @@ static char *modern_headers_mismatch(struct lst_req *r, const struct rpc_msg *m)
 	if (field == NULL)
 		return NULL;
 	return header_mismatch("Mcp-Name", header(r, "Mcp-Name"), json_get(m->params, field), true);
+}
+
+/* Whether header text t (len bytes) stands for the argument v of an
+ * x-mcp-header parameter: a string as it is, a boolean as true or false, an
+ * integer in decimal (compared as a number), another number as its text */
+static bool param_matches(const struct json_value *v, const char *t, size_t len)
+{
+	switch (v->kind) {
+	case JSON_STRING:
+		return v->u.str.len == len && memcmp(v->u.str.ptr, t, len) == 0;
+	case JSON_BOOL: {
+		const char *b = v->u.boolean ? "true" : "false";
+		return strlen(b) == len && memcmp(b, t, len) == 0;
+	}
+	case JSON_NUMBER: {
+		int64_t body, head;
+		cleanup_free char *copy = xstrndup(t, len);
+		struct json_value *parsed =
+		    json_number_valid(copy, len) ? json_new_number_text(copy, len) : NULL;
+		bool same = parsed != NULL && json_number_int64(v, &body) == 0 &&
+		                    json_number_int64(parsed, &head) == 0
+		                ? body == head
+		                : v->u.num.len == len && memcmp(v->u.num.ptr, t, len) == 0;
+		json_free(parsed);
+		return same;
+	}
+	case JSON_NULL:
+	case JSON_ARRAY:
+	case JSON_OBJECT:
+		return false;
+	}
+	return false;
+}
+
+/* Why a modern tools/call's Mcp-Param-* headers are not the arguments its
+ * tool's x-mcp-header annotations name (l->param_headers, from the
+ * tools/list answers the listener passed on), or NULL. An argument absent
+ * or null needs no header; one present needs it, and equal. A tool the
+ * listener has listed no annotations of is not checked. Caller frees. */
+static char *param_headers_mismatch(struct lst *l, struct lst_req *r, const struct rpc_msg *m)
+{
+	if (strcmp(m->method, "tools/call") != 0 || l->param_headers == NULL)
+		return NULL;
+	const char *tool = json_get_string(m->params, "name");
+	const struct json_value *decls = tool != NULL ? json_get(l->param_headers, tool) : NULL;
+	const struct json_value *args = json_get(m->params, "arguments");
+	for (size_t i = 0; decls != NULL && i < decls->u.arr.len; i++) {
+		const struct json_value *d = decls->u.arr.items[i];
+		const char *property = json_get_string(d, "property");
+		const struct json_value *v = json_get(args, property);
+		if (v == NULL || v->kind == JSON_NULL)
+			continue;
+		char name[sizeof("Mcp-Param-") + LST_PARAM_HEADER_MAX];
+		int n = snprintf(name, sizeof(name), "Mcp-Param-%s", json_get_string(d, "header"));
+		if (n < 0 || (size_t)n >= sizeof(name))
+			continue; /* lst_params_learn keeps no longer name */
+		const char *h = header(r, name);
+		if (h == NULL)
+			return xasprintf("Header mismatch: the %s header is missing: tool %.100s "
+			                 "mirrors its argument %.100s there (x-mcp-header)",
+			                 name, tool, property);
+		const char *text;
+		size_t len;
+		cleanup_free char *decoded = NULL;
+		char *why = header_text(name, h, true, &text, &len, &decoded);
+		if (why != NULL)
+			return why;
+		if (!param_matches(v, text, len))
+			return xasprintf("Header mismatch: %s header value '%.100s' does not match "
+			                 "the body's argument %.100s",
+			                 name, h, property);
+	}
+	return NULL;
 }
 
 static enum MHD_Result refuse_version(struct lst_req *r, const struct rpc_msg *m,
@@ -547,7 +682,13 @@ static enum MHD_Result post_modern(struct lst *l, struct lst_req *r, struct rpc_
 	if (m->kind != RPC_REQUEST)
 		return refuse(r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, "message",
 		              "a client POSTs requests and notifications only");
+	cleanup_free char *invalid = modern_envelope_invalid(m);
+	if (invalid != NULL)
+		return refuse_request(r, m->id, NULL, MHD_HTTP_BAD_REQUEST, RPC_INVALID_PARAMS,
+		                      "envelope", "%s", invalid);
 	cleanup_free char *why = modern_headers_mismatch(r, m);
+	if (why == NULL)
+		why = param_headers_mismatch(l, r, m);
 	if (why != NULL)
 		return refuse_request(r, m->id, NULL, MHD_HTTP_BAD_REQUEST, LST_HEADER_MISMATCH,
 		                      "header", "%s", why);
@@ -561,6 +702,7 @@ static enum MHD_Result post_modern(struct lst *l, struct lst_req *r, struct rpc_
 	if (inflight_full(l, c))
 		return refuse_inflight(r, c);
 	r->modern = true;
+	r->lists_tools = strcmp(m->method, "tools/list") == 0;
 	r->session_id = ++c->next_request_id;
 	r->id = json_copy(m->id);
 	r->id_key = rpc_id_key_int(r->session_id);
@@ -607,6 +749,16 @@ static enum MHD_Result post_message(struct lst *l, struct lst_req *r)
 	    (gw_era_claims_modern(&m) ||
 	     (version != NULL && strcmp(version, MCP_PROTOCOL_MODERN) == 0))) {
 		result = post_modern(l, r, &m);
+		goto out;
+	}
+	if (r->session_hdr == NULL && initialize && version != NULL &&
+	    strcmp(version, MCP_PROTOCOL_MODERN) == 0) {
+		result = refuse_request(r, m.id, NULL, MHD_HTTP_NOT_FOUND, RPC_METHOD_NOT_FOUND,
+		                        "removed",
+		                        "Method not found: MCP %s has no initialize (every request "
+		                        "carries its version in _meta; server/discover tells what "
+		                        "mcpgate serves), and %s open a session with it",
+		                        MCP_PROTOCOL_MODERN, mcp_versions_text());
 		goto out;
 	}
 	if (r->session_hdr == NULL) {
@@ -909,6 +1061,7 @@ static void lst_stop(struct lst *l)
 	if (l->address.family == LST_UNIX && l->listen_fd >= 0)
 		unlink(l->address.path);
 	lst_token_free(l->token);
+	json_free(l->param_headers);
 	lst_metrics_free(l->metrics);
 	loop_free(l->loop);
 }

@@ -33,6 +33,12 @@ struct MHD_Connection;
 /* MCP 2026-07-28's HeaderMismatch: Mcp-Method, Mcp-Name or
  * MCP-Protocol-Version missing, malformed or not the body's */
 #define LST_HEADER_MISMATCH (-32020)
+/* MCP 2026-07-28's MissingRequiredClientCapabilityError: HTTP 400 */
+#define LST_MISSING_CAPABILITY (-32021)
+/* Tools whose x-mcp-header annotations the listener keeps (from the
+ * tools/list answers it passed on), and the length of a name in one */
+#define LST_PARAM_TOOLS_MAX  4096
+#define LST_PARAM_HEADER_MAX 64
 
 /* ---- metrics.c ----------------------------------------------------------- */
 
@@ -92,6 +98,7 @@ struct lst_req {
 	int64_t session_id;
 	struct json_value *progress_token;
 	unsigned answer_status; /* the JSON answer's HTTP status; 0: 200 */
+	bool lists_tools;       /* a modern tools/list: its answer's x-mcp-headers are kept */
 	bool is_initialize;
 	bool suspended;
 	bool answered; /* its response came (or will never: the session ended) */
@@ -153,6 +160,11 @@ struct lst {
 	struct gw_instances *instances; /* the shared and exclusive servers', or NULL */
 	struct lst_client *clients;
 	struct lst_client *modern; /* the 2026-07-28 session, or NULL */
+	/* the x-mcp-header annotations of the tools 2026-07-28 clients were
+	 * given: {tool: [{"property", "header", "type"}...]}, the Mcp-Param-*
+	 * headers a tools/call of that tool must carry (client.c keeps it,
+	 * http.c checks against it) */
+	struct json_value *param_headers;
 	size_t nclients;
 	struct lst_req *reqs; /* every request libmicrohttpd holds */
 	bool stopping;
@@ -167,6 +179,9 @@ struct lst_client *lst_client_find(struct lst *l, const char *http_id);
 /* Queue one line (with its newline) for the session; -1 when its input is
  * over its bound or closed */
 int lst_client_send(struct lst_client *c, const char *line, size_t len);
+/* Keep the x-mcp-header annotations of a tools/list result's tools in
+ * l->param_headers (at most LST_PARAM_TOOLS_MAX tools) */
+void lst_params_learn(struct lst *l, const struct json_value *result);
 /* End the session: its input closes; its id gives 404 from now on */
 void lst_client_end(struct lst_client *c, const char *why);
 /* A request or stream of c (linked by the caller) is done with */

@@ -1,16 +1,18 @@
 // Loaded with `node --import` before the conformance suite's server mode:
 // gives each of its HTTP requests to the listener mcpgate's bearer token.
 //
-// The suite (0.1.16) has no option for a header: its client is the SDK's
-// StreamableHTTPClientTransport with no request options (the SDK calls the
-// global fetch) and two scenarios send raw requests with undici's
-// request(). Both are wrapped here, for requests to MCPGATE_CONFORMANCE_URL's
+// The suite (0.1.16 and 0.2.0) has no option for a header: its client is
+// the SDK's StreamableHTTPClientTransport with no request options (the SDK
+// calls the global fetch), some scenarios send raw requests with undici's
+// request(), and 0.2.0's http-*-validation ones with node:http's request().
+// All three are wrapped here, for requests to MCPGATE_CONFORMANCE_URL's
 // origin only; every other header, the Host and Origin the scenarios set
 // included, goes out as the suite wrote it. The token is read from
 // MCPGATE_CONFORMANCE_TOKEN_FILE (the listener's own token file), so it is in
 // no argument list or environment.
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import http from 'node:http';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 
 const url = process.env.MCPGATE_CONFORMANCE_URL;
 const tokenFile = process.env.MCPGATE_CONFORMANCE_TOKEN_FILE;
@@ -52,3 +54,20 @@ undici.request = (target, options = {}) => {
   }
   return requestBefore(target, { ...options, headers });
 };
+
+// http.request(options, callback), the only form the suite calls; a URL or
+// string first argument is passed on as it is
+const httpRequestBefore = http.request;
+http.request = (options, ...rest) => {
+  if (options === null || typeof options !== 'object' || options instanceof URL) {
+    return httpRequestBefore(options, ...rest);
+  }
+  const target = `http://${options.hostname ?? options.host}${options.port ? ':' + options.port : ''}/`;
+  if (!toListener(target)) return httpRequestBefore(options, ...rest);
+  const headers = { ...(options.headers ?? {}) };
+  if (!Object.keys(headers).some((k) => k.toLowerCase() === 'authorization')) {
+    headers.authorization = authorization;
+  }
+  return httpRequestBefore({ ...options, headers }, ...rest);
+};
+syncBuiltinESMExports();

