@@ -624,6 +624,44 @@ def test_shared_modern():
     f.cleanup()
 
 
+def test_modern_listen():
+    """subscriptions/listen over HTTP: its POST's stream stays open with the
+    acknowledgement, then each list change it asked for, tagged with the
+    client's own id; closing the stream ends the listen"""
+    f = Fixture(server("alpha", ("echo", "changed")))
+    lst = Listener(f)
+    msg, hdrs = modern_request("subscriptions/listen",
+                               {"notifications": {"toolsListChanged": True}}, rid="sub-1")
+    conn, resp = lst.open_post(msg, hdrs)
+    first = sse_messages(read_events(resp, 1).decode())
+    st, ans, _, _ = lst.modern_call("alpha__changed", {})
+    # the session relists the changed server, then tells the listen
+    conn.sock.settimeout(15)
+    more = sse_messages(read_events(resp, 1).decode())
+    t.ok(resp.status == 200 and [m.get("method") for m in first] ==
+         ["notifications/subscriptions/acknowledged"] and
+         first[0]["params"]["_meta"].get("io.modelcontextprotocol/subscriptionId") == "sub-1",
+         "the listen's stream opens with the acknowledgement, under the client's id",
+         (resp.status, first))
+    t.ok([m.get("method") for m in more] == ["notifications/tools/list_changed"] and
+         more[0]["params"]["_meta"].get("io.modelcontextprotocol/subscriptionId") == "sub-1",
+         "a tool list change comes on it, under the client's id", more)
+    conn.close()
+    deadline = time.monotonic() + 10
+    ended = []
+    while not ended and time.monotonic() < deadline:
+        st, ans, _, _ = lst.modern("tools/list")
+        ended = [r for names_, recs in session_files(f).values() for r in recs
+                 if r["event"] == "client.listen.end"]
+    recs = [r for names_, recs in session_files(f).values() for r in recs
+            if r["event"] == "client.listen"]
+    t.ok(len(recs) == 1 and len(ended) == 1 and st == 200 and "result" in (ans or {}),
+         "closing the stream ends the listen in the session, and the listener goes on",
+         (recs, ended, ans))
+    t.ok(lst.stop() == 0, "the listener ends")
+    f.cleanup()
+
+
 def test_shared_unavailable():
     """a shared server whose instance cannot start (its image is missing):
     each client is told why, as for a server of its own, and the rest works"""
@@ -929,7 +967,7 @@ def test_param_headers():
 PROBE_HASH = learn_probe_hash()
 for case in (test_two_clients, test_security, test_limits, test_streams_and_metrics,
              test_slow_client, test_many_ends, test_sharing, test_shared_unavailable,
-             test_shared_modern, test_modern, test_param_headers, test_sdk_client):
+             test_shared_modern, test_modern, test_modern_listen, test_param_headers, test_sdk_client):
     try:
         case()
     except Exception as e:  # a case that blows up is a failure, not a crash of the runner

@@ -39,6 +39,12 @@ static void send_result(struct session *s, const struct json_value *id,
 	}
 }
 
+void gw_client_result_raw(struct session *s, const struct json_value *id,
+                          const struct json_value *result)
+{
+	send_result(s, id, result);
+}
+
 void gw_client_result(struct session *s, const struct json_value *id,
                       const struct json_value *result)
 {
@@ -310,10 +316,11 @@ static void refuse_call(struct session *s, const struct json_value *id, const ch
 }
 
 /* The params for the server: its own tool name, and our progress token */
-static struct json_value *upstream_params(const struct session *s, const struct json_value *params,
-                                          const char *name, const char *token)
+static struct json_value *upstream_params(const struct session *s, const struct gw_server *srv,
+                                          const struct json_value *params, const char *name,
+                                          const char *token)
 {
-	struct json_value *p = gw_era_upstream_params(s, params);
+	struct json_value *p = gw_era_upstream_params(s, srv, params);
 	json_object_set(p, "name", json_new_string(name));
 	const struct json_value *meta = json_get(p, "_meta");
 	if (meta != NULL && meta->kind == JSON_OBJECT && json_get(meta, "progressToken") != NULL) {
@@ -696,7 +703,7 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 		c->client_progress_token = json_copy(token);
 		c->progress_token = xasprintf("mcpgate-%lld", (long long)++s->next_token);
 	}
-	c->params = upstream_params(s, msg->params, t->name, c->progress_token);
+	c->params = upstream_params(s, srv, msg->params, t->name, c->progress_token);
 	if (s->era == GW_ERA_MODERN)
 		c->caps = json_copy(s->client_caps); /* this request's own */
 	call_link(c);

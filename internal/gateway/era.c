@@ -186,20 +186,36 @@ static struct json_value *without(const struct json_value *obj, const char *cons
 	return out;
 }
 
-struct json_value *gw_era_upstream_params(const struct session *s, const struct json_value *params)
+struct json_value *gw_era_upstream_params(const struct session *s, const struct gw_server *srv,
+                                          const struct json_value *params)
 {
-	if (params == NULL || params->kind != JSON_OBJECT)
-		return params != NULL ? json_copy(params) : NULL;
-	if (s->era != GW_ERA_MODERN)
+	if (params != NULL && params->kind != JSON_OBJECT)
 		return json_copy(params);
 	/* what 2026-07-28 adds to a request is about the client and mcpgate:
-	 * the server, of the old era, gets the request as that era writes it */
+	 * the server gets the request as its era writes it, and of the
+	 * io.modelcontextprotocol/ _meta only what mcpgate says (a client of
+	 * either era may not speak for mcpgate there) */
 	static const char *const mrtr[] = {"inputResponses", "requestState", NULL};
-	struct json_value *p = without(params, mrtr, NULL);
+	struct json_value *p = params == NULL            ? json_new_object()
+	                       : s->era == GW_ERA_MODERN ? without(params, mrtr, NULL)
+	                                                 : json_copy(params);
 	const struct json_value *meta = json_get(p, "_meta");
-	if (meta != NULL && meta->kind == JSON_OBJECT) {
-		struct json_value *m = without(meta, NULL, MCP_META_PREFIX);
+	struct json_value *m =
+	    meta != NULL && meta->kind == JSON_OBJECT ? without(meta, NULL, MCP_META_PREFIX) : NULL;
+	if (gw_server_asks_by_result(srv)) {
+		/* a server of 2026-07-28 hears what this client can be asked, as
+		 * far as its relay = [...] lets it ask */
+		if (m == NULL)
+			m = json_new_object();
+		const struct json_value *caps =
+		    s->era == GW_ERA_MODERN || s->answered_initialize ? s->client_caps : NULL;
+		json_object_set(m, MCP_META_CLIENT_CAPS, gw_relay_caps_for_server(srv->cfg, caps));
+	}
+	if (m != NULL)
 		json_object_set(p, "_meta", m);
+	if (params == NULL && m == NULL) {
+		json_free(p);
+		return NULL;
 	}
 	return p;
 }

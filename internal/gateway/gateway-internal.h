@@ -329,6 +329,9 @@ void gw_client_error_data(struct session *s, const struct json_value *id, int64_
 #define gw_client_error(s, id, code, ...) gw_client_error_data(s, id, code, NULL, __VA_ARGS__)
 void gw_client_result(struct session *s, const struct json_value *id,
                       const struct json_value *result);
+/* result as it is, without the era's rewriting (mcpgate's own input_required) */
+void gw_client_result_raw(struct session *s, const struct json_value *id,
+                          const struct json_value *result);
 /* A server's error reply, passed to the client under client_id with every
  * stored secret redacted; returns the (redacted) text for the audit log */
 char *gw_client_forward_error(struct session *s, const struct json_value *client_id,
@@ -380,6 +383,19 @@ void gw_round_retry(struct gw_call *c, const char *public_name, const struct jso
 /* The client cancelled a call whose server's questions are with it */
 void gw_round_cancel(struct gw_call *c);
 void gw_round_free(struct gw_round *r);
+/* A retry's round state taken for bound (a tool's public name, or a
+ * request and its name) and args: the members the server gets back
+ * (inputResponses less mcpgate's, its own requestState) set in up. -1 with
+ * why otherwise. */
+int gw_round_take(struct session *s, const char *bound, const struct json_value *args,
+                  const struct json_value *params, struct json_value *up, struct mg_err **err);
+/* A 2026-07-28 server's input_required answer (result) to a request other
+ * than tools/call, bound to bound and args: the result for a 2026-07-28
+ * client (allocated; the server's state inside a round state), or NULL
+ * with why in *refusal (allocated; a 2025-11-25 client is not asked) */
+struct json_value *gw_round_forwarded(struct session *s, struct gw_server *srv, const char *bound,
+                                      const struct json_value *args, const struct json_value *caps,
+                                      const struct json_value *result, char **refusal);
 /* A 2025-11-25 server's request (sampling, elicitation, roots) while its
  * client speaks 2026-07-28: the one call of the client's to it in flight
  * answers input_required with it, and the retry's answer goes to the
@@ -469,6 +485,11 @@ int gw_relay_passthrough_check(const struct session *s, struct mg_err **err);
 /* The capabilities mcpgate declares in its initialize to a server: those its
  * relay = [...] allows. Borrowed, shared, never freed; safe from any thread. */
 const struct json_value *gw_relay_server_capabilities(const struct cfg_server *c);
+/* What a server of 2026-07-28 is told the client can be asked, for one
+ * request (allocated): the client's capabilities (caps, NULL for none) that
+ * c's relay = [...] allows, roots without listChanged */
+struct json_value *gw_relay_caps_for_server(const struct cfg_server *c,
+                                            const struct json_value *caps);
 
 /* instance.c */
 struct gw_host;
@@ -497,8 +518,11 @@ const char *gw_era_removed(const char *method);
 void gw_era_discover(struct session *s, const struct json_value *id);
 /* ttlMs and cacheScope on a result, for a 2026-07-28 client */
 void gw_era_cacheable(const struct session *s, struct json_value *result, int64_t ttl_ms);
-/* params for a server (a copy): 2026-07-28's additions taken out */
-struct json_value *gw_era_upstream_params(const struct session *s, const struct json_value *params);
+/* params for srv (a copy): 2026-07-28's additions and the client's
+ * io.modelcontextprotocol/ _meta taken out; for a server of 2026-07-28, what
+ * the client may be asked (gw_relay_caps_for_server) put in */
+struct json_value *gw_era_upstream_params(const struct session *s, const struct gw_server *srv,
+                                          const struct json_value *params);
 /* result as a 2026-07-28 client gets it (a copy with resultType "complete"
  * and serverInfo), or NULL for a client of the old era */
 struct json_value *gw_era_result(const struct session *s, const struct json_value *result);

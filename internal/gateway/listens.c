@@ -181,6 +181,8 @@ bool gw_listen_cancel(struct session *s, const char *key)
 		for (size_t u = 0; u < l->uris.n; u++)
 			if (!held_elsewhere(s, l, l->uris.v[u]))
 				gw_relay_listen_subscribe(s, l->uris.v[u], false);
+		audit_record(s->audit, "client.listen.end",
+		             gw_fields("reason", json_new_string("cancelled by the client"), NULL));
 		listen_free(l);
 		return true;
 	}

@@ -196,6 +196,36 @@ const struct json_value *gw_relay_server_capabilities(const struct cfg_server *c
 	                     (c->relay_roots ? 4 : 0)];
 }
 
+enum relay_cap { RELAY_SAMPLING, RELAY_ELICITATION, RELAY_ROOTS };
+
+static const struct relay_spec {
+	const char *method;
+	const char *cap; /* the client's capability, and the word in relay = [...] */
+} relays[] = {
+    [RELAY_SAMPLING] = {"sampling/createMessage", "sampling"},
+    [RELAY_ELICITATION] = {"elicitation/create", "elicitation"},
+    [RELAY_ROOTS] = {"roots/list", "roots"},
+};
+
+struct json_value *gw_relay_caps_for_server(const struct cfg_server *c,
+                                            const struct json_value *caps)
+{
+	struct json_value *out = json_new_object();
+	const bool allowed[] = {
+	    [RELAY_SAMPLING] = c->relay_sampling,
+	    [RELAY_ELICITATION] = c->relay_elicitation,
+	    [RELAY_ROOTS] = c->relay_roots,
+	};
+	for (size_t w = RELAY_SAMPLING; w <= RELAY_ROOTS; w++) {
+		const struct json_value *v = json_get(caps, relays[w].cap);
+		if (!allowed[w] || v == NULL || v->kind != JSON_OBJECT)
+			continue;
+		json_object_set(out, relays[w].cap,
+		                w == RELAY_ROOTS ? json_new_object() : json_copy(v));
+	}
+	return out;
+}
+
 /* ---- lists and pages ------------------------------------------------------- */
 
 enum list_kind { LIST_TOOLS, LIST_RESOURCES, LIST_TEMPLATES, LIST_PROMPTS, LIST_KINDS };
@@ -542,7 +572,21 @@ struct fwd {
 	enum fwd_kind kind;
 	int64_t upstream_id;
 	int64_t start_ms;
+	/* what an input_required answer binds (rounds.c): the request and
+	 * its public name, its arguments and the client's capabilities */
+	char *bound;
+	struct json_value *args;
+	struct json_value *caps;
 };
+
+static void fwd_free(struct fwd *f)
+{
+	json_free(f->client_id);
+	free(f->bound);
+	json_free(f->args);
+	json_free(f->caps);
+	free(f);
+}
 
 static void fwd_record(const struct fwd *f, const char *outcome, const char *detail)
 {
@@ -605,6 +649,21 @@ static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const stru
 		fwd_record(f, "error", reason);
 		gw_client_error(s, f->client_id, RPC_SERVER_ERROR, "%s (server %s): %s", f->method,
 		                srv->cfg->name, reason);
+	} else if (reply->kind == RPC_RESULT && f->bound != NULL && gw_server_asks_by_result(srv) &&
+	           json_get_string(reply->result, "resultType") != NULL &&
+	           strcmp(json_get_string(reply->result, "resultType"), "input_required") == 0) {
+		/* a 2026-07-28 server asks for input on a prompt or a read */
+		cleanup_free char *refusal = NULL;
+		struct json_value *asked =
+		    gw_round_forwarded(s, srv, f->bound, f->args, f->caps, reply->result, &refusal);
+		if (asked != NULL) {
+			fwd_record(f, "input-required", "its server asked for input");
+			gw_client_result_raw(s, f->client_id, asked);
+			json_free(asked);
+		} else {
+			fwd_record(f, "error", refusal);
+			gw_client_error(s, f->client_id, RPC_SERVER_ERROR, "%s", refusal);
+		}
 	} else if (reply->kind == RPC_RESULT) {
 		fwd_record(f, "ok", NULL);
 		/* a result is data: it says where it came from, and changes nothing */
@@ -623,13 +682,15 @@ static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const stru
 		cleanup_free char *text = gw_client_forward_error(s, f->client_id, reply);
 		fwd_record(f, "error", text);
 	}
-	json_free(f->client_id);
-	free(f);
+	fwd_free(f);
 }
 
-/* Send params (owned; already in the server's own names) to srv */
-static void forward(struct session *s, struct gw_server *srv, const struct json_value *id,
-                    const char *method, struct json_value *params, enum fwd_kind kind)
+/* Send params (owned; already in the server's own names) to srv. bound
+ * (NULL: none) names what a 2026-07-28 server's input_required answer is
+ * bound to; asked, the client's params, may be the retry with its state. */
+static void forward_bound(struct session *s, struct gw_server *srv, const struct json_value *id,
+                          const char *method, struct json_value *params, enum fwd_kind kind,
+                          const char *bound, const struct json_value *asked)
 {
 	struct fwd *f = xcalloc(1, sizeof(*f));
 	f->s = s;
@@ -638,16 +699,36 @@ static void forward(struct session *s, struct gw_server *srv, const struct json_
 	f->method = method;
 	f->kind = kind;
 	f->start_ms = proc_now_ms();
-	struct json_value *up = gw_era_upstream_params(s, params);
+	struct json_value *up = gw_era_upstream_params(s, srv, params);
 	json_free(params);
 	params = up;
+	if (bound != NULL) {
+		f->bound = xstrdup(bound);
+		f->args = json_copy(json_get(asked, "arguments"));
+		f->caps = s->era == GW_ERA_MODERN || s->answered_initialize
+		              ? json_copy(s->client_caps)
+		              : NULL;
+		const struct json_value *st = json_get(asked, "requestState");
+		struct mg_err *rerr = NULL;
+		if (s->era == GW_ERA_MODERN && st != NULL && st->kind == JSON_STRING &&
+		    confirm_state_kind(st->u.str.ptr, st->u.str.len) == CONFIRM_ROUND &&
+		    gw_round_take(s, bound, f->args, asked, params, &rerr) < 0) {
+			/* a retry whose state is not the one mcpgate gave for this */
+			fwd_record(f, "refused", mg_err_msg(rerr));
+			gw_client_error(s, id, RPC_INVALID_PARAMS, "%s: %s", bound,
+			                mg_err_msg(rerr));
+			mg_err_free(rerr);
+			json_free(params);
+			fwd_free(f);
+			return;
+		}
+	}
 	cleanup_free char *leak = gw_secrets_check_leaving(srv, params);
 	if (leak != NULL) {
 		fwd_record(f, "refused", leak);
 		gw_client_error(s, id, RPC_SERVER_ERROR, "%s", leak);
 		json_free(params);
-		json_free(f->client_id);
-		free(f);
+		fwd_free(f);
 		return;
 	}
 	struct mg_err *err = NULL;
@@ -660,9 +741,14 @@ static void forward(struct session *s, struct gw_server *srv, const struct json_
 		gw_client_error(s, id, RPC_SERVER_ERROR, "%s (server %s): %s", method,
 		                srv->cfg->name, mg_err_msg(err));
 		mg_err_free(err);
-		json_free(f->client_id);
-		free(f);
+		fwd_free(f);
 	}
+}
+
+static void forward(struct session *s, struct gw_server *srv, const struct json_value *id,
+                    const char *method, struct json_value *params, enum fwd_kind kind)
+{
+	forward_bound(s, srv, id, method, params, kind, NULL, NULL);
 }
 
 static void on_listen_subscribed(struct rpc_peer *peer, struct rpc_msg *reply,
@@ -741,7 +827,9 @@ void gw_relay_resource(struct session *s, struct rpc_msg *msg)
 	                     : strcmp(msg->method, "resources/subscribe") == 0
 	                         ? "resources/subscribe"
 	                         : "resources/unsubscribe";
-	forward(s, srv, msg->id, method, params, read ? FWD_READ : FWD_PLAIN);
+	cleanup_free char *bound = read ? xasprintf("resources/read %s", uri) : NULL;
+	forward_bound(s, srv, msg->id, method, params, read ? FWD_READ : FWD_PLAIN, bound,
+	              msg->params);
 }
 
 void gw_relay_prompt_get(struct session *s, struct rpc_msg *msg)
@@ -760,7 +848,8 @@ void gw_relay_prompt_get(struct session *s, struct rpc_msg *msg)
 	}
 	struct json_value *params = json_copy(msg->params);
 	json_object_set(params, "name", json_new_string(own));
-	forward(s, srv, msg->id, "prompts/get", params, FWD_PROMPT);
+	cleanup_free char *bound = xasprintf("prompts/get %s", name);
+	forward_bound(s, srv, msg->id, "prompts/get", params, FWD_PROMPT, bound, msg->params);
 }
 
 void gw_relay_complete(struct session *s, struct rpc_msg *msg)
@@ -905,17 +994,6 @@ void gw_relay_roots_changed(struct session *s)
 }
 
 /* ---- the servers' requests to the client ------------------------------------ */
-
-enum relay_cap { RELAY_SAMPLING, RELAY_ELICITATION, RELAY_ROOTS };
-
-static const struct relay_spec {
-	const char *method;
-	const char *cap; /* the client's capability, and the word in relay = [...] */
-} relays[] = {
-    [RELAY_SAMPLING] = {"sampling/createMessage", "sampling"},
-    [RELAY_ELICITATION] = {"elicitation/create", "elicitation"},
-    [RELAY_ROOTS] = {"roots/list", "roots"},
-};
 
 /* A server's request with the client */
 struct gw_relayed {

@@ -73,35 +73,46 @@ static const struct json_value *call_args(const struct gw_call *c)
 
 /* What the client's capabilities are for this call: a 2026-07-28 request's
  * own, else what the client declared at initialize */
-static const struct json_value *call_caps(const struct gw_call *c)
+/* Who asks for input, for the rule and the records: a server, in answer
+ * to what (a tool, or a request such as prompts/get), with the client's
+ * capabilities for that request */
+struct asker {
+	struct session *s;
+	struct gw_server *srv;
+	const char *what;
+	const struct json_value *caps;
+};
+
+static struct asker asker_of(const struct gw_call *c)
 {
 	const struct session *s = c->sess;
-	if (s->era == GW_ERA_MODERN)
-		return c->caps;
-	return s->answered_initialize ? s->client_caps : NULL;
+	return (struct asker){c->sess, c->server, c->tool,
+	                      s->era == GW_ERA_MODERN  ? c->caps
+	                      : s->answered_initialize ? s->client_caps
+	                                               : NULL};
 }
 
 /* An input_required mcpgate refuses before the relay's rule is asked */
-static void round_refused(const struct gw_call *c, const char *key, const char *reason)
+static void round_refused(const struct asker *a, const char *key, const char *reason)
 {
-	audit_record_by(c->sess->audit, c->server->cfg->name, "server.request.refused",
-	                gw_fields("server", json_new_string(c->server->cfg->name), "tool",
-	                          json_new_string(c->tool), "key", json_new_string(key), "reason",
+	audit_record_by(a->s->audit, a->srv->cfg->name, "server.request.refused",
+	                gw_fields("server", json_new_string(a->srv->cfg->name), "tool",
+	                          json_new_string(a->what), "key", json_new_string(key), "reason",
 	                          json_new_string(reason), "via", json_new_string("input_required"),
 	                          NULL));
 }
 
 /* The server's input requests as the client gets them, each allowed by the
  * relay's rule; NULL with why in *refusal otherwise */
-static struct json_value *client_requests(struct gw_call *c, const struct json_value *reqs,
+static struct json_value *client_requests(const struct asker *a, const struct json_value *reqs,
                                           char **refusal)
 {
-	struct gw_server *srv = c->server;
+	struct gw_server *srv = a->srv;
 	if (reqs->u.obj.len > ROUND_REQUESTS_MAX) {
 		*refusal = xasprintf("server %s asked %zu input requests at once; mcpgate relays "
 		                     "at most %d",
 		                     srv->cfg->name, reqs->u.obj.len, ROUND_REQUESTS_MAX);
-		round_refused(c, "", "too many");
+		round_refused(a, "", "too many");
 		return NULL;
 	}
 	struct json_value *out = json_new_object();
@@ -115,7 +126,7 @@ static struct json_value *client_requests(struct gw_call *c, const struct json_v
 			*refusal = xasprintf("server %s's input request \"%.64s\" is not an object "
 			                     "with a method and object params",
 			                     srv->cfg->name, m->key);
-			round_refused(c, m->key, "malformed");
+			round_refused(a, m->key, "malformed");
 			json_free(out);
 			return NULL;
 		}
@@ -125,12 +136,12 @@ static struct json_value *client_requests(struct gw_call *c, const struct json_v
 			*refusal = xasprintf("server %s named an input request \"%s\", the key of "
 			                     "mcpgate's own confirmation",
 			                     srv->cfg->name, GW_CONFIRM_INPUT_KEY);
-			round_refused(c, m->key, "mcpgate's key");
+			round_refused(a, m->key, "mcpgate's key");
 			json_free(out);
 			return NULL;
 		}
 		struct json_value *p =
-		    gw_relay_input_params(srv, call_caps(c), method->u.str.ptr, params, refusal);
+		    gw_relay_input_params(srv, a->caps, method->u.str.ptr, params, refusal);
 		if (p == NULL) {
 			json_free(out);
 			return NULL;
@@ -142,16 +153,65 @@ static struct json_value *client_requests(struct gw_call *c, const struct json_v
 	return out;
 }
 
-static void round_record(const struct gw_call *c, const char *event, const char *method,
+static void asker_record(const struct asker *a, const char *event, const char *method,
                          const char *key, const char *outcome)
 {
 	struct json_value *f =
-	    gw_fields("server", json_new_string(c->server->cfg->name), "tool",
-	              json_new_string(c->tool), "method", json_new_string(method), "key",
+	    gw_fields("server", json_new_string(a->srv->cfg->name), "tool",
+	              json_new_string(a->what), "method", json_new_string(method), "key",
 	              json_new_string(key), "via", json_new_string("input_required"), NULL);
 	if (outcome != NULL)
 		json_object_set(f, "outcome", json_new_string(outcome));
-	audit_record_by(c->sess->audit, c->server->cfg->name, event, f);
+	audit_record_by(a->s->audit, a->srv->cfg->name, event, f);
+}
+
+static void round_record(const struct gw_call *c, const char *event, const char *method,
+                         const char *key, const char *outcome)
+{
+	struct asker a = asker_of(c);
+	asker_record(&a, event, method, key, outcome);
+}
+
+/* A round's state for bound (a tool's public name, or a request and its
+ * name) with args, carrying the server's state */
+static char *round_state(struct session *s, const char *bound, const struct json_value *args,
+                         const char *state, size_t state_len, struct mg_err **err)
+{
+	char *ours = NULL;
+	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
+	struct confirm_call call = {CONFIRM_ROUND, s->id, bound, args};
+	if ((s->confirm == NULL && confirm_keeper_new(&s->confirm, err) < 0) ||
+	    confirm_state_make(s->confirm, &call, state != NULL ? state : "", state_len, deadline,
+	                       &ours, err) < 0)
+		return NULL;
+	return ours;
+}
+
+int gw_round_take(struct session *s, const char *bound, const struct json_value *args,
+                  const struct json_value *params, struct json_value *up, struct mg_err **err)
+{
+	const struct json_value *state = json_get(params, "requestState");
+	const struct json_value *responses = json_get(params, "inputResponses");
+	if (responses != NULL && responses->kind != JSON_OBJECT)
+		return mg_err_set(err, "inputResponses must be an object");
+	const char *carried = NULL;
+	size_t carried_len = 0;
+	struct confirm_call call = {CONFIRM_ROUND, s->id, bound, args};
+	if (s->confirm == NULL)
+		return mg_err_set(err, "the requestState is not one this session gave out");
+	if (confirm_state_take(s->confirm, state->u.str.ptr, state->u.str.len, &call, proc_now_ms(),
+	                       &carried, &carried_len, err) < 0)
+		return -1;
+	/* the server gets its own state back, and the answers but mcpgate's */
+	struct json_value *answers = json_new_object();
+	for (size_t i = 0; responses != NULL && i < responses->u.obj.len; i++)
+		if (strcmp(responses->u.obj.items[i].key, GW_CONFIRM_INPUT_KEY) != 0)
+			json_object_set(answers, responses->u.obj.items[i].key,
+			                json_copy(responses->u.obj.items[i].value));
+	json_object_set(up, "inputResponses", answers);
+	if (carried_len > 0)
+		json_object_set(up, "requestState", json_new_stringn(carried, carried_len));
+	return 0;
 }
 
 /* ---- a 2026-07-28 client: the result goes on, the state inside ours ---- */
@@ -161,13 +221,9 @@ static void to_modern_client(struct gw_call *c, struct json_value *reqs, const c
 {
 	struct session *s = c->sess;
 	struct mg_err *err = NULL;
-	cleanup_free char *ours = NULL;
 	cleanup_free char *public_name = gw_relay_public_name(c->server, c->tool);
-	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
-	struct confirm_call call = {CONFIRM_ROUND, s->id, public_name, call_args(c)};
-	if ((s->confirm == NULL && confirm_keeper_new(&s->confirm, &err) < 0) ||
-	    confirm_state_make(s->confirm, &call, state != NULL ? state : "", state_len, deadline,
-	                       &ours, &err) < 0) {
+	cleanup_free char *ours = round_state(s, public_name, call_args(c), state, state_len, &err);
+	if (ours == NULL) {
 		json_free(reqs);
 		gw_call_finish_error(
 		    c, RPC_SERVER_ERROR, "tool %s__%s: server %s asked for input: %s",
@@ -188,43 +244,66 @@ static void to_modern_client(struct gw_call *c, struct json_value *reqs, const c
 
 void gw_round_retry(struct gw_call *c, const char *public_name, const struct json_value *params)
 {
-	struct session *s = c->sess;
-	const struct json_value *state = json_get(params, "requestState");
-	const struct json_value *responses = json_get(params, "inputResponses");
-	if (responses != NULL && responses->kind != JSON_OBJECT) {
-		gw_call_finish_error(c, RPC_INVALID_PARAMS,
-		                     "tools/call %s: inputResponses must be an object",
-		                     public_name);
-		return;
-	}
 	struct mg_err *err = NULL;
-	const char *carried = NULL;
-	size_t carried_len = 0;
-	struct confirm_call call = {CONFIRM_ROUND, s->id, public_name, call_args(c)};
-	if (s->confirm == NULL)
-		mg_err_set(&err, "the requestState is not one this session gave out");
-	else
-		confirm_state_take(s->confirm, state->u.str.ptr, state->u.str.len, &call,
-		                   proc_now_ms(), &carried, &carried_len, &err);
-	if (err != NULL) {
+	struct json_value *p = json_copy(c->params);
+	if (gw_round_take(c->sess, public_name, call_args(c), params, p, &err) < 0) {
+		json_free(p);
 		round_record(c, "server.request.refused", "tools/call", "requestState", "refused");
 		gw_call_finish_error(c, RPC_INVALID_PARAMS, "tools/call %s: %s", public_name,
 		                     mg_err_msg(err));
 		mg_err_free(err);
 		return;
 	}
-	/* the server gets its own state back, and the answers but mcpgate's */
-	struct json_value *p = json_copy(c->params);
-	struct json_value *answers = json_new_object();
-	for (size_t i = 0; responses != NULL && i < responses->u.obj.len; i++)
-		if (strcmp(responses->u.obj.items[i].key, GW_CONFIRM_INPUT_KEY) != 0)
-			json_object_set(answers, responses->u.obj.items[i].key,
-			                json_copy(responses->u.obj.items[i].value));
-	json_object_set(p, "inputResponses", answers);
-	if (carried_len > 0)
-		json_object_set(p, "requestState", json_new_stringn(carried, carried_len));
 	gw_call_send(c, p);
 	json_free(p);
+}
+
+/* ---- a request other than tools/call (prompts/get, resources/read) ---- */
+
+struct json_value *gw_round_forwarded(struct session *s, struct gw_server *srv, const char *bound,
+                                      const struct json_value *args, const struct json_value *caps,
+                                      const struct json_value *result, char **refusal)
+{
+	struct asker a = {s, srv, bound, caps};
+	const struct json_value *reqs = json_get(result, "inputRequests");
+	const struct json_value *state = json_get(result, "requestState");
+	*refusal = NULL;
+	if (s->era != GW_ERA_MODERN) {
+		*refusal = xasprintf("server %s asked for input on %s; for a client of 2025-11-25 "
+		                     "mcpgate relays a server's input requests on tools/call only",
+		                     srv->cfg->name, bound);
+		round_refused(&a, "", "client era");
+		return NULL;
+	}
+	if (reqs == NULL || reqs->kind != JSON_OBJECT || reqs->u.obj.len == 0 ||
+	    (state != NULL && state->kind != JSON_STRING)) {
+		*refusal = xasprintf("server %s answered %s input_required without inputRequests "
+		                     "(an object of one or more requests) or with a requestState "
+		                     "that is not a string",
+		                     srv->cfg->name, bound);
+		round_refused(&a, "", "malformed");
+		return NULL;
+	}
+	struct json_value *asked = client_requests(&a, reqs, refusal);
+	if (asked == NULL)
+		return NULL;
+	struct mg_err *err = NULL;
+	cleanup_free char *ours =
+	    round_state(s, bound, args, state != NULL ? state->u.str.ptr : NULL,
+	                state != NULL ? state->u.str.len : 0, &err);
+	if (ours == NULL) {
+		*refusal = xasprintf("server %s asked for input on %s: %s", srv->cfg->name, bound,
+		                     mg_err_msg(err));
+		mg_err_free(err);
+		json_free(asked);
+		return NULL;
+	}
+	for (size_t i = 0; i < asked->u.obj.len; i++)
+		asker_record(&a, "server.request.relayed",
+		             json_get_string(asked->u.obj.items[i].value, "method"),
+		             asked->u.obj.items[i].key, NULL);
+	return gw_fields("resultType", json_new_string("input_required"), "inputRequests", asked,
+	                 "requestState", json_new_string(ours), NULL);
 }
 
 /* ---- a 2025-11-25 client: asked as that era asks, retried by mcpgate ---- */
@@ -387,7 +466,8 @@ void gw_round_result(struct gw_call *c, const struct rpc_msg *reply)
 		return;
 	}
 	char *refusal = NULL;
-	struct json_value *asked = client_requests(c, reqs, &refusal);
+	struct asker a = asker_of(c);
+	struct json_value *asked = client_requests(&a, reqs, &refusal);
 	if (asked == NULL) {
 		gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s: %s", srv->cfg->name,
 		                     c->tool, refusal);

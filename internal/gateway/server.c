@@ -286,6 +286,43 @@ static int start_mcp(struct gw_server *srv, bool attach, int64_t deadline, struc
 	return 0;
 }
 
+static void on_upstream_listen_end(struct rpc_peer *peer, struct rpc_msg *reply,
+                                   const struct mg_err *why, void *data)
+{
+	(void)peer;
+	struct gw_server *srv = data;
+	if (srv->sess->stopping)
+		return;
+	cleanup_free char *text = reply != NULL && reply->kind == RPC_ERROR
+	                              ? mcp_error_text(reply)
+	                              : xstrdup(reply != NULL ? "ended by the server"
+	                                        : why != NULL ? mg_err_msg(why)
+	                                                      : "no answer");
+	mg_info("server %s: its subscriptions/listen: %s", srv->cfg->name, text);
+}
+
+/* A server of 2026-07-28 tells of its changes only on a subscriptions/listen:
+ * mcpgate opens one for what a relist needs (its tools, and the prompts and
+ * resources it passes on), for the server's whole life. Its notifications
+ * are served by method as any server's (methods.c); the manifest check
+ * follows a tools list_changed as for the old era. */
+static void listen_upstream(struct gw_server *srv)
+{
+	struct json_value *p = gw_fields(
+	    "notifications",
+	    gw_fields("toolsListChanged", json_new_bool(true), "promptsListChanged",
+	              json_new_bool(true), "resourcesListChanged", json_new_bool(true), NULL),
+	    NULL);
+	struct mg_err *err = NULL;
+	if (rpc_peer_send_request(srv->launch.peer, "subscriptions/listen", p, 0,
+	                          on_upstream_listen_end, srv, NULL, &err) < 0) {
+		mg_info("server %s: cannot open its subscriptions/listen: %s", srv->cfg->name,
+		        mg_err_msg(err));
+		mg_err_free(err);
+	}
+	json_free(p);
+}
+
 /* After a failed start: make sure nothing of it runs. */
 static void start_cleanup(struct gw_server *srv)
 {
@@ -357,6 +394,8 @@ void *gw_server_start_thread(void *arg)
 		start_cleanup(srv);
 		goto done;
 	}
+	if (!s->fetching && c->transport == CFG_TRANSPORT_CONTAINER && gw_server_modern(srv))
+		listen_upstream(srv);
 	srv->ready_ms = proc_now_ms();
 done:
 	mg_err_free(err);

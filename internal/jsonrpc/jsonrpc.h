@@ -277,9 +277,10 @@ int rpc_peer_read(struct rpc_peer *peer, struct mg_err **err);
 bool rpc_peer_closed(const struct rpc_peer *peer);
 
 /* From now on every request this peer sends carries meta's members (an
- * object, copied) in its params' _meta, over what the caller's _meta has
- * under the same names: how a 2026-07-28 server is told the version and the
- * capabilities on each request. NULL: none. */
+ * object, copied) in its params' _meta, where the caller's _meta has none of
+ * the same name (the caller's says it for one request): how a 2026-07-28
+ * server is told the version and the capabilities on each request. NULL:
+ * none. */
 void rpc_peer_set_request_meta(struct rpc_peer *peer, const struct json_value *meta);
 const struct json_value *rpc_peer_request_meta(const struct rpc_peer *peer);
 

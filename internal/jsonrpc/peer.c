@@ -491,7 +491,9 @@ static struct json_value *params_with_meta(const struct json_value *params,
 	struct json_value *m =
 	    had != NULL && had->kind == JSON_OBJECT ? json_copy(had) : json_new_object();
 	for (size_t i = 0; i < meta->u.obj.len; i++)
-		json_object_set(m, meta->u.obj.items[i].key, json_copy(meta->u.obj.items[i].value));
+		if (json_get(m, meta->u.obj.items[i].key) == NULL)
+			json_object_set(m, meta->u.obj.items[i].key,
+			                json_copy(meta->u.obj.items[i].value));
 	json_object_set(out, "_meta", m);
 	return out;
 }

@@ -31,6 +31,7 @@
 #include "internal/base/log.h"
 #include "internal/base/xalloc.h"
 #include "internal/listen/listen-internal.h"
+#include "internal/mcp/mcp.h"
 
 /* reads of the session's output per wake-up: one busy session must not
  * keep the listener from the others */
@@ -383,6 +384,20 @@ static int restore_client_ids(const struct lst_req *r, struct rpc_msg *m, bool p
 	return 0;
 }
 
+/* A notification of the modern session's on a subscriptions/listen: its
+ * subscriptionId, the id the session knows, is put back to the client's */
+static int restore_subscription(const struct lst_req *r, struct rpc_msg *m, struct mg_buf *buf,
+                                struct routed *line)
+{
+	struct json_value *meta = (struct json_value *)json_get(m->params, "_meta");
+	json_object_set(meta, MCP_META_SUBSCRIPTION_ID, json_copy(r->id));
+	if (json_generate(m->root, buf, NULL) < 0)
+		return -1;
+	line->out = buf->data;
+	line->out_len = buf->len;
+	return 0;
+}
+
 static void route(struct lst_client *c, const char *line, size_t len)
 {
 	struct rpc_msg m = {0};
@@ -428,6 +443,19 @@ static void route(struct lst_client *c, const char *line, size_t len)
 			lst_metrics_dropped(c->l->metrics, "no-request");
 		break;
 	case RPC_NOTIFICATION:
+		if (c->modern &&
+		    json_get(json_get(m.params, "_meta"), MCP_META_SUBSCRIPTION_ID) != NULL) {
+			/* a listen's: to its stream, which stays open, and no other */
+			key = rpc_id_key(
+			    json_get(json_get(m.params, "_meta"), MCP_META_SUBSCRIPTION_ID));
+			r = key != NULL ? exchange_by(c, false, key) : NULL;
+			if (r == NULL || !r->modern || !r->accept_sse ||
+			    restore_subscription(r, &m, &restored, &rl) < 0)
+				lst_metrics_dropped(c->l->metrics, "no-request");
+			else if (to_stream(c, r, &rl, false))
+				lst_req_wake(r);
+			break;
+		}
 		if (strcmp(m.method, "notifications/progress") == 0) {
 			key = rpc_id_key(json_get(m.params, "progressToken"));
 			r = key != NULL ? exchange_by(c, true, key) : NULL;
