@@ -1931,6 +1931,12 @@ def test_modern_client():
     r = modern(c, "tools/list", level="loud")
     t.ok(r.get("error", {}).get("code") == -32602 and "logLevel" in r["error"]["message"],
          "a log level that is none is refused, naming the field", r)
+    bare = modern_params()
+    del bare["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    r = c.request("tools/list", bare)
+    t.ok(r.get("error", {}).get("code") == -32602 and
+         "clientCapabilities" in r["error"]["message"],
+         "a request without its clientCapabilities is refused, naming the field", r)
     listing = modern(c, "tools/list")
     res = listing.get("result", {})
     t.ok([x["name"] for x in res.get("tools", [])] == ["alpha__echo", "alpha__log"],

@@ -86,10 +86,13 @@ int gw_era_admit(struct session *s, const struct rpc_msg *msg)
 		return -1;
 	}
 	const struct json_value *caps = json_get(meta, MCP_META_CLIENT_CAPS);
-	if (caps != NULL && caps->kind != JSON_OBJECT) {
-		gw_client_error(
-		    s, msg->id, RPC_INVALID_PARAMS,
-		    "%.64s: params._meta[\"" MCP_META_CLIENT_CAPS "\"] must be an object", m);
+	if (caps == NULL || caps->kind != JSON_OBJECT) {
+		/* 2026-07-28 requires it on every request (the envelope) */
+		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
+		                "%.64s: params._meta[\"" MCP_META_CLIENT_CAPS
+		                "\"] must be an object (every 2026-07-28 request carries it; {} "
+		                "for none)",
+		                m);
 		return -1;
 	}
 	const struct json_value *level = json_get(meta, MCP_META_LOG_LEVEL);

@@ -82,7 +82,10 @@ MODERN_PLAN = {
 
 
 def write_config(folder, url, manifest=None, tools=()):
-    s = '[[server]]\nname = "conf"\ntransport = "remote"\nurl = "%s"\n' % url
+    # the multi round-trip scenarios' server asks for an elicitation, which
+    # the person's entry must allow mcpgate to relay
+    s = ('[[server]]\nname = "conf"\ntransport = "remote"\nurl = "%s"\n'
+         'relay = ["elicitation"]\n' % url)
     if manifest:
         s += 'manifest = "%s"\n' % manifest
     for tool in tools:
