@@ -31,19 +31,13 @@ runtime=
 name=
 era=2025-11-25
 tag=1
-while [ $# -gt 0 ]; do
-	case $1 in
-	--era) era=${2:?--era needs 2025-11-25 or 2026-07-28}; shift 2 ;;
-	--runtime) runtime=${2:?--runtime needs podman or docker}; shift 2 ;;
-	--name) name=${2:?--name needs a value}; shift 2 ;;
-	--tag) tag=${2:?--tag needs a value}; shift 2 ;;
-	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "build-fixture-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
-	esac
-done
 
 say() { printf 'build-fixture-image: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
+loaded=()
+# shellcheck source=../lib/node-image.sh
+. "$top/tests/lib/node-image.sh"
+node_image_args 26 "$@"
 # the era's install, fixture, the SDK package the fixture imports, and name
 case $era in
 2025-11-25) suite=conformance fixture=fixture-server.mjs sdk_pkg=sdk title=mcpgate-conformance-fixture ;;
@@ -51,27 +45,13 @@ case $era in
 *) die "--era is 2025-11-25 or 2026-07-28, not '$era'" ;;
 esac
 name=${name:-$title}
-loaded=()
-# shellcheck source=../lib/node-image.sh
-. "$top/tests/lib/node-image.sh"
 
 node_image_prereqs
 modules=$top/build/$suite/node_modules
 [ -f "$modules/@modelcontextprotocol/$sdk_pkg/package.json" ] ||
 	die "no suite in build/$suite: run tests/conformance/run.sh --install-only --era $era once (it installs it)"
-registry=http://127.0.0.1:5000
-curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
-	die "no registry answers on $registry (tests/integration/run.sh starts one)"
-
 # beside build/$suite, so the packages can be hard-linked in
-work=$(mktemp -d "$top/build/fixture-image-XXXXXX")
-cleanup() {
-	local ref
-	for ref in "${loaded[@]}"; do "$runtime" rmi "$ref" >/dev/null 2>&1 || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+node_image_work "$top/build/fixture-image-XXXXXX"
 
 # the root filesystem: node and what it loads, and the server
 root=$work/rootfs

@@ -30,36 +30,17 @@ top=$(cd "$here/../.." && pwd)
 runtime=
 name="mcpgate-e2e-everything"
 tag=2026.8.31
-while [ $# -gt 0 ]; do
-	case $1 in
-	--runtime) runtime=${2:?--runtime needs podman or docker}; shift 2 ;;
-	--name) name=${2:?--name needs a value}; shift 2 ;;
-	--tag) tag=${2:?--tag needs a value}; shift 2 ;;
-	-h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "build-everything-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
-	esac
-done
 
 say() { printf 'build-everything-image: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 loaded=()
 # shellcheck source=../lib/node-image.sh
 . "$top/tests/lib/node-image.sh"
+node_image_args 25 "$@"
 
 node_image_prereqs
 command -v npm >/dev/null || die "npm is missing: apt-get install npm (scripts/setup does)"
-registry=http://127.0.0.1:5000
-curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
-	die "no registry answers on $registry (start one: docker-registry serve CONFIG, as tests/integration/run.sh and scripts/demo do)"
-
-work=$(mktemp -d /tmp/mcpgate-everything-image-XXXXXX)
-cleanup() {
-	local ref
-	for ref in "${loaded[@]}"; do "$runtime" rmi "$ref" >/dev/null 2>&1 || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+node_image_work /tmp/mcpgate-everything-image-XXXXXX
 
 # 1. the pinned packages, installed exactly as the lockfile says (npm ci),
 #    only when the lockfile changed since the last install

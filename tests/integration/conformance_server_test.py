@@ -32,7 +32,6 @@ listener), a container with no network.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -51,35 +50,6 @@ TAG = "itest-%d-%d" % (os.getpid(), int(time.time()))
 
 t = Tap()
 made = {"images": [], "serve": None}
-
-
-def start_listener(w):
-    err = open(os.path.join(w.dir, "serve.stderr"), "w+b")
-    p = subprocess.Popen([MCPGATE, "serve", "--config", w.conf, "--workspace", w.ws,
-                          "--listen", "127.0.0.1:0", "--passthrough"],
-                         env=w.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=err, cwd=w.ws)
-    made["serve"] = p
-    deadline = time.time() + 30
-    while time.time() < deadline and p.poll() is None:
-        with open(err.name, errors="replace") as fh:
-            m = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", fh.read())
-        if m:
-            return p, m.group(1), err.name
-        time.sleep(0.1)
-    return p, None, err.name
-
-
-def stop_listener(p):
-    if p is None or p.poll() is not None:
-        return p.returncode if p else None
-    p.send_signal(signal.SIGTERM)
-    try:
-        return p.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        return None
 
 
 def run(base, era):
@@ -116,14 +86,14 @@ def run(base, era):
 
     # the fixture on its own first (outside a container, on loopback)
     cs.fixture_alone(t, era, w.dir)
-    p, url, serve_err = start_listener(w)
+    p, url, serve_err = ct.start_listener(w, made, "--passthrough", log="serve.stderr")
     if not t.ok(url is not None,
                 "%s: serve --listen 127.0.0.1:0 --passthrough says where it listens" % label,
                 open(serve_err, errors="replace").read()[-2000:]):
         return
     cs.run(t, url, os.path.join(w.state, "mcpgate", "listener-token"), w.dir, label, era)
 
-    rc = stop_listener(p)
+    rc = ct.stop_listener(p)
     made["serve"] = None
     t.ok(rc == 0, "%s: serve ends with status 0 at SIGTERM (status %s)" % (label, rc))
     sids = w.session_ids()
@@ -141,7 +111,7 @@ def run(base, era):
 
 
 def cleanup():
-    stop_listener(made["serve"])
+    ct.stop_listener(made["serve"])
     for image in made["images"]:
         ct.rt("rmi", "-f", image, check=False)
 
@@ -184,7 +154,7 @@ def main():
                 t.ok(False, "the conformance case %s on %s raised %s: %s" % (
                     era.name, RT, type(e).__name__, e))
             finally:
-                stop_listener(made["serve"])
+                ct.stop_listener(made["serve"])
                 made["serve"] = None
     finally:
         cleanup()

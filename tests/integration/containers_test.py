@@ -480,6 +480,39 @@ def test_sharing(base, probe_image, hash_):
     t.ok(left == [], "every container of every instance is removed", left)
 
 
+def start_listener(w, made, *extra, log="serve.stderr"):
+    """`mcpgate serve --listen 127.0.0.1:0` for the workspace w (.conf, .ws,
+    .env, .dir) with extra arguments, recorded in made["serve"] so the
+    caller's cleanup stops it: (process, its URL or None, its stderr file)"""
+    err = open(os.path.join(w.dir, log), "w+b")
+    p = subprocess.Popen([MCPGATE, "serve", "--config", w.conf, "--workspace", w.ws,
+                          "--listen", "127.0.0.1:0"] + list(extra),
+                         env=w.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=err, cwd=w.ws)
+    made["serve"] = p
+    deadline = time.time() + 30
+    while time.time() < deadline and p.poll() is None:
+        with open(err.name, errors="replace") as fh:
+            m = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", fh.read())
+        if m:
+            return p, m.group(1), err.name
+        time.sleep(0.1)
+    return p, None, err.name
+
+
+def stop_listener(p):
+    """SIGTERM, then its status (None when it had to be killed)"""
+    if p is None or p.poll() is not None:
+        return p.returncode if p else None
+    p.send_signal(signal.SIGTERM)
+    try:
+        return p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return None
+
+
 def skip(why):
     print("ok 1 # SKIP %s" % why)
     print("0 passed, 0 failed")
@@ -514,10 +547,13 @@ def busybox_image():
     return image
 
 
-def run_cases(label, body):
+def run_cases(label, body, tap=None, after=None):
     """The frame of a runtime test: skipped without the runtime; a base
     folder; what mcpgate says cannot hold here, learnt first; body(base); and
-    everything made removed after. Returns the exit status."""
+    everything made removed after (after(), for a test that keeps its own
+    list, else this module's cleanup). tap: the test's own Tap, when it has
+    one. Returns the exit status."""
+    tap = tap or t
     if shutil.which(RT) is None:
         return skip("%s is not installed" % RT)
     print("# runtime: %s (%s)" % (RT, label), flush=True)
@@ -526,11 +562,11 @@ def run_cases(label, body):
         unenforced_here(base)
         body(base)
     except Exception as e:
-        t.ok(False, "the %s case on %s raised %s: %s" % (label, RT, type(e).__name__, e))
+        tap.ok(False, "the %s case on %s raised %s: %s" % (label, RT, type(e).__name__, e))
     finally:
-        cleanup()
+        (after or cleanup)()
         shutil.rmtree(base, ignore_errors=True)
-    return t.done()
+    return tap.done()
 
 
 def cleanup():

@@ -179,17 +179,7 @@ def main():
     if not os.path.isdir(MODULES) and not npm_reachable():
         return ct.skip("the npm registry is not reachable for the first install of the pinned "
                     "packages")
-    print("# runtime: %s" % RT, flush=True)
-    base = tempfile.mkdtemp(prefix="mcpgate-itest-everything-")
-    try:
-        ct.unenforced_here(base)
-        run(base)
-    except Exception as e:
-        t.ok(False, "the end-to-end case on %s raised %s: %s" % (RT, type(e).__name__, e))
-    finally:
-        cleanup()
-        shutil.rmtree(base, ignore_errors=True)
-    return t.done()
+    return ct.run_cases("everything", run, tap=t, after=cleanup)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ listener), containers with no network.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -169,35 +168,6 @@ def check_audit(w, label, sids, client_version):
     return sid
 
 
-def start_listener(w):
-    err = open(os.path.join(w.dir, "listen.stderr"), "w+b")
-    p = subprocess.Popen([MCPGATE, "serve", "--config", w.conf, "--workspace", w.ws,
-                          "--listen", "127.0.0.1:0"],
-                         env=w.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=err, cwd=w.ws)
-    made["serve"] = p
-    deadline = time.time() + 30
-    while time.time() < deadline and p.poll() is None:
-        with open(err.name, errors="replace") as fh:
-            m = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", fh.read())
-        if m:
-            return p, m.group(1), err.name
-        time.sleep(0.1)
-    return p, None, err.name
-
-
-def stop_listener(p):
-    if p is None or p.poll() is not None:
-        return p.returncode if p else None
-    p.send_signal(signal.SIGTERM)
-    try:
-        return p.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        return None
-
-
 def build(script, pattern, label):
     r = subprocess.run([script, "--runtime", RT, "--tag", TAG],
                        env=dict(os.environ, MCPGATE=MCPGATE), capture_output=True, text=True,
@@ -274,14 +244,14 @@ def run(base):
 
     # the listener: one process, the clients by URL and the listener's token
     before = w.session_ids()
-    p, url, listen_err = start_listener(w)
+    p, url, listen_err = ct.start_listener(w, made, log="listen.stderr")
     if t.ok(url is not None, "serve --listen 127.0.0.1:0 says where it listens",
             open(listen_err, errors="replace").read()[-2000:]):
         http = (("2.x client, auto, listener", "2", ("sdk2", "fixture"), "auto", "2026-07-28"),
                 ("1.x client, listener", "1", ("sdk2", "fixture"), "default", "2025-11-25"))
         for label, sdk, names, negotiation, version in http:
             client(w, label, sdk, names, negotiation, version, url=url)
-        rc = stop_listener(p)
+        rc = ct.stop_listener(p)
         t.ok(rc == 0, "serve --listen ends with status 0 at SIGTERM (status %s)" % rc)
         made_now = new_sessions(w, before)
         sids += made_now
@@ -307,7 +277,7 @@ def run(base):
 
 
 def cleanup():
-    stop_listener(made["serve"])
+    ct.stop_listener(made["serve"])
     w = made["state"]
     if w is not None:
         for sid in w.session_ids():
@@ -342,17 +312,7 @@ def main():
         if not os.path.exists(os.path.join(MODULES[sdk], pkg, "package.json")):
             t.ok(False, "the install holds %s" % pkg, MODULES[sdk])
             return t.done()
-    print("# runtime: %s" % RT, flush=True)
-    base = tempfile.mkdtemp(prefix="mcpgate-itest-sdk2-")
-    try:
-        ct.unenforced_here(base)
-        run(base)
-    except Exception as e:
-        t.ok(False, "the SDK 2.x case on %s raised %s: %s" % (RT, type(e).__name__, e))
-    finally:
-        cleanup()
-        shutil.rmtree(base, ignore_errors=True)
-    return t.done()
+    return ct.run_cases("sdk2", run, tap=t, after=cleanup)
 
 
 if __name__ == "__main__":

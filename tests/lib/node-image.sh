@@ -1,7 +1,47 @@
 # What the scripts that put a Node.js MCP server into a pinned image share
-# (tests/e2e/build-everything-image.sh, tests/conformance/build-fixture-image.sh).
-# Sourced after the caller defines say and die and an array `loaded`, whose
-# references the caller's cleanup removes from the runtime.
+# (tests/e2e/build-everything-image.sh, tests/conformance/build-fixture-image.sh,
+# tests/e2e/sdk2/build-server-image.sh). Sourced after the caller defines say
+# and die and an array `loaded`, whose references node_image_work's cleanup
+# removes from the runtime.
+
+# node_image_args HELP_LAST "$@": --runtime, --name and --tag into runtime,
+# name and tag (the caller sets their defaults), --era into era when the
+# caller has one (set before), --help prints the caller's comment lines 2 to
+# HELP_LAST. Dies naming anything else.
+node_image_args() {
+	local help_last=$1
+	shift
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--runtime) runtime=${2:?--runtime needs podman or docker}; shift 2 ;;
+		--name) name=${2:?--name needs a value}; shift 2 ;;
+		--tag) tag=${2:?--tag needs a value}; shift 2 ;;
+		--era)
+			[ -n "${era+set}" ] || die "unknown argument --era (see --help)"
+			era=${2:?--era needs 2025-11-25 or 2026-07-28}; shift 2 ;;
+		-h | --help) sed -n "2,${help_last}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		*) die "unknown argument $1 (see --help)" ;;
+		esac
+	done
+}
+
+# node_image_work TEMPLATE: the local registry must answer on 127.0.0.1:5000
+# (registry is set to its URL); work is a new folder (mktemp -d TEMPLATE),
+# removed at exit together with every reference in loaded.
+node_image_work() {
+	registry=http://127.0.0.1:5000
+	curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
+		die "no registry answers on $registry (start one: docker-registry serve CONFIG, as tests/integration/run.sh and scripts/demo do)"
+	work=$(mktemp -d "$1")
+	trap node_image_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+node_image_cleanup() {
+	local ref
+	for ref in "${loaded[@]}"; do "$runtime" rmi "$ref" >/dev/null 2>&1 || true; done
+	rm -rf "$work"
+}
 
 # node_image_prereqs: what both scripts need before anything is built. Sets
 # runtime (podman when on PATH, else docker, unless given), mcpgate

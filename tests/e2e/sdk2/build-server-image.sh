@@ -25,21 +25,13 @@ top=$(cd "$here/../../.." && pwd)
 runtime=
 name="mcpgate-e2e-sdk2-server"
 tag=1
-while [ $# -gt 0 ]; do
-	case $1 in
-	--runtime) runtime=${2:?--runtime needs podman or docker}; shift 2 ;;
-	--name) name=${2:?--name needs a value}; shift 2 ;;
-	--tag) tag=${2:?--tag needs a value}; shift 2 ;;
-	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "build-server-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
-	esac
-done
 
 say() { printf 'build-server-image: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 loaded=()
 # shellcheck source-path=SCRIPTDIR source=../../lib/node-image.sh
 . "$top/tests/lib/node-image.sh"
+node_image_args 20 "$@"
 
 node_image_prereqs
 modules=$top/build/conformance-2026/node_modules
@@ -52,19 +44,8 @@ major=$("$node" --version | sed -n 's/^v\([0-9]*\)\..*/\1/p')
 if [ -z "$major" ] || [ "$major" -lt 20 ]; then
 	die "$node is $("$node" --version); the SDK 2.x packages need node 20 or later"
 fi
-registry=http://127.0.0.1:5000
-curl -fsS -o /dev/null --max-time 5 "$registry/v2/" ||
-	die "no registry answers on $registry (tests/integration/run.sh starts one)"
-
 # beside build/conformance-2026, so the packages can be hard-linked in
-work=$(mktemp -d "$top/build/sdk2-image-XXXXXX")
-cleanup() {
-	local ref
-	for ref in "${loaded[@]}"; do "$runtime" rmi "$ref" >/dev/null 2>&1 || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+node_image_work "$top/build/sdk2-image-XXXXXX"
 
 # the root filesystem: node and what it loads, the server, its packages
 # (hard links: nothing is copied)
