@@ -62,6 +62,7 @@ import benchlib  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 EGRESS = os.path.abspath(os.environ.get("MCPGATE_EGRESS", os.path.join(TOP, "mcpgate-egress")))
+FLOOR = os.path.abspath(os.environ.get("MCPGATE_FLOOR", os.path.join(TOP, "build", "bench", "floor")))
 QUICK = "--quick" in sys.argv[1:]
 INSTALL_ANCHORS = "--install-anchors" in sys.argv[1:]
 NO_ANCHORS = "--no-anchors" in sys.argv[1:]
@@ -828,6 +829,24 @@ class Egress(Proxy):
         return out, bad
 
 
+class Floor(Proxy):
+    """bench/floor.c: the least a proxy can do, no checks and no records.
+    Its port relays (the head passed on or answered 200, then splice both
+    ways); hs_port answers a CONNECT 200 and closes."""
+    name = "floor"
+
+    def start(self, binary):
+        self.binary = binary
+        self.hs_port = free_port()
+        self.popen([binary, str(self.port), str(self.hs_port), UP_ADDR, str(UP_PORT)],
+                   stdin=subprocess.PIPE)
+        if not wait_listening(self.hs_port, self.proc):
+            raise RuntimeError("floor did not listen on 127.0.0.1:%d" % self.hs_port)
+
+    def ask_to_stop(self):
+        self.proc.stdin.close()   # the lifeline, as for mcpgate-egress
+
+
 class Tinyproxy(Proxy):
     name = "tinyproxy"
 
@@ -1017,6 +1036,14 @@ def bench_allowlist(proxies):
     if d != [200, 200]:
         anomaly("direct GET to the upstream: %s, %s (not 200)" % (d[0], d[1]))
     for p in proxies:
+        if isinstance(p, Floor):
+            # no allowlist: it sends everything to the upstream; only that it works is checked
+            r = [try_status(lambda: connect_get(p.port, listed)), try_status(lambda: plain_get(p.port, listed))]
+            rows.append([p.name] + r + ["- (no checks)", "- (no checks)"])
+            out[p.name] = dict(zip(["connect_listed", "http_listed"], r))
+            if r != [200, 200]:
+                anomaly("floor: the upstream did not answer through it (CONNECT %s, plain %s)" % (r[0], r[1]))
+            continue
         r = [try_status(lambda: connect_get(p.port, listed)), try_status(lambda: plain_get(p.port, listed)),
              try_status(lambda: connect_get(p.port, other)), try_status(lambda: plain_get(p.port, other))]
         rows.append([p.name] + r)
@@ -1027,7 +1054,8 @@ def bench_allowlist(proxies):
         if r[2] == 200 or r[3] == 200:
             anomaly("%s: the unlisted %s went through (CONNECT %s, plain %s)" % (p.name, other, r[2], r[3]))
     table(title, ["", "CONNECT " + listed, "GET " + listed, "CONNECT " + other, "GET " + other], rows)
-    print("  (%s is the same upstream, never listed: every proxy must refuse it)" % other)
+    print("  (%s is the same upstream, never listed: every proxy must refuse it; the floor\n"
+          "   checks nothing and is not asked)" % other)
     results["allowlist"] = out
 
 
@@ -1136,18 +1164,23 @@ def bench_downloads(proxies):
 
 
 def bench_handshakes(proxies):
-    targets = [("direct (TCP connect + close)", None)] + [(p.name, p) for p in proxies]
-    rates = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
-    per = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
-    ccpu = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
-    errors = {(t, c): {} for t, _ in targets for c in HS_CONCURRENCY}
-    counts = {(t, c): 0 for t, _ in targets for c in HS_CONCURRENCY}
+    targets = [("direct (TCP connect + close)", None, None)]
+    for p in proxies:
+        if isinstance(p, Floor):
+            targets += [(FLOOR_HS, p, p.hs_port), (FLOOR_RELAY, p, p.port)]
+        else:
+            targets.append((p.name, p, p.port))
+    rates = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
+    per = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
+    ccpu = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
+    errors = {(t[0], c): {} for t in targets for c in HS_CONCURRENCY}
+    counts = {(t[0], c): 0 for t in targets for c in HS_CONCURRENCY}
     waited, short = [], []
     peak = [0]
     for rnd in range(HS_ROUNDS):
         for conc in HS_CONCURRENCY:
             k = rnd % len(targets)
-            for label, p in targets[k:] + targets[:k]:
+            for label, p, port in targets[k:] + targets[:k]:
                 if p is not None and not p.alive():
                     continue
                 # a proxied handshake takes two conntrack entries (client-proxy,
@@ -1163,8 +1196,8 @@ def bench_handshakes(proxies):
                     short.append("%s, %d clients, round %d: at most %d connections, what fits in the "
                                  "conntrack table" % (label, conc, rnd + 1, cap))
                 c0 = p.cpu() if p else None
-                ok, elapsed, errs, client, guarded = handshakes(p.port if p else None, conc,
-                                                                HS_SECONDS, cap, conntrack_guard())
+                ok, elapsed, errs, client, guarded = handshakes(port, conc, HS_SECONDS, cap,
+                                                                conntrack_guard())
                 ct = conntrack()
                 if ct:
                     peak[0] = max(peak[0], ct[0])
@@ -1186,7 +1219,7 @@ def bench_handshakes(proxies):
     P = {k: summary(v) for k, v in per.items()}
     CC = {k: summary(v) for k, v in ccpu.items()}
     rows = []
-    for label, _ in targets:
+    for label, _, _ in targets:
         row = [label]
         for c in HS_CONCURRENCY:
             key = (label, c)
@@ -1202,7 +1235,9 @@ def bench_handshakes(proxies):
     print("  (each round: %.0f s or %d connections, whichever ends first. direct: TCP connect +\n"
           "   close to the upstream, no proxy. proxy CPU: user+sys of the proxy's processes per\n"
           "   handshake; client CPU: this script's, as a share of the round: near 100 means the\n"
-          "   one-threaded client bounds the rate)" % (HS_SECONDS, HS_MAX))
+          "   one-threaded client bounds the rate. %s: 200 and its own close at once;\n"
+          "   %s: its relaying port, which after the 200 waits for the client's end as\n"
+          "   any relaying proxy must)" % (HS_SECONDS, HS_MAX, FLOOR_HS, FLOOR_RELAY))
     ct = conntrack()
     if ct:
         print("  (conntrack: at most %d of %d entries in use after a round; %.0f s spent waiting for\n"
@@ -1223,7 +1258,11 @@ def bench_handshakes(proxies):
                                      "handshakes": counts[(label, c)], "errors": errors[(label, c)],
                                      "ratio_to_direct": ratio(med(R[(label, c)]),
                                                               med(R[(targets[0][0], c)]))}
-                            for c in HS_CONCURRENCY} for label, _ in targets}}
+                            for c in HS_CONCURRENCY} for label, _, _ in targets}}
+
+
+FLOOR_HS = "floor (200, close)"
+FLOOR_RELAY = "floor, relaying"
 
 
 def memory_table(proxies, mem):
@@ -1285,7 +1324,7 @@ def egress_records(eg):
 
 # ---- the run -------------------------------------------------------------------------------
 
-def header(binary, origin, digest):
+def header(binary, origin, digest, floor_digest):
     now = datetime.datetime.now().astimezone()
     cpu = ""
     try:
@@ -1299,7 +1338,7 @@ def header(binary, origin, digest):
             commit += " (+ uncommitted changes)"
     except (OSError, subprocess.TimeoutExpired):
         pass
-    versions = {"mcpgate-egress": "sha256 " + digest,
+    versions = {"mcpgate-egress": "sha256 " + digest, "floor": "sha256 " + floor_digest,
                 "tinyproxy": first_line(["tinyproxy", "-v"]) if shutil.which("tinyproxy") else None,
                 "squid": first_line(["squid", "-v"]) if shutil.which("squid") else None,
                 "python": platform.python_version()}
@@ -1314,7 +1353,9 @@ def header(binary, origin, digest):
     print("  machine  nproc %s, kernel %s, %s; load average %s" %
           (machine["nproc"], machine["kernel"], cpu or "?", " ".join("%.2f" % x for x in machine["loadavg"])))
     print("  tree     %s, binary %s (sha256 %s)" % (commit, origin, digest[:12]))
-    print("  versions " + "; ".join("%s %s" % (k, v) for k, v in versions.items() if v and k != "mcpgate-egress"))
+    print("  versions " + "; ".join("%s %s" % (k, v) for k, v in versions.items()
+                                    if v and k not in ("mcpgate-egress", "floor")))
+    print("  floor    %s (sha256 %s): bench/floor.c, the least a proxy does" % (FLOOR, floor_digest[:12]))
     print("  network  upstream %s in namespace %s, host side %s/%d; proxies on 127.0.0.1" %
           (AUTHORITY, NS, HOST_ADDR, NET_PREFIX))
     ct = conntrack()
@@ -1334,7 +1375,7 @@ def check_alive(proxies, when):
                     (p.name, p.proc.returncode, when, p.stderr_text()[-300:].strip()))
 
 
-def run_all(binary, proxies_wanted):
+def run_all(binary, floor_binary, proxies_wanted):
     root = tempdir("mcpgate-bench-egress-")
     os.chmod(root, 0o755)
     proxies = []
@@ -1345,7 +1386,12 @@ def run_all(binary, proxies_wanted):
         for cls in proxies_wanted:
             p = cls(root)
             try:
-                p.start(binary) if cls is Egress else p.start()
+                if cls is Egress:
+                    p.start(binary)
+                elif cls is Floor:
+                    p.start(floor_binary)
+                else:
+                    p.start()
                 proxies.append(p)
             except Exception as e:  # noqa: BLE001 - the others still run
                 anomaly("%s did not start: %s: %s" % (p.name, type(e).__name__, e))
@@ -1384,6 +1430,11 @@ def run_all(binary, proxies_wanted):
         teardown_network()
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
     for p in proxies:
+        if isinstance(p, Floor):
+            if statuses.get(p.name) != 0:
+                anomaly("floor exited %s at the end of its lifeline, not 0" % statuses.get(p.name))
+            if p.stderr_text().strip():
+                anomaly("floor wrote on stderr: %s" % p.stderr_text().strip()[:600])
         if isinstance(p, Egress):
             if statuses.get(p.name) != 0:
                 anomaly("mcpgate-egress exited %s at the end of its lifeline, not 0" % statuses.get(p.name))
@@ -1398,12 +1449,71 @@ def run_all(binary, proxies_wanted):
             egress_records(p)
 
 
+def side_by_side(dl, hs):
+    """Every figure of the floor and the proxies in one table, with the
+    ratios the floor is for: what the machine allows any proxy (floor /
+    direct), what mcpgate-egress reaches of it (mcpgate-egress / floor)."""
+    names = ["floor", "mcpgate-egress", "tinyproxy", "squid"]
+
+    def mb(label):
+        return med(dl.get(label, {}).get("mb_per_s"))
+
+    def dcpu(label):
+        return med(dl.get(label, {}).get("proxy_cpu_s_per_gib"))
+
+    def hget(label, c, key):
+        return med(hs.get(label, {}).get(str(c), {}).get(key))
+
+    rows = []
+    out = {}
+    for kind, suffix in (("plain HTTP", ", plain HTTP"), ("CONNECT", ", CONNECT")):
+        if not dl:
+            break
+        v = [mb("direct")] + [mb(n + suffix) for n in names]
+        rows.append(["1 GiB %s, MB/s" % kind] + v + [rx(v[1], v[0]), rx(v[2], v[0]), rx(v[2], v[1])])
+        c = [None] + [dcpu(n + suffix) for n in names]
+        rows.append(["  proxy CPU, s per GiB"] + c + ["", "", rx(c[2], c[1])])
+        out["download " + kind] = {"mb_per_s": v, "cpu_s_per_gib": c}
+    d = "direct (TCP connect + close)"
+    for conc in HS_CONCURRENCY:
+        if not hs:
+            break
+        hnames = [FLOOR_HS, "mcpgate-egress", "tinyproxy", "squid"]
+        v = [hget(d, conc, "per_s")] + [hget(n, conc, "per_s") for n in hnames]
+        rows.append(["CONNECTs/s, %d client%s" % (conc, "s" if conc > 1 else "")] + v +
+                    [rx(v[1], v[0]), rx(v[2], v[0]), rx(v[2], v[1])])
+        c = [None] + [hget(n, conc, "proxy_cpu_us") for n in hnames]
+        rows.append(["  proxy CPU, us per CONNECT"] + c + ["", "", rx(c[2], c[1])])
+        fr = [hget(FLOOR_RELAY, conc, "per_s"), hget(FLOOR_RELAY, conc, "proxy_cpu_us")]
+        rows.append(["  beside the floor relaying: /s, us"] + [None, fr[0], None, None, None] +
+                    [rx(fr[0], v[0]), "", rx(v[2], fr[0])])
+        rows.append(["    its CPU per CONNECT, us"] + [None, fr[1], None, None, None] + ["", "", rx(c[2], fr[1])])
+        out["handshakes %d" % conc] = {"per_s": v, "cpu_us": c, "floor_relaying": fr}
+    if not rows:
+        return
+    table("side by side: direct, the floor, the proxies (medians)",
+          ["", "direct", "floor", "mcpgate-egress", "tinyproxy", "squid", "floor/direct",
+           "egress/direct", "egress/floor"], rows, [0, 0, 0, 0, 0, 0, 0, 0])
+    # the CPU rows need decimals the table's integer columns would hide
+    for label, key in (("plain HTTP", "download plain HTTP"), ("CONNECT", "download CONNECT")):
+        if key in out:
+            c = out[key]["cpu_s_per_gib"]
+            print("  proxy CPU s/GiB, %s: floor %s, mcpgate-egress %s, tinyproxy %s, squid %s" %
+                  (label, fmt(c[1], 3), fmt(c[2], 3), fmt(c[3], 3), fmt(c[4], 3)))
+    print("  (floor/direct: what this machine leaves any proxy; egress/floor: what mcpgate-egress\n"
+          "   reaches of that. For the CPU rows egress/floor above 1x is more CPU. The handshake\n"
+          "   rows' floor answers 200 and closes; the floor relaying waits for the client's end\n"
+          "   as a relaying proxy must, and egress/floor on its lines is against it)")
+    results["side_by_side"] = out
+
+
 def ratios_block():
+    dl = results.get("download", {}).get("paths", {})
+    hs = results.get("handshakes", {}).get("targets", {})
+    side_by_side(dl, hs)
     print()
     print("== ratios")
     lines = []
-    dl = results.get("download", {}).get("paths", {})
-    hs = results.get("handshakes", {}).get("targets", {})
     mem = results.get("memory", {})
 
     def mb(label):
@@ -1412,7 +1522,7 @@ def ratios_block():
     def rate(label, c):
         return med(hs.get(label, {}).get(str(c), {}).get("per_s"))
 
-    names = [n for n in ("mcpgate-egress", "tinyproxy", "squid") if n in mem]
+    names = [n for n in ("floor", "mcpgate-egress", "tinyproxy", "squid") if n in mem]
     if dl:
         for n in names:
             lines.append("throughput / direct: %s plain HTTP %s, CONNECT %s" %
@@ -1420,10 +1530,11 @@ def ratios_block():
     if hs:
         d = "direct (TCP connect + close)"
         for n in names:
-            lines.append("handshakes / direct connects: %s %s with 1 client, %s with 100" %
-                         (n, rx(rate(n, 1), rate(d, 1)), rx(rate(n, 100), rate(d, 100))))
+            for h in ((FLOOR_HS, FLOOR_RELAY) if n == "floor" else (n,)):
+                lines.append("handshakes / direct connects: %s %s with 1 client, %s with 100" %
+                             (h, rx(rate(h, 1), rate(d, 1)), rx(rate(h, 100), rate(d, 100))))
     e = "mcpgate-egress"
-    for other in ("tinyproxy", "squid"):
+    for other in ("floor", "tinyproxy", "squid"):
         if e not in names or other not in names:
             continue
         parts = []
@@ -1432,8 +1543,12 @@ def ratios_block():
                          (rx(mb(e + ", plain HTTP"), mb(other + ", plain HTTP")),
                           rx(mb(e + ", CONNECT"), mb(other + ", CONNECT"))))
         if hs:
+            o = FLOOR_HS if other == "floor" else other
             parts.append("handshakes/s %s (1 client), %s (100)" %
-                         (rx(rate(e, 1), rate(other, 1)), rx(rate(e, 100), rate(other, 100))))
+                         (rx(rate(e, 1), rate(o, 1)), rx(rate(e, 100), rate(o, 100))))
+            if other == "floor":
+                parts.append("beside the floor relaying %s (1), %s (100)" %
+                             (rx(rate(e, 1), rate(FLOOR_RELAY, 1)), rx(rate(e, 100), rate(FLOOR_RELAY, 100))))
 
         def rss(n, phase):
             return mem.get(n, {}).get(phase, {}).get("rss_kib")
@@ -1466,13 +1581,13 @@ def write_json(now):
     return path
 
 
-def snapshot_binary():
+def snapshot_binary(origin, name):
     """Run a copy taken once: a rebuild in the tree during the run cannot
     change it midway."""
     d = tempdir("mcpgate-bench-bin-")
     os.chmod(d, 0o755)
-    path = os.path.join(d, "mcpgate-egress")
-    shutil.copy2(EGRESS, path)
+    path = os.path.join(d, name)
+    shutil.copy2(origin, path)
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()
     return path, digest
@@ -1528,7 +1643,7 @@ def proc_comm(pid):
 def anchors_wanted():
     """The proxy classes to run, or an exit status when the anchors are
     asked for (always, unless --no-anchors) and cannot be had."""
-    wanted = [Egress]
+    wanted = [Floor, Egress]
     missing = [prog for prog, _ in ANCHORS if not shutil.which(prog)]
     if NO_ANCHORS:
         note("--no-anchors: tinyproxy and squid are left out; no figure here stands beside theirs")
@@ -1562,6 +1677,9 @@ def main():
     if not os.access(EGRESS, os.X_OK):
         print("bench: %s is missing; run make mcpgate-egress (make bench-egress does)" % EGRESS)
         return 2
+    if not os.access(FLOOR, os.X_OK):
+        print("bench: %s is missing; run make build/bench/floor (make bench-egress does)" % FLOOR)
+        return 2
     if os.geteuid() != 0 or not shutil.which("ip"):
         print("bench: needs root and iproute2 (ip): it makes a network namespace and a veth pair")
         return 2
@@ -1572,10 +1690,11 @@ def main():
                                  str(UPSTREAM_MAX_SECONDS + 600)], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-    binary, digest = snapshot_binary()
-    now = header(binary, EGRESS, digest)
+    binary, digest = snapshot_binary(EGRESS, "mcpgate-egress")
+    floor_binary, floor_digest = snapshot_binary(FLOOR, "floor")
+    now = header(binary, EGRESS, digest, floor_digest)
     try:
-        run_all(binary, wanted)
+        run_all(binary, floor_binary, wanted)
     except KeyboardInterrupt as e:
         anomaly("interrupted (%s)" % (e or "SIGINT"))
     except Exception as e:  # noqa: BLE001 - reported; the cleanup already ran
@@ -1589,7 +1708,11 @@ def main():
             watchdog.wait(10)
         except (OSError, subprocess.TimeoutExpired):
             pass
+    results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     ratios_block()
+    print("  (load average at the start %s, at the end %s)" %
+          (" ".join("%.2f" % x for x in results["machine"]["loadavg"]),
+           " ".join("%.2f" % x for x in results["machine"]["loadavg_end"])))
     results["anomalies"] = anomalies
     results["notes"] = notes
     status = report_anomalies("every answer was right, every proxy kept running and stopped "
