@@ -1472,7 +1472,8 @@ def side_by_side(dl, hs):
         v = [mb("direct")] + [mb(n + suffix) for n in names]
         rows.append(["1 GiB %s, MB/s" % kind] + v + [rx(v[1], v[0]), rx(v[2], v[0]), rx(v[2], v[1])])
         c = [None] + [dcpu(n + suffix) for n in names]
-        rows.append(["  proxy CPU, s per GiB"] + c + ["", "", rx(c[2], c[1])])
+        # seconds per GiB want two decimals in a table of whole numbers
+        rows.append(["  proxy CPU, s per GiB"] + [fmt(x, 2) for x in c] + ["", "", rx(c[2], c[1])])
         out["download " + kind] = {"mb_per_s": v, "cpu_s_per_gib": c}
     d = "direct (TCP connect + close)"
     for conc in HS_CONCURRENCY:
@@ -1494,12 +1495,6 @@ def side_by_side(dl, hs):
     table("side by side: direct, the floor, the proxies (medians)",
           ["", "direct", "floor", "mcpgate-egress", "tinyproxy", "squid", "floor/direct",
            "egress/direct", "egress/floor"], rows, [0, 0, 0, 0, 0, 0, 0, 0])
-    # the CPU rows need decimals the table's integer columns would hide
-    for label, key in (("plain HTTP", "download plain HTTP"), ("CONNECT", "download CONNECT")):
-        if key in out:
-            c = out[key]["cpu_s_per_gib"]
-            print("  proxy CPU s/GiB, %s: floor %s, mcpgate-egress %s, tinyproxy %s, squid %s" %
-                  (label, fmt(c[1], 3), fmt(c[2], 3), fmt(c[3], 3), fmt(c[4], 3)))
     print("  (floor/direct: what this machine leaves any proxy; egress/floor: what mcpgate-egress\n"
           "   reaches of that. For the CPU rows egress/floor above 1x is more CPU. The handshake\n"
           "   rows' floor answers 200 and closes; the floor relaying waits for the client's end\n"
