@@ -8,7 +8,8 @@
  * the request names. On RELAY_PORT: read the request head (up to its blank
  * line, nothing parsed but whether it begins with "CONNECT "), connect,
  * answer 200 to a CONNECT or pass the head on as it came for anything else,
- * then splice both ways through a pipe per direction, with the pipe sizes
+ * then splice both ways through a pipe per direction (made with the
+ * direction's first byte, as mcpgate-egress does), with the pipe sizes
  * mcpgate-egress uses (the default pipe, 1 MiB once a direction has carried
  * 1 MiB), passing each end on with shutdown(SHUT_WR) and closing both
  * sockets once both ends have passed or either side fails. On
@@ -26,6 +27,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,11 +129,42 @@ static void dir_init(struct dir *d, int src, int dst, bool *src_ready, bool *dst
 	d->pipe_r = d->pipe_w = -1;
 }
 
+/* A direction's pipe is made with its first byte: a tunnel that never
+ * carries one (a handshake) needs none, and any proxy can do without it.
+ * 1: a byte waits and the pipe is there; 0: nothing yet, or the end. */
+static int pipe_need(struct dir *d)
+{
+	char byte;
+	ssize_t n = recv(d->src, &byte, 1, MSG_PEEK);
+	if (n == 0) {
+		d->eof = true;
+		return 0;
+	}
+	if (n < 0) {
+		if (errno == EAGAIN)
+			*d->src_ready = false;
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	}
+	int p[2];
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -1;
+	d->pipe_r = p[0];
+	d->pipe_w = p[1];
+	return 1;
+}
+
 /* Move what can move in one direction now. -1: the connection must close. */
 static int pump(struct dir *d)
 {
 	for (;;) {
 		bool progress = false;
+		if (d->pipe_r < 0 && !d->eof && *d->src_ready) {
+			int r = pipe_need(d);
+			if (r < 0)
+				return -1;
+			if (r == 0)
+				break;
+		}
 		if (d->in_pipe > 0 && *d->dst_ready) {
 			ssize_t n = splice(d->pipe_r, NULL, d->dst, NULL, d->in_pipe,
 			                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -151,7 +184,7 @@ static int pump(struct dir *d)
 				return -1;
 			}
 		}
-		if (!d->eof && *d->src_ready) {
+		if (!d->eof && *d->src_ready && d->pipe_r >= 0) {
 			ssize_t n =
 			    splice(d->src, NULL, d->pipe_w, NULL, d->big ? PIPE_BIG : SPLICE_CHUNK,
 			           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -185,15 +218,6 @@ static int start_relay(struct conn *c, const char *rest, size_t rest_len)
 {
 	dir_init(&c->up, c->cfd, c->ufd, &c->c_read, &c->u_write);
 	dir_init(&c->down, c->ufd, c->cfd, &c->u_read, &c->c_write);
-	int p[2];
-	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
-		return -1;
-	c->up.pipe_r = p[0];
-	c->up.pipe_w = p[1];
-	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
-		return -1;
-	c->down.pipe_r = p[0];
-	c->down.pipe_w = p[1];
 	/* a fresh socket's send buffer holds a head and what came with it */
 	if (rest_len > 0 && send(c->ufd, rest, rest_len, MSG_NOSIGNAL) != (ssize_t)rest_len) {
 		fprintf(stderr, "floor: could not pass %zu bytes on at once\n", rest_len);
@@ -306,12 +330,14 @@ static void accept_all(int lfd, bool handshake_only)
 				fprintf(stderr, "floor: accept: %s\n", strerror(errno));
 			return;
 		}
-		struct conn *c = calloc(1, sizeof(*c));
+		/* the head buffer is not cleared: only what was read is looked at */
+		struct conn *c = malloc(sizeof(*c));
 		if (c == NULL) {
 			fprintf(stderr, "floor: out of memory\n");
 			close(fd);
 			return;
 		}
+		memset(c, 0, offsetof(struct conn, head));
 		c->cfd = fd;
 		c->ufd = -1;
 		c->up.pipe_r = c->down.pipe_r = -1;
