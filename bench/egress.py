@@ -636,12 +636,24 @@ def memory(root):
 
 
 def cpu_seconds(root):
-    total = 0
+    return sum(cpu_split(root))
+
+
+def cpu_split(root):
+    """(user, system) CPU seconds of the process tree, from /proc/PID/stat
+    (10 ms ticks): the system share is the kernel's work on the proxy's
+    behalf (its system calls, the TCP they drive), the user share its own code."""
+    user = system = 0
     for p in benchlib.process_tree(root):
-        st = proc_stat(p)
-        if st:
-            total += st[1]
-    return total / CLK_TCK
+        try:
+            with open("/proc/%d/stat" % p) as fh:
+                st = fh.read()
+        except OSError:
+            continue
+        f = st[st.rindex(")") + 2:].split()
+        user += int(f[11])
+        system += int(f[12])
+    return user / CLK_TCK, system / CLK_TCK
 
 
 CT_COUNT = "/proc/sys/net/netfilter/nf_conntrack_count"
@@ -764,6 +776,9 @@ class Proxy:
 
     def cpu(self):
         return cpu_seconds(self.proc.pid)
+
+    def cpu_split(self):
+        return cpu_split(self.proc.pid)
 
     def ask_to_stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -1114,6 +1129,7 @@ def bench_downloads(proxies):
     times = {label: [] for label, _, _ in paths}
     cpu = {label: [] for label, _, _ in paths}
     client_cpu = {label: [] for label, _, _ in paths}
+    sys_share = {label: [] for label, _, _ in paths}
     errors = {label: [] for label, _, _ in paths}
     for label, p, kind in paths:                   # untimed, warms caches and TCP
         try:
@@ -1123,7 +1139,7 @@ def bench_downloads(proxies):
     for run in range(DOWNLOAD_RUNS):
         k = run % len(paths)
         for label, p, kind in paths[k:] + paths[:k]:   # a different path first each run
-            c0 = p.cpu() if p else None
+            c0 = p.cpu_split() if p else None
             o0 = os.times()
             try:
                 t = download(kind, p.port if p else None, DOWNLOAD_BYTES)
@@ -1134,23 +1150,29 @@ def bench_downloads(proxies):
             times[label].append(t)
             client_cpu[label].append(100.0 * ((o1.user - o0.user) + (o1.system - o0.system)) / t)
             if p:
-                cpu[label].append((p.cpu() - c0) * GIB / DOWNLOAD_BYTES)
+                c1 = p.cpu_split()
+                du, ds = c1[0] - c0[0], c1[1] - c0[1]
+                cpu[label].append((du + ds) * GIB / DOWNLOAD_BYTES)
+                if du + ds > 0:
+                    sys_share[label].append(100.0 * ds / (du + ds))
     S = {label: summary(v) for label, v in times.items()}
     mbps = {label: summary([DOWNLOAD_BYTES / 1e6 / t for t in v]) for label, v in times.items()}
     C = {label: summary(v) for label, v in cpu.items()}
     CC = {label: summary(v) for label, v in client_cpu.items()}
+    SY = {label: summary(v) for label, v in sys_share.items()}
     direct = med(mbps["direct"])
     rows = []
     for label, _, _ in paths:
         rows.append([label, med(S[label]), med(mbps[label]), mbps[label].get("min"),
                      mbps[label].get("max"), rx(med(mbps[label]), direct), med(C[label]),
-                     med(CC[label]), "%d/%d" % (S[label]["n"], DOWNLOAD_RUNS)])
+                     med(SY[label]), med(CC[label]), "%d/%d" % (S[label]["n"], DOWNLOAD_RUNS)])
     size = "1 GiB" if DOWNLOAD_BYTES == GIB else "%d MiB" % (DOWNLOAD_BYTES >> 20)
     table("1. download of %s (GET /bytes/%d), %d runs each" % (size, DOWNLOAD_BYTES, DOWNLOAD_RUNS),
           ["", "median s", "MB/s", "min MB/s", "max MB/s", "/ direct", "proxy CPU s/GiB",
-           "client CPU %", "runs ok"], rows, [2, 0, 0, 0, 1, 2, 0, 1])
+           "of it sys %", "client CPU %", "runs ok"], rows, [2, 0, 0, 0, 1, 2, 0, 0, 1])
     print("  (MB = 10^6 bytes; time from connect to the last byte, the CONNECT exchange included;\n"
-          "   proxy CPU: user+sys of the proxy's processes per GiB carried; client CPU: this\n"
+          "   proxy CPU: user+sys of the proxy's processes per GiB carried, of it sys %: the\n"
+          "   kernel's share (system time, 10 ms ticks); client CPU: this\n"
           "   script's own, as a share of the download's time: near 100 means the client bounds it)")
     for label, errs in errors.items():
         for e in errs:
@@ -1159,6 +1181,7 @@ def bench_downloads(proxies):
         "bytes": DOWNLOAD_BYTES, "runs": DOWNLOAD_RUNS,
         "paths": {label: {"seconds": S[label], "mb_per_s": mbps[label], "proxy_cpu_s_per_gib": C[label],
                           "client_cpu_percent": CC[label], "errors": errors[label],
+                          "proxy_sys_percent": SY[label],
                           "ratio_to_direct": ratio(med(mbps[label]), direct)}
                   for label, _, _ in paths}}
 
@@ -1173,6 +1196,7 @@ def bench_handshakes(proxies):
     rates = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
     per = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
     ccpu = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
+    sysp = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
     errors = {(t[0], c): {} for t in targets for c in HS_CONCURRENCY}
     counts = {(t[0], c): 0 for t in targets for c in HS_CONCURRENCY}
     waited, short = [], []
@@ -1195,7 +1219,7 @@ def bench_handshakes(proxies):
                 if cap < HS_MAX:
                     short.append("%s, %d clients, round %d: at most %d connections, what fits in the "
                                  "conntrack table" % (label, conc, rnd + 1, cap))
-                c0 = p.cpu() if p else None
+                c0 = p.cpu_split() if p else None
                 ok, elapsed, errs, client, guarded = handshakes(port, conc, HS_SECONDS, cap,
                                                                 conntrack_guard())
                 ct = conntrack()
@@ -1213,28 +1237,34 @@ def bench_handshakes(proxies):
                     ccpu[key].append(100.0 * client / elapsed)
                     counts[key] += ok
                     if p:
-                        per[key].append((p.cpu() - c0) * 1e6 / ok)
+                        c1 = p.cpu_split()
+                        du, ds = c1[0] - c0[0], c1[1] - c0[1]
+                        per[key].append((du + ds) * 1e6 / ok)
+                        if du + ds > 0:
+                            sysp[key].append(100.0 * ds / (du + ds))
                 time.sleep(0.5)   # let the proxy close what the round left
     R = {k: summary(v) for k, v in rates.items()}
     P = {k: summary(v) for k, v in per.items()}
     CC = {k: summary(v) for k, v in ccpu.items()}
+    SY = {k: summary(v) for k, v in sysp.items()}
     rows = []
     for label, _, _ in targets:
         row = [label]
         for c in HS_CONCURRENCY:
             key = (label, c)
-            row += [med(R[key]), rx(med(R[key]), med(R[(targets[0][0], c)])), med(P[key]), med(CC[key]),
-                    sum(errors[key].values())]
+            row += [med(R[key]), rx(med(R[key]), med(R[(targets[0][0], c)])), med(P[key]), med(SY[key]),
+                    med(CC[key]), sum(errors[key].values())]
         rows.append(row)
     cols = [""]
     for c in HS_CONCURRENCY:
-        cols += ["%d: per s" % c, "/ direct", "proxy CPU us", "client CPU %", "errors"]
+        cols += ["%d: per s" % c, "/ direct", "proxy CPU us", "sys %", "client CPU %", "errors"]
     table("2. CONNECT handshakes per second (CONNECT, 200, close), %d and %d concurrent clients, "
           "%d rounds of %.0f s, medians" % (HS_CONCURRENCY + (HS_ROUNDS, HS_SECONDS)),
-          cols, rows, [0, 2, 1, 0, 0] * len(HS_CONCURRENCY))
+          cols, rows, [0, 2, 1, 0, 0, 0] * len(HS_CONCURRENCY))
     print("  (each round: %.0f s or %d connections, whichever ends first. direct: TCP connect +\n"
           "   close to the upstream, no proxy. proxy CPU: user+sys of the proxy's processes per\n"
-          "   handshake; client CPU: this script's, as a share of the round: near 100 means the\n"
+          "   handshake, sys % the kernel's share of it; client CPU: this script's, as a share\n"
+          "   of the round: near 100 means the\n"
           "   one-threaded client bounds the rate. %s: 200 and its own close at once;\n"
           "   %s: its relaying port, which after the 200 waits for the client's end as\n"
           "   any relaying proxy must)" % (HS_SECONDS, HS_MAX, FLOOR_HS, FLOOR_RELAY))
@@ -1255,6 +1285,7 @@ def bench_handshakes(proxies):
                       "short_rounds": short},
         "targets": {label: {str(c): {"per_s": R[(label, c)], "proxy_cpu_us": P[(label, c)],
                                      "client_cpu_percent": CC[(label, c)],
+                                     "proxy_sys_percent": SY[(label, c)],
                                      "handshakes": counts[(label, c)], "errors": errors[(label, c)],
                                      "ratio_to_direct": ratio(med(R[(label, c)]),
                                                               med(R[(targets[0][0], c)]))}
@@ -1461,6 +1492,9 @@ def side_by_side(dl, hs):
     def dcpu(label):
         return med(dl.get(label, {}).get("proxy_cpu_s_per_gib"))
 
+    def dsys(label):
+        return med(dl.get(label, {}).get("proxy_sys_percent"))
+
     def hget(label, c, key):
         return med(hs.get(label, {}).get(str(c), {}).get(key))
 
@@ -1474,6 +1508,8 @@ def side_by_side(dl, hs):
         c = [None] + [dcpu(n + suffix) for n in names]
         # seconds per GiB want two decimals in a table of whole numbers
         rows.append(["  proxy CPU, s per GiB"] + [fmt(x, 2) for x in c] + ["", "", rx(c[2], c[1])])
+        y = [None] + [dsys(n + suffix) for n in names]
+        rows.append(["    of it system, %"] + y + ["", "", ""])
         out["download " + kind] = {"mb_per_s": v, "cpu_s_per_gib": c}
     d = "direct (TCP connect + close)"
     for conc in HS_CONCURRENCY:
@@ -1485,10 +1521,14 @@ def side_by_side(dl, hs):
                     [rx(v[1], v[0]), rx(v[2], v[0]), rx(v[2], v[1])])
         c = [None] + [hget(n, conc, "proxy_cpu_us") for n in hnames]
         rows.append(["  proxy CPU, us per CONNECT"] + c + ["", "", rx(c[2], c[1])])
+        y = [None] + [hget(n, conc, "proxy_sys_percent") for n in hnames]
+        rows.append(["    of it system, %"] + y + ["", "", ""])
         fr = [hget(FLOOR_RELAY, conc, "per_s"), hget(FLOOR_RELAY, conc, "proxy_cpu_us")]
         rows.append(["  beside the floor relaying: /s, us"] + [None, fr[0], None, None, None] +
                     [rx(fr[0], v[0]), "", rx(v[2], fr[0])])
         rows.append(["    its CPU per CONNECT, us"] + [None, fr[1], None, None, None] + ["", "", rx(c[2], fr[1])])
+        rows.append(["    of it system, %"] + [None, hget(FLOOR_RELAY, conc, "proxy_sys_percent"), None, None,
+                                              None, "", "", ""])
         out["handshakes %d" % conc] = {"per_s": v, "cpu_us": c, "floor_relaying": fr}
     if not rows:
         return
@@ -1498,7 +1538,8 @@ def side_by_side(dl, hs):
     print("  (floor/direct: what this machine leaves any proxy; egress/floor: what mcpgate-egress\n"
           "   reaches of that. For the CPU rows egress/floor above 1x is more CPU. The handshake\n"
           "   rows' floor answers 200 and closes; the floor relaying waits for the client's end\n"
-          "   as a relaying proxy must, and egress/floor on its lines is against it)")
+          "   as a relaying proxy must, and egress/floor on its lines is against it. Of it\n"
+          "   system: the kernel's share of that CPU (10 ms ticks); the rest is the proxy's code)")
     results["side_by_side"] = out
 
 
