@@ -1172,8 +1172,8 @@ def bench_downloads(proxies):
            "of it sys %", "client CPU %", "runs ok"], rows, [2, 0, 0, 0, 1, 2, 0, 0, 1])
     print("  (MB = 10^6 bytes; time from connect to the last byte, the CONNECT exchange included;\n"
           "   proxy CPU: user+sys of the proxy's processes per GiB carried, of it sys %: the\n"
-          "   kernel's share (system time, 10 ms ticks); client CPU: this\n"
-          "   script's own, as a share of the download's time: near 100 means the client bounds it)")
+          "   kernel's share (system time, 10 ms ticks); client CPU: this script's own, as a\n"
+          "   share of the download's time: near 100 means the client bounds it)")
     for label, errs in errors.items():
         for e in errs:
             anomaly("download %s: %s" % (label, e))
@@ -1263,9 +1263,9 @@ def bench_handshakes(proxies):
           cols, rows, [0, 2, 1, 0, 0, 0] * len(HS_CONCURRENCY))
     print("  (each round: %.0f s or %d connections, whichever ends first. direct: TCP connect +\n"
           "   close to the upstream, no proxy. proxy CPU: user+sys of the proxy's processes per\n"
-          "   handshake, sys % the kernel's share of it; client CPU: this script's, as a share\n"
-          "   of the round: near 100 means the\n"
-          "   one-threaded client bounds the rate. %s: 200 and its own close at once;\n"
+          "   handshake, sys %% the kernel's share of it; client CPU: this script's, as a share\n"
+          "   of the round: near 100 means the one-threaded client bounds the rate.\n"
+          "   %s: 200 and its own close at once;\n"
           "   %s: its relaying port, which after the 200 waits for the client's end as\n"
           "   any relaying proxy must)" % (HS_SECONDS, HS_MAX, FLOOR_HS, FLOOR_RELAY))
     ct = conntrack()
