@@ -76,6 +76,12 @@ struct conn {
 
 static int ep = -1;
 static struct sockaddr_in upstream;
+/* Closed connections' memory is kept for the next ones: musl's free gives
+ * an 8 KiB block back with madvise each time, a system call per connection
+ * that mcpgate-egress (which keeps its own) does not make */
+#define SPARE_CONNS 64
+static struct conn *spare[SPARE_CONNS];
+static size_t nspare;
 
 static int parse_port(const char *s, unsigned short *port)
 {
@@ -117,7 +123,10 @@ static void conn_close(struct conn *c)
 			close(ds[i]->pipe_w);
 		}
 	}
-	free(c);
+	if (nspare < SPARE_CONNS)
+		spare[nspare++] = c;
+	else
+		free(c);
 }
 
 static void dir_init(struct dir *d, int src, int dst, bool *src_ready, bool *dst_ready)
@@ -331,7 +340,7 @@ static void accept_all(int lfd, bool handshake_only)
 			return;
 		}
 		/* the head buffer is not cleared: only what was read is looked at */
-		struct conn *c = malloc(sizeof(*c));
+		struct conn *c = nspare > 0 ? spare[--nspare] : malloc(sizeof(*c));
 		if (c == NULL) {
 			fprintf(stderr, "floor: out of memory\n");
 			close(fd);
