@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -101,6 +102,9 @@ static int listen_on(unsigned short port)
 		return -1;
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* as mcpgate-egress's listener: accepted sockets inherit it, so the
+	 * answer's last partial segment goes out without waiting for an ACK */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4096) < 0) {
