@@ -125,7 +125,7 @@ clients_fuzz_SRC = fuzz/clients_fuzz.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(
 clients_fuzz_LIBS = $(YAJL_LIBS)
 
 # C files that make lint checks (everything we wrote)
-LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) $(MINRELAY_SRC) \
+LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) $(MINRELAY_SRC) $(FLOOR_SRC) \
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
@@ -154,6 +154,8 @@ FAKES_HDR = fakes/probe_json.h
 
 # ---- bench: the minimal relay bench/contained.py measures mcpgate against ---
 MINRELAY_SRC = bench/minrelay.c
+# ---- bench: the least HTTP proxy, bench/egress.py's floor for mcpgate-egress ---
+FLOOR_SRC = bench/floor.c
 
 # ---- egress: mcpgate-egress, the static proxy (musl, libc only) ------------
 # egress/ includes nothing from internal/: it links statically against musl alone
@@ -242,6 +244,12 @@ build/bench/minrelay: $(MINRELAY_SRC)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(FAKES_CFLAGS) -o $@ $(MINRELAY_SRC)
+# built like mcpgate-egress (static, musl, the same flags), so that the two
+# differ in what they do and not in how they were compiled
+build/bench/floor: $(FLOOR_SRC)
+	@mkdir -p $(dir $@)
+	@echo "  MUSL    $@"
+	@$(MUSL_CC) -static $(EGRESS_CFLAGS) -o $@ $(FLOOR_SRC)
 .PHONY: fakes
 fakes: build/fakes/mcpgate-probe build/fakes/fake-runtime build/fakes/mcp-http
 
@@ -287,8 +295,8 @@ bench-add: all
 
 # the egress proxy beside tinyproxy and squid (bench/README.md): root, a network
 # namespace of its own; 1 GiB downloads, CONNECT handshakes/s, RSS; a table and ratios
-bench-egress: mcpgate-egress
-	@MCPGATE_EGRESS=./mcpgate-egress python3 bench/egress.py $(EGRESS_BENCH_ARGS)
+bench-egress: mcpgate-egress build/bench/floor
+	@MCPGATE_EGRESS=./mcpgate-egress MCPGATE_FLOOR=build/bench/floor python3 bench/egress.py $(EGRESS_BENCH_ARGS)
 
 lint:
 	@tests/lint.sh $(LINT_SRC) $(LINT_HDR)

@@ -62,6 +62,7 @@ import benchlib  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 EGRESS = os.path.abspath(os.environ.get("MCPGATE_EGRESS", os.path.join(TOP, "mcpgate-egress")))
+FLOOR = os.path.abspath(os.environ.get("MCPGATE_FLOOR", os.path.join(TOP, "build", "bench", "floor")))
 QUICK = "--quick" in sys.argv[1:]
 INSTALL_ANCHORS = "--install-anchors" in sys.argv[1:]
 NO_ANCHORS = "--no-anchors" in sys.argv[1:]
@@ -635,12 +636,24 @@ def memory(root):
 
 
 def cpu_seconds(root):
-    total = 0
+    return sum(cpu_split(root))
+
+
+def cpu_split(root):
+    """(user, system) CPU seconds of the process tree, from /proc/PID/stat
+    (10 ms ticks): the system share is the kernel's work on the proxy's
+    behalf (its system calls, the TCP they drive), the user share its own code."""
+    user = system = 0
     for p in benchlib.process_tree(root):
-        st = proc_stat(p)
-        if st:
-            total += st[1]
-    return total / CLK_TCK
+        try:
+            with open("/proc/%d/stat" % p) as fh:
+                st = fh.read()
+        except OSError:
+            continue
+        f = st[st.rindex(")") + 2:].split()
+        user += int(f[11])
+        system += int(f[12])
+    return user / CLK_TCK, system / CLK_TCK
 
 
 CT_COUNT = "/proc/sys/net/netfilter/nf_conntrack_count"
@@ -764,6 +777,9 @@ class Proxy:
     def cpu(self):
         return cpu_seconds(self.proc.pid)
 
+    def cpu_split(self):
+        return cpu_split(self.proc.pid)
+
     def ask_to_stop(self):
         self.proc.send_signal(signal.SIGTERM)
 
@@ -826,6 +842,24 @@ class Egress(Proxy):
         except OSError:
             pass
         return out, bad
+
+
+class Floor(Proxy):
+    """bench/floor.c: the least a proxy can do, no checks and no records.
+    Its port relays (the head passed on or answered 200, then splice both
+    ways); hs_port answers a CONNECT 200 and closes."""
+    name = "floor"
+
+    def start(self, binary):
+        self.binary = binary
+        self.hs_port = free_port()
+        self.popen([binary, str(self.port), str(self.hs_port), UP_ADDR, str(UP_PORT)],
+                   stdin=subprocess.PIPE)
+        if not wait_listening(self.hs_port, self.proc):
+            raise RuntimeError("floor did not listen on 127.0.0.1:%d" % self.hs_port)
+
+    def ask_to_stop(self):
+        self.proc.stdin.close()   # the lifeline, as for mcpgate-egress
 
 
 class Tinyproxy(Proxy):
@@ -1017,6 +1051,14 @@ def bench_allowlist(proxies):
     if d != [200, 200]:
         anomaly("direct GET to the upstream: %s, %s (not 200)" % (d[0], d[1]))
     for p in proxies:
+        if isinstance(p, Floor):
+            # no allowlist: it sends everything to the upstream; only that it works is checked
+            r = [try_status(lambda: connect_get(p.port, listed)), try_status(lambda: plain_get(p.port, listed))]
+            rows.append([p.name] + r + ["- (no checks)", "- (no checks)"])
+            out[p.name] = dict(zip(["connect_listed", "http_listed"], r))
+            if r != [200, 200]:
+                anomaly("floor: the upstream did not answer through it (CONNECT %s, plain %s)" % (r[0], r[1]))
+            continue
         r = [try_status(lambda: connect_get(p.port, listed)), try_status(lambda: plain_get(p.port, listed)),
              try_status(lambda: connect_get(p.port, other)), try_status(lambda: plain_get(p.port, other))]
         rows.append([p.name] + r)
@@ -1027,7 +1069,8 @@ def bench_allowlist(proxies):
         if r[2] == 200 or r[3] == 200:
             anomaly("%s: the unlisted %s went through (CONNECT %s, plain %s)" % (p.name, other, r[2], r[3]))
     table(title, ["", "CONNECT " + listed, "GET " + listed, "CONNECT " + other, "GET " + other], rows)
-    print("  (%s is the same upstream, never listed: every proxy must refuse it)" % other)
+    print("  (%s is the same upstream, never listed: every proxy must refuse it; the floor\n"
+          "   checks nothing and is not asked)" % other)
     results["allowlist"] = out
 
 
@@ -1086,6 +1129,7 @@ def bench_downloads(proxies):
     times = {label: [] for label, _, _ in paths}
     cpu = {label: [] for label, _, _ in paths}
     client_cpu = {label: [] for label, _, _ in paths}
+    sys_share = {label: [] for label, _, _ in paths}
     errors = {label: [] for label, _, _ in paths}
     for label, p, kind in paths:                   # untimed, warms caches and TCP
         try:
@@ -1095,7 +1139,7 @@ def bench_downloads(proxies):
     for run in range(DOWNLOAD_RUNS):
         k = run % len(paths)
         for label, p, kind in paths[k:] + paths[:k]:   # a different path first each run
-            c0 = p.cpu() if p else None
+            c0 = p.cpu_split() if p else None
             o0 = os.times()
             try:
                 t = download(kind, p.port if p else None, DOWNLOAD_BYTES)
@@ -1106,24 +1150,30 @@ def bench_downloads(proxies):
             times[label].append(t)
             client_cpu[label].append(100.0 * ((o1.user - o0.user) + (o1.system - o0.system)) / t)
             if p:
-                cpu[label].append((p.cpu() - c0) * GIB / DOWNLOAD_BYTES)
+                c1 = p.cpu_split()
+                du, ds = c1[0] - c0[0], c1[1] - c0[1]
+                cpu[label].append((du + ds) * GIB / DOWNLOAD_BYTES)
+                if du + ds > 0:
+                    sys_share[label].append(100.0 * ds / (du + ds))
     S = {label: summary(v) for label, v in times.items()}
     mbps = {label: summary([DOWNLOAD_BYTES / 1e6 / t for t in v]) for label, v in times.items()}
     C = {label: summary(v) for label, v in cpu.items()}
     CC = {label: summary(v) for label, v in client_cpu.items()}
+    SY = {label: summary(v) for label, v in sys_share.items()}
     direct = med(mbps["direct"])
     rows = []
     for label, _, _ in paths:
         rows.append([label, med(S[label]), med(mbps[label]), mbps[label].get("min"),
                      mbps[label].get("max"), rx(med(mbps[label]), direct), med(C[label]),
-                     med(CC[label]), "%d/%d" % (S[label]["n"], DOWNLOAD_RUNS)])
+                     med(SY[label]), med(CC[label]), "%d/%d" % (S[label]["n"], DOWNLOAD_RUNS)])
     size = "1 GiB" if DOWNLOAD_BYTES == GIB else "%d MiB" % (DOWNLOAD_BYTES >> 20)
     table("1. download of %s (GET /bytes/%d), %d runs each" % (size, DOWNLOAD_BYTES, DOWNLOAD_RUNS),
           ["", "median s", "MB/s", "min MB/s", "max MB/s", "/ direct", "proxy CPU s/GiB",
-           "client CPU %", "runs ok"], rows, [2, 0, 0, 0, 1, 2, 0, 1])
+           "of it sys %", "client CPU %", "runs ok"], rows, [2, 0, 0, 0, 1, 2, 0, 0, 1])
     print("  (MB = 10^6 bytes; time from connect to the last byte, the CONNECT exchange included;\n"
-          "   proxy CPU: user+sys of the proxy's processes per GiB carried; client CPU: this\n"
-          "   script's own, as a share of the download's time: near 100 means the client bounds it)")
+          "   proxy CPU: user+sys of the proxy's processes per GiB carried, of it sys %: the\n"
+          "   kernel's share (system time, 10 ms ticks); client CPU: this script's own, as a\n"
+          "   share of the download's time: near 100 means the client bounds it)")
     for label, errs in errors.items():
         for e in errs:
             anomaly("download %s: %s" % (label, e))
@@ -1131,23 +1181,30 @@ def bench_downloads(proxies):
         "bytes": DOWNLOAD_BYTES, "runs": DOWNLOAD_RUNS,
         "paths": {label: {"seconds": S[label], "mb_per_s": mbps[label], "proxy_cpu_s_per_gib": C[label],
                           "client_cpu_percent": CC[label], "errors": errors[label],
+                          "proxy_sys_percent": SY[label],
                           "ratio_to_direct": ratio(med(mbps[label]), direct)}
                   for label, _, _ in paths}}
 
 
 def bench_handshakes(proxies):
-    targets = [("direct (TCP connect + close)", None)] + [(p.name, p) for p in proxies]
-    rates = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
-    per = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
-    ccpu = {(t, c): [] for t, _ in targets for c in HS_CONCURRENCY}
-    errors = {(t, c): {} for t, _ in targets for c in HS_CONCURRENCY}
-    counts = {(t, c): 0 for t, _ in targets for c in HS_CONCURRENCY}
+    targets = [("direct (TCP connect + close)", None, None)]
+    for p in proxies:
+        if isinstance(p, Floor):
+            targets += [(FLOOR_HS, p, p.hs_port), (FLOOR_RELAY, p, p.port)]
+        else:
+            targets.append((p.name, p, p.port))
+    rates = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
+    per = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
+    ccpu = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
+    sysp = {(t[0], c): [] for t in targets for c in HS_CONCURRENCY}
+    errors = {(t[0], c): {} for t in targets for c in HS_CONCURRENCY}
+    counts = {(t[0], c): 0 for t in targets for c in HS_CONCURRENCY}
     waited, short = [], []
     peak = [0]
     for rnd in range(HS_ROUNDS):
         for conc in HS_CONCURRENCY:
             k = rnd % len(targets)
-            for label, p in targets[k:] + targets[:k]:
+            for label, p, port in targets[k:] + targets[:k]:
                 if p is not None and not p.alive():
                     continue
                 # a proxied handshake takes two conntrack entries (client-proxy,
@@ -1162,9 +1219,9 @@ def bench_handshakes(proxies):
                 if cap < HS_MAX:
                     short.append("%s, %d clients, round %d: at most %d connections, what fits in the "
                                  "conntrack table" % (label, conc, rnd + 1, cap))
-                c0 = p.cpu() if p else None
-                ok, elapsed, errs, client, guarded = handshakes(p.port if p else None, conc,
-                                                                HS_SECONDS, cap, conntrack_guard())
+                c0 = p.cpu_split() if p else None
+                ok, elapsed, errs, client, guarded = handshakes(port, conc, HS_SECONDS, cap,
+                                                                conntrack_guard())
                 ct = conntrack()
                 if ct:
                     peak[0] = max(peak[0], ct[0])
@@ -1180,29 +1237,37 @@ def bench_handshakes(proxies):
                     ccpu[key].append(100.0 * client / elapsed)
                     counts[key] += ok
                     if p:
-                        per[key].append((p.cpu() - c0) * 1e6 / ok)
+                        c1 = p.cpu_split()
+                        du, ds = c1[0] - c0[0], c1[1] - c0[1]
+                        per[key].append((du + ds) * 1e6 / ok)
+                        if du + ds > 0:
+                            sysp[key].append(100.0 * ds / (du + ds))
                 time.sleep(0.5)   # let the proxy close what the round left
     R = {k: summary(v) for k, v in rates.items()}
     P = {k: summary(v) for k, v in per.items()}
     CC = {k: summary(v) for k, v in ccpu.items()}
+    SY = {k: summary(v) for k, v in sysp.items()}
     rows = []
-    for label, _ in targets:
+    for label, _, _ in targets:
         row = [label]
         for c in HS_CONCURRENCY:
             key = (label, c)
-            row += [med(R[key]), rx(med(R[key]), med(R[(targets[0][0], c)])), med(P[key]), med(CC[key]),
-                    sum(errors[key].values())]
+            row += [med(R[key]), rx(med(R[key]), med(R[(targets[0][0], c)])), med(P[key]), med(SY[key]),
+                    med(CC[key]), sum(errors[key].values())]
         rows.append(row)
     cols = [""]
     for c in HS_CONCURRENCY:
-        cols += ["%d: per s" % c, "/ direct", "proxy CPU us", "client CPU %", "errors"]
+        cols += ["%d: per s" % c, "/ direct", "proxy CPU us", "sys %", "client CPU %", "errors"]
     table("2. CONNECT handshakes per second (CONNECT, 200, close), %d and %d concurrent clients, "
           "%d rounds of %.0f s, medians" % (HS_CONCURRENCY + (HS_ROUNDS, HS_SECONDS)),
-          cols, rows, [0, 2, 1, 0, 0] * len(HS_CONCURRENCY))
+          cols, rows, [0, 2, 1, 0, 0, 0] * len(HS_CONCURRENCY))
     print("  (each round: %.0f s or %d connections, whichever ends first. direct: TCP connect +\n"
           "   close to the upstream, no proxy. proxy CPU: user+sys of the proxy's processes per\n"
-          "   handshake; client CPU: this script's, as a share of the round: near 100 means the\n"
-          "   one-threaded client bounds the rate)" % (HS_SECONDS, HS_MAX))
+          "   handshake, sys %% the kernel's share of it; client CPU: this script's, as a share\n"
+          "   of the round: near 100 means the one-threaded client bounds the rate.\n"
+          "   %s: 200 and its own close at once;\n"
+          "   %s: its relaying port, which after the 200 waits for the client's end as\n"
+          "   any relaying proxy must)" % (HS_SECONDS, HS_MAX, FLOOR_HS, FLOOR_RELAY))
     ct = conntrack()
     if ct:
         print("  (conntrack: at most %d of %d entries in use after a round; %.0f s spent waiting for\n"
@@ -1220,10 +1285,15 @@ def bench_handshakes(proxies):
                       "short_rounds": short},
         "targets": {label: {str(c): {"per_s": R[(label, c)], "proxy_cpu_us": P[(label, c)],
                                      "client_cpu_percent": CC[(label, c)],
+                                     "proxy_sys_percent": SY[(label, c)],
                                      "handshakes": counts[(label, c)], "errors": errors[(label, c)],
                                      "ratio_to_direct": ratio(med(R[(label, c)]),
                                                               med(R[(targets[0][0], c)]))}
-                            for c in HS_CONCURRENCY} for label, _ in targets}}
+                            for c in HS_CONCURRENCY} for label, _, _ in targets}}
+
+
+FLOOR_HS = "floor (200, close)"
+FLOOR_RELAY = "floor, relaying"
 
 
 def memory_table(proxies, mem):
@@ -1285,7 +1355,7 @@ def egress_records(eg):
 
 # ---- the run -------------------------------------------------------------------------------
 
-def header(binary, origin, digest):
+def header(binary, origin, digest, floor_digest):
     now = datetime.datetime.now().astimezone()
     cpu = ""
     try:
@@ -1299,7 +1369,7 @@ def header(binary, origin, digest):
             commit += " (+ uncommitted changes)"
     except (OSError, subprocess.TimeoutExpired):
         pass
-    versions = {"mcpgate-egress": "sha256 " + digest,
+    versions = {"mcpgate-egress": "sha256 " + digest, "floor": "sha256 " + floor_digest,
                 "tinyproxy": first_line(["tinyproxy", "-v"]) if shutil.which("tinyproxy") else None,
                 "squid": first_line(["squid", "-v"]) if shutil.which("squid") else None,
                 "python": platform.python_version()}
@@ -1314,7 +1384,9 @@ def header(binary, origin, digest):
     print("  machine  nproc %s, kernel %s, %s; load average %s" %
           (machine["nproc"], machine["kernel"], cpu or "?", " ".join("%.2f" % x for x in machine["loadavg"])))
     print("  tree     %s, binary %s (sha256 %s)" % (commit, origin, digest[:12]))
-    print("  versions " + "; ".join("%s %s" % (k, v) for k, v in versions.items() if v and k != "mcpgate-egress"))
+    print("  versions " + "; ".join("%s %s" % (k, v) for k, v in versions.items()
+                                    if v and k not in ("mcpgate-egress", "floor")))
+    print("  floor    %s (sha256 %s): bench/floor.c, the least a proxy does" % (FLOOR, floor_digest[:12]))
     print("  network  upstream %s in namespace %s, host side %s/%d; proxies on 127.0.0.1" %
           (AUTHORITY, NS, HOST_ADDR, NET_PREFIX))
     ct = conntrack()
@@ -1334,7 +1406,7 @@ def check_alive(proxies, when):
                     (p.name, p.proc.returncode, when, p.stderr_text()[-300:].strip()))
 
 
-def run_all(binary, proxies_wanted):
+def run_all(binary, floor_binary, proxies_wanted):
     root = tempdir("mcpgate-bench-egress-")
     os.chmod(root, 0o755)
     proxies = []
@@ -1345,7 +1417,12 @@ def run_all(binary, proxies_wanted):
         for cls in proxies_wanted:
             p = cls(root)
             try:
-                p.start(binary) if cls is Egress else p.start()
+                if cls is Egress:
+                    p.start(binary)
+                elif cls is Floor:
+                    p.start(floor_binary)
+                else:
+                    p.start()
                 proxies.append(p)
             except Exception as e:  # noqa: BLE001 - the others still run
                 anomaly("%s did not start: %s: %s" % (p.name, type(e).__name__, e))
@@ -1384,6 +1461,11 @@ def run_all(binary, proxies_wanted):
         teardown_network()
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
     for p in proxies:
+        if isinstance(p, Floor):
+            if statuses.get(p.name) != 0:
+                anomaly("floor exited %s at the end of its lifeline, not 0" % statuses.get(p.name))
+            if p.stderr_text().strip():
+                anomaly("floor wrote on stderr: %s" % p.stderr_text().strip()[:600])
         if isinstance(p, Egress):
             if statuses.get(p.name) != 0:
                 anomaly("mcpgate-egress exited %s at the end of its lifeline, not 0" % statuses.get(p.name))
@@ -1398,12 +1480,76 @@ def run_all(binary, proxies_wanted):
             egress_records(p)
 
 
+def side_by_side(dl, hs):
+    """Every figure of the floor and the proxies in one table, with the
+    ratios the floor is for: what the machine allows any proxy (floor /
+    direct), what mcpgate-egress reaches of it (mcpgate-egress / floor)."""
+    names = ["floor", "mcpgate-egress", "tinyproxy", "squid"]
+
+    def mb(label):
+        return med(dl.get(label, {}).get("mb_per_s"))
+
+    def dcpu(label):
+        return med(dl.get(label, {}).get("proxy_cpu_s_per_gib"))
+
+    def dsys(label):
+        return med(dl.get(label, {}).get("proxy_sys_percent"))
+
+    def hget(label, c, key):
+        return med(hs.get(label, {}).get(str(c), {}).get(key))
+
+    rows = []
+    out = {}
+    for kind, suffix in (("plain HTTP", ", plain HTTP"), ("CONNECT", ", CONNECT")):
+        if not dl:
+            break
+        v = [mb("direct")] + [mb(n + suffix) for n in names]
+        rows.append(["1 GiB %s, MB/s" % kind] + v + [rx(v[1], v[0]), rx(v[2], v[0]), rx(v[2], v[1])])
+        c = [None] + [dcpu(n + suffix) for n in names]
+        # seconds per GiB want two decimals in a table of whole numbers
+        rows.append(["  proxy CPU, s per GiB"] + [fmt(x, 2) for x in c] + ["", "", rx(c[2], c[1])])
+        y = [None] + [dsys(n + suffix) for n in names]
+        rows.append(["    of it system, %"] + y + ["", "", ""])
+        out["download " + kind] = {"mb_per_s": v, "cpu_s_per_gib": c}
+    d = "direct (TCP connect + close)"
+    for conc in HS_CONCURRENCY:
+        if not hs:
+            break
+        hnames = [FLOOR_HS, "mcpgate-egress", "tinyproxy", "squid"]
+        v = [hget(d, conc, "per_s")] + [hget(n, conc, "per_s") for n in hnames]
+        rows.append(["CONNECTs/s, %d client%s" % (conc, "s" if conc > 1 else "")] + v +
+                    [rx(v[1], v[0]), rx(v[2], v[0]), rx(v[2], v[1])])
+        c = [None] + [hget(n, conc, "proxy_cpu_us") for n in hnames]
+        rows.append(["  proxy CPU, us per CONNECT"] + c + ["", "", rx(c[2], c[1])])
+        y = [None] + [hget(n, conc, "proxy_sys_percent") for n in hnames]
+        rows.append(["    of it system, %"] + y + ["", "", ""])
+        fr = [hget(FLOOR_RELAY, conc, "per_s"), hget(FLOOR_RELAY, conc, "proxy_cpu_us")]
+        rows.append(["  beside the floor relaying: /s, us"] + [None, fr[0], None, None, None] +
+                    [rx(fr[0], v[0]), "", rx(v[2], fr[0])])
+        rows.append(["    its CPU per CONNECT, us"] + [None, fr[1], None, None, None] + ["", "", rx(c[2], fr[1])])
+        rows.append(["    of it system, %"] + [None, hget(FLOOR_RELAY, conc, "proxy_sys_percent"), None, None,
+                                              None, "", "", ""])
+        out["handshakes %d" % conc] = {"per_s": v, "cpu_us": c, "floor_relaying": fr}
+    if not rows:
+        return
+    table("side by side: direct, the floor, the proxies (medians)",
+          ["", "direct", "floor", "mcpgate-egress", "tinyproxy", "squid", "floor/direct",
+           "egress/direct", "egress/floor"], rows, [0, 0, 0, 0, 0, 0, 0, 0])
+    print("  (floor/direct: what this machine leaves any proxy; egress/floor: what mcpgate-egress\n"
+          "   reaches of that. For the CPU rows egress/floor above 1x is more CPU. The handshake\n"
+          "   rows' floor answers 200 and closes; the floor relaying waits for the client's end\n"
+          "   as a relaying proxy must, and egress/floor on its lines is against it. Of it\n"
+          "   system: the kernel's share of that CPU (10 ms ticks); the rest is the proxy's code)")
+    results["side_by_side"] = out
+
+
 def ratios_block():
+    dl = results.get("download", {}).get("paths", {})
+    hs = results.get("handshakes", {}).get("targets", {})
+    side_by_side(dl, hs)
     print()
     print("== ratios")
     lines = []
-    dl = results.get("download", {}).get("paths", {})
-    hs = results.get("handshakes", {}).get("targets", {})
     mem = results.get("memory", {})
 
     def mb(label):
@@ -1412,7 +1558,7 @@ def ratios_block():
     def rate(label, c):
         return med(hs.get(label, {}).get(str(c), {}).get("per_s"))
 
-    names = [n for n in ("mcpgate-egress", "tinyproxy", "squid") if n in mem]
+    names = [n for n in ("floor", "mcpgate-egress", "tinyproxy", "squid") if n in mem]
     if dl:
         for n in names:
             lines.append("throughput / direct: %s plain HTTP %s, CONNECT %s" %
@@ -1420,10 +1566,11 @@ def ratios_block():
     if hs:
         d = "direct (TCP connect + close)"
         for n in names:
-            lines.append("handshakes / direct connects: %s %s with 1 client, %s with 100" %
-                         (n, rx(rate(n, 1), rate(d, 1)), rx(rate(n, 100), rate(d, 100))))
+            for h in ((FLOOR_HS, FLOOR_RELAY) if n == "floor" else (n,)):
+                lines.append("handshakes / direct connects: %s %s with 1 client, %s with 100" %
+                             (h, rx(rate(h, 1), rate(d, 1)), rx(rate(h, 100), rate(d, 100))))
     e = "mcpgate-egress"
-    for other in ("tinyproxy", "squid"):
+    for other in ("floor", "tinyproxy", "squid"):
         if e not in names or other not in names:
             continue
         parts = []
@@ -1432,8 +1579,12 @@ def ratios_block():
                          (rx(mb(e + ", plain HTTP"), mb(other + ", plain HTTP")),
                           rx(mb(e + ", CONNECT"), mb(other + ", CONNECT"))))
         if hs:
+            o = FLOOR_HS if other == "floor" else other
             parts.append("handshakes/s %s (1 client), %s (100)" %
-                         (rx(rate(e, 1), rate(other, 1)), rx(rate(e, 100), rate(other, 100))))
+                         (rx(rate(e, 1), rate(o, 1)), rx(rate(e, 100), rate(o, 100))))
+            if other == "floor":
+                parts.append("beside the floor relaying %s (1), %s (100)" %
+                             (rx(rate(e, 1), rate(FLOOR_RELAY, 1)), rx(rate(e, 100), rate(FLOOR_RELAY, 100))))
 
         def rss(n, phase):
             return mem.get(n, {}).get(phase, {}).get("rss_kib")
@@ -1466,13 +1617,13 @@ def write_json(now):
     return path
 
 
-def snapshot_binary():
+def snapshot_binary(origin, name):
     """Run a copy taken once: a rebuild in the tree during the run cannot
     change it midway."""
     d = tempdir("mcpgate-bench-bin-")
     os.chmod(d, 0o755)
-    path = os.path.join(d, "mcpgate-egress")
-    shutil.copy2(EGRESS, path)
+    path = os.path.join(d, name)
+    shutil.copy2(origin, path)
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()
     return path, digest
@@ -1528,7 +1679,7 @@ def proc_comm(pid):
 def anchors_wanted():
     """The proxy classes to run, or an exit status when the anchors are
     asked for (always, unless --no-anchors) and cannot be had."""
-    wanted = [Egress]
+    wanted = [Floor, Egress]
     missing = [prog for prog, _ in ANCHORS if not shutil.which(prog)]
     if NO_ANCHORS:
         note("--no-anchors: tinyproxy and squid are left out; no figure here stands beside theirs")
@@ -1562,6 +1713,9 @@ def main():
     if not os.access(EGRESS, os.X_OK):
         print("bench: %s is missing; run make mcpgate-egress (make bench-egress does)" % EGRESS)
         return 2
+    if not os.access(FLOOR, os.X_OK):
+        print("bench: %s is missing; run make build/bench/floor (make bench-egress does)" % FLOOR)
+        return 2
     if os.geteuid() != 0 or not shutil.which("ip"):
         print("bench: needs root and iproute2 (ip): it makes a network namespace and a veth pair")
         return 2
@@ -1572,10 +1726,11 @@ def main():
                                  str(UPSTREAM_MAX_SECONDS + 600)], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-    binary, digest = snapshot_binary()
-    now = header(binary, EGRESS, digest)
+    binary, digest = snapshot_binary(EGRESS, "mcpgate-egress")
+    floor_binary, floor_digest = snapshot_binary(FLOOR, "floor")
+    now = header(binary, EGRESS, digest, floor_digest)
     try:
-        run_all(binary, wanted)
+        run_all(binary, floor_binary, wanted)
     except KeyboardInterrupt as e:
         anomaly("interrupted (%s)" % (e or "SIGINT"))
     except Exception as e:  # noqa: BLE001 - reported; the cleanup already ran
@@ -1589,7 +1744,11 @@ def main():
             watchdog.wait(10)
         except (OSError, subprocess.TimeoutExpired):
             pass
+    results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     ratios_block()
+    print("  (load average at the start %s, at the end %s)" %
+          (" ".join("%.2f" % x for x in results["machine"]["loadavg"]),
+           " ".join("%.2f" % x for x in results["machine"]["loadavg_end"])))
     results["anomalies"] = anomalies
     results["notes"] = notes
     status = report_anomalies("every answer was right, every proxy kept running and stopped "
