@@ -275,6 +275,15 @@ static const struct json_value *at_path(const struct json_value *args, const str
 	return v;
 }
 
+/* An argument's path as the person reads it: a.b.c (allocated) */
+static char *path_text(const struct strv *path)
+{
+	struct mg_buf b = MG_BUF_INIT(4096);
+	for (size_t k = 0; k < path->n; k++)
+		mg_buf_printf(&b, NULL, "%s%s", k > 0 ? "." : "", path->v[k]);
+	return mg_buf_steal(&b, NULL);
+}
+
 int remote_param_headers(const struct remote_tool_params *p, const struct json_value *arguments,
                          struct strv *lines, char **why)
 {
@@ -310,29 +319,19 @@ int remote_param_headers(const struct remote_tool_params *p, const struct json_v
 			break;
 		}
 		if (text == NULL) {
-			struct mg_buf b = MG_BUF_INIT(4096);
-			mg_buf_puts(&b, "argument ", NULL);
-			for (size_t k = 0; k < rp->path.n; k++)
-				mg_buf_printf(&b, NULL, "%s%s", k > 0 ? "." : "", rp->path.v[k]);
-			mg_buf_printf(
-			    &b, NULL,
-			    " goes in header Mcp-Param-%s, so it must be %s as the tool's "
-			    "inputSchema says",
-			    rp->header, want != NULL ? want : "valid");
-			*why = mg_buf_steal(&b, NULL);
+			cleanup_free char *name = path_text(&rp->path);
+			*why = xasprintf(
+			    "argument %s goes in header Mcp-Param-%s, so it must be %s as "
+			    "the tool's inputSchema says",
+			    name, rp->header, want != NULL ? want : "valid");
 			return -1;
 		}
 		if (strlen(text) > REMOTE_PARAM_VALUE_MAX) {
-			struct mg_buf b = MG_BUF_INIT(4096);
-			mg_buf_puts(&b, "argument ", NULL);
-			for (size_t k = 0; k < rp->path.n; k++)
-				mg_buf_printf(&b, NULL, "%s%s", k > 0 ? "." : "", rp->path.v[k]);
-			mg_buf_printf(
-			    &b, NULL,
-			    " goes in header Mcp-Param-%s, and as a header it is %zu bytes, "
-			    "over the %d mcpgate sends",
-			    rp->header, strlen(text), REMOTE_PARAM_VALUE_MAX);
-			*why = mg_buf_steal(&b, NULL);
+			cleanup_free char *name = path_text(&rp->path);
+			*why = xasprintf(
+			    "argument %s goes in header Mcp-Param-%s, and as a header it is "
+			    "%zu bytes, over the %d mcpgate sends",
+			    name, rp->header, strlen(text), REMOTE_PARAM_VALUE_MAX);
 			return -1;
 		}
 		/* curl sends "Name;" as a header with an empty value ("Name:" drops it) */
