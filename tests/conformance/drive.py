@@ -94,6 +94,21 @@ def write_config(folder, url, manifest=None, tools=()):
         fh.write(s)
 
 
+def first_session(folder, url, begin):
+    """A session with the server unapproved (begin(c) speaks to it), to learn
+    its live manifest hash from the audit log; None, said why, without one"""
+    write_config(folder, url)
+    c = session(folder)
+    begin(c)
+    if c.close() != 0:
+        log("mcpgate serve did not end cleanly")
+        return None
+    manifest = live_hash(folder)
+    if manifest is None:
+        log("no live manifest hash in the audit log: the server did not start")
+    return manifest
+
+
 def session(folder):
     env = {
         "PATH": "/usr/bin:/bin",
@@ -158,18 +173,11 @@ def modern_call(c, tool, args):
 
 def modern_session(folder, url, scenario):
     plan = MODERN_PLAN[scenario]
-    write_config(folder, url)
-    c = session(folder)
-    r = modern_request(c, "server/discover")
-    log("server/discover:", json.dumps(r)[:300])
-    r = modern_request(c, "tools/list")
-    log("tools/list (unapproved):", json.dumps(r)[:300])
-    if c.close() != 0:
-        log("mcpgate serve did not end cleanly")
-        return 1
-    manifest = live_hash(folder)
+    def begin(c):
+        log("server/discover:", json.dumps(modern_request(c, "server/discover"))[:300])
+        log("tools/list (unapproved):", json.dumps(modern_request(c, "tools/list"))[:300])
+    manifest = first_session(folder, url, begin)
     if manifest is None:
-        log("no live manifest hash in the audit log: the server did not start")
         return 1
     if not plan["tools"]:
         return 0
@@ -243,18 +251,11 @@ def main():
     try:
         for d in ("conf", "state", "data", "ws"):
             os.makedirs(os.path.join(folder, d))
-        write_config(folder, url)
-        c = session(folder)
-        r = c.initialize()
-        log("initialize:", json.dumps(r)[:300])
-        r = c.request("tools/list")
-        log("tools/list (unapproved):", json.dumps(r)[:300])
-        if c.close() != 0:
-            log("mcpgate serve did not end cleanly")
-            return 1
-        manifest = live_hash(folder)
+        def begin(c):
+            log("initialize:", json.dumps(c.initialize())[:300])
+            log("tools/list (unapproved):", json.dumps(c.request("tools/list"))[:300])
+        manifest = first_session(folder, url, begin)
         if manifest is None:
-            log("no live manifest hash in the audit log: the server did not start")
             return 1
         if scenario not in TOOLS:
             return 0
