@@ -186,6 +186,7 @@ struct probe {
 	int describe_caps; /* each description ends with the client's capabilities */
 	int modern;        /* --modern: MCP 2026-07-28 only (server/discover, no initialize) */
 	struct pj_span call_params; /* the tools/call being served */
+	char *listen;               /* --modern: the filter of an open subscriptions/listen */
 	char *barrier_dir;
 	long long barrier_count;
 	long long barrier_timeout_ms;
@@ -1384,6 +1385,8 @@ static void tool_state(const struct probe *p, struct pj_span id, struct pj_span 
 	}
 	pj_buf_adds(&b, "],\"capabilities\":");
 	pj_buf_adds(&b, p->client_caps != NULL ? p->client_caps : "null");
+	pj_buf_adds(&b, ",\"listen\":");
+	pj_buf_adds(&b, p->listen != NULL ? p->listen : "null");
 	pj_buf_adds(&b, "}");
 	send_tool_text(&id, b.p, b.len, 0);
 	pj_buf_free(&b);
@@ -1950,6 +1953,17 @@ static int modern_admit(struct probe *p, struct pj_span id, struct pj_span metho
 	if (pj_member(meta, "io.modelcontextprotocol/logLevel", &v) && pj_kind(v) == PJ_STRING) {
 		free(p->log_level);
 		p->log_level = pj_string(v, NULL);
+	}
+	if (pj_string_eq(method, "subscriptions/listen")) {
+		/* kept open, never answered; the state tool shows its filter */
+		struct pj_span f;
+		if (pj_member(params, "notifications", &f)) {
+			free(p->listen);
+			p->listen = pj_xmalloc(f.n + 1);
+			memcpy(p->listen, f.p, f.n);
+			p->listen[f.n] = '\0';
+		}
+		return 0;
 	}
 	if (pj_string_eq(method, "server/discover")) {
 		send_result(&id,

@@ -100,6 +100,9 @@ def test_modern_server():
     t.ok(st.get("level") == "warning" and
          meta.get("io.modelcontextprotocol/logLevel") == "warning",
          "the client's log level goes on each request (there is no logging/setLevel)", st)
+    t.ok(st.get("listen") == {"toolsListChanged": True, "promptsListChanged": True,
+                              "resourcesListChanged": True},
+         "mcpgate keeps a subscriptions/listen open to it for its list changes", st)
     old = json.loads(text_of(c.call("old__state")) or "{}")
     t.ok(old.get("level") == "warning" and (old.get("meta") or {}).get(
         "io.modelcontextprotocol/protocolVersion") is None,
