@@ -46,7 +46,7 @@ BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
            internal/base/strv.c internal/base/fs.c internal/base/suggest.c
 TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c
-JSON_SRC = internal/json/json.c internal/json/canonical.c
+JSON_SRC = internal/json/json.c internal/json/canonical.c internal/json/shape.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
 CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
              internal/config/suffix.c egress/addr.c
@@ -58,12 +58,12 @@ AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
-MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
+MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c internal/mcp/shapes.c
 CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clients/toml_edit.c \
               internal/clients/diff.c
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c \
               internal/gateway/confirm_state.c internal/gateway/era.c internal/gateway/instance.c internal/gateway/methods.c \
-              internal/gateway/rounds.c internal/gateway/listens.c
+              internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
              internal/listen/client.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
@@ -130,7 +130,7 @@ LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) inte
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
 	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/toml/toml.h \
-	   internal/json/json.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
+	   internal/json/json.h internal/json/shape.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
 	   internal/container/container-internal.h internal/audit/audit.h \
@@ -200,7 +200,7 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
-	tests/listen_test.py tests/listen_conformance_test.py
+	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes

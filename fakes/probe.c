@@ -131,6 +131,14 @@ static const struct tool tools[] = {
      "Returns as JSON text the logging level set, the subscriptions, and the capabilities the "
      "client declared.",
      NO_ARGS, READ_ONLY},
+    {"reflect", "Returns its arguments as it received them, byte for byte.",
+     "{\"type\":\"object\",\"properties\":{},\"required\":[]}", NULL},
+    {"answer",
+     "Writes each of lines as it is (one line each), then answers this call with result as it "
+     "is: any JSON value, a hostile server's answer.",
+     "{\"type\":\"object\",\"properties\":{\"lines\":{\"type\":\"array\",\"items\":{"
+     "\"type\":\"string\"}},\"result\":{}},\"required\":[]}",
+     NULL},
 };
 #define N_TOOLS (sizeof tools / sizeof tools[0])
 
@@ -968,6 +976,49 @@ static void tool_crash(struct pj_span id, struct pj_span args)
 		return;
 	}
 	_exit((int)code);
+}
+
+static void tool_reflect(struct pj_span id, struct pj_span args)
+{
+	char *text = malloc(args.n + 1);
+	if (text == NULL)
+		abort();
+	memcpy(text, args.p, args.n);
+	text[args.n] = '\0';
+	send_tool_ctext(&id, text, 0);
+	free(text);
+}
+
+static void tool_answer(struct pj_span id, struct pj_span args)
+{
+	struct pj_span lines, result, key, line;
+	struct pj_iter it;
+	if (pj_member(args, "lines", &lines)) {
+		if (pj_kind(lines) != PJ_ARRAY) {
+			bad_argument(&id, "lines", "an array of strings");
+			return;
+		}
+		pj_iter_init(&it, lines);
+		while (pj_iter_next(&it, &key, &line)) {
+			size_t n = 0;
+			char *text = pj_string(line, &n);
+			if (text == NULL)
+				continue;
+			write_all(1, text, n);
+			write_all(1, "\n", 1);
+			free(text);
+		}
+	}
+	struct pj_buf b = {0};
+	begin_message(&b, &id);
+	pj_buf_adds(&b, ",\"result\":");
+	if (pj_member(args, "result", &result))
+		pj_buf_add(&b, result.p, result.n);
+	else
+		pj_buf_adds(&b, "{\"content\":[]}");
+	pj_buf_adds(&b, "}");
+	send_line(&b);
+	pj_buf_free(&b);
 }
 
 static void tool_garbage(struct pj_span id)
@@ -1882,6 +1933,10 @@ static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span
 			tool_crash(id, args);
 		else if (strcmp(name, "garbage") == 0)
 			tool_garbage(id);
+		else if (strcmp(name, "answer") == 0)
+			tool_answer(id, args);
+		else if (strcmp(name, "reflect") == 0)
+			tool_reflect(id, args);
 		else if (strcmp(name, "huge") == 0)
 			tool_huge(id, args);
 		else if (strcmp(name, "stderr") == 0)

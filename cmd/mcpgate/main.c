@@ -8,6 +8,7 @@
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/utf8.h"
 #include "internal/base/err.h"
 #include "internal/base/log.h"
 #include "internal/base/suggest.h"
@@ -89,7 +90,10 @@ int main(int argc, char **argv)
 		return scan > 0 ? help_print(cmd->name) : EXIT_USAGE;
 	int status = cmd->run(argc - shift, argv + shift, &err);
 	if (err != NULL) {
-		fprintf(stderr, "mcpgate %s: %s\n", cmd->name, mg_err_msg(err));
+		/* an error may carry a stranger's words (a path, a package's name,
+		 * a server's answer): shown as the one renderer shows them */
+		cleanup_free char *shown = mg_shown_lines(mg_err_msg(err), strlen(mg_err_msg(err)));
+		fprintf(stderr, "mcpgate %s: %s\n", cmd->name, shown);
 		if (status == EXIT_OK)
 			status = EXIT_FAIL;
 	}

@@ -262,12 +262,22 @@ static void test_shown(void)
 	    {"zw\xe2\x80\x8b", 5, "zw\\u{200B}"},
 	    {"bom\xef\xbb\xbf", 6, "bom\\u{FEFF}"},
 	    {"caf\xc3\xa9", 5, "caf\xc3\xa9"},
+	    /* what breaks a line but is no control: line and paragraph
+	     * separators, NEL */
+	    {"ls\xe2\x80\xa8ps\xe2\x80\xa9nel\xc2\x85", 15, "ls\\u{2028}ps\\u{2029}nel\\u{0085}"},
+	    /* default-ignorable: soft hyphen, Arabic letter mark, Hangul filler,
+	     * word joiner, variation selector, a tag character */
+	    {"\xc2\xad\xd8\x9c\xe3\x85\xa4\xe2\x81\xa0\xef\xb8\x8f\xf3\xa0\x81\x81", 17,
+	     "\\u{00AD}\\u{061C}\\u{3164}\\u{2060}\\u{FE0F}\\u{E0041}"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *got = mg_shown(cases[i].in, cases[i].len);
 		T_STR(got, cases[i].want, "mg_shown case %zu", i);
 		free(got);
 	}
+	char *lines = mg_shown_lines("one\ntwo\r\xe2\x80\xa8", 11);
+	T_STR(lines, "one\ntwo\\r\\u{2028}", "mg_shown_lines keeps \\n and escapes the rest");
+	free(lines);
 }
 
 static void test_suggest(void)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 
 static enum mg_log_level current_level = MG_LOG_INFO;
@@ -101,9 +102,12 @@ void mg_log(enum mg_log_level level, const char *fmt, ...)
 			len = next_len;
 		}
 	}
-	/* a truncated line is still worth printing; it says so */
-	fprintf(stderr, "mcpgate: %s: %.*s%s\n", level_names[level], (int)len,
-	        clean != NULL ? clean : line, (size_t)n >= sizeof(line) ? " [truncated]" : "");
+	/* a truncated line is still worth printing; it says so. What a peer
+	 * put in it is shown as the one renderer shows it */
+	char *shown = mg_shown_lines(clean != NULL ? clean : line, len);
+	fprintf(stderr, "mcpgate: %s: %s%s\n", level_names[level], shown,
+	        (size_t)n >= sizeof(line) ? " [truncated]" : "");
 	pthread_mutex_unlock(&filters_lock);
+	free(shown);
 	free(clean);
 }

@@ -81,13 +81,27 @@ size_t mg_utf8_encode(uint32_t cp, char *out)
 	return 4;
 }
 
-static bool hides(uint32_t cp)
+bool mg_cp_hidden(uint32_t cp)
 {
-	return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) ||
-	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+	/* controls, lines and paragraphs that are not \n, and Unicode's
+	 * default-ignorable code points: bidi controls, zero-width characters,
+	 * fillers, variation selectors, tags */
+	static const struct {
+		uint32_t lo, hi;
+	} ranges[] = {
+	    {0x00, 0x1f},       {0x7f, 0x9f},       {0xad, 0xad},       {0x34f, 0x34f},
+	    {0x61c, 0x61c},     {0x115f, 0x1160},   {0x17b4, 0x17b5},   {0x180b, 0x180f},
+	    {0x200b, 0x200f},   {0x2028, 0x202e},   {0x2060, 0x206f},   {0x3164, 0x3164},
+	    {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},   {0xffa0, 0xffa0},   {0xfff0, 0xfffb},
+	    {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+	};
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (cp >= ranges[i].lo && cp <= ranges[i].hi)
+			return true;
+	return false;
 }
 
-char *mg_shown(const char *s, size_t len)
+static char *shown(const char *s, size_t len, bool keep_lines)
 {
 	struct mg_buf b = MG_BUF_INIT(len * 10 + 1);
 	const unsigned char *p = (const unsigned char *)s;
@@ -100,7 +114,9 @@ char *mg_shown(const char *s, size_t len)
 			i++;
 			continue;
 		}
-		if (cp == '\n')
+		if (cp == '\n' && keep_lines)
+			mg_buf_putc(&b, '\n', NULL);
+		else if (cp == '\n')
 			mg_buf_puts(&b, "\\n", NULL);
 		else if (cp == '\r')
 			mg_buf_puts(&b, "\\r", NULL);
@@ -110,13 +126,23 @@ char *mg_shown(const char *s, size_t len)
 			mg_buf_puts(&b, "\\\\", NULL);
 		else if (cp < 0x20 || cp == 0x7f)
 			mg_buf_printf(&b, NULL, "\\x%02x", (unsigned)cp);
-		else if (hides(cp))
+		else if (mg_cp_hidden(cp))
 			mg_buf_printf(&b, NULL, "\\u{%04X}", (unsigned)cp);
 		else
 			mg_buf_append(&b, p + i, n, NULL);
 		i += n;
 	}
 	return mg_buf_steal(&b, NULL);
+}
+
+char *mg_shown(const char *s, size_t len)
+{
+	return shown(s, len, false);
+}
+
+char *mg_shown_lines(const char *s, size_t len)
+{
+	return shown(s, len, true);
 }
 
 char *mg_utf8_lossy(const char *s, size_t len, size_t *out_len)

@@ -2,6 +2,7 @@
 #ifndef MG_BASE_UTF8_H
 #define MG_BASE_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,12 +17,21 @@ size_t mg_utf8_check(const char *p, size_t n);
  * Unicode scalar value. out must have room for 4 bytes. */
 size_t mg_utf8_encode(uint32_t cp, char *out);
 
-/* A stranger's text as a terminal or a log should show it (allocated):
- * every control character (C0, DEL, C1) as \n, \r, \t or \xNN, what
- * reorders or hides text (bidi overrides and isolates, zero-width
- * characters, U+FEFF) as \u{XXXX}, an invalid byte as \xNN, and the
- * backslash itself as \\, so that what is seen is all that is there. */
+/* The one renderer of text shown to a person (review, questions, notices,
+ * errors, log lines; docs/2026-12-02-shown-text.md). A stranger's text as
+ * a terminal or a client should show it (allocated): every control
+ * character (C0, DEL, C1) as \n, \r, \t or \xNN, what breaks lines or
+ * reorders or hides text (U+2028, U+2029, bidi controls, zero-width and
+ * other default-ignorable characters) as \u{XXXX}, an invalid byte as
+ * \xNN, and the backslash itself as \\, so that what is seen is all that
+ * is there, on one line. */
 char *mg_shown(const char *s, size_t len);
+/* The same, keeping \n as a line break: mcpgate's own text of several
+ * lines (an error of check's) with a stranger's parts inside */
+char *mg_shown_lines(const char *s, size_t len);
+/* What mg_shown writes as an escape rather than as itself (besides \ and
+ * invalid bytes): the code points that hide, reorder or break text */
+bool mg_cp_hidden(uint32_t cp);
 
 /* s with every invalid byte replaced by U+FFFD (allocated; *out_len its
  * length): text from a stranger kept whole where it must be valid UTF-8 */

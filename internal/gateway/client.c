@@ -8,8 +8,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include <sodium.h>
+
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/log.h"
+#include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
 
@@ -20,8 +24,11 @@ void gw_client_error_data(struct session *s, const struct json_value *id, int64_
 {
 	va_list ap;
 	va_start(ap, fmt);
-	cleanup_free char *text = xvasprintf(fmt, ap);
+	cleanup_free char *raw = xvasprintf(fmt, ap);
 	va_end(ap);
+	/* errors reach the person too (a client shows them): every hiding
+	 * character escaped, lines kept */
+	cleanup_free char *text = mg_shown_lines(raw, strlen(raw));
 	struct mg_err *err = NULL;
 	if (rpc_peer_send_error(s->client, id, code, text, data, &err) < 0) {
 		mg_warn("client: %s", mg_err_msg(err));
@@ -73,8 +80,11 @@ static bool modern_wants(const struct session *s, const char *level)
 /* Say something to the person through the client (notifications/message);
  * held until the client has been answered initialize, or (2026-07-28) until
  * a request asks for messages of its level. */
-void gw_client_notice(struct session *s, const char *level, const char *text)
+void gw_client_notice(struct session *s, const char *level, const char *said)
 {
+	/* one line, as the one renderer shows it: a server's words inside a
+	 * notice cannot break it or pose as another */
+	cleanup_free char *text = mg_shown(said, strlen(said));
 	mg_info("%s", text);
 	if (s->answered_initialize || modern_wants(s, level)) {
 		send_notice_now(s, level, text);
@@ -323,7 +333,8 @@ static struct json_value *upstream_params(const struct session *s, const struct 
 	struct json_value *p = gw_era_upstream_params(s, srv, params);
 	json_object_set(p, "name", json_new_string(name));
 	const struct json_value *meta = json_get(p, "_meta");
-	if (meta != NULL && meta->kind == JSON_OBJECT && json_get(meta, "progressToken") != NULL) {
+	if (token != NULL && meta != NULL && meta->kind == JSON_OBJECT &&
+	    json_get(meta, "progressToken") != NULL) {
 		struct json_value *m = json_copy(meta);
 		json_object_set(m, "progressToken", json_new_string(token));
 		json_object_set(p, "_meta", m);
@@ -440,7 +451,52 @@ static char *where_it_runs(const struct session *s, const struct cfg_server *c)
 	return mg_buf_steal(&b, NULL);
 }
 
-#define ARGS_PREVIEW_MAX 600
+/* Arguments shown whole in a question up to this many bytes (as shown);
+ * past it, their size, their digest, where all of them are, and the first
+ * bytes, so nothing of what is approved is cut silently */
+#define ARGS_SHOWN_MAX  4096
+#define ARGS_SHOWN_HEAD 1024
+
+/* The arguments of call c as the person is shown them (allocated): the
+ * exact text the server receives, every hiding character escaped; whole,
+ * or when too long its size, digest and the file holding it whole */
+static char *args_shown(struct gw_call *c, const struct json_value *args)
+{
+	struct session *s = c->sess;
+	struct json_value *empty = args == NULL ? json_new_object() : NULL;
+	struct mg_buf exact = MG_BUF_INIT((size_t)1 << 30), shown = MG_BUF_INIT((size_t)1 << 30);
+	if (json_generate(args != NULL ? args : empty, &exact, NULL) < 0 ||
+	    json_shown(args != NULL ? args : empty, &shown, NULL) < 0) {
+		json_free(empty);
+		mg_buf_free(&exact);
+		mg_buf_free(&shown);
+		return xstrdup("(they cannot be shown)");
+	}
+	json_free(empty);
+	if (shown.len <= ARGS_SHOWN_MAX) {
+		mg_buf_free(&exact);
+		return mg_buf_steal(&shown, NULL);
+	}
+	unsigned char digest[crypto_hash_sha256_BYTES];
+	crypto_hash_sha256(digest, (const unsigned char *)exact.data, exact.len);
+	char hex[2 * sizeof(digest) + 1];
+	sodium_bin2hex(hex, sizeof(hex), digest, sizeof(digest));
+	cleanup_free char *dir = xasprintf("%s/sessions/%s.args", s->state_dir, s->id);
+	cleanup_free char *path = xasprintf("%s/%s.json", dir, hex);
+	struct mg_err *err = NULL;
+	bool kept = mg_mkdir_p(dir, 0700, &err) == 0 &&
+	            mg_write_file_atomic(path, exact.data, exact.len, 0600, &err) == 0;
+	size_t head = ARGS_SHOWN_HEAD;
+	while (head > 0 && ((unsigned char)shown.data[head] & 0xC0) == 0x80)
+		head--; /* not inside a character */
+	char *text = xasprintf("%zu bytes, sha256 %s, %s%s; the first %zu: %.*s ...", exact.len,
+	                       hex, kept ? "all of them in " : "which could not be kept: ",
+	                       kept ? path : mg_err_msg(err), head, (int)head, shown.data);
+	mg_err_free(err);
+	mg_buf_free(&exact);
+	mg_buf_free(&shown);
+	return text;
+}
 
 static char *declined_text(const struct gw_call *c, const char *action)
 {
@@ -492,18 +548,11 @@ static struct json_value *confirm_question(struct gw_call *c, const struct cfg_t
 {
 	struct session *s = c->sess;
 	const struct cfg_server *srv = c->server->cfg;
-	struct mg_buf preview = MG_BUF_INIT(1 << 20);
-	if (args != NULL)
-		json_generate(args, &preview, NULL);
-	else
-		mg_buf_puts(&preview, "{}", NULL);
-	bool cut = preview.len > ARGS_PREVIEW_MAX;
+	cleanup_free char *shown = args_shown(c, args);
 	cleanup_free char *where = where_it_runs(s, srv);
-	cleanup_free char *message = xasprintf(
-	    "Allow server %s to run its tool %s (effect: %s)? It runs %s. Arguments: %.*s%s",
-	    srv->name, c->tool, cfg_effect_name(set->effect), where,
-	    (int)(cut ? ARGS_PREVIEW_MAX : preview.len), mg_buf_str(&preview), cut ? " ..." : "");
-	mg_buf_free(&preview);
+	cleanup_free char *message =
+	    xasprintf("Allow server %s to run its tool %s (effect: %s)? It runs %s. Arguments: %s",
+	              srv->name, c->tool, cfg_effect_name(set->effect), where, shown);
 	struct json_value *params = gw_fields(
 	    "message", json_new_string(message), "requestedSchema",
 	    gw_fields("type", json_new_string("object"), "properties", json_new_object(), NULL),
@@ -704,6 +753,11 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 		c->progress_token = xasprintf("mcpgate-%lld", (long long)++s->next_token);
 	}
 	c->params = upstream_params(s, srv, msg->params, t->name, c->progress_token);
+	/* the arguments go on in the exact form (keys sorted, every number the
+	 * literal the client wrote): what a confirmation binds, and what the
+	 * person is shown, is then the very text the server receives */
+	json_sort_keys((struct json_value *)json_get(c->params, "arguments"));
+	args = json_get(c->params, "arguments");
 	if (s->era == GW_ERA_MODERN)
 		c->caps = json_copy(s->client_caps); /* this request's own */
 	call_link(c);
@@ -1071,6 +1125,13 @@ static void on_client_bad_line(struct rpc_peer *peer, const struct rpc_bad_line 
 {
 	(void)peer;
 	struct session *s = data;
+	if (bad->answered) {
+		/* a message whose members are not of their types: refused by the
+		 * peer before any handler saw it */
+		audit_record(s->audit, "client.refused",
+		             gw_fields("reason", json_new_string(bad->reason), NULL));
+		return;
+	}
 	/* a request we could not read still gets an answer */
 	gw_client_error(s, bad->id, bad->code, "%s", bad->reason);
 }
@@ -1102,6 +1163,7 @@ int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err
 	    .on_bad_line = on_client_bad_line,
 	    .on_closed = on_client_closed,
 	    .on_write_failed = on_client_write_failed,
+	    .check = mcp_shape_from_client,
 	    .data = s,
 	};
 	if (rpc_peer_new(in_fd, out_fd, &pc, &s->client, err) < 0)

@@ -85,9 +85,11 @@ static int bind(struct binding *b, const struct confirm_call *call, const char *
 	b->tool = tool;
 	b->carried = call->kind != CONFIRM_QUESTION ? carried : NULL;
 	b->carried_len = call->kind != CONFIRM_QUESTION ? carried_len : 0;
+	/* the exact form: a number is bound as the literal the server reads,
+	 * not as the double it rounds to */
 	struct mg_buf canon = MG_BUF_INIT(ARGS_MAX);
 	struct json_value *empty = args == NULL ? json_new_object() : NULL;
-	int r = json_canonical(args != NULL ? args : empty, &canon, err);
+	int r = json_exact(args != NULL ? args : empty, &canon, err);
 	json_free(empty);
 	if (r < 0) {
 		mg_buf_free(&canon);

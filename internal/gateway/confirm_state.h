@@ -3,7 +3,8 @@
  * back with the answer (docs/2026-12-01-protocol-eras.md).
  *
  * A state binds one question to one call: the session, the tool's public
- * name, the SHA-256 of the arguments' canonical JSON (docs/canonical-json.md),
+ * name, the SHA-256 of the arguments' exact JSON (json_exact: the canonical
+ * form with every number as the literal the server receives),
  * a deadline and a one-time nonce, under a MAC (crypto_auth, HMAC-SHA-512-256)
  * with a key of the keeper's that never leaves the process. It is taken once:
  * the keeper remembers the nonces it gave out and not yet taken (at most
@@ -22,7 +23,8 @@
 #define CONFIRM_PENDING_MAX 64
 /* What a question's state is called in the text: "mcs1." and 96 characters */
 #define CONFIRM_STATE_PREFIX "mcs1."
-/* A round's: "mcr1.", 96 characters, "." and the server's requestState */
+/* A round's: "mcr1.", 96 characters, "." and what it carries (rounds.c: the
+ * questions asked so far, ":", the server's requestState) */
 #define CONFIRM_ROUND_PREFIX "mcr1."
 /* A parked call's: "mcp1.", 96 characters, "." and the call's park id */
 #define CONFIRM_PARKED_PREFIX "mcp1."

@@ -152,6 +152,7 @@ struct gw_call {
 	int log_rank;              /* 2026-07-28: the request's logLevel, or -1 */
 	char *traceparent;         /* the client's W3C trace context, when well formed */
 	bool cancelled;            /* the client cancelled it while we asked */
+	unsigned asks;             /* questions its server put to the client in it (asks.c) */
 	struct gw_call *next, *prev;
 };
 
@@ -203,6 +204,10 @@ struct session {
 
 	struct gw_call *calls;
 	int64_t next_token;
+	/* asks.c: the questions servers may still put to the client now, and
+	 * when the bucket last refilled */
+	int64_t asks_tokens;
+	int64_t asks_at_ms;
 
 	struct loop_timer *expire_timer;
 
@@ -246,6 +251,10 @@ int gw_startup_image_present(struct session *s, const char *image, int64_t deadl
                              struct mg_err **err);
 
 /* server.c */
+/* The peer of a server of srv's (a container's pipes, a remote bridge, an
+ * instance), named name (borrowed until rpc_peer_new copies it): its
+ * callbacks, its limits, and the shapes of what a server may send */
+struct rpc_peer_config gw_server_peer_config(struct gw_server *srv, const char *name);
 void *gw_server_start_thread(void *arg);
 void gw_server_started(struct loop *loop, void *data); /* loop_post callback */
 void gw_server_watch_stderr(struct loop *loop, void *data);
@@ -373,6 +382,19 @@ void gw_listens_free(struct session *s);
  * and offers subscriptions; false when no server can take it */
 bool gw_relay_listen_subscribe(struct session *s, const char *uri, bool subscribe);
 
+/* asks.c: questions servers put to the client (elicitation, sampling,
+ * roots; either era, every way of asking): at most GW_ASKS_PER_CALL within
+ * one call or request of the client's, and over the session a bucket of
+ * GW_ASKS_BURST refilled one every GW_ASKS_REFILL_MS */
+#define GW_ASKS_PER_CALL  16
+#define GW_ASKS_BURST     64
+#define GW_ASKS_REFILL_MS 5000
+void gw_asks_init(struct session *s);
+/* 0 when n more questions of srv's may go to the client now (counted, in
+ * *call_asks too when it is not NULL: the call's or request's count);
+ * -1 with why (allocated) when a limit is reached; the caller records */
+int gw_asks_take(struct gw_server *srv, unsigned *call_asks, size_t n, char **why);
+
 /* rounds.c: a 2026-07-28 server's input_required answer to a call */
 struct gw_round;
 /* reply is its input_required result: relayed, or the call ends saying why */
@@ -385,17 +407,20 @@ void gw_round_cancel(struct gw_call *c);
 void gw_round_free(struct gw_round *r);
 /* A retry's round state taken for bound (a tool's public name, or a
  * request and its name) and args: the members the server gets back
- * (inputResponses less mcpgate's, its own requestState) set in up. -1 with
- * why otherwise. */
+ * (inputResponses less mcpgate's, its own requestState) set in up, and
+ * *asked the questions asked so far in the call (the state carries them).
+ * -1 with why otherwise. */
 int gw_round_take(struct session *s, const char *bound, const struct json_value *args,
-                  const struct json_value *params, struct json_value *up, struct mg_err **err);
+                  const struct json_value *params, struct json_value *up, unsigned *asked,
+                  struct mg_err **err);
 /* A 2026-07-28 server's input_required answer (result) to a request other
  * than tools/call, bound to bound and args: the result for a 2026-07-28
  * client (allocated; the server's state inside a round state), or NULL
  * with why in *refusal (allocated; a 2025-11-25 client is not asked) */
 struct json_value *gw_round_forwarded(struct session *s, struct gw_server *srv, const char *bound,
                                       const struct json_value *args, const struct json_value *caps,
-                                      const struct json_value *result, char **refusal);
+                                      const struct json_value *result, unsigned *asks,
+                                      char **refusal);
 /* A 2025-11-25 server's request (sampling, elicitation, roots) while its
  * client speaks 2026-07-28: the one call of the client's to it in flight
  * answers input_required with it, and the retry's answer goes to the

@@ -718,7 +718,8 @@ static void test_routing(void)
 	fake_send(&x.client, "{'jsonrpc':'2.0','id':4,'method':'tools/call','params':{}}");
 	if (expect_response(&x, &r, "no name")) {
 		T_INT(r.error_code, RPC_INVALID_PARAMS, "a call without a name is -32602");
-		T_STR(r.error_message, "tools/call needs a tool name", "and says so");
+		T_STR(r.error_message, "tools/call: params.name is missing: it must be a string",
+		      "and says so");
 		rpc_msg_free(&r);
 	}
 	call_tool(&x, "5", "alpha__echo", "['not','an','object']");

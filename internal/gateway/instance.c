@@ -454,6 +454,7 @@ static void take_incoming(struct loop *loop, void *data)
 		    .on_notification = on_attached_notification,
 		    .on_closed = on_attached_closed,
 		    .on_write_failed = on_attached_closed,
+		    .check = mcp_shape_from_client,
 		    .data = a,
 		};
 		struct mg_err *err = NULL;

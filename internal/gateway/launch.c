@@ -170,8 +170,9 @@ char *gw_last_line(const char *text, size_t len)
 		start = len - 300;
 	if (len <= start)
 		return NULL;
-	/* a stranger's text: shown as it is, control characters escaped */
-	return mg_shown(text + start, len - start);
+	/* a stranger's text, kept as it is (invalid bytes as U+FFFD): whatever
+	 * shows it to a person renders it (mg_shown), and it is shown once */
+	return mg_utf8_lossy(text + start, len - start, NULL);
 }
 
 void gw_launch_free(struct gw_launch *l)

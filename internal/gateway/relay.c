@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal/base/cleanup.h"
+#include "internal/base/utf8.h"
 #include "internal/base/log.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
@@ -577,6 +578,7 @@ struct fwd {
 	char *bound;
 	struct json_value *args;
 	struct json_value *caps;
+	unsigned asks; /* questions its server asked within it (asks.c) */
 };
 
 static void fwd_free(struct fwd *f)
@@ -654,8 +656,8 @@ static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const stru
 	           strcmp(json_get_string(reply->result, "resultType"), "input_required") == 0) {
 		/* a 2026-07-28 server asks for input on a prompt or a read */
 		cleanup_free char *refusal = NULL;
-		struct json_value *asked =
-		    gw_round_forwarded(s, srv, f->bound, f->args, f->caps, reply->result, &refusal);
+		struct json_value *asked = gw_round_forwarded(s, srv, f->bound, f->args, f->caps,
+		                                              reply->result, &f->asks, &refusal);
 		if (asked != NULL) {
 			fwd_record(f, "input-required", "its server asked for input");
 			gw_client_result_raw(s, f->client_id, asked);
@@ -712,7 +714,7 @@ static void forward_bound(struct session *s, struct gw_server *srv, const struct
 		struct mg_err *rerr = NULL;
 		if (s->era == GW_ERA_MODERN && st != NULL && st->kind == JSON_STRING &&
 		    confirm_state_kind(st->u.str.ptr, st->u.str.len) == CONFIRM_ROUND &&
-		    gw_round_take(s, bound, f->args, asked, params, &rerr) < 0) {
+		    gw_round_take(s, bound, f->args, asked, params, &f->asks, &rerr) < 0) {
 			/* a retry whose state is not the one mcpgate gave for this */
 			fwd_record(f, "refused", mg_err_msg(rerr));
 			gw_client_error(s, id, RPC_INVALID_PARAMS, "%s: %s", bound,
@@ -1104,6 +1106,65 @@ static void refuse_request(struct gw_server *srv, const struct rpc_msg *msg, con
 	rpc_peer_send_error(srv->launch.peer, msg->id, RPC_METHOD_NOT_FOUND, text, NULL, NULL);
 }
 
+/* The texts of an elicitation's form that a client shows the person (a
+ * field's title and description, the names of its choices), each through
+ * the one renderer: a server's form cannot break a line or hide a word */
+static void shown_schema(struct json_value *v, int depth)
+{
+	if (v == NULL || depth > 16)
+		return;
+	if (v->kind == JSON_ARRAY)
+		for (size_t i = 0; i < v->u.arr.len; i++)
+			shown_schema(v->u.arr.items[i], depth + 1);
+	if (v->kind != JSON_OBJECT)
+		return;
+	for (size_t i = 0; i < v->u.obj.len; i++) {
+		struct json_member *m = &v->u.obj.items[i];
+		bool text = strcmp(m->key, "title") == 0 || strcmp(m->key, "description") == 0;
+		if (text && m->value->kind == JSON_STRING) {
+			char *shown = mg_shown(m->value->u.str.ptr, m->value->u.str.len);
+			json_free(m->value);
+			m->value = json_new_string(shown);
+			free(shown);
+		} else if (strcmp(m->key, "enumNames") == 0 && m->value->kind == JSON_ARRAY) {
+			for (size_t k = 0; k < m->value->u.arr.len; k++) {
+				struct json_value **item = &m->value->u.arr.items[k];
+				if ((*item)->kind != JSON_STRING)
+					continue;
+				char *shown = mg_shown((*item)->u.str.ptr, (*item)->u.str.len);
+				json_free(*item);
+				*item = json_new_string(shown);
+				free(shown);
+			}
+		} else {
+			shown_schema(m->value, depth + 1);
+		}
+	}
+}
+
+/* Why an elicitation cannot be shown as it is, or NULL: a field named with
+ * characters that hide or break text (its name is the client's label when
+ * it has no title, and its answer's key), or a URL that is not printable
+ * ASCII */
+static const char *elicitation_unshowable(const struct json_value *params)
+{
+	const char *url = json_get_string(params, "url");
+	for (const char *p = url; p != NULL && *p != '\0'; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			return "its url holds a character that is not printable ASCII";
+	const struct json_value *props =
+	    json_get(json_get(params, "requestedSchema"), "properties");
+	for (size_t i = 0; props != NULL && props->kind == JSON_OBJECT && i < props->u.obj.len;
+	     i++) {
+		const struct json_member *m = &props->u.obj.items[i];
+		cleanup_free char *shown = mg_shown(m->key, m->keylen);
+		if (strcmp(shown, m->key) != 0)
+			return "a field of its form is named with characters that hide or break "
+			       "text";
+	}
+	return NULL;
+}
+
 /* The server's params as the client gets them: the person sees which server
  * asks, and a server never widens what the client shares */
 static struct json_value *client_params(const struct gw_server *srv, enum relay_cap which,
@@ -1118,10 +1179,15 @@ static struct json_value *client_params(const struct gw_server *srv, enum relay_
 		if (ctx != NULL && strcmp(ctx, "none") != 0)
 			json_object_set(p, "includeContext", json_new_string("none"));
 	} else if (which == RELAY_ELICITATION) {
-		const char *message = json_get_string(p, "message");
-		cleanup_free char *tagged =
-		    xasprintf("Server %s asks: %s", srv->cfg->name, message != NULL ? message : "");
+		/* one line, every hiding character escaped: the server's words
+		 * cannot push "Server NAME asks:" out of view and pose as mcpgate */
+		const struct json_value *message = json_get(p, "message");
+		cleanup_free char *shown = message != NULL && message->kind == JSON_STRING
+		                               ? mg_shown(message->u.str.ptr, message->u.str.len)
+		                               : xstrdup("");
+		cleanup_free char *tagged = xasprintf("Server %s asks: %s", srv->cfg->name, shown);
 		json_object_set(p, "message", json_new_string(tagged));
+		shown_schema((struct json_value *)json_get(p, "requestedSchema"), 0);
 	}
 	tag_server(srv, p);
 	gw_secrets_redact(srv->sess, p);
@@ -1162,6 +1228,13 @@ static int input_allowed(const struct gw_server *srv, const struct json_value *c
 		        : declared_cap->u.obj.len == 0 || json_get(declared_cap, "form") != NULL;
 	}
 	*which = w;
+	const char *unshowable = w == RELAY_ELICITATION ? elicitation_unshowable(params) : NULL;
+	if (declared && allowed && unshowable != NULL) {
+		*text = xasprintf("mcpgate refused elicitation/create from server %s: %s", name,
+		                  unshowable);
+		*reason = "unshowable";
+		return -1;
+	}
 	if (declared && allowed)
 		return 0;
 	cleanup_free char *cap = w == RELAY_ELICITATION
@@ -1237,6 +1310,19 @@ bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg)
 	if (input_allowed(srv, s->answered_initialize ? s->client_caps : NULL, msg->method,
 	                  msg->params, &which, &refusal, &reason) < 0) {
 		refuse_request(srv, msg, reason, refusal);
+		return true;
+	}
+	/* the call it asks within, when one alone of its is in flight: the
+	 * limit per call holds for it; the session's holds always */
+	struct gw_call *within = NULL;
+	size_t in_flight = 0;
+	for (struct gw_call *c = s->calls; c != NULL; c = c->next)
+		if (c->server == srv && !c->cancelled) {
+			within = c;
+			in_flight++;
+		}
+	if (gw_asks_take(srv, in_flight == 1 ? &within->asks : NULL, 1, &refusal) < 0) {
+		refuse_request(srv, msg, "too many", refusal);
 		return true;
 	}
 	struct gw_relayed *r = xcalloc(1, sizeof(*r));

@@ -88,15 +88,7 @@ int gw_remote_start(struct gw_server *srv, struct mg_err **err)
 	                       json_new_string("remote"), "url", json_new_string(c->url), NULL));
 	loop_post(s->loop, open_bridge, srv);
 	cleanup_free char *name = xasprintf("server %s", c->name);
-	struct rpc_peer_config pc = {
-	    .name = name,
-	    .line_max = (size_t)s->cfg->mcp.line_max,
-	    .on_request = gw_server_on_request,
-	    .on_notification = gw_server_on_notification,
-	    .on_bad_line = gw_server_on_bad_line,
-	    .on_closed = gw_server_on_closed,
-	    .data = srv,
-	};
+	struct rpc_peer_config pc = gw_server_peer_config(srv, name);
 	return rpc_peer_new(sv[0], out_fd, &pc, &srv->launch.peer, err);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal/base/cleanup.h"
+#include "internal/base/num.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/confirm_state.h"
 #include "internal/gateway/gateway-internal.h"
@@ -81,15 +82,17 @@ struct asker {
 	struct gw_server *srv;
 	const char *what;
 	const struct json_value *caps;
+	unsigned *asks; /* the questions asked in the call or request so far */
 };
 
-static struct asker asker_of(const struct gw_call *c)
+static struct asker asker_of(struct gw_call *c)
 {
 	const struct session *s = c->sess;
 	return (struct asker){c->sess, c->server, c->tool,
 	                      s->era == GW_ERA_MODERN  ? c->caps
 	                      : s->answered_initialize ? s->client_caps
-	                                               : NULL};
+	                                               : NULL,
+	                      &c->asks};
 }
 
 /* An input_required mcpgate refuses before the relay's rule is asked */
@@ -150,6 +153,11 @@ static struct json_value *client_requests(const struct asker *a, const struct js
 		    out, m->key,
 		    gw_fields("method", json_new_string(method->u.str.ptr), "params", p, NULL));
 	}
+	if (gw_asks_take(srv, a->asks, out->u.obj.len, refusal) < 0) {
+		round_refused(a, "", "too many");
+		json_free(out);
+		return NULL;
+	}
 	return out;
 }
 
@@ -165,30 +173,39 @@ static void asker_record(const struct asker *a, const char *event, const char *m
 	audit_record_by(a->s->audit, a->srv->cfg->name, event, f);
 }
 
-static void round_record(const struct gw_call *c, const char *event, const char *method,
-                         const char *key, const char *outcome)
+static void round_record(struct gw_call *c, const char *event, const char *method, const char *key,
+                         const char *outcome)
 {
 	struct asker a = asker_of(c);
 	asker_record(&a, event, method, key, outcome);
 }
 
 /* A round's state for bound (a tool's public name, or a request and its
- * name) with args, carrying the server's state */
+ * name) with args, carrying "ASKED:" and the server's state: the questions
+ * asked in the call so far go with it, under the MAC, to the retry (a new
+ * request of the client's), so the limit per call holds across rounds */
 static char *round_state(struct session *s, const char *bound, const struct json_value *args,
-                         const char *state, size_t state_len, struct mg_err **err)
+                         const char *state, size_t state_len, unsigned asked, struct mg_err **err)
 {
 	char *ours = NULL;
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
 	struct confirm_call call = {CONFIRM_ROUND, s->id, bound, args};
+	if (state_len > CONFIRM_CARRIED_MAX) {
+		mg_err_set(err, "its requestState is over %zu bytes", CONFIRM_CARRIED_MAX);
+		return NULL;
+	}
+	cleanup_free char *carried =
+	    xasprintf("%u:%.*s", asked, (int)state_len, state != NULL ? state : "");
 	if ((s->confirm == NULL && confirm_keeper_new(&s->confirm, err) < 0) ||
-	    confirm_state_make(s->confirm, &call, state != NULL ? state : "", state_len, deadline,
-	                       &ours, err) < 0)
+	    confirm_state_make(s->confirm, &call, carried, strlen(carried), deadline, &ours, err) <
+	        0)
 		return NULL;
 	return ours;
 }
 
 int gw_round_take(struct session *s, const char *bound, const struct json_value *args,
-                  const struct json_value *params, struct json_value *up, struct mg_err **err)
+                  const struct json_value *params, struct json_value *up, unsigned *asked,
+                  struct mg_err **err)
 {
 	const struct json_value *state = json_get(params, "requestState");
 	const struct json_value *responses = json_get(params, "inputResponses");
@@ -202,6 +219,15 @@ int gw_round_take(struct session *s, const char *bound, const struct json_value 
 	if (confirm_state_take(s->confirm, state->u.str.ptr, state->u.str.len, &call, proc_now_ms(),
 	                       &carried, &carried_len, err) < 0)
 		return -1;
+	/* "ASKED:" first (round_state's; under the MAC, so it is ours) */
+	const char *colon = memchr(carried, ':', carried_len);
+	uint64_t n = 0;
+	if (colon == NULL ||
+	    mg_parse_u64n(carried, (size_t)(colon - carried), 0, UINT32_MAX, "asked", &n, NULL) < 0)
+		return mg_err_set(err, "the requestState does not say what was asked");
+	*asked = (unsigned)n;
+	carried_len -= (size_t)(colon + 1 - carried);
+	carried = colon + 1;
 	/* the server gets its own state back, and the answers but mcpgate's */
 	struct json_value *answers = json_new_object();
 	for (size_t i = 0; responses != NULL && i < responses->u.obj.len; i++)
@@ -222,7 +248,8 @@ static void to_modern_client(struct gw_call *c, struct json_value *reqs, const c
 	struct session *s = c->sess;
 	struct mg_err *err = NULL;
 	cleanup_free char *public_name = gw_relay_public_name(c->server, c->tool);
-	cleanup_free char *ours = round_state(s, public_name, call_args(c), state, state_len, &err);
+	cleanup_free char *ours =
+	    round_state(s, public_name, call_args(c), state, state_len, c->asks, &err);
 	if (ours == NULL) {
 		json_free(reqs);
 		gw_call_finish_error(
@@ -246,7 +273,7 @@ void gw_round_retry(struct gw_call *c, const char *public_name, const struct jso
 {
 	struct mg_err *err = NULL;
 	struct json_value *p = json_copy(c->params);
-	if (gw_round_take(c->sess, public_name, call_args(c), params, p, &err) < 0) {
+	if (gw_round_take(c->sess, public_name, call_args(c), params, p, &c->asks, &err) < 0) {
 		json_free(p);
 		round_record(c, "server.request.refused", "tools/call", "requestState", "refused");
 		gw_call_finish_error(c, RPC_INVALID_PARAMS, "tools/call %s: %s", public_name,
@@ -262,9 +289,10 @@ void gw_round_retry(struct gw_call *c, const char *public_name, const struct jso
 
 struct json_value *gw_round_forwarded(struct session *s, struct gw_server *srv, const char *bound,
                                       const struct json_value *args, const struct json_value *caps,
-                                      const struct json_value *result, char **refusal)
+                                      const struct json_value *result, unsigned *asks,
+                                      char **refusal)
 {
-	struct asker a = {s, srv, bound, caps};
+	struct asker a = {s, srv, bound, caps, asks};
 	const struct json_value *reqs = json_get(result, "inputRequests");
 	const struct json_value *state = json_get(result, "requestState");
 	*refusal = NULL;
@@ -290,7 +318,7 @@ struct json_value *gw_round_forwarded(struct session *s, struct gw_server *srv, 
 	struct mg_err *err = NULL;
 	cleanup_free char *ours =
 	    round_state(s, bound, args, state != NULL ? state->u.str.ptr : NULL,
-	                state != NULL ? state->u.str.len : 0, &err);
+	                state != NULL ? state->u.str.len : 0, *asks, &err);
 	if (ours == NULL) {
 		*refusal = xasprintf("server %s asked for input on %s: %s", srv->cfg->name, bound,
 		                     mg_err_msg(err));
@@ -597,13 +625,16 @@ const char *gw_park_server_request(struct gw_server *srv, struct rpc_msg *msg)
 		return n == 0 ? "no call of the client's to it is in flight"
 		              : "several calls of the client's to it are in flight, so which one "
 		                "asks is not known";
-	if (c->park != NULL && c->park->nasks >= ROUND_REQUESTS_MAX)
-		return "it asked more than 16 questions within one call";
 	if (c->park != NULL && c->park->rounds >= ROUNDS_MAX)
 		return "it asked in more than 16 rounds within one call";
 	char *refusal = NULL;
 	struct json_value *p =
 	    gw_relay_input_params(srv, c->caps, msg->method, msg->params, &refusal);
+	if (p != NULL && gw_asks_take(srv, &c->asks, 1, &refusal) < 0) {
+		round_record(c, "server.request.refused", msg->method, "", "too many");
+		json_free(p);
+		p = NULL;
+	}
 	if (p == NULL) {
 		/* the rule said no: the server hears why, the call goes on */
 		rpc_peer_send_error(srv->launch.peer, msg->id, RPC_METHOD_NOT_FOUND, refusal, NULL,

@@ -116,7 +116,7 @@ static struct json_value *stderr_json(struct gw_server *srv)
 
 /* ---- start-up, on the server's own thread ------------------------------- */
 
-static struct rpc_peer_config peer_config(struct gw_server *srv, char *name)
+struct rpc_peer_config gw_server_peer_config(struct gw_server *srv, const char *name)
 {
 	struct rpc_peer_config pc = {
 	    .name = name,
@@ -125,6 +125,7 @@ static struct rpc_peer_config peer_config(struct gw_server *srv, char *name)
 	    .on_notification = gw_server_on_notification,
 	    .on_bad_line = gw_server_on_bad_line,
 	    .on_closed = gw_server_on_closed,
+	    .check = mcp_shape_from_server,
 	    .data = srv,
 	};
 	return pc;
@@ -163,7 +164,7 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 		spec.launcher = s->launch_binary;
 	}
 	cleanup_free char *name = xasprintf("server %s", c->name);
-	struct rpc_peer_config pc = peer_config(srv, name);
+	struct rpc_peer_config pc = gw_server_peer_config(srv, name);
 	struct gw_launch *l = &srv->launch;
 	struct gw_mount_plan mp;
 	gw_mount_plan_init(&mp, s->cfg, c, s->workspace, s->data_dir, s->state_dir, srv->container);
@@ -198,7 +199,7 @@ static int attach_instance(struct gw_server *srv, int64_t deadline, struct mg_er
 		return -1;
 	srv->attached = true;
 	cleanup_free char *name = xasprintf("server %s", srv->cfg->name);
-	struct rpc_peer_config pc = peer_config(srv, name);
+	struct rpc_peer_config pc = gw_server_peer_config(srv, name);
 	return rpc_peer_new(fd, fd, &pc, &srv->launch.peer, err);
 }
 
@@ -409,7 +410,7 @@ void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
 	struct mg_err *err = NULL;
 	srv->start_ms = proc_now_ms();
 	cleanup_free char *name = xasprintf("server %s", srv->cfg->name);
-	struct rpc_peer_config pc = peer_config(srv, name);
+	struct rpc_peer_config pc = gw_server_peer_config(srv, name);
 	srv->info = *info;
 	*info = (struct mcp_server_info){0};
 	srv->tools = tools;

@@ -66,6 +66,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->cfg = opt->cfg;
 	s->driver = opt->driver;
 	s->owner = opt->owner;
+	gw_asks_init(s);
 	s->workspace = xstrdup(opt->workspace);
 	s->state_dir = xstrdup(opt->state_dir);
 	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);

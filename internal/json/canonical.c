@@ -149,9 +149,13 @@ static int duplicate_key(const struct json_member *m, struct mg_err **err)
 	return -1;
 }
 
-static int canonical_value(const struct json_value *v, struct mg_buf *out, struct mg_err **err);
+/* literal: numbers as their literal text (json_exact), else the canonical
+ * number rule (json_canonical) */
+static int canonical_value(const struct json_value *v, bool literal, struct mg_buf *out,
+                           struct mg_err **err);
 
-static int canonical_object(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+static int canonical_object(const struct json_value *v, bool literal, struct mg_buf *out,
+                            struct mg_err **err)
 {
 	size_t n = v->u.obj.len;
 	if (n == 0)
@@ -171,13 +175,14 @@ static int canonical_object(const struct json_value *v, struct mg_buf *out, stru
 		}
 		if (json_quote(sorted[i]->key, sorted[i]->keylen, out, err) < 0 ||
 		    mg_buf_putc(out, ':', err) < 0 ||
-		    canonical_value(sorted[i]->value, out, err) < 0)
+		    canonical_value(sorted[i]->value, literal, out, err) < 0)
 			return -1;
 	}
 	return mg_buf_putc(out, '}', err);
 }
 
-static int canonical_value(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+static int canonical_value(const struct json_value *v, bool literal, struct mg_buf *out,
+                           struct mg_err **err)
 {
 	if (v == NULL)
 		return mg_err_set(err, "missing JSON value");
@@ -187,7 +192,11 @@ static int canonical_value(const struct json_value *v, struct mg_buf *out, struc
 	case JSON_BOOL:
 		return mg_buf_puts(out, v->u.boolean ? "true" : "false", err);
 	case JSON_NUMBER:
-		return canonical_number(v, out, err);
+		if (!literal)
+			return canonical_number(v, out, err);
+		if (!json_number_valid(v->u.num.ptr, v->u.num.len))
+			return mg_err_set(err, "invalid JSON number literal");
+		return mg_buf_append(out, v->u.num.ptr, v->u.num.len, err);
 	case JSON_STRING:
 		return json_quote(v->u.str.ptr, v->u.str.len, out, err);
 	case JSON_ARRAY:
@@ -196,22 +205,54 @@ static int canonical_value(const struct json_value *v, struct mg_buf *out, struc
 		for (size_t i = 0; i < v->u.arr.len; i++) {
 			if (i > 0 && mg_buf_putc(out, ',', err) < 0)
 				return -1;
-			if (canonical_value(v->u.arr.items[i], out, err) < 0)
+			if (canonical_value(v->u.arr.items[i], literal, out, err) < 0)
 				return -1;
 		}
 		return mg_buf_putc(out, ']', err);
 	case JSON_OBJECT:
-		return canonical_object(v, out, err);
+		return canonical_object(v, literal, out, err);
 	}
 	return mg_err_set(err, "unknown JSON value kind %d", (int)v->kind);
 }
 
-int json_canonical(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+static int sorted_text(const struct json_value *v, bool literal, struct mg_buf *out,
+                       struct mg_err **err)
 {
 	size_t start = out->len;
-	if (canonical_value(v, out, err) < 0) {
+	if (canonical_value(v, literal, out, err) < 0) {
 		buf_truncate(out, start);
 		return -1;
 	}
 	return 0;
+}
+
+int json_canonical(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+{
+	return sorted_text(v, false, out, err);
+}
+
+int json_exact(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+{
+	return sorted_text(v, true, out, err);
+}
+
+static int member_value_cmp(const void *a, const void *b)
+{
+	const struct json_member *x = a, *y = b;
+	return member_cmp(&x, &y);
+}
+
+void json_sort_keys(struct json_value *v)
+{
+	if (v == NULL)
+		return;
+	if (v->kind == JSON_ARRAY)
+		for (size_t i = 0; i < v->u.arr.len; i++)
+			json_sort_keys(v->u.arr.items[i]);
+	if (v->kind != JSON_OBJECT)
+		return;
+	if (v->u.obj.len > 1)
+		qsort(v->u.obj.items, v->u.obj.len, sizeof(v->u.obj.items[0]), member_value_cmp);
+	for (size_t i = 0; i < v->u.obj.len; i++)
+		json_sort_keys(v->u.obj.items[i].value);
 }

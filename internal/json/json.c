@@ -321,7 +321,11 @@ const char *json_get_string(const struct json_value *obj, const char *key)
 
 /* ---- quoting and generation ------------------------------------------- */
 
-static int quote_append(const char *s, size_t len, struct mg_buf *out, struct mg_err **err)
+/* shown: a code point that hides, reorders or breaks text (mg_cp_hidden)
+ * is written as \uXXXX too (a surrogate pair past U+FFFF), so the text is
+ * the same JSON value and every character of it can be seen */
+static int quote_append(const char *s, size_t len, bool shown, struct mg_buf *out,
+                        struct mg_err **err)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
@@ -333,9 +337,22 @@ static int quote_append(const char *s, size_t len, struct mg_buf *out, struct mg
 	while (i < len) {
 		unsigned char c = u[i];
 		if (c >= 0x80) {
-			size_t k = mg_utf8_seq(u + i, len - i, NULL);
+			uint32_t cp = 0;
+			size_t k = mg_utf8_seq(u + i, len - i, &cp);
 			if (k == 0)
 				return mg_err_set(err, "invalid UTF-8 at byte %zu of a string", i);
+			if (shown && mg_cp_hidden(cp)) {
+				if (mg_buf_append(out, s + run, i - run, err) < 0)
+					return -1;
+				int r = cp > 0xffff
+				            ? mg_buf_printf(out, err, "\\u%04x\\u%04x",
+				                            0xd800 + ((cp - 0x10000) >> 10),
+				                            0xdc00 + ((cp - 0x10000) & 0x3ff))
+				            : mg_buf_printf(out, err, "\\u%04x", cp);
+				if (r < 0)
+					return -1;
+				run = i + k;
+			}
 			i += k;
 			continue;
 		}
@@ -390,14 +407,15 @@ static int quote_append(const char *s, size_t len, struct mg_buf *out, struct mg
 int json_quote(const char *s, size_t len, struct mg_buf *out, struct mg_err **err)
 {
 	size_t start = out->len;
-	if (quote_append(s, len, out, err) < 0) {
+	if (quote_append(s, len, false, out, err) < 0) {
 		buf_truncate(out, start);
 		return -1;
 	}
 	return 0;
 }
 
-static int generate_value(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+static int generate_value(const struct json_value *v, bool shown, struct mg_buf *out,
+                          struct mg_err **err)
 {
 	if (v == NULL)
 		return mg_err_set(err, "missing JSON value");
@@ -411,14 +429,14 @@ static int generate_value(const struct json_value *v, struct mg_buf *out, struct
 			return mg_err_set(err, "invalid JSON number literal");
 		return mg_buf_append(out, v->u.num.ptr, v->u.num.len, err);
 	case JSON_STRING:
-		return quote_append(v->u.str.ptr, v->u.str.len, out, err);
+		return quote_append(v->u.str.ptr, v->u.str.len, shown, out, err);
 	case JSON_ARRAY:
 		if (mg_buf_putc(out, '[', err) < 0)
 			return -1;
 		for (size_t i = 0; i < v->u.arr.len; i++) {
 			if (i > 0 && mg_buf_putc(out, ',', err) < 0)
 				return -1;
-			if (generate_value(v->u.arr.items[i], out, err) < 0)
+			if (generate_value(v->u.arr.items[i], shown, out, err) < 0)
 				return -1;
 		}
 		return mg_buf_putc(out, ']', err);
@@ -429,9 +447,9 @@ static int generate_value(const struct json_value *v, struct mg_buf *out, struct
 			const struct json_member *m = &v->u.obj.items[i];
 			if (i > 0 && mg_buf_putc(out, ',', err) < 0)
 				return -1;
-			if (quote_append(m->key, m->keylen, out, err) < 0 ||
+			if (quote_append(m->key, m->keylen, shown, out, err) < 0 ||
 			    mg_buf_putc(out, ':', err) < 0 ||
-			    generate_value(m->value, out, err) < 0)
+			    generate_value(m->value, shown, out, err) < 0)
 				return -1;
 		}
 		return mg_buf_putc(out, '}', err);
@@ -439,14 +457,24 @@ static int generate_value(const struct json_value *v, struct mg_buf *out, struct
 	return mg_err_set(err, "unknown JSON value kind %d", (int)v->kind);
 }
 
-int json_generate(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+static int generate(const struct json_value *v, bool shown, struct mg_buf *out, struct mg_err **err)
 {
 	size_t start = out->len;
-	if (generate_value(v, out, err) < 0) {
+	if (generate_value(v, shown, out, err) < 0) {
 		buf_truncate(out, start);
 		return -1;
 	}
 	return 0;
+}
+
+int json_generate(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+{
+	return generate(v, false, out, err);
+}
+
+int json_shown(const struct json_value *v, struct mg_buf *out, struct mg_err **err)
+{
+	return generate(v, true, out, err);
 }
 
 /* ---- parsing ---------------------------------------------------------- */

@@ -96,8 +96,22 @@ int json_number_int64(const struct json_value *v, int64_t *out);
 
 /* Append compact JSON (members in stored order) to out. */
 int json_generate(const struct json_value *v, struct mg_buf *out, struct mg_err **err);
+/* json_generate's text as a person is shown it: the same JSON value, with
+ * every character that hides, reorders or breaks text (mg_cp_hidden)
+ * written as a \u escape, so all of it can be seen (the renderer of
+ * internal/base/utf8.h, for JSON) */
+int json_shown(const struct json_value *v, struct mg_buf *out, struct mg_err **err);
 /* Append the canonical form (docs/canonical-json.md) to out. */
 int json_canonical(const struct json_value *v, struct mg_buf *out, struct mg_err **err);
+
+/* Append the exact form: the canonical form's keys and strings, with every
+ * number as its literal text as received (1, 1.0 and -0.0 stay apart; a
+ * number past 2^63 keeps its digits). What a confirmation binds, since a
+ * server reads the literal the gateway forwards (docs/canonical-json.md). */
+int json_exact(const struct json_value *v, struct mg_buf *out, struct mg_err **err);
+/* Sort every object's members by key, as the canonical and exact forms do,
+ * in place: json_generate of the result is then json_exact's text */
+void json_sort_keys(struct json_value *v);
 
 /* Append s as a JSON string literal, escaped the one canonical way. */
 int json_quote(const char *s, size_t len, struct mg_buf *out, struct mg_err **err);

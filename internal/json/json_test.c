@@ -1,6 +1,7 @@
 /* Unit tests for internal/json. Run from the repository top: the golden test
  * reads testdata/json/. */
 #include "internal/json/json.h"
+#include "internal/json/shape.h"
 
 #include <locale.h>
 #include <stdint.h>
@@ -680,8 +681,79 @@ static void test_copy(void)
 	json_free(c);
 }
 
+/* json_shape_check: the first member of the wrong type or missing, named
+ * by its whole path; arrays and objects walked with "*" */
+static void test_shape(void)
+{
+	static const struct json_shape_member shape[] = {
+	    {{NULL}, JS_OBJ, false},
+	    {{"name"}, JS_STR, true},
+	    {{"_meta"}, JS_OBJ, false},
+	    {{"_meta", "progressToken"}, JS_STR | JS_INT, false},
+	    {{"items"}, JS_ARR, false},
+	    {{"items", "*"}, JS_OBJ, false},
+	    {{"items", "*", "uri"}, JS_STR, true},
+	    {{"map", "*", "n"}, JS_NUM, false},
+	    /* as deep as a path goes */
+	    {{"d", "*", "e", "f", "g"}, JS_STR, false},
+	};
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"{\"name\":\"x\"}", NULL},
+	    {"{\"name\":\"x\",\"_meta\":{\"progressToken\":7}}", NULL},
+	    {"{\"name\":\"x\",\"_meta\":{\"progressToken\":true}}",
+	     "params._meta.progressToken must be a string or an integer (it is a boolean)"},
+	    {"{\"name\":\"x\",\"_meta\":{\"progressToken\":1.5}}",
+	     "params._meta.progressToken must be a string or an integer (it is a number)"},
+	    {"{\"name\":\"x\",\"_meta\":{\"progressToken\":{}}}",
+	     "params._meta.progressToken must be a string or an integer (it is an object)"},
+	    {"{\"name\":\"x\",\"_meta\":[]}", "params._meta must be an object (it is an array)"},
+	    {"{}", "params.name is missing: it must be a string"},
+	    {"{\"name\":\"a\\u0000b\"}",
+	     "params.name must be a string (it is a string holding NUL)"},
+	    {"[]", "params must be an object (it is an array)"},
+	    {"{\"name\":\"x\",\"items\":[{\"uri\":\"u\"},{\"uri\":null}]}",
+	     "params.items[1].uri must be a string (it is null)"},
+	    {"{\"name\":\"x\",\"items\":[{\"uri\":\"u\"},{}]}",
+	     "params.items[1].uri is missing: it must be a string"},
+	    {"{\"name\":\"x\",\"items\":[3]}",
+	     "params.items[0] must be an object (it is an integer)"},
+	    {"{\"name\":\"x\",\"map\":{\"a b\":{\"n\":\"1\"}}}",
+	     "params.map[\"a b\"].n must be a number (it is a string)"},
+	    {"{\"name\":\"x\",\"map\":{\"a\":{\"n\":1e400}}}", NULL},
+	    {"{\"name\":\"x\",\"map\":[{\"n\":true}]}",
+	     "params.map[0].n must be a number (it is a boolean)"},
+	    {"{\"name\":\"x\",\"d\":[{\"e\":{\"f\":{\"g\":\"ok\"}}},{\"e\":{\"f\":{\"g\":1}}}]}",
+	     "params.d[1].e.f.g must be a string (it is an integer)"},
+	};
+	for (size_t i = 0; i < N_ELEMS(cases); i++) {
+		struct json_value *v = parse_text(cases[i].in, strlen(cases[i].in));
+		cleanup_free char *why = json_shape_check(v, "params", shape, N_ELEMS(shape));
+		if (cases[i].want == NULL)
+			T_OK(why == NULL, "shape: %s passes (%s)", cases[i].in, why ? why : "");
+		else
+			T_STR(why, cases[i].want, "shape: %s", cases[i].in);
+		json_free(v);
+	}
+	cleanup_free char *absent = json_shape_check(NULL, "params", shape, N_ELEMS(shape));
+	T_STR(absent, "params.name is missing: it must be a string",
+	      "shape: absent params miss a required member");
+	/* a key of a peer's is shown escaped and cut, never raw */
+	cleanup_free char *key_text =
+	    xasprintf("{\"name\":\"x\",\"map\":{\"%s\\u202e\\n\":{\"n\":[]}}}",
+	              "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk");
+	struct json_value *v = parse_text(key_text, strlen(key_text));
+	cleanup_free char *why = json_shape_check(v, "params", shape, N_ELEMS(shape));
+	T_OK(why != NULL && strstr(why, "...\"].n must be a number") != NULL &&
+	         strchr(why, '\n') == NULL,
+	     "shape: a long key with controls is cut and escaped: %s", why ? why : "(none)");
+	json_free(v);
+}
+
 int main(void)
 {
+	test_shape();
 	test_parse_errors();
 	test_parse_accepts();
 	test_round_trip();

@@ -186,6 +186,9 @@ struct rpc_bad_line {
 	const struct json_value *id; /* the message's id when it had a usable one */
 	size_t len;                  /* bytes of the line (seen so far, if overflow) */
 	bool overflow;               /* longer than line_max */
+	/* a message that failed the peer's check (code RPC_INVALID_PARAMS):
+	 * the peer answered it, or none is due; it is told to be recorded */
+	bool answered;
 };
 
 /* Completion of rpc_peer_send_request(): exactly one call per request, unless
@@ -222,6 +225,15 @@ struct rpc_peer_config {
 	 * possibly from inside a send on this peer. default: nothing (every
 	 * later send fails) */
 	void (*on_write_failed)(struct rpc_peer *peer, const struct mg_err *why, void *data);
+	/* Every message's members checked before it is dispatched (the shapes
+	 * of internal/mcp/shapes.c): NULL when it may go on, else why not
+	 * (allocated). method is a request's or notification's own, and for a
+	 * response the method of the request it answers; body is the params or
+	 * the result. A request that fails is answered RPC_INVALID_PARAMS with
+	 * why; a notification is dropped; a result becomes an error reply
+	 * (RPC_INTERNAL_ERROR, naming the peer) to its request. Each is told to
+	 * on_bad_line as well, with answered set. NULL: nothing is checked. */
+	char *(*check)(enum rpc_kind kind, const char *method, const struct json_value *body);
 	void *data; /* passed to every callback */
 };
 

@@ -787,6 +787,59 @@ static void test_peer_requests(void)
 	conn_close_srv(&c);
 }
 
+/* refuses a member "bad" in any params or result, naming the method */
+static char *refuse_bad(enum rpc_kind kind, const char *method, const struct json_value *body)
+{
+	if (json_get(body, "bad") == NULL)
+		return NULL;
+	return xasprintf("%s %s: bad is not read", kind == RPC_RESULT ? "result of" : "params of",
+	                 method);
+}
+
+/* The peer's check: a request answered -32602, a notification dropped, a
+ * result turned into an error reply to its request; each told to
+ * on_bad_line as answered, and none reaching a handler */
+static void test_peer_check(void)
+{
+	struct conn c;
+	conn_open(&c, true);
+	struct rpc_peer_config cfg = rec_config();
+	cfg.check = refuse_bad;
+	struct rpc_peer *p = peer_open(&c, &cfg);
+	struct mg_err *err = NULL;
+	int64_t id = 0;
+	rpc_peer_send_request(p, "tools/call", NULL, 0, rec_done, "call", &id, &err);
+	rpc_peer_send_request(p, "tools/list", NULL, 0, rec_done, "list", NULL, &err);
+	free(drain(c.srv_in));
+	write_str(c.srv_out,
+	          "{\"jsonrpc\":\"2.0\",\"id\":\"r\",\"method\":\"x/y\",\"params\":{\"bad\":1}}\n"
+	          "{\"jsonrpc\":\"2.0\",\"method\":\"n/z\",\"params\":{\"bad\":1}}\n"
+	          "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"bad\":true}}\n"
+	          "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"good\":true}}\n"
+	          "{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{\"bad\":true}}\n");
+	rpc_peer_read(p, &err);
+	char *got = take_events();
+	T_STR(got,
+	      "bad code=-32602 overflow=0 len=60 id=\"r\": params of x/y: bad is not read\n"
+	      "bad code=-32602 overflow=0 len=51 id=none: params of n/z: bad is not read\n"
+	      "bad code=-32602 overflow=0 len=46 id=1: result of tools/call: bad is not read\n"
+	      "call id=1 error=-32603 server test answered tools/call with a result that is not "
+	      "valid MCP: result of tools/call: bad is not read\n"
+	      "list id=2 result={\"good\":true}\n"
+	      "unmatched id=99\n",
+	      "checked before dispatch: refused, dropped, turned into an error reply");
+	free(got);
+	char *sent = drain(c.srv_in);
+	T_STR(sent,
+	      "{\"jsonrpc\":\"2.0\",\"id\":\"r\",\"error\":{\"code\":-32602,\"message\":"
+	      "\"params of x/y: bad is not read\"}}\n",
+	      "the refused request is answered -32602 with why, and nothing else is sent");
+	free(sent);
+	T_OK(err == NULL, "no errors from the read");
+	rpc_peer_free(p);
+	conn_close_srv(&c);
+}
+
 static void test_peer_defaults(void)
 {
 	struct conn c;
@@ -1441,6 +1494,7 @@ int main(void)
 	test_id_keys();
 	test_builders();
 	test_peer_requests();
+	test_peer_check();
 	test_peer_defaults();
 	test_peer_overflow();
 	test_peer_deadlines();

@@ -670,6 +670,72 @@ static void dispatch_response(struct rpc_peer *p, struct rpc_msg *msg)
 	pending_free(e);
 }
 
+static struct rpc_pending *pending_find(struct rpc_peer *p, const struct json_value *id)
+{
+	int64_t n;
+	if (p->nbuckets == 0 || id == NULL || id->kind != JSON_NUMBER ||
+	    json_number_int64(id, &n) < 0)
+		return NULL;
+	struct rpc_pending *e = p->buckets[bucket_of(p, n)];
+	while (e != NULL && e->id != n)
+		e = e->next;
+	return e;
+}
+
+/* msg against the peer's check: true when it goes on as it is. A request
+ * that fails is answered here, a notification dropped, and a result is
+ * replaced by an error reply to its request (msg then holds that). */
+static bool admit(struct rpc_peer *p, struct rpc_msg *msg, size_t len)
+{
+	const char *method = msg->method;
+	const struct json_value *body = msg->params;
+	if (msg->kind == RPC_RESULT || msg->kind == RPC_ERROR) {
+		const struct rpc_pending *e = pending_find(p, msg->id);
+		if (e == NULL || msg->kind == RPC_ERROR)
+			return true; /* unmatched responses go their own way */
+		method = e->method;
+		body = msg->result;
+	}
+	char *why = p->cfg.check(msg->kind, method, body);
+	if (why == NULL)
+		return true;
+	struct mg_err *err = NULL;
+	struct rpc_bad_line bad = {
+	    .code = RPC_INVALID_PARAMS,
+	    .reason = why,
+	    .id = msg->id,
+	    .len = len,
+	    .answered = true,
+	};
+	bad_line(p, &bad);
+	bool keep = false;
+	if (msg->kind == RPC_REQUEST) {
+		if (rpc_peer_send_error(p, msg->id, RPC_INVALID_PARAMS, why, NULL, &err) < 0) {
+			if (noise_ok(p))
+				mg_warn("%s: %s", p->name, mg_err_msg(err));
+			mg_err_free(err);
+		}
+	} else if (msg->kind == RPC_RESULT) {
+		/* its request is answered with what was wrong, never with it */
+		struct mg_buf line = MG_BUF_INIT(RPC_LINE_MAX_DEFAULT);
+		char *text = xasprintf("%s answered %s with a result that is not valid MCP: %s",
+		                       p->name, method, why);
+		struct rpc_msg reply;
+		memset(&reply, 0, sizeof(reply));
+		if (rpc_build_error(msg->id, RPC_INTERNAL_ERROR, text, NULL, &line, NULL) == 0 &&
+		    rpc_parse(line.data, line.len - 1, 0, &reply, NULL) == 0) {
+			rpc_msg_free(msg);
+			rpc_msg_move(msg, &reply);
+			keep = true;
+		}
+		rpc_msg_free(&reply);
+		free(text);
+		mg_buf_free(&line);
+	}
+	free(why);
+	return keep;
+}
+
 static void dispatch_line(struct rpc_peer *p, const char *line, size_t len)
 {
 	struct rpc_msg msg;
@@ -684,6 +750,10 @@ static void dispatch_line(struct rpc_peer *p, const char *line, size_t len)
 		};
 		bad_line(p, &bad);
 		mg_err_free(err);
+		rpc_msg_free(&msg);
+		return;
+	}
+	if (p->cfg.check != NULL && !admit(p, &msg, len)) {
 		rpc_msg_free(&msg);
 		return;
 	}

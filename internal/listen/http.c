@@ -744,6 +744,17 @@ static enum MHD_Result post_message(struct lst *l, struct lst_req *r)
 	struct lst_client *c = NULL;
 	cleanup_free char *key = NULL;
 	enum MHD_Result result;
+	if (m.kind == RPC_REQUEST || m.kind == RPC_NOTIFICATION) {
+		/* the members this listener and the session read, of their types,
+		 * before either reads one (the session's client peer checks by the
+		 * same shapes, for stdio) */
+		cleanup_free char *bad = mcp_shape_from_client(m.kind, m.method, m.params);
+		if (bad != NULL) {
+			result = refuse_request(r, m.id, NULL, MHD_HTTP_BAD_REQUEST,
+			                        RPC_INVALID_PARAMS, "shape", "%s", bad);
+			goto out;
+		}
+	}
 	if (r->session_hdr == NULL && !initialize &&
 	    (m.kind == RPC_REQUEST || m.kind == RPC_NOTIFICATION) &&
 	    (gw_era_claims_modern(&m) ||

@@ -34,6 +34,12 @@ const char *mcp_versions_text(void);
 /* 1-128 characters of [A-Za-z0-9_.-] */
 bool mcp_tool_name_valid(const char *name, size_t len);
 
+/* shapes.c: why a message (its params, or the result of a request of
+ * method) breaks the shape mcpgate reads it by, or NULL; allocated. The
+ * client side's and the servers' (struct rpc_peer_config's check). */
+char *mcp_shape_from_client(enum rpc_kind kind, const char *method, const struct json_value *body);
+char *mcp_shape_from_server(enum rpc_kind kind, const char *method, const struct json_value *body);
+
 /* What initialize told us. Owned strings; mcp_server_info_free(). */
 struct mcp_server_info {
 	char *protocol_version;

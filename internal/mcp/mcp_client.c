@@ -6,6 +6,7 @@
 
 #include "internal/base/cleanup.h"
 #include "internal/base/strv.h"
+#include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
@@ -124,10 +125,12 @@ int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
 	}
 	if (!mcp_version_supported(version)) {
 		size_t n = strlen(version) > 40 ? 40 : strlen(version);
+		char *shown = mg_shown(version, n);
 		mg_err_set(err,
-		           "the server answered protocol version \"%.*s\", which mcpgate does not "
+		           "the server answered protocol version \"%s\", which mcpgate does not "
 		           "speak (it speaks %s)",
-		           (int)n, version, mcp_versions_text());
+		           shown, mcp_versions_text());
+		free(shown);
 		rpc_msg_free(&reply);
 		return -1;
 	}
