@@ -476,8 +476,12 @@ static void check_hosts_against_proxy(struct ctx *c, const struct keys *k,
 			if (strstr(why, "-allow-private") != NULL)
 				diag_value(
 				    c, p, what, text,
-				    "is a private address: list it in network_private too to "
-				    "allow it");
+				    "is a private address (%s): list it in network_private too to "
+				    "allow it",
+				    a.range);
+			else if (a.range != NULL)
+				diag_value(c, p, what, text,
+				           "is refused by the egress proxy: %s (%s)", why, a.range);
 			else
 				diag_value(c, p, what, text, "is refused by the egress proxy: %s",
 				           why);
