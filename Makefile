@@ -200,7 +200,7 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
-	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py
+	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
@@ -321,7 +321,8 @@ demo: all
 	@scripts/demo
 
 # mcp.toml.example goes where mcpgate's "mcp.toml does not exist" points
-# (cfg_example_path(): PREFIX/bin/../share/mcpgate)
+# (cfg_example_path(): PREFIX/bin/../share/mcpgate), and mcpgate's public
+# suffix list where it reads it (cfg_suffix_list_path(): the same folder)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	  $(DESTDIR)$(PREFIX)/share/mcpgate
@@ -331,6 +332,7 @@ install: all
 	install -m 0644 docs/man/mcpgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/mcpgate.1
 	install -m 0644 docs/man/mcp.toml.5 $(DESTDIR)$(PREFIX)/share/man/man5/mcp.toml.5
 	install -m 0644 mcp.toml.example $(DESTDIR)$(PREFIX)/share/mcpgate/mcp.toml.example
+	install -m 0644 third_party/publicsuffix/public_suffix_list.dat $(DESTDIR)$(PREFIX)/share/mcpgate/public_suffix_list.dat
 
 clean:
 	rm -rf build mcpgate toml-decode mcpgate-egress mcpgate-launch

@@ -329,72 +329,181 @@ struct range {
 	const char *name;
 };
 
-/* Most specific first: the first match decides. */
+/* an address's bytes: V4(192, 0, 2, 1), V6(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1) */
+#define V4(a, b, c, d)             a, b, c, d
+#define G(x)                       (unsigned char)((x) >> 8), (unsigned char)((x)&0xff)
+#define V6(a, b, c, d, e, f, g, h) G(a), G(b), G(c), G(d), G(e), G(f), G(g), G(h)
+
+/* The table every address is judged by: the proxy at connect time, and the
+ * proxy and `mcpgate check` for a listed IP literal. Its rows are IANA's
+ * IPv4 and IPv6 Special-Purpose Address Registries (updated 2025-10-09) in
+ * full, the blocks IANA's address space registries keep reserved or
+ * multicast, the private ranges -allow-private opens, and the cloud
+ * platforms' metadata and service addresses; docs/egress.md says where each
+ * row comes from. Order does not matter: an address takes the strictest
+ * class among the rows it falls in (platform, then special, then private),
+ * and the longest of those rows names it. An address in no row is public. */
 static const struct range v4_ranges[] = {
-    {{0, 0, 0, 0}, 8, EGR_ADDR_SPECIAL, "0.0.0.0/8 this network"},
-    {{10, 0, 0, 0}, 8, EGR_ADDR_PRIVATE, "10.0.0.0/8 private"},
-    {{100, 64, 0, 0}, 10, EGR_ADDR_SPECIAL, "100.64.0.0/10 shared address space"},
-    {{127, 0, 0, 0}, 8, EGR_ADDR_SPECIAL, "127.0.0.0/8 loopback"},
-    {{169, 254, 0, 0}, 16, EGR_ADDR_SPECIAL, "169.254.0.0/16 link-local"},
-    {{172, 16, 0, 0}, 12, EGR_ADDR_PRIVATE, "172.16.0.0/12 private"},
-    {{192, 0, 0, 0}, 24, EGR_ADDR_SPECIAL, "192.0.0.0/24 IETF protocol assignments"},
-    {{192, 0, 2, 0}, 24, EGR_ADDR_SPECIAL, "192.0.2.0/24 documentation"},
-    {{192, 88, 99, 0}, 24, EGR_ADDR_SPECIAL, "192.88.99.0/24 6to4 relay anycast"},
-    {{192, 168, 0, 0}, 16, EGR_ADDR_PRIVATE, "192.168.0.0/16 private"},
-    {{198, 18, 0, 0}, 15, EGR_ADDR_SPECIAL, "198.18.0.0/15 benchmarking"},
-    {{198, 51, 100, 0}, 24, EGR_ADDR_SPECIAL, "198.51.100.0/24 documentation"},
-    {{203, 0, 113, 0}, 24, EGR_ADDR_SPECIAL, "203.0.113.0/24 documentation"},
-    {{224, 0, 0, 0}, 4, EGR_ADDR_SPECIAL, "224.0.0.0/4 multicast"},
-    {{255, 255, 255, 255}, 32, EGR_ADDR_SPECIAL, "255.255.255.255 broadcast"},
-    {{240, 0, 0, 0}, 4, EGR_ADDR_SPECIAL, "240.0.0.0/4 reserved"},
+    /* IANA IPv4 Special-Purpose Address Registry */
+    {{V4(0, 0, 0, 0)}, 8, EGR_ADDR_SPECIAL, "0.0.0.0/8 this network"},
+    {{V4(0, 0, 0, 0)}, 32, EGR_ADDR_SPECIAL, "0.0.0.0/32 this host on this network"},
+    {{V4(10, 0, 0, 0)}, 8, EGR_ADDR_PRIVATE, "10.0.0.0/8 private"},
+    {{V4(100, 64, 0, 0)}, 10, EGR_ADDR_PRIVATE, "100.64.0.0/10 shared address space"},
+    {{V4(127, 0, 0, 0)}, 8, EGR_ADDR_SPECIAL, "127.0.0.0/8 loopback"},
+    {{V4(169, 254, 0, 0)}, 16, EGR_ADDR_SPECIAL, "169.254.0.0/16 link-local"},
+    {{V4(172, 16, 0, 0)}, 12, EGR_ADDR_PRIVATE, "172.16.0.0/12 private"},
+    {{V4(192, 0, 0, 0)}, 24, EGR_ADDR_SPECIAL, "192.0.0.0/24 IETF protocol assignments"},
+    {{V4(192, 0, 0, 0)}, 29, EGR_ADDR_SPECIAL, "192.0.0.0/29 IPv4 service continuity"},
+    {{V4(192, 0, 0, 8)}, 32, EGR_ADDR_SPECIAL, "192.0.0.8/32 IPv4 dummy address"},
+    {{V4(192, 0, 0, 9)}, 32, EGR_ADDR_SPECIAL, "192.0.0.9/32 PCP anycast"},
+    {{V4(192, 0, 0, 10)}, 32, EGR_ADDR_SPECIAL, "192.0.0.10/32 TURN anycast"},
+    {{V4(192, 0, 0, 170)}, 32, EGR_ADDR_SPECIAL, "192.0.0.170/32 NAT64/DNS64 discovery"},
+    {{V4(192, 0, 0, 171)}, 32, EGR_ADDR_SPECIAL, "192.0.0.171/32 NAT64/DNS64 discovery"},
+    {{V4(192, 0, 2, 0)}, 24, EGR_ADDR_SPECIAL, "192.0.2.0/24 documentation"},
+    {{V4(192, 31, 196, 0)}, 24, EGR_ADDR_SPECIAL, "192.31.196.0/24 AS112"},
+    {{V4(192, 52, 193, 0)}, 24, EGR_ADDR_SPECIAL, "192.52.193.0/24 AMT"},
+    {{V4(192, 88, 99, 0)}, 24, EGR_ADDR_SPECIAL, "192.88.99.0/24 6to4 relay anycast"},
+    {{V4(192, 88, 99, 2)}, 32, EGR_ADDR_SPECIAL, "192.88.99.2/32 6a44 relay anycast"},
+    {{V4(192, 168, 0, 0)}, 16, EGR_ADDR_PRIVATE, "192.168.0.0/16 private"},
+    {{V4(192, 175, 48, 0)}, 24, EGR_ADDR_SPECIAL, "192.175.48.0/24 AS112 direct delegation"},
+    {{V4(198, 18, 0, 0)}, 15, EGR_ADDR_SPECIAL, "198.18.0.0/15 benchmarking"},
+    {{V4(198, 51, 100, 0)}, 24, EGR_ADDR_SPECIAL, "198.51.100.0/24 documentation"},
+    {{V4(203, 0, 113, 0)}, 24, EGR_ADDR_SPECIAL, "203.0.113.0/24 documentation"},
+    {{V4(240, 0, 0, 0)}, 4, EGR_ADDR_SPECIAL, "240.0.0.0/4 reserved"},
+    {{V4(255, 255, 255, 255)}, 32, EGR_ADDR_SPECIAL, "255.255.255.255 broadcast"},
+    /* IANA IPv4 Address Space Registry */
+    {{V4(224, 0, 0, 0)}, 4, EGR_ADDR_SPECIAL, "224.0.0.0/4 multicast"},
+    /* cloud platforms and orchestrators */
+    {{V4(169, 254, 169, 254)},
+     32,
+     EGR_ADDR_PLATFORM,
+     "169.254.169.254/32 instance metadata (AWS, Azure, GCP, Oracle, IBM, DigitalOcean, Hetzner, "
+     "Huawei, OpenStack, Akamai)"},
+    {{V4(169, 254, 169, 253)}, 32, EGR_ADDR_PLATFORM, "169.254.169.253/32 AWS DNS"},
+    {{V4(169, 254, 169, 123)}, 32, EGR_ADDR_PLATFORM, "169.254.169.123/32 AWS time sync"},
+    {{V4(169, 254, 169, 252)}, 32, EGR_ADDR_PLATFORM, "169.254.169.252/32 GKE metadata server"},
+    {{V4(169, 254, 170, 2)}, 32, EGR_ADDR_PLATFORM, "169.254.170.2/32 AWS ECS task credentials"},
+    {{V4(169, 254, 170, 23)}, 32, EGR_ADDR_PLATFORM, "169.254.170.23/32 AWS EKS Pod Identity"},
+    {{V4(169, 254, 0, 23)}, 32, EGR_ADDR_PLATFORM, "169.254.0.23/32 Tencent Cloud metadata"},
+    {{V4(169, 254, 42, 42)}, 32, EGR_ADDR_PLATFORM, "169.254.42.42/32 Scaleway metadata"},
+    {{V4(169, 254, 20, 10)}, 32, EGR_ADDR_PLATFORM, "169.254.20.10/32 Kubernetes NodeLocal DNS"},
+    {{V4(168, 63, 129, 16)}, 32, EGR_ADDR_PLATFORM, "168.63.129.16/32 Azure WireServer"},
+    {{V4(100, 100, 100, 200)}, 32, EGR_ADDR_PLATFORM, "100.100.100.200/32 Alibaba Cloud metadata"},
+    {{V4(100, 100, 100, 100)}, 32, EGR_ADDR_PLATFORM, "100.100.100.100/32 Tailscale service"},
+    {{V4(192, 0, 0, 192)}, 32, EGR_ADDR_PLATFORM, "192.0.0.192/32 Oracle Cloud Classic metadata"},
 };
 
 static const struct range v6_ranges[] = {
-    {{0}, 128, EGR_ADDR_SPECIAL, ":: unspecified"},
-    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128, EGR_ADDR_SPECIAL, "::1 loopback"},
-    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, EGR_ADDR_SPECIAL, "::ffff:0:0/96 IPv4-mapped"},
-    {{0}, 96, EGR_ADDR_SPECIAL, "::/96 IPv4-compatible"},
-    {{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0},
-     96,
+    /* IANA IPv6 Special-Purpose Address Registry (::ffff:0:0/96, IPv4-mapped,
+     * is unmapped and judged as IPv4 before this table is read) */
+    {{V6(0, 0, 0, 0, 0, 0, 0, 0)}, 128, EGR_ADDR_SPECIAL, ":: unspecified"},
+    {{V6(0, 0, 0, 0, 0, 0, 0, 1)}, 128, EGR_ADDR_SPECIAL, "::1 loopback"},
+    {{V6(0x64, 0xff9b, 0, 0, 0, 0, 0, 0)}, 96, EGR_ADDR_SPECIAL, "64:ff9b::/96 NAT64"},
+    {{V6(0x64, 0xff9b, 1, 0, 0, 0, 0, 0)}, 48, EGR_ADDR_SPECIAL, "64:ff9b:1::/48 NAT64"},
+    {{V6(0x100, 0, 0, 0, 0, 0, 0, 0)}, 64, EGR_ADDR_SPECIAL, "100::/64 discard-only"},
+    {{V6(0x100, 0, 0, 1, 0, 0, 0, 0)}, 64, EGR_ADDR_SPECIAL, "100:0:0:1::/64 dummy prefix"},
+    {{V6(0x2001, 0, 0, 0, 0, 0, 0, 0)},
+     23,
      EGR_ADDR_SPECIAL,
-     "::ffff:0:0:0/96 IPv4-translated"},
-    {{0, 0x64, 0xff, 0x9b}, 96, EGR_ADDR_SPECIAL, "64:ff9b::/96 NAT64"},
-    {{0, 0x64, 0xff, 0x9b, 0, 1}, 48, EGR_ADDR_SPECIAL, "64:ff9b:1::/48 NAT64"},
-    {{0x01, 0x00}, 64, EGR_ADDR_SPECIAL, "100::/64 discard-only"},
-    {{0x20, 0x01, 0, 0}, 32, EGR_ADDR_SPECIAL, "2001::/32 Teredo"},
-    {{0x20, 0x01, 0x0d, 0xb8}, 32, EGR_ADDR_SPECIAL, "2001:db8::/32 documentation"},
-    {{0x20, 0x02}, 16, EGR_ADDR_SPECIAL, "2002::/16 6to4"},
-    {{0xfc}, 7, EGR_ADDR_PRIVATE, "fc00::/7 unique local"},
-    {{0xfe, 0x80}, 10, EGR_ADDR_SPECIAL, "fe80::/10 link-local"},
-    {{0xfe, 0xc0}, 10, EGR_ADDR_SPECIAL, "fec0::/10 site-local"},
-    {{0xff}, 8, EGR_ADDR_SPECIAL, "ff00::/8 multicast"},
+     "2001::/23 IETF protocol assignments"},
+    {{V6(0x2001, 0, 0, 0, 0, 0, 0, 0)}, 32, EGR_ADDR_SPECIAL, "2001::/32 Teredo"},
+    {{V6(0x2001, 1, 0, 0, 0, 0, 0, 1)}, 128, EGR_ADDR_SPECIAL, "2001:1::1 PCP anycast"},
+    {{V6(0x2001, 1, 0, 0, 0, 0, 0, 2)}, 128, EGR_ADDR_SPECIAL, "2001:1::2 TURN anycast"},
+    {{V6(0x2001, 1, 0, 0, 0, 0, 0, 3)}, 128, EGR_ADDR_SPECIAL, "2001:1::3 DNS-SD SRP anycast"},
+    {{V6(0x2001, 2, 0, 0, 0, 0, 0, 0)}, 48, EGR_ADDR_SPECIAL, "2001:2::/48 benchmarking"},
+    {{V6(0x2001, 3, 0, 0, 0, 0, 0, 0)}, 32, EGR_ADDR_SPECIAL, "2001:3::/32 AMT"},
+    {{V6(0x2001, 4, 0x112, 0, 0, 0, 0, 0)}, 48, EGR_ADDR_SPECIAL, "2001:4:112::/48 AS112"},
+    {{V6(0x2001, 0x10, 0, 0, 0, 0, 0, 0)}, 28, EGR_ADDR_SPECIAL, "2001:10::/28 ORCHID"},
+    {{V6(0x2001, 0x20, 0, 0, 0, 0, 0, 0)}, 28, EGR_ADDR_SPECIAL, "2001:20::/28 ORCHIDv2"},
+    {{V6(0x2001, 0x30, 0, 0, 0, 0, 0, 0)}, 28, EGR_ADDR_SPECIAL, "2001:30::/28 drone remote ID"},
+    {{V6(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0)}, 32, EGR_ADDR_SPECIAL, "2001:db8::/32 documentation"},
+    {{V6(0x2002, 0, 0, 0, 0, 0, 0, 0)}, 16, EGR_ADDR_SPECIAL, "2002::/16 6to4"},
+    {{V6(0x2620, 0x4f, 0x8000, 0, 0, 0, 0, 0)},
+     48,
+     EGR_ADDR_SPECIAL,
+     "2620:4f:8000::/48 AS112 direct delegation"},
+    {{V6(0x3fff, 0, 0, 0, 0, 0, 0, 0)}, 20, EGR_ADDR_SPECIAL, "3fff::/20 documentation"},
+    {{V6(0x5f00, 0, 0, 0, 0, 0, 0, 0)}, 16, EGR_ADDR_SPECIAL, "5f00::/16 SRv6 SIDs"},
+    {{V6(0xfc00, 0, 0, 0, 0, 0, 0, 0)}, 7, EGR_ADDR_PRIVATE, "fc00::/7 unique local"},
+    {{V6(0xfe80, 0, 0, 0, 0, 0, 0, 0)}, 10, EGR_ADDR_SPECIAL, "fe80::/10 link-local"},
+    /* IANA IPv6 Address Space Registry: everything outside 2000::/3 global
+     * unicast, fc00::/7 and fe80::/10 is reserved or multicast */
+    {{V6(0, 0, 0, 0, 0, 0, 0, 0)}, 8, EGR_ADDR_SPECIAL, "::/8 reserved"},
+    {{V6(0, 0, 0, 0, 0, 0, 0, 0)}, 96, EGR_ADDR_SPECIAL, "::/96 IPv4-compatible"},
+    {{V6(0, 0, 0, 0, 0xffff, 0, 0, 0)}, 96, EGR_ADDR_SPECIAL, "::ffff:0:0:0/96 IPv4-translated"},
+    {{V6(0x100, 0, 0, 0, 0, 0, 0, 0)}, 8, EGR_ADDR_SPECIAL, "100::/8 reserved"},
+    {{V6(0x200, 0, 0, 0, 0, 0, 0, 0)}, 7, EGR_ADDR_SPECIAL, "200::/7 reserved"},
+    {{V6(0x400, 0, 0, 0, 0, 0, 0, 0)}, 6, EGR_ADDR_SPECIAL, "400::/6 reserved"},
+    {{V6(0x800, 0, 0, 0, 0, 0, 0, 0)}, 5, EGR_ADDR_SPECIAL, "800::/5 reserved"},
+    {{V6(0x1000, 0, 0, 0, 0, 0, 0, 0)}, 4, EGR_ADDR_SPECIAL, "1000::/4 reserved"},
+    {{V6(0x4000, 0, 0, 0, 0, 0, 0, 0)}, 3, EGR_ADDR_SPECIAL, "4000::/3 reserved"},
+    {{V6(0x6000, 0, 0, 0, 0, 0, 0, 0)}, 3, EGR_ADDR_SPECIAL, "6000::/3 reserved"},
+    {{V6(0x8000, 0, 0, 0, 0, 0, 0, 0)}, 3, EGR_ADDR_SPECIAL, "8000::/3 reserved"},
+    {{V6(0xa000, 0, 0, 0, 0, 0, 0, 0)}, 3, EGR_ADDR_SPECIAL, "a000::/3 reserved"},
+    {{V6(0xc000, 0, 0, 0, 0, 0, 0, 0)}, 3, EGR_ADDR_SPECIAL, "c000::/3 reserved"},
+    {{V6(0xe000, 0, 0, 0, 0, 0, 0, 0)}, 4, EGR_ADDR_SPECIAL, "e000::/4 reserved"},
+    {{V6(0xf000, 0, 0, 0, 0, 0, 0, 0)}, 5, EGR_ADDR_SPECIAL, "f000::/5 reserved"},
+    {{V6(0xf800, 0, 0, 0, 0, 0, 0, 0)}, 6, EGR_ADDR_SPECIAL, "f800::/6 reserved"},
+    {{V6(0xfe00, 0, 0, 0, 0, 0, 0, 0)}, 9, EGR_ADDR_SPECIAL, "fe00::/9 reserved"},
+    {{V6(0xfec0, 0, 0, 0, 0, 0, 0, 0)}, 10, EGR_ADDR_SPECIAL, "fec0::/10 site-local"},
+    {{V6(0xff00, 0, 0, 0, 0, 0, 0, 0)}, 8, EGR_ADDR_SPECIAL, "ff00::/8 multicast"},
+    /* cloud platforms */
+    {{V6(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0)},
+     32,
+     EGR_ADDR_PLATFORM,
+     "fd00:ec2::/32 AWS instance services (metadata, DNS, time, EKS Pod Identity)"},
+    {{V6(0xfd20, 0xce, 0, 0, 0, 0, 0, 0x254)}, 128, EGR_ADDR_PLATFORM, "fd20:ce::254 GCP metadata"},
+    {{V6(0xfd00, 0xc1, 0, 0, 0, 0, 0xa9fe, 0xa9fe)},
+     128,
+     EGR_ADDR_PLATFORM,
+     "fd00:c1::a9fe:a9fe Oracle Cloud metadata"},
+    {{V6(0xfd00, 0xa9fe, 0xa9fe, 0, 0, 0, 0, 1)},
+     128,
+     EGR_ADDR_PLATFORM,
+     "fd00:a9fe:a9fe::1 Akamai metadata"},
+    {{V6(0xfd00, 0x42, 0, 0, 0, 0, 0, 0x42)},
+     128,
+     EGR_ADDR_PLATFORM,
+     "fd00:42::42 Scaleway metadata"},
+    {{V6(0xfd00, 0x100, 0, 0, 0, 0, 0x100, 0x200)},
+     128,
+     EGR_ADDR_PLATFORM,
+     "fd00:100::100:200 Alibaba Cloud metadata"},
+    {{V6(0xfe80, 0, 0, 0, 0, 0, 0xa9fe, 0xa9fe)},
+     128,
+     EGR_ADDR_PLATFORM,
+     "fe80::a9fe:a9fe OpenStack metadata"},
 };
+
+#undef V4
+#undef G
+#undef V6
 
 enum egr_addr_class egr_addr_classify(const struct egr_addr *in, const char **range)
 {
 	struct egr_addr a = *in;
 	egr_addr_unmap(&a);
-	const struct range *r = a.family == 4 ? v4_ranges : v6_ranges;
-	size_t n = a.family == 4 ? sizeof(v4_ranges) / sizeof(v4_ranges[0])
-	                         : sizeof(v6_ranges) / sizeof(v6_ranges[0]);
 	if (a.family != 4 && a.family != 6) {
 		*range = "unknown address family";
 		return EGR_ADDR_SPECIAL;
 	}
+	const struct range *r = a.family == 4 ? v4_ranges : v6_ranges;
+	size_t n = a.family == 4 ? sizeof(v4_ranges) / sizeof(v4_ranges[0])
+	                         : sizeof(v6_ranges) / sizeof(v6_ranges[0]);
+	const struct range *best = NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (prefix_match(a.b, r[i].net, r[i].bits)) {
-			*range = r[i].name;
-			return r[i].cls;
-		}
+		if (!prefix_match(a.b, r[i].net, r[i].bits))
+			continue;
+		if (best == NULL || r[i].cls > best->cls ||
+		    (r[i].cls == best->cls && r[i].bits > best->bits))
+			best = &r[i];
 	}
-	/* IPv6 global unicast is 2000::/3; everything else is unassigned or
-	 * special, and a proxy has no business there */
-	if (a.family == 6 && (a.b[0] & 0xe0) != 0x20) {
-		*range = "outside 2000::/3 global unicast";
-		return EGR_ADDR_SPECIAL;
+	if (best == NULL) {
+		*range = "public";
+		return EGR_ADDR_PUBLIC;
 	}
-	*range = "public";
-	return EGR_ADDR_PUBLIC;
+	*range = best->name;
+	return best->cls;
 }
 
 void egr_addr_format(const struct egr_addr *a, char *buf, size_t size)
@@ -516,7 +625,6 @@ int egr_allow_parse(const char *s, bool private_ok, struct egr_allow *out, const
 	out->private_ok = private_ok;
 	if (out->wildcard)
 		return 0;
-	const char *range;
 	switch (out->host.kind) {
 	case EGR_HOST_NUMERIC:
 		*why = "numeric-looking name (write an IPv4 address as a.b.c.d)";
@@ -529,7 +637,10 @@ int egr_allow_parse(const char *s, bool private_ok, struct egr_allow *out, const
 		return 0;
 	case EGR_HOST_IPV4:
 	case EGR_HOST_IPV6:
-		switch (egr_addr_classify(&out->host.addr, &range)) {
+		switch (egr_addr_classify(&out->host.addr, &out->range)) {
+		case EGR_ADDR_PLATFORM:
+			*why = "a cloud platform's metadata or service address is always refused";
+			return -1;
 		case EGR_ADDR_SPECIAL:
 			*why = "a special address is always refused";
 			return -1;
@@ -581,6 +692,9 @@ int egr_addrs_check(const struct egr_policy *pol, bool private_ok, struct egr_ad
 		egr_addr_unmap(&addrs[i]);
 		*bad = i;
 		switch (egr_addr_classify(&addrs[i], range)) {
+		case EGR_ADDR_PLATFORM:
+			*reason = "platform address";
+			return -1;
 		case EGR_ADDR_SPECIAL:
 			*reason = "special address";
 			return -1;

@@ -62,19 +62,29 @@ bool egr_name_always_refused(const char *name);
  * exactly one label, a dot and base. */
 bool egr_wildcard_covers(const char *base, const char *name);
 
+/* In order of strictness: an address in several ranges takes the strictest. */
 enum egr_addr_class {
 	EGR_ADDR_PUBLIC,
-	EGR_ADDR_PRIVATE, /* 10/8, 172.16/12, 192.168/16, fc00::/7: only with -allow-private */
-	EGR_ADDR_SPECIAL, /* always refused */
+	EGR_ADDR_PRIVATE,  /* 10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7: only with
+	                    * -allow-private */
+	EGR_ADDR_SPECIAL,  /* IANA's special-purpose, reserved and multicast ranges: always
+	                    * refused */
+	EGR_ADDR_PLATFORM, /* a cloud platform's metadata or service address: always refused,
+	                    * even inside a private range */
 };
 
 /* IPv4-mapped IPv6 (::ffff:a.b.c.d) becomes the IPv4 address; anything else
  * is unchanged. The proxy unmaps before it classifies and connects. */
 void egr_addr_unmap(struct egr_addr *a);
 
-/* Classify an address (unmapped first by the caller or not: mapped addresses
- * are unmapped here too). *range names the matching range for records, e.g.
- * "127.0.0.0/8 loopback"; it is static. */
+/* Classify an address by the one table of addr.c (unmapped first by the
+ * caller or not: mapped addresses are unmapped here too, and judged as the
+ * IPv4 address they carry). Every other IPv6 form that carries an IPv4
+ * address (IPv4-compatible, IPv4-translated, NAT64, 6to4, Teredo) is
+ * special in its own right, whatever it carries. *range names the row that
+ * decided, for records, e.g. "127.0.0.0/8 loopback", or "public"; it is
+ * static. Any destination's addresses, an HTTP host's or a TCP one's, are
+ * judged by this. */
 enum egr_addr_class egr_addr_classify(const struct egr_addr *a, const char **range);
 
 /* "1.2.3.4" or "2001:db8::1" into buf (at least 46 bytes). */
@@ -98,12 +108,14 @@ struct egr_allow {
 	uint16_t port;
 	bool private_ok;
 	bool wildcard;
+	const char *range; /* an IP literal's range (egr_addr_classify), also when it was
+	                    * refused; NULL for a name */
 };
 
 /* Parse HOST[:PORT] or *.NAME[:PORT] as given on the command line. A
  * numeric-looking name, an always-refused name, or an IP literal that is
- * special (or private without private_ok) is refused here, so a mistake
- * shows at start-up. A wildcard is "*." and a name of two labels or more,
+ * special or a platform's (or private without private_ok) is refused here,
+ * so a mistake shows at start-up; out->range then names its range. A wildcard is "*." and a name of two labels or more,
  * the star a whole first label: "*", "*.", "*x.com", "**.x.com",
  * "a.*.com", a wildcard over an address or a numeric-looking name, one over
  * a single label ("*.com": every single label is a public suffix) and one
@@ -133,11 +145,13 @@ struct egr_policy {
 	size_t nown;
 };
 
-/* Judge every address of a destination: refuse when any one is special,
- * private without private_ok, or inside a deny range. Returns 0 when all
- * pass, or -1 with *bad the index of the first refused address and *reason
- * a static text ("special address", "private address (not -allow-private)",
- * "own address", "denied address") and *range the range it fell in. Addresses are unmapped in place. */
+/* Judge every address of a destination: refuse when any one is special, a
+ * platform's, private without private_ok, or inside a deny range. Returns
+ * 0 when all pass, or -1 with *bad the index of the first refused address
+ * and *reason a static text ("special address", "platform address",
+ * "private address (not -allow-private)", "own address", "denied
+ * address") and *range the range it fell in. Addresses are unmapped in
+ * place. */
 int egr_addrs_check(const struct egr_policy *pol, bool private_ok, struct egr_addr *addrs, size_t n,
                     size_t *bad, const char **reason, const char **range);
 

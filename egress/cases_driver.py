@@ -301,6 +301,29 @@ def scripted():
         ok(r.returncode == 2 and ("-allow " + bad).encode() in r.stderr and r.stdout == b"",
            "-allow %s exits 2 naming it" % bad, r.stderr)
 
+    # a listed literal in a range the proxy never reaches stops it at start,
+    # named with its range, -allow-private or not
+    for opt, bad, rng in (
+            ("-allow", "168.63.129.16", "168.63.129.16/32 Azure WireServer"),
+            ("-allow-private", "168.63.129.16:8443", "168.63.129.16/32 Azure WireServer"),
+            ("-allow-private", "[::ffff:168.63.129.16]", "168.63.129.16/32 Azure WireServer"),
+            ("-allow-private", "[fd00:ec2::254]", "fd00:ec2::/32 AWS"),
+            ("-allow-private", "[fd20:ce::254]:80", "fd20:ce::254 GCP metadata"),
+            ("-allow-private", "100.100.100.200", "100.100.100.200/32 Alibaba Cloud metadata"),
+            ("-allow-private", "169.254.170.2", "169.254.170.2/32 AWS ECS"),
+            ("-allow-private", "[2001:2::1]", "2001:2::/48 benchmarking"),
+            ("-allow-private", "[2001:20::1]:8443", "2001:20::/28 ORCHIDv2"),
+            ("-allow-private", "[3fff::1]", "3fff::/20 documentation"),
+            ("-allow-private", "192.31.196.1", "192.31.196.0/24 AS112")):
+        try:
+            r = subprocess.run(WRAPPER + [EGRESS, "-listen", "10.233.0.1:3128", opt, bad],
+                               capture_output=True, timeout=5 * SLOW)
+            rc, err = r.returncode, r.stderr
+        except subprocess.TimeoutExpired:
+            rc, err = None, b"<it started and kept running>"
+        ok(rc == 2 and ("%s %s" % (opt, bad)).encode() in err and rng.encode() in err,
+           "%s %s exits 2 naming it and its range" % (opt, bad), err)
+
     # the lifeline: the proxy ends when its standard input does
     p = start_proxy(["-allow", "example.com"])
     t0 = time.time()

@@ -179,94 +179,221 @@ static void test_authorities(void)
 struct addr_case {
 	const char *addr;
 	enum egr_addr_class cls;
+	const char *range; /* how the range the record names starts */
 };
 
 static const struct addr_case addr_cases[] = {
-    /* IPv4 special */
-    {"0.0.0.0", EGR_ADDR_SPECIAL},
-    {"0.255.255.255", EGR_ADDR_SPECIAL},
-    {"127.0.0.1", EGR_ADDR_SPECIAL},
-    {"127.255.255.254", EGR_ADDR_SPECIAL},
-    {"169.254.169.254", EGR_ADDR_SPECIAL},
-    {"224.0.0.1", EGR_ADDR_SPECIAL},
-    {"239.255.255.255", EGR_ADDR_SPECIAL},
-    {"240.0.0.1", EGR_ADDR_SPECIAL},
-    {"255.255.255.254", EGR_ADDR_SPECIAL},
-    {"255.255.255.255", EGR_ADDR_SPECIAL},
-    {"192.0.0.8", EGR_ADDR_SPECIAL},
-    {"192.0.0.255", EGR_ADDR_SPECIAL},
-    {"198.18.0.1", EGR_ADDR_SPECIAL},
-    {"198.19.255.255", EGR_ADDR_SPECIAL},
-    {"100.64.0.1", EGR_ADDR_SPECIAL},
-    {"100.127.255.255", EGR_ADDR_SPECIAL},
-    {"192.0.2.1", EGR_ADDR_SPECIAL},
-    {"198.51.100.7", EGR_ADDR_SPECIAL},
-    {"203.0.113.9", EGR_ADDR_SPECIAL},
-    {"192.88.99.1", EGR_ADDR_SPECIAL},
-    /* IPv4 private */
-    {"10.0.0.1", EGR_ADDR_PRIVATE},
-    {"10.255.255.255", EGR_ADDR_PRIVATE},
-    {"172.16.0.1", EGR_ADDR_PRIVATE},
-    {"172.31.255.255", EGR_ADDR_PRIVATE},
-    {"192.168.1.1", EGR_ADDR_PRIVATE},
-    /* IPv4 edges that are public */
-    {"1.1.1.1", EGR_ADDR_PUBLIC},
-    {"100.63.255.255", EGR_ADDR_PUBLIC},
-    {"100.128.0.0", EGR_ADDR_PUBLIC},
-    {"126.255.255.255", EGR_ADDR_PUBLIC},
-    {"128.0.0.1", EGR_ADDR_PUBLIC},
-    {"169.253.255.255", EGR_ADDR_PUBLIC},
-    {"172.15.255.255", EGR_ADDR_PUBLIC},
-    {"172.32.0.0", EGR_ADDR_PUBLIC},
-    {"192.0.1.1", EGR_ADDR_PUBLIC},
-    {"192.167.255.255", EGR_ADDR_PUBLIC},
-    {"198.17.255.255", EGR_ADDR_PUBLIC},
-    {"198.20.0.0", EGR_ADDR_PUBLIC},
-    {"223.255.255.255", EGR_ADDR_PUBLIC},
-    {"11.0.0.1", EGR_ADDR_PUBLIC},
-    /* IPv6 special */
-    {"::", EGR_ADDR_SPECIAL},
-    {"::1", EGR_ADDR_SPECIAL},
-    {"::2", EGR_ADDR_SPECIAL},
-    {"::1.2.3.4", EGR_ADDR_SPECIAL},
-    {"fe80::1", EGR_ADDR_SPECIAL},
-    {"febf:ffff::1", EGR_ADDR_SPECIAL},
-    {"fec0::1", EGR_ADDR_SPECIAL},
-    {"feff::1", EGR_ADDR_SPECIAL},
-    {"ff02::1", EGR_ADDR_SPECIAL},
-    {"ff0e::1", EGR_ADDR_SPECIAL},
-    {"64:ff9b::1.2.3.4", EGR_ADDR_SPECIAL},
-    {"64:ff9b::7f00:1", EGR_ADDR_SPECIAL},
-    {"64:ff9b:1::1", EGR_ADDR_SPECIAL},
-    {"64:ff9b:1:ffff::1", EGR_ADDR_SPECIAL},
-    {"2002::1", EGR_ADDR_SPECIAL},
-    {"2002:7f00:1::1", EGR_ADDR_SPECIAL},
-    {"2001::1", EGR_ADDR_SPECIAL},
-    {"2001:0:ffff::1", EGR_ADDR_SPECIAL},
-    {"2001:db8::1", EGR_ADDR_SPECIAL},
-    {"100::1", EGR_ADDR_SPECIAL},
-    {"100::ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL},
-    {"::ffff:0:1.2.3.4", EGR_ADDR_SPECIAL},
-    {"4000::1", EGR_ADDR_SPECIAL},
-    {"1::1", EGR_ADDR_SPECIAL},
-    /* IPv6 private */
-    {"fc00::1", EGR_ADDR_PRIVATE},
-    {"fd12:3456::1", EGR_ADDR_PRIVATE},
-    /* IPv6 public */
-    {"2001:1::1", EGR_ADDR_PUBLIC},
-    {"2001:4860:4860::8888", EGR_ADDR_PUBLIC},
-    {"2606:4700::1111", EGR_ADDR_PUBLIC},
-    {"2003::1", EGR_ADDR_PUBLIC},
-    {"64:ff9b:2::1", EGR_ADDR_SPECIAL}, /* outside 2000::/3 */
-    {"100:0:0:1::1", EGR_ADDR_SPECIAL}, /* outside 2000::/3 */
-    /* IPv4-mapped: judged as the IPv4 address */
-    {"::ffff:127.0.0.1", EGR_ADDR_SPECIAL},
-    {"::ffff:0.0.0.0", EGR_ADDR_SPECIAL},
-    {"::ffff:169.254.169.254", EGR_ADDR_SPECIAL},
-    {"::ffff:10.1.2.3", EGR_ADDR_PRIVATE},
-    {"::ffff:192.168.0.1", EGR_ADDR_PRIVATE},
-    {"::ffff:1.1.1.1", EGR_ADDR_PUBLIC},
-    {"::ffff:7f00:1", EGR_ADDR_SPECIAL},
+    /* IPv4: IANA's special-purpose registry, every row at both ends */
+    {"0.0.0.0", EGR_ADDR_SPECIAL, "0.0.0.0/32 "},
+    {"0.0.0.1", EGR_ADDR_SPECIAL, "0.0.0.0/8 "},
+    {"0.255.255.255", EGR_ADDR_SPECIAL, "0.0.0.0/8 "},
+    {"10.0.0.0", EGR_ADDR_PRIVATE, "10.0.0.0/8 "},
+    {"10.255.255.255", EGR_ADDR_PRIVATE, "10.0.0.0/8 "},
+    {"100.64.0.0", EGR_ADDR_PRIVATE, "100.64.0.0/10 "},
+    {"100.127.255.255", EGR_ADDR_PRIVATE, "100.64.0.0/10 "},
+    {"127.0.0.0", EGR_ADDR_SPECIAL, "127.0.0.0/8 "},
+    {"127.255.255.255", EGR_ADDR_SPECIAL, "127.0.0.0/8 "},
+    {"169.254.0.0", EGR_ADDR_SPECIAL, "169.254.0.0/16 "},
+    {"169.254.255.255", EGR_ADDR_SPECIAL, "169.254.0.0/16 "},
+    {"172.16.0.0", EGR_ADDR_PRIVATE, "172.16.0.0/12 "},
+    {"172.31.255.255", EGR_ADDR_PRIVATE, "172.16.0.0/12 "},
+    {"192.0.0.0", EGR_ADDR_SPECIAL, "192.0.0.0/29 "},
+    {"192.0.0.7", EGR_ADDR_SPECIAL, "192.0.0.0/29 "},
+    {"192.0.0.8", EGR_ADDR_SPECIAL, "192.0.0.8/32 "},
+    {"192.0.0.9", EGR_ADDR_SPECIAL, "192.0.0.9/32 "},
+    {"192.0.0.10", EGR_ADDR_SPECIAL, "192.0.0.10/32 "},
+    {"192.0.0.11", EGR_ADDR_SPECIAL, "192.0.0.0/24 "},
+    {"192.0.0.170", EGR_ADDR_SPECIAL, "192.0.0.170/32 "},
+    {"192.0.0.171", EGR_ADDR_SPECIAL, "192.0.0.171/32 "},
+    {"192.0.0.255", EGR_ADDR_SPECIAL, "192.0.0.0/24 "},
+    {"192.0.2.0", EGR_ADDR_SPECIAL, "192.0.2.0/24 "},
+    {"192.0.2.255", EGR_ADDR_SPECIAL, "192.0.2.0/24 "},
+    {"192.31.196.0", EGR_ADDR_SPECIAL, "192.31.196.0/24 "},
+    {"192.31.196.255", EGR_ADDR_SPECIAL, "192.31.196.0/24 "},
+    {"192.52.193.0", EGR_ADDR_SPECIAL, "192.52.193.0/24 "},
+    {"192.52.193.255", EGR_ADDR_SPECIAL, "192.52.193.0/24 "},
+    {"192.88.99.0", EGR_ADDR_SPECIAL, "192.88.99.0/24 "},
+    {"192.88.99.2", EGR_ADDR_SPECIAL, "192.88.99.2/32 "},
+    {"192.88.99.255", EGR_ADDR_SPECIAL, "192.88.99.0/24 "},
+    {"192.168.0.0", EGR_ADDR_PRIVATE, "192.168.0.0/16 "},
+    {"192.168.255.255", EGR_ADDR_PRIVATE, "192.168.0.0/16 "},
+    {"192.175.48.0", EGR_ADDR_SPECIAL, "192.175.48.0/24 "},
+    {"192.175.48.255", EGR_ADDR_SPECIAL, "192.175.48.0/24 "},
+    {"198.18.0.0", EGR_ADDR_SPECIAL, "198.18.0.0/15 "},
+    {"198.19.255.255", EGR_ADDR_SPECIAL, "198.18.0.0/15 "},
+    {"198.51.100.0", EGR_ADDR_SPECIAL, "198.51.100.0/24 "},
+    {"198.51.100.255", EGR_ADDR_SPECIAL, "198.51.100.0/24 "},
+    {"203.0.113.0", EGR_ADDR_SPECIAL, "203.0.113.0/24 "},
+    {"203.0.113.255", EGR_ADDR_SPECIAL, "203.0.113.0/24 "},
+    {"240.0.0.0", EGR_ADDR_SPECIAL, "240.0.0.0/4 "},
+    {"255.255.255.254", EGR_ADDR_SPECIAL, "240.0.0.0/4 "},
+    {"255.255.255.255", EGR_ADDR_SPECIAL, "255.255.255.255 "},
+    /* IPv4: multicast, from the address space registry */
+    {"224.0.0.0", EGR_ADDR_SPECIAL, "224.0.0.0/4 "},
+    {"239.255.255.255", EGR_ADDR_SPECIAL, "224.0.0.0/4 "},
+    /* IPv4: the platforms, inside special, private and public space alike */
+    {"169.254.169.254", EGR_ADDR_PLATFORM, "169.254.169.254/32 "},
+    {"169.254.169.253", EGR_ADDR_PLATFORM, "169.254.169.253/32 "},
+    {"169.254.169.123", EGR_ADDR_PLATFORM, "169.254.169.123/32 "},
+    {"169.254.169.252", EGR_ADDR_PLATFORM, "169.254.169.252/32 "},
+    {"169.254.170.2", EGR_ADDR_PLATFORM, "169.254.170.2/32 "},
+    {"169.254.170.23", EGR_ADDR_PLATFORM, "169.254.170.23/32 "},
+    {"169.254.0.23", EGR_ADDR_PLATFORM, "169.254.0.23/32 "},
+    {"169.254.42.42", EGR_ADDR_PLATFORM, "169.254.42.42/32 "},
+    {"169.254.20.10", EGR_ADDR_PLATFORM, "169.254.20.10/32 "},
+    {"168.63.129.16", EGR_ADDR_PLATFORM, "168.63.129.16/32 "},
+    {"100.100.100.200", EGR_ADDR_PLATFORM, "100.100.100.200/32 "},
+    {"100.100.100.100", EGR_ADDR_PLATFORM, "100.100.100.100/32 "},
+    {"192.0.0.192", EGR_ADDR_PLATFORM, "192.0.0.192/32 "},
+    /* IPv4: the neighbours, public */
+    {"1.1.1.1", EGR_ADDR_PUBLIC, "public"},
+    {"11.0.0.1", EGR_ADDR_PUBLIC, "public"},
+    {"100.63.255.255", EGR_ADDR_PUBLIC, "public"},
+    {"100.128.0.0", EGR_ADDR_PUBLIC, "public"},
+    {"126.255.255.255", EGR_ADDR_PUBLIC, "public"},
+    {"128.0.0.1", EGR_ADDR_PUBLIC, "public"},
+    {"168.63.129.15", EGR_ADDR_PUBLIC, "public"},
+    {"168.63.129.17", EGR_ADDR_PUBLIC, "public"},
+    {"169.253.255.255", EGR_ADDR_PUBLIC, "public"},
+    {"169.255.0.0", EGR_ADDR_PUBLIC, "public"},
+    {"172.15.255.255", EGR_ADDR_PUBLIC, "public"},
+    {"172.32.0.0", EGR_ADDR_PUBLIC, "public"},
+    {"192.0.1.255", EGR_ADDR_PUBLIC, "public"},
+    {"192.0.3.0", EGR_ADDR_PUBLIC, "public"},
+    {"192.31.195.255", EGR_ADDR_PUBLIC, "public"},
+    {"192.31.197.0", EGR_ADDR_PUBLIC, "public"},
+    {"192.52.192.255", EGR_ADDR_PUBLIC, "public"},
+    {"192.52.194.0", EGR_ADDR_PUBLIC, "public"},
+    {"192.88.98.255", EGR_ADDR_PUBLIC, "public"},
+    {"192.88.100.0", EGR_ADDR_PUBLIC, "public"},
+    {"192.167.255.255", EGR_ADDR_PUBLIC, "public"},
+    {"192.169.0.0", EGR_ADDR_PUBLIC, "public"},
+    {"192.175.47.255", EGR_ADDR_PUBLIC, "public"},
+    {"192.175.49.0", EGR_ADDR_PUBLIC, "public"},
+    {"198.17.255.255", EGR_ADDR_PUBLIC, "public"},
+    {"198.20.0.0", EGR_ADDR_PUBLIC, "public"},
+    {"198.51.99.255", EGR_ADDR_PUBLIC, "public"},
+    {"198.51.101.0", EGR_ADDR_PUBLIC, "public"},
+    {"203.0.112.255", EGR_ADDR_PUBLIC, "public"},
+    {"203.0.114.0", EGR_ADDR_PUBLIC, "public"},
+    {"223.255.255.255", EGR_ADDR_PUBLIC, "public"},
+    /* IPv6: IANA's special-purpose registry, every row at both ends */
+    {"::", EGR_ADDR_SPECIAL, ":: "},
+    {"::1", EGR_ADDR_SPECIAL, "::1 "},
+    {"64:ff9b::", EGR_ADDR_SPECIAL, "64:ff9b::/96 "},
+    {"64:ff9b::ffff:ffff", EGR_ADDR_SPECIAL, "64:ff9b::/96 "},
+    {"64:ff9b::a9fe:a9fe", EGR_ADDR_SPECIAL, "64:ff9b::/96 "},
+    {"64:ff9b:1::", EGR_ADDR_SPECIAL, "64:ff9b:1::/48 "},
+    {"64:ff9b:1:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "64:ff9b:1::/48 "},
+    {"100::", EGR_ADDR_SPECIAL, "100::/64 "},
+    {"100::ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "100::/64 "},
+    {"100:0:0:1::", EGR_ADDR_SPECIAL, "100:0:0:1::/64 "},
+    {"100:0:0:1:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "100:0:0:1::/64 "},
+    {"2001::", EGR_ADDR_SPECIAL, "2001::/32 "},
+    {"2001:0:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001::/32 "},
+    {"2001:1::", EGR_ADDR_SPECIAL, "2001::/23 "},
+    {"2001:1::1", EGR_ADDR_SPECIAL, "2001:1::1 "},
+    {"2001:1::2", EGR_ADDR_SPECIAL, "2001:1::2 "},
+    {"2001:1::3", EGR_ADDR_SPECIAL, "2001:1::3 "},
+    {"2001:1::4", EGR_ADDR_SPECIAL, "2001::/23 "},
+    {"2001:2::", EGR_ADDR_SPECIAL, "2001:2::/48 "},
+    {"2001:2:0:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001:2::/48 "},
+    {"2001:2:1::", EGR_ADDR_SPECIAL, "2001::/23 "},
+    {"2001:3::", EGR_ADDR_SPECIAL, "2001:3::/32 "},
+    {"2001:3:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001:3::/32 "},
+    {"2001:4:112::", EGR_ADDR_SPECIAL, "2001:4:112::/48 "},
+    {"2001:4:112:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001:4:112::/48 "},
+    {"2001:10::", EGR_ADDR_SPECIAL, "2001:10::/28 "},
+    {"2001:1f:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001:10::/28 "},
+    {"2001:20::", EGR_ADDR_SPECIAL, "2001:20::/28 "},
+    {"2001:2f:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001:20::/28 "},
+    {"2001:30::", EGR_ADDR_SPECIAL, "2001:30::/28 "},
+    {"2001:3f:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001:30::/28 "},
+    {"2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001::/23 "},
+    {"2001:db8::", EGR_ADDR_SPECIAL, "2001:db8::/32 "},
+    {"2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2001:db8::/32 "},
+    {"2002::", EGR_ADDR_SPECIAL, "2002::/16 "},
+    {"2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2002::/16 "},
+    {"2620:4f:8000::", EGR_ADDR_SPECIAL, "2620:4f:8000::/48 "},
+    {"2620:4f:8000:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "2620:4f:8000::/48 "},
+    {"3fff::", EGR_ADDR_SPECIAL, "3fff::/20 "},
+    {"3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "3fff::/20 "},
+    {"5f00::", EGR_ADDR_SPECIAL, "5f00::/16 "},
+    {"5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "5f00::/16 "},
+    {"fc00::", EGR_ADDR_PRIVATE, "fc00::/7 "},
+    {"fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_PRIVATE, "fc00::/7 "},
+    {"fd12:3456::1", EGR_ADDR_PRIVATE, "fc00::/7 "},
+    {"fe80::", EGR_ADDR_SPECIAL, "fe80::/10 "},
+    {"febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "fe80::/10 "},
+    /* IPv6: the address space registry's reserved blocks and multicast */
+    {"::2", EGR_ADDR_SPECIAL, "::/96 "},
+    {"::1.2.3.4", EGR_ADDR_SPECIAL, "::/96 "},
+    {"::1:0:0", EGR_ADDR_SPECIAL, "::/8 "},
+    {"ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "::/8 "},
+    {"::ffff:0:1.2.3.4", EGR_ADDR_SPECIAL, "::ffff:0:0:0/96 "},
+    {"64:ff9b:2::1", EGR_ADDR_SPECIAL, "::/8 "},
+    {"100:0:0:2::", EGR_ADDR_SPECIAL, "100::/8 "},
+    {"1ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "100::/8 "},
+    {"200::", EGR_ADDR_SPECIAL, "200::/7 "},
+    {"400::", EGR_ADDR_SPECIAL, "400::/6 "},
+    {"800::", EGR_ADDR_SPECIAL, "800::/5 "},
+    {"1::1", EGR_ADDR_SPECIAL, "::/8 "},
+    {"1000::", EGR_ADDR_SPECIAL, "1000::/4 "},
+    {"1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "1000::/4 "},
+    {"4000::", EGR_ADDR_SPECIAL, "4000::/3 "},
+    {"6000::", EGR_ADDR_SPECIAL, "6000::/3 "},
+    {"8000::", EGR_ADDR_SPECIAL, "8000::/3 "},
+    {"a000::", EGR_ADDR_SPECIAL, "a000::/3 "},
+    {"c000::", EGR_ADDR_SPECIAL, "c000::/3 "},
+    {"e000::", EGR_ADDR_SPECIAL, "e000::/4 "},
+    {"f000::", EGR_ADDR_SPECIAL, "f000::/5 "},
+    {"f800::", EGR_ADDR_SPECIAL, "f800::/6 "},
+    {"fe00::", EGR_ADDR_SPECIAL, "fe00::/9 "},
+    {"fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "fe00::/9 "},
+    {"fec0::", EGR_ADDR_SPECIAL, "fec0::/10 "},
+    {"feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "fec0::/10 "},
+    {"ff00::", EGR_ADDR_SPECIAL, "ff00::/8 "},
+    {"ff02::1", EGR_ADDR_SPECIAL, "ff00::/8 "},
+    {"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_SPECIAL, "ff00::/8 "},
+    /* IPv6: the platforms, inside ULA and link-local space */
+    {"fd00:ec2::254", EGR_ADDR_PLATFORM, "fd00:ec2::/32 "},
+    {"fd00:ec2::253", EGR_ADDR_PLATFORM, "fd00:ec2::/32 "},
+    {"fd00:ec2::123", EGR_ADDR_PLATFORM, "fd00:ec2::/32 "},
+    {"fd00:ec2::23", EGR_ADDR_PLATFORM, "fd00:ec2::/32 "},
+    {"fd00:ec2::", EGR_ADDR_PLATFORM, "fd00:ec2::/32 "},
+    {"fd00:ec2:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_PLATFORM, "fd00:ec2::/32 "},
+    {"fd20:ce::254", EGR_ADDR_PLATFORM, "fd20:ce::254 "},
+    {"fd00:c1::a9fe:a9fe", EGR_ADDR_PLATFORM, "fd00:c1::a9fe:a9fe "},
+    {"fd00:a9fe:a9fe::1", EGR_ADDR_PLATFORM, "fd00:a9fe:a9fe::1 "},
+    {"fd00:42::42", EGR_ADDR_PLATFORM, "fd00:42::42 "},
+    {"fd00:100::100:200", EGR_ADDR_PLATFORM, "fd00:100::100:200 "},
+    {"fe80::a9fe:a9fe", EGR_ADDR_PLATFORM, "fe80::a9fe:a9fe "},
+    {"fd00:ec1:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_PRIVATE, "fc00::/7 "},
+    {"fd00:ec3::", EGR_ADDR_PRIVATE, "fc00::/7 "},
+    {"fd20:ce::253", EGR_ADDR_PRIVATE, "fc00::/7 "},
+    /* IPv6: the neighbours, public */
+    {"2000::", EGR_ADDR_PUBLIC, "public"},
+    {"2001:200::", EGR_ADDR_PUBLIC, "public"},
+    {"2001:4860:4860::8888", EGR_ADDR_PUBLIC, "public"},
+    {"2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_PUBLIC, "public"},
+    {"2001:db9::", EGR_ADDR_PUBLIC, "public"},
+    {"2003::1", EGR_ADDR_PUBLIC, "public"},
+    {"2606:4700::1111", EGR_ADDR_PUBLIC, "public"},
+    {"2620:4f:7fff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_PUBLIC, "public"},
+    {"2620:4f:8001::", EGR_ADDR_PUBLIC, "public"},
+    {"3ffe::1", EGR_ADDR_PUBLIC, "public"},
+    {"3fff:1000::", EGR_ADDR_PUBLIC, "public"},
+    {"3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff", EGR_ADDR_PUBLIC, "public"},
+    /* IPv4-mapped: judged as the IPv4 address it carries */
+    {"::ffff:127.0.0.1", EGR_ADDR_SPECIAL, "127.0.0.0/8 "},
+    {"::ffff:0.0.0.0", EGR_ADDR_SPECIAL, "0.0.0.0/32 "},
+    {"::ffff:7f00:1", EGR_ADDR_SPECIAL, "127.0.0.0/8 "},
+    {"::ffff:169.254.169.254", EGR_ADDR_PLATFORM, "169.254.169.254/32 "},
+    {"::ffff:168.63.129.16", EGR_ADDR_PLATFORM, "168.63.129.16/32 "},
+    {"::ffff:100.100.100.200", EGR_ADDR_PLATFORM, "100.100.100.200/32 "},
+    {"::ffff:10.1.2.3", EGR_ADDR_PRIVATE, "10.0.0.0/8 "},
+    {"::ffff:100.64.0.1", EGR_ADDR_PRIVATE, "100.64.0.0/10 "},
+    {"::ffff:1.1.1.1", EGR_ADDR_PUBLIC, "public"},
 };
 
 static int to_addr(const char *s, struct egr_addr *a)
@@ -281,7 +408,7 @@ static int to_addr(const char *s, struct egr_addr *a)
 
 static void test_classifier(void)
 {
-	static const char *const names[] = {"public", "private", "special"};
+	static const char *const names[] = {"public", "private", "special", "platform"};
 	for (size_t i = 0; i < sizeof(addr_cases) / sizeof(addr_cases[0]); i++) {
 		const struct addr_case *t = &addr_cases[i];
 		struct egr_addr a;
@@ -291,9 +418,32 @@ static void test_classifier(void)
 			continue;
 		}
 		enum egr_addr_class got = egr_addr_classify(&a, &range);
-		T_OK(got == t->cls, "%s is %s (%s)", t->addr, names[t->cls],
-		     range != NULL ? range : "-");
+		T_OK(got == t->cls && range != NULL &&
+		         strncmp(range, t->range, strlen(t->range)) == 0,
+		     "%s is %s (%s)", t->addr, names[t->cls], range != NULL ? range : "-");
 	}
+	/* nothing outside 2000::/3 is public: every /16 of the rest, at its
+	 * first and last address */
+	size_t public_outside = 0;
+	for (unsigned top = 0; top <= 0xffff; top++) {
+		if ((top & 0xe000) == 0x2000)
+			continue;
+		for (int end = 0; end < 2; end++) {
+			struct egr_addr v6;
+			memset(&v6, 0, sizeof(v6));
+			v6.family = 6;
+			memset(v6.b + 2, end ? 0xff : 0, 14);
+			v6.b[0] = (unsigned char)(top >> 8);
+			v6.b[1] = (unsigned char)top;
+			const char *r;
+			/* ::ffff:a.b.c.d is IPv4 and judged as such: not this test's */
+			struct egr_addr u = v6;
+			egr_addr_unmap(&u);
+			if (u.family == 6 && egr_addr_classify(&v6, &r) == EGR_ADDR_PUBLIC)
+				public_outside++;
+		}
+	}
+	T_INT((long long)public_outside, 0, "no address outside 2000::/3 is public");
 	/* a mapped address unmaps to IPv4 */
 	struct egr_addr a;
 	memset(&a, 0, sizeof(a));
@@ -431,6 +581,46 @@ static void test_allowlist(void)
 	struct egr_allow e;
 	T_OK(egr_allow_parse("10.0.0.1:80", true, &e, &why) == 0,
 	     "-allow-private takes a private literal");
+	T_OK(egr_allow_parse("100.64.0.5:5432", true, &e, &why) == 0 &&
+	         strncmp(e.range, "100.64.0.0/10 ", 14) == 0,
+	     "-allow-private takes a shared address space literal (%s)", e.range);
+	T_OK(egr_allow_parse("100.64.0.5:5432", false, &e, &why) < 0,
+	     "-allow does not take a shared address space literal");
+	T_OK(egr_allow_parse("api.example.com", false, &e, &why) == 0 && e.range == NULL,
+	     "a name has no range");
+	/* a platform's address, as a literal in any form and in any section of
+	 * the list, is refused, naming its range */
+	static const struct {
+		const char *entry, *range;
+	} platform[] = {
+	    {"168.63.129.16", "168.63.129.16/32 "},
+	    {"169.254.169.254:80", "169.254.169.254/32 "},
+	    {"100.100.100.200", "100.100.100.200/32 "},
+	    {"[fd00:ec2::254]", "fd00:ec2::/32 "},
+	    {"[fd00:ec2::23]:80", "fd00:ec2::/32 "},
+	    {"[fd20:ce::254]", "fd20:ce::254 "},
+	    {"[::ffff:168.63.129.16]:443", "168.63.129.16/32 "},
+	    {"[::ffff:a9fe:aa02]", "169.254.170.2/32 "},
+	};
+	for (size_t i = 0; i < sizeof(platform) / sizeof(platform[0]); i++) {
+		for (int priv = 0; priv < 2; priv++) {
+			int r = egr_allow_parse(platform[i].entry, priv, &e, &why);
+			T_OK(r < 0 && strstr(why, "platform") != NULL && e.range != NULL &&
+			         strncmp(e.range, platform[i].range, strlen(platform[i].range)) ==
+			             0,
+			     "-allow%s %s is refused: %s (%s)", priv ? "-private" : "",
+			     platform[i].entry, why, e.range != NULL ? e.range : "-");
+		}
+	}
+	/* the special-purpose rows a listed literal may not name either */
+	static const char *const special[] = {"[2001:2::1]",   "[2001:20::1]",      "[3fff::1]",
+	                                      "[2001:1::1]",   "192.31.196.1",      "192.52.193.1",
+	                                      "192.175.48.53", "[2620:4f:8000::53]"};
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		T_OK(egr_allow_parse(special[i], true, &e, &why) < 0 &&
+		         strstr(why, "special") != NULL,
+		     "-allow-private %s is refused: %s (%s)", special[i], why,
+		     e.range != NULL ? e.range : "-");
 }
 
 /* ---- wildcard entries ---------------------------------------------------- */
@@ -579,6 +769,14 @@ static void test_addrs_check(void)
 	    {{"::ffff:10.89.0.7", NULL, NULL}, true, 0, 0, "denied address"},
 	    {{"10.90.0.5", NULL, NULL}, true, 0, 0, "own address"},
 	    {{"fd00::5", "1.1.1.1", "fe80::1"}, true, 0, 2, "special address"},
+	    /* -allow-private opens private ranges, never a platform's address
+	     * inside one, nor one outside */
+	    {{"fd00::5", "fd00:ec2::254", NULL}, true, 0, 1, "platform address"},
+	    {{"100.64.0.5", "100.100.100.200", NULL}, true, 0, 1, "platform address"},
+	    {{"1.1.1.1", "168.63.129.16", NULL}, true, 0, 1, "platform address"},
+	    {{"::ffff:169.254.170.2", NULL, NULL}, true, 0, 0, "platform address"},
+	    {{"100.64.0.5", NULL, NULL}, false, 0, 0, "private address (not -allow-private)"},
+	    {{"100.64.0.5", "fd20:ce::253", NULL}, true, 1, 0, NULL},
 	};
 	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
 		struct egr_addr a[3];
@@ -1434,6 +1632,11 @@ static void test_options(void)
 	    {{"-listen", "127.0.0.1:1", "-bogus", NULL}, "-bogus"},
 	    {{"-listen", "127.0.0.1:1", "-allow", "127.1", NULL}, "-allow"},
 	    {{"-listen", "127.0.0.1:1", "-allow", "10.0.0.1", NULL}, "-allow"},
+	    {{"-listen", "127.0.0.1:1", "-allow-private", "[fd00:ec2::254]", NULL},
+	     "-allow-private [fd00:ec2::254]: a cloud platform's metadata or service address is "
+	     "always refused (fd00:ec2::/32 AWS"},
+	    {{"-listen", "127.0.0.1:1", "-allow", "168.63.129.16", NULL},
+	     "(168.63.129.16/32 Azure WireServer)"},
 	    {{"-listen", "127.0.0.1:1", "-allow", "*.com", NULL}, "-allow *.com"},
 	    {{"-listen", "127.0.0.1:1", "-allow-private", "a.*.example", NULL},
 	     "-allow-private a.*.example"},

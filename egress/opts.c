@@ -24,7 +24,9 @@ const char egr_usage[] =
     "                             CONNECT to port 80 is refused (plain HTTP goes as a\n"
     "                             proxy request)\n"
     "  -allow-private HOST[:PORT] like -allow, and that entry may resolve to a private\n"
-    "                             range (10/8, 172.16/12, 192.168/16, fc00::/7)\n"
+    "                             range (10/8, 172.16/12, 192.168/16, 100.64/10,\n"
+    "                             fc00::/7), never to a cloud platform's metadata or\n"
+    "                             service address, even one inside such a range\n"
     "  -deny-address ADDR[/PREFIX]  always refuse these addresses (repeatable): the\n"
     "                             proxy's networks and gateways; its own interface\n"
     "                             addresses are refused without being named\n"
@@ -180,8 +182,16 @@ int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size
 		} else {
 			bool private_ok = strcmp(opt, "-allow-private") == 0;
 			o->allow = grow(o->allow, o->nallow, sizeof(*o->allow));
-			if (egr_allow_parse(val, private_ok, &o->allow[o->nallow], &why) < 0)
-				return fail(errbuf, errsz, opt, val, why);
+			const struct egr_allow *a = &o->allow[o->nallow];
+			if (egr_allow_parse(val, private_ok, &o->allow[o->nallow], &why) < 0) {
+				char with_range[256];
+				int rn = a->range != NULL ? snprintf(with_range, sizeof(with_range),
+				                                     "%s (%s)", why, a->range)
+				                          : -1;
+				return fail(errbuf, errsz, opt, val,
+				            rn > 0 && (size_t)rn < sizeof(with_range) ? with_range
+				                                                      : why);
+			}
 			o->nallow++;
 		}
 	}

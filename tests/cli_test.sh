@@ -110,12 +110,10 @@ ok $(( rc != 1 )) "a missing mcp.toml fails"
 has "$errout" "$tmp/empty/mcp.toml"; ok $? "and names the path"
 has "$errout" "start from $(pwd -P)/mcp.toml.example)"; ok $? "and, from the source tree, the example in it"
 # installed: make install puts the example where an installed mcpgate points
-inst=$(cd "$tmp" && pwd -P)/inst
-line=$(make -s -n install DESTDIR="$inst" PREFIX=/usr 2>/dev/null | grep -F ' mcp.toml.example ')
+stage_install "$mcpgate"
+line=$(install_line ' mcp.toml.example ')
 [ "$line" = "install -m 0644 mcp.toml.example $inst/usr/share/mcpgate/mcp.toml.example" ]
 ok $? "make install copies mcp.toml.example to PREFIX/share/mcpgate"
-mkdir -p "$inst/usr/bin" "$inst/usr/share/mcpgate"
-cp "$mcpgate" "$inst/usr/bin/mcpgate"
 eval "$line"
 run "$inst/usr/bin/mcpgate" check --config "$tmp/empty"
 [ "$rc" -eq 1 ] && has "$errout" "start from $inst/usr/share/mcpgate/mcp.toml.example)"

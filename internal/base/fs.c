@@ -130,17 +130,31 @@ int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 	return 0;
 }
 
-char *mg_find_beside_self(const char *const *paths, int amode)
+/* the folder of the running program into self; false when unknown */
+static bool self_dir(char self[PATH_MAX])
 {
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ssize_t n = readlink("/proc/self/exe", self, PATH_MAX - 1);
 	if (n <= 0)
-		return NULL;
+		return false;
 	self[n] = '\0';
 	char *slash = strrchr(self, '/');
 	if (slash == NULL)
-		return NULL;
+		return false;
 	*slash = '\0';
+	return true;
+}
+
+char *mg_path_beside_self(const char *path)
+{
+	char self[PATH_MAX];
+	return self_dir(self) ? xasprintf("%s/%s", self, path) : NULL;
+}
+
+char *mg_find_beside_self(const char *const *paths, int amode)
+{
+	char self[PATH_MAX];
+	if (!self_dir(self))
+		return NULL;
 	for (size_t i = 0; paths[i] != NULL; i++) {
 		cleanup_free char *path = xasprintf("%s/%s", self, paths[i]);
 		char real[PATH_MAX];

@@ -28,4 +28,9 @@ int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
  * beside mcpgate (bin/../share/...) or lies in its build tree. */
 char *mg_find_beside_self(const char *const *paths, int amode);
 
+/* path (relative to the folder of the running program) joined to that
+ * folder, whether or not it exists: where mcpgate expects a file it could
+ * not find. Allocated; NULL when /proc/self/exe cannot be read. */
+char *mg_path_beside_self(const char *path);
+
 #endif

@@ -53,6 +53,7 @@ struct ctx {
 	/* the public suffix list, read at the first wildcard entry */
 	bool suffixes_tried;
 	struct cfg_suffixes *suffixes;
+	char *suffixes_path;
 	char *suffixes_error; /* why it could not be read, when it could not */
 };
 
@@ -144,6 +145,7 @@ static void ctx_free(struct ctx *c)
 	free(c->diags);
 	free(c->seen);
 	cfg_suffixes_free(c->suffixes);
+	free(c->suffixes_path);
 	free(c->suffixes_error);
 }
 
@@ -419,7 +421,8 @@ static const struct cfg_suffixes *suffixes(struct ctx *c)
 	if (!c->suffixes_tried) {
 		c->suffixes_tried = true;
 		cleanup_err struct mg_err *e = NULL;
-		if (cfg_suffixes_open(cfg_suffix_list_path(), &c->suffixes, &e) < 0)
+		c->suffixes_path = cfg_suffix_list_path();
+		if (cfg_suffixes_open(c->suffixes_path, &c->suffixes, &e) < 0)
 			c->suffixes_error = xstrdup(mg_err_msg(e));
 	}
 	return c->suffixes;
@@ -437,13 +440,10 @@ static bool check_wildcard_suffix(struct ctx *c, const struct cfg_host *h, struc
 		           c->suffixes_error);
 		return false;
 	}
-	const char *base = h->host + 2;
-	if (cfg_suffixes_public(list, base)) {
-		diag_value(c, p, what, text,
-		           "is a wildcard on a public suffix: the public suffix list (%s) counts "
-		           "%s as one, so the names under it belong to whoever registers them; "
-		           "list each host, or a wildcard under a domain with one owner",
-		           cfg_suffix_list_path(), base);
+	cleanup_free char *refusal =
+	    cfg_suffixes_wildcard_refusal(list, c->suffixes_path, h->host + 2);
+	if (refusal != NULL) {
+		diag_value(c, p, what, text, "%s", refusal);
 		return false;
 	}
 	return true;
@@ -476,8 +476,12 @@ static void check_hosts_against_proxy(struct ctx *c, const struct keys *k,
 			if (strstr(why, "-allow-private") != NULL)
 				diag_value(
 				    c, p, what, text,
-				    "is a private address: list it in network_private too to "
-				    "allow it");
+				    "is a private address (%s): list it in network_private too to "
+				    "allow it",
+				    a.range);
+			else if (a.range != NULL)
+				diag_value(c, p, what, text,
+				           "is refused by the egress proxy: %s (%s)", why, a.range);
 			else
 				diag_value(c, p, what, text, "is refused by the egress proxy: %s",
 				           why);

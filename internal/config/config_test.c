@@ -39,6 +39,26 @@ static char *expectations(const char *text)
 	return mg_buf_steal(&b, &len);
 }
 
+/* mcpgate's own public suffix list, as every test here reads it unless it
+ * says otherwise (main sets $MCPGATE_PUBLIC_SUFFIX_LIST to it) */
+static char *suffix_list;
+
+/* text (freed) with every key replaced by value, allocated */
+static char *subst(char *text, const char *key, const char *value)
+{
+	struct mg_buf b = MG_BUF_INIT(1u << 20);
+	const char *p = text, *hit;
+	while ((hit = strstr(p, key)) != NULL) {
+		mg_buf_append(&b, p, (size_t)(hit - p), NULL);
+		mg_buf_append(&b, value, strlen(value), NULL);
+		p = hit + strlen(key);
+	}
+	mg_buf_append(&b, p, strlen(p), NULL);
+	free(text);
+	size_t len;
+	return mg_buf_steal(&b, &len);
+}
+
 static void run_bad_dir(const char *dir, bool as_config, size_t at_least)
 {
 	size_t n;
@@ -47,7 +67,7 @@ static void run_bad_dir(const char *dir, bool as_config, size_t at_least)
 	for (size_t i = 0; i < n; i++) {
 		cleanup_free char *path = xasprintf("%s/%s", dir, names[i]);
 		cleanup_free char *text = t_read_file(path, NULL);
-		cleanup_free char *want = expectations(text);
+		cleanup_free char *want = subst(expectations(text), "@SUFFIX_LIST@", suffix_list);
 		struct cfg *cfg = NULL;
 		cleanup_err struct mg_err *err = NULL;
 		int r = as_config ? cfg_load_files(MINIMAL, path, &cfg, &err)
@@ -511,57 +531,117 @@ static void test_suffixes(void)
 {
 	struct cfg_suffixes *list = NULL;
 	cleanup_err struct mg_err *err = NULL;
-	T_INT(cfg_suffixes_open(CFG_SUFFIX_LIST, &list, &err), 0, "Debian's list opens: %s",
-	      mg_err_msg(err));
+	T_INT(cfg_suffixes_open(CFG_SUFFIX_LIST_TREE, &list, &err), 0,
+	      "mcpgate's own list opens: %s", mg_err_msg(err));
 	if (list != NULL) {
-		static const char *const public[] = {"com",      "co.uk",     "uk",
-		                                     "ck",       "foo.ck",    "github.io",
-		                                     "nom.br",   "x.nom.br",  "xn--55qx5d.cn",
-		                                     "xn--p1ai", "zzunknown", NULL};
+		/* both sections, wildcard rules, punycode; and the suffixes under
+		 * which anyone gets a name that Debian 12's list lacked */
+		static const char *const public[] = {"com",
+		                                     "co.uk",
+		                                     "uk",
+		                                     "ck",
+		                                     "foo.ck",
+		                                     "github.io",
+		                                     "nom.br",
+		                                     "x.nom.br",
+		                                     "xn--55qx5d.cn",
+		                                     "xn--p1ai",
+		                                     "zzunknown",
+		                                     "s3.us-east-1.amazonaws.com",
+		                                     "blob.core.windows.net",
+		                                     "ngrok-free.app",
+		                                     "execute-api.us-east-1.amazonaws.com",
+		                                     "lambda-url.us-east-1.on.aws",
+		                                     "r2.dev",
+		                                     "trycloudflare.com",
+		                                     "ngrok-free.dev",
+		                                     "supabase.co",
+		                                     NULL};
 		for (size_t i = 0; public[i] != NULL; i++)
 			T_OK(cfg_suffixes_public(list, public[i]), "%s is a public suffix",
 			     public[i]);
-		static const char *const owned[] = {"example.com", "www.ck",          "a.foo.ck",
-		                                    "bbc.co.uk",   "a.xn--55qx5d.cn", "a.github.io",
+		static const char *const owned[] = {"example.com",
+		                                    "www.ck",
+		                                    "a.foo.ck",
+		                                    "bbc.co.uk",
+		                                    "a.xn--55qx5d.cn",
+		                                    "a.github.io",
+		                                    "storage.googleapis.com",
 		                                    NULL};
 		for (size_t i = 0; owned[i] != NULL; i++)
 			T_OK(!cfg_suffixes_public(list, owned[i]), "%s is not a public suffix",
 			     owned[i]);
+		/* the nearest parent in the private section */
+		static const struct {
+			const char *name, *parent;
+		} parents[] = {
+		    {"storage.googleapis.com", "googleapis.com"},
+		    {"a.github.io", "github.io"},
+		    {"x.a.github.io", "github.io"},
+		    {"bucket.s3.amazonaws.com", "s3.amazonaws.com"},
+		    {"api.example.com", NULL},
+		    {"a.b.example.co.uk", NULL},
+		    {"github.io", NULL},
+		    {"com", NULL},
+		};
+		for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
+			const char *got = cfg_suffixes_private_parent(list, parents[i].name);
+			T_STR(got != NULL ? got : "(none)",
+			      parents[i].parent != NULL ? parents[i].parent : "(none)",
+			      "%s lies under a private suffix: %s", parents[i].name,
+			      got != NULL ? got : "(none)");
+		}
 	}
 	cfg_suffixes_free(list);
 	cfg_suffixes_free(NULL);
 
 	list = NULL;
 	T_INT(cfg_suffixes_open("testdata/config/suffix/tiny.dat", &list, &err), 0,
-	      "a list of four rules opens: %s", mg_err_msg(err));
+	      "a list of five rules opens: %s", mg_err_msg(err));
 	if (list != NULL) {
 		T_OK(cfg_suffixes_public(list, "co.uk") && cfg_suffixes_public(list, "foo.ck") &&
-		         cfg_suffixes_public(list, "zz"),
+		         cfg_suffixes_public(list, "zz") && cfg_suffixes_public(list, "github.io"),
 		     "the file's rules decide, and its wildcard rule, and the default rule");
 		T_OK(!cfg_suffixes_public(list, "www.ck") &&
-		         !cfg_suffixes_public(list, "github.io"),
+		         !cfg_suffixes_public(list, "blob.core.windows.net"),
 		     "its exception decides, and what it lacks is no suffix");
 	}
 	cfg_suffixes_free(list);
 
 	list = NULL;
-	T_INT(cfg_suffixes_open("testdata/config/suffix/missing.dafsa", &list, &err), -1,
+	T_INT(cfg_suffixes_open("testdata/config/suffix/missing.dat", &list, &err), -1,
 	      "a missing list fails");
-	T_OK(list == NULL && strstr(mg_err_msg(err), "testdata/config/suffix/missing.dafsa") &&
+	T_OK(list == NULL && strstr(mg_err_msg(err), "testdata/config/suffix/missing.dat") &&
 	         strstr(mg_err_msg(err), "No such file"),
 	     "naming the file and why: %s", mg_err_msg(err));
 	mg_err_clear(&err);
-	T_INT(cfg_suffixes_open("testdata/config/suffix/empty.dat", &list, &err), -1,
-	      "a list without rules fails");
-	T_OK(list == NULL && strstr(mg_err_msg(err), "is not a public suffix list") != NULL,
-	     "as not a public suffix list: %s", mg_err_msg(err));
-	mg_err_clear(&err);
+	static const char *const partial[] = {"testdata/config/suffix/empty.dat",
+	                                      "testdata/config/suffix/icann-only.dat",
+	                                      "testdata/config/suffix", NULL};
+	for (size_t i = 0; partial[i] != NULL; i++) {
+		T_INT(cfg_suffixes_open(partial[i], &list, &err), -1, "%s fails", partial[i]);
+		T_OK(list == NULL &&
+		         (strstr(mg_err_msg(err), "is not a whole public suffix list") ||
+		          strstr(mg_err_msg(err), "is not one libpsl can read")),
+		     "as not a whole public suffix list: %s", mg_err_msg(err));
+		mg_err_clear(&err);
+	}
 
+	/* the default is mcpgate's own copy beside the binary, never the
+	 * system's; this test program has none beside it, so it names where
+	 * the installed one should be */
 	unsetenv("MCPGATE_PUBLIC_SUFFIX_LIST");
-	T_STR(cfg_suffix_list_path(), CFG_SUFFIX_LIST, "the list is Debian's by default");
+	cleanup_free char *path = cfg_suffix_list_path();
+	const char *tail = "/" CFG_SUFFIX_LIST_INSTALLED;
+	T_OK(strlen(path) > strlen(tail) && strcmp(path + strlen(path) - strlen(tail), tail) == 0,
+	     "without the environment, the list is the installed one: %s", path);
 	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", "relative.dat", 1);
-	T_STR(cfg_suffix_list_path(), CFG_SUFFIX_LIST, "a relative override is ignored");
-	unsetenv("MCPGATE_PUBLIC_SUFFIX_LIST");
+	cleanup_free char *relative = cfg_suffix_list_path();
+	T_STR(relative, path, "a relative override is ignored");
+	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", "/elsewhere/list.dat", 1);
+	cleanup_free char *absolute = cfg_suffix_list_path();
+	T_STR(absolute, "/elsewhere/list.dat", "an absolute one is taken");
+	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", suffix_list, 1);
 }
 
 /* Wildcard entries in a whole configuration */
@@ -590,30 +670,32 @@ static void test_wildcards(void)
 	/* without the list, a wildcard is refused; a configuration without one
 	 * does not need it */
 	const char *wild = SERVER_C "network = [\"*.example.com\"]\n";
-	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", "/nonexistent/public_suffix_list.dafsa", 1);
-	expect_parse(wild, NULL,
-	             "mcp.toml:5:12: server \"s\": \"network\" entry \"*.example.com\" cannot be "
-	             "checked against the public suffix list, so it is refused: the public "
-	             "suffix list /nonexistent/public_suffix_list.dafsa cannot be read: No such "
-	             "file or directory (install publicsuffix; scripts/setup does)",
-	             "a wildcard without the list");
+	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", "/nonexistent/public_suffix_list.dat", 1);
+	expect_parse(
+	    wild, NULL,
+	    "mcp.toml:5:12: server \"s\": \"network\" entry \"*.example.com\" cannot be "
+	    "checked against the public suffix list, so it is refused: the public "
+	    "suffix list /nonexistent/public_suffix_list.dat cannot be read: No such "
+	    "file or directory (make install puts mcpgate's own copy in PREFIX/share/mcpgate)",
+	    "a wildcard without the list");
 	expect_parse(SERVER_C "network = [\"api.example.com\"]\n", NULL, NULL,
 	             "no wildcard, no list needed");
-	/* the list the environment names decides: a tiny one lacks github.io */
+	/* the list the environment names decides: a tiny one lacks co.uk's
+	 * neighbours and every platform but github.io */
 	cleanup_free char *tiny = realpath("testdata/config/suffix/tiny.dat", NULL);
 	T_OK(tiny != NULL, "the tiny list is there");
 	if (tiny == NULL)
 		return;
 	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", tiny, 1);
 	cleanup_free char *want = xasprintf(
-	    "mcp.toml:5:27: server \"s\": \"network\" entry \"*.co.uk\" is a wildcard on a "
+	    "mcp.toml:5:39: server \"s\": \"network\" entry \"*.co.uk\" is a wildcard on a "
 	    "public suffix: the public suffix list (%s) counts co.uk as one, so the names under "
 	    "it belong to whoever registers them; list each host, or a wildcard under a domain "
 	    "with one owner",
 	    tiny);
-	expect_parse(SERVER_C "network = [\"*.github.io\", \"*.co.uk\"]\n", NULL, want,
+	expect_parse(SERVER_C "network = [\"*.blob.core.windows.net\", \"*.co.uk\"]\n", NULL, want,
 	             "the environment's list");
-	unsetenv("MCPGATE_PUBLIC_SUFFIX_LIST");
+	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", suffix_list, 1);
 }
 
 static void test_images(void)
@@ -929,6 +1011,12 @@ static void test_instance(void)
 
 int main(void)
 {
+	suffix_list = realpath(CFG_SUFFIX_LIST_TREE, NULL);
+	if (suffix_list == NULL) {
+		printf("not ok 1 - %s is not in the tree\n", CFG_SUFFIX_LIST_TREE);
+		return 1;
+	}
+	setenv("MCPGATE_PUBLIC_SUFFIX_LIST", suffix_list, 1);
 	run_bad_dir("testdata/config/bad", false, 100);
 	run_bad_dir("testdata/config/bad-config", true, 10);
 	test_minimal();
@@ -949,5 +1037,6 @@ int main(void)
 	test_places();
 	test_example();
 	test_send_max();
+	free(suffix_list);
 	return t_done();
 }
