@@ -46,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 from mcpclient import Client  # noqa: E402
+from gwtest import UNMATCHED_PIN, wait_settled  # noqa: E402
 from benchlib import (CLOCK_TICK, anomalies, anomaly, first_line, fmt, measure,  # noqa: E402
                       on_term, pct, process_tree, ratio, report_anomalies, rx, sh, summary,
                       table, tree_cpu)
@@ -270,21 +271,24 @@ class Setup:
 
     def approve(self, rt):
         """Pin every server's manifest as a person would approve it: one
-        untimed session, the live hash from the audit log's server.withheld
-        records, written as `manifest` in mcp.toml. A build without manifest
-        pinning withholds nothing, and nothing is written."""
+        untimed session with a pin no manifest has (a server never approved
+        is not started), the live hash from the audit log's server.withheld
+        records once every server started, written as `manifest` in
+        mcp.toml. A build without manifest pinning withholds nothing, and
+        nothing is written."""
+        self.write_servers({"s%d" % (i + 1): UNMATCHED_PIN for i in range(self.nservers)})
         c = self.start()
         try:
             c.initialize()
             c.request("tools/list", timeout=START_TIMEOUT)
+            wait_settled(self.state, START_TIMEOUT)
         finally:
             pid = c.proc.pid
             close_client(c, "mcpgate serve (approval session, %d servers)" % self.nservers)
             session_checks(self, "approval session, %d servers" % self.nservers, rt, pid)
         live = {e["server"]: e["live"] for e in self.audit()
                 if e.get("event") == "server.withheld" and e.get("live")}
-        if live:
-            self.write_servers(live)
+        self.write_servers(live)
         self.old_audit = set(self.audit_files())
         return live
 

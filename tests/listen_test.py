@@ -459,7 +459,9 @@ def test_sharing():
     f = Fixture(cfg)
     lst = Listener(f)
     _, sid_a, init_a = lst.initialize("client-a")
+    f.wait_settled()
     _, sid_b, init_b = lst.initialize("client-b")
+    f.wait_settled()
     _, listing, _, _ = lst.rpc(sid_b, "tools/list")
     names = sorted(x["name"] for x in (listing or {}).get("result", {}).get("tools", []))
     t.ok(names == sorted("%s__%s" % (srv, tool) for srv in ("solo", "common", "single")
@@ -670,6 +672,7 @@ def test_shared_unavailable():
                               'instance = "shared"\n', image=other) + server("here"))
     lst = Listener(f)
     _, sid, _ = lst.initialize("client-a")
+    f.wait_settled()
     _, listing, _, _ = lst.rpc(sid, "tools/list")
     names = [x["name"] for x in (listing or {}).get("result", {}).get("tools", [])]
     t.ok(names == ["here__echo"], "a shared server without its image is left out", listing)

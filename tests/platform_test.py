@@ -40,6 +40,7 @@ def fixture(servers, info=None, runtime="podman", info_fails=None):
 def session(f):
     c = f.start()
     c.initialize()
+    f.wait_settled()
     names = [x["name"] for x in c.request("tools/list")["result"]["tools"]]
     notes = [n["params"]["data"] for n in c.notifications
              if n["method"] == "notifications/message"]

@@ -91,6 +91,7 @@ def test_resources():
                 srv("beta", ("echo", "touch")))
     c = f.start()
     init = c.initialize()
+    f.wait_settled()
     caps = init["result"]["capabilities"]
     t.ok(caps.get("resources") == {"subscribe": True, "listChanged": True} and
          caps.get("prompts") == {"listChanged": True} and caps.get("logging") == {} and
@@ -167,6 +168,7 @@ def test_prompts_completion():
     f = Fixture(srv("alpha", ("echo", "notify"), ["--page-size", "2"]) + srv("beta"))
     c = f.start()
     c.initialize()
+    f.wait_settled()
     r = c.request("prompts/list")
     names = [p["name"] for p in r["result"]["prompts"]]
     t.ok(names == ["alpha__greet", "alpha__plain", "alpha__with_resource", "beta__greet",
@@ -226,6 +228,7 @@ def test_logging():
                 srv("beta", ("echo", "state")))
     c = f.start()
     c.initialize()
+    f.wait_settled()
     r = c.request("logging/setLevel", {"level": "warning"})
     t.ok(r.get("result") == {}, "logging/setLevel is answered {} at once", r)
     r = c.request("resources/list")
@@ -266,6 +269,7 @@ def test_server_requests():
                 srv("half", asks, extra='relay = ["roots"]\n'))
     c = f.start()
     c.initialize(capabilities={"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}})
+    f.wait_settled()
     c.request("tools/list")
     r = c.call("open__state")
     t.ok(json.loads(text_of(r))["capabilities"] ==
@@ -366,6 +370,7 @@ def test_server_requests():
     # a client that declared nothing
     c = f.start()
     c.initialize()
+    f.wait_settled()
     c.request("tools/list")
     for tool, method, word in (("open__ask_sampling", "sampling/createMessage", "sampling"),
                                ("open__ask_elicitation", "elicitation/create", "elicitation"),
@@ -392,6 +397,7 @@ def test_paging():
                 srv("many", ("echo",), ["--resources", "150", "--page-size", "7"]))
     c = f.start()
     c.initialize()
+    f.wait_settled()
     first = c.request("tools/list")
     t.ok(len(first["result"]["tools"]) == 100 and isinstance(first["result"].get("nextCursor"), str),
          "a merged tools list of 115 comes in a page of 100 with a nextCursor",
@@ -434,6 +440,7 @@ def test_passthrough():
     f = Fixture(srv("solo", ("echo", "touch")))
     c = f.start("--passthrough")
     c.initialize()
+    f.wait_settled()
     r = c.request("tools/list")
     t.ok([x["name"] for x in r["result"]["tools"]] == ["echo", "touch"],
          "--passthrough: tools under their own names", r)
@@ -477,6 +484,7 @@ def test_passthrough():
     f = Fixture(srv("one") + srv("two", extra='workspaces = ["%s"]\n' % other))
     c = f.start("--passthrough")
     c.initialize()
+    f.wait_settled()
     r = c.request("tools/list")
     t.ok([x["name"] for x in r["result"]["tools"]] == ["echo"],
          "--passthrough with one server offered in this workspace (of two) works", r)

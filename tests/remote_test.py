@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from mcpclient import Client, Tap, text_of  # noqa: E402
+from gwtest import UNMATCHED_PIN, wait_settled  # noqa: E402
 
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
 FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
@@ -158,7 +159,7 @@ class Fixture:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def server(name, url, manifest=None, tools=("echo", "slow"), extra=""):
+def server(name, url, manifest=UNMATCHED_PIN, tools=("echo", "slow"), extra=""):
     s = '[[server]]\nname = "%s"\ntransport = "remote"\nurl = "%s"\n' % (name, url)
     if manifest:
         s += 'manifest = "%s"\n' % manifest
@@ -193,7 +194,9 @@ def learn_manifest():
         f.write(server("web", fake.url))
         c = f.start()
         c.initialize()
+        wait_settled(f.state)
         c.request("tools/list")
+        wait_settled(f.state)
         c.close()
         live = [e["live"] for e in events(f.audit(), "server.withheld") if e["server"] == "web"]
         if not live:
@@ -262,6 +265,7 @@ def test_json():
     f.write(server("web", fake.url, MANIFEST))
     c = f.start()
     c.initialize()
+    wait_settled(f.state)
     names = tool_names(c.request("tools/list"))
     t.ok(names == ["web__echo", "web__slow"], "json: the remote server's tools are offered", names)
     r = c.call("web__echo", {"text": "hello over json"})
@@ -292,6 +296,7 @@ def test_sse():
     f.write(server("web", fake.url, MANIFEST))
     c = f.start()
     c.initialize()
+    wait_settled(f.state)
     names = tool_names(c.request("tools/list"))
     t.ok(names == ["web__echo", "web__slow"], "sse: tools listed over an event stream", names)
     before = len(c.notifications)
@@ -328,6 +333,7 @@ def test_expiry():
     f.write(server("web", fake.url, MANIFEST))
     c = f.start()
     c.initialize()
+    wait_settled(f.state)
     c.request("tools/list")
     ids, lines = [], b""
     for i in range(3):
@@ -385,6 +391,7 @@ def test_redirect():
     f.write(server("web", fake.url, MANIFEST))
     c = f.start()
     c.initialize()
+    wait_settled(f.state)
     names = tool_names(c.request("tools/list"))
     text = notices(c)
     t.ok(names == [], "redirect: the server offers nothing", names)
@@ -418,6 +425,7 @@ def test_credential():
     t.ok(r.returncode == 0, "credential: secret bind to the first server's host and port", r.stderr)
     c = f.start()
     c.initialize()
+    wait_settled(f.state)
     names = tool_names(c.request("tools/list"))
     t.ok(names == ["web__echo", "web__slow"],
          "credential: the bound server is offered; one on an unbound port is not", names)
@@ -450,6 +458,7 @@ def test_timeout():
     f.write(server("web", fake.url, MANIFEST), config="call_timeout = 1\n")
     c = f.start()
     c.initialize()
+    wait_settled(f.state)
     c.request("tools/list")
     t0 = time.monotonic()
     r = c.call("web__slow", {"ms": 4000})
@@ -470,6 +479,7 @@ def test_down():
     f.write(server("web", "http://127.0.0.1:%d/mcp" % port, MANIFEST))
     c = f.start()
     c.initialize()
+    wait_settled(f.state)
     names = tool_names(c.request("tools/list"))
     text = notices(c)
     t.ok(names == [] and "server web is unavailable" in text and "request failed" in text,
@@ -691,13 +701,16 @@ def test_hostile():
         f.write(server("bad", url, tools=("bad",)), config="line_max = 65536\n")
         c = f.start()
         c.initialize()
+        wait_settled(f.state)
         c.request("tools/list")
+        wait_settled(f.state)
         c.close()
         live = [e["live"] for e in events(f.audit(), "server.withheld")]
         f.write(server("bad", url, live[0] if live else None, tools=("bad",)),
                 config="line_max = 65536\n")
         c = f.start()
         c.initialize()
+        wait_settled(f.state)
         c.request("tools/list")
         cases = [("badjson", "not a JSON-RPC message"),
                  ("wrongtype", 'content type "text/html"'),
@@ -738,13 +751,16 @@ def test_modern():
         f.write(server("new", url, tools=tools))
         c = f.start()
         c.initialize()
+        wait_settled(f.state)
         c.request("tools/list")
+        wait_settled(f.state)
         c.close()
         live = [e["live"] for e in events(f.audit(), "server.withheld")]
         f.write(server("new", url, live[0] if live else None, tools=tools))
         httpd.seen.clear()
         c = f.start()
         c.initialize()
+        wait_settled(f.state)
         names = tool_names(c.request("tools/list"))
         t.ok(names == ["new__echo", "new__region", "new__streamed", "new__mismatch"],
              "modern: the server's tools are offered, but not the one whose x-mcp-header is on a "
@@ -845,7 +861,9 @@ def test_modern_version_retry():
         f.write(server("new", url, tools=("echo",)))
         c = f.start()
         c.initialize()
+        wait_settled(f.state)
         c.request("tools/list")
+        wait_settled(f.state)
         c.close()
         methods = [(x["body"] or {}).get("method") for x in httpd.seen]
         statuses = [x["status"] for x in httpd.seen]
@@ -900,7 +918,9 @@ def test_old_answers_anything():
         f.write(server("old", url, tools=("echo",)))
         c = f.start()
         c.initialize()
+        wait_settled(f.state)
         c.request("tools/list")
+        wait_settled(f.state)
         c.close()
         live = [e["live"] for e in events(f.audit(), "server.withheld")]
         t.ok(httpd.seen[:3] == ["server/discover", "initialize", "notifications/initialized"]

@@ -299,6 +299,7 @@ def main():
     try:
         c = f.start()
         c.initialize()
+        f.wait_settled()
         names = [tool["name"] for tool in c.request("tools/list")["result"]["tools"]]
         if not t.ok(names == ["bound__echo", "bound__notify", "free__echo"],
                     "both servers start", names):

@@ -52,49 +52,6 @@ static int read_small_file(const char *path, char **text, size_t *len, struct mg
 	return 0;
 }
 
-/* A manifest record: {"server", "image", "hash", "tools"} */
-static int save_record(const char *dir, const char *file, const struct cfg_server *s,
-                       const char *hash, const struct json_value *tools, struct mg_err **err)
-{
-	if (mg_mkdir_p(dir, 0700, err) < 0)
-		return -1;
-	struct json_value *rec = json_new_object();
-	json_object_set(rec, "server", json_new_string(s->name));
-	json_object_set(rec, "image", json_new_string(s->image));
-	json_object_set(rec, "hash", json_new_string(hash));
-	json_object_set(rec, "tools", json_copy(tools));
-	struct mg_buf b = MG_BUF_INIT((size_t)64 << 20);
-	int r = json_generate(rec, &b, err);
-	json_free(rec);
-	if (r == 0)
-		r = mg_buf_putc(&b, '\n', err);
-	cleanup_free char *path = xasprintf("%s/%s", dir, file);
-	if (r == 0)
-		r = cfg_write_atomic(path, b.data, b.len, err);
-	mg_buf_free(&b);
-	return r;
-}
-
-static struct json_value *load_record(const char *path, struct mg_err **err)
-{
-	cleanup_free char *text = NULL;
-	size_t len = 0;
-	if (read_small_file(path, &text, &len, err) < 0)
-		return NULL;
-	struct json_value *v = NULL;
-	if (json_parse(text, len, NULL, &v, err) < 0) {
-		mg_err_wrap(err, "%s", path);
-		return NULL;
-	}
-	if (json_get_string(v, "hash") == NULL || json_get(v, "tools") == NULL ||
-	    json_get(v, "tools")->kind != JSON_ARRAY) {
-		json_free(v);
-		mg_err_set(err, "%s is not a manifest record", path);
-		return NULL;
-	}
-	return v;
-}
-
 /* ---- showing a manifest -------------------------------------------------- */
 
 /* A tool's settings in mcp.toml: its effect's name, and whether it is on */
@@ -276,7 +233,7 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 	struct gw_manifest_fetch f = {0};
 	int status = EXIT_FAIL;
 	char hash[MANIFEST_HASH_LEN];
-	cleanup_free char *reviews = NULL, *file = NULL, *path = NULL;
+	cleanup_free char *path = NULL;
 	if (target_open(dir, name, ws, &t, err) < 0)
 		goto out;
 	setup_warn_forward(t.cfg, t.driver, name);
@@ -329,9 +286,9 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 
 	if (s->manifest != NULL && strcmp(s->manifest, hash) != 0) {
 		cleanup_free char *old_path =
-		    xasprintf("%s/manifests/%s/%s.json", t.data_dir, s->name, s->manifest + 7);
+		    manifest_record_path(t.data_dir, s->name, s->manifest);
 		struct mg_err *lerr = NULL;
-		struct json_value *old = load_record(old_path, &lerr);
+		struct json_value *old = manifest_record_load(old_path, &lerr);
 		if (old == NULL) {
 			printf("changes: the approved manifest's content is not stored here (%s), "
 			       "so only the hashes can be compared\n",
@@ -352,11 +309,9 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 			json_free(old);
 		}
 	}
-	reviews = xasprintf("%s/reviews", t.data_dir);
-	file = xasprintf("%s.json", s->name);
-	if (save_record(reviews, file, s, hash, f.tools, err) < 0)
-		goto out;
 	path = review_path(t.data_dir, s->name);
+	if (manifest_record_save(path, s->name, s->image, hash, f.tools, err) < 0)
+		goto out;
 	printf("reviewed manifest stored in %s\n", path);
 	printf("to approve it: mcpgate approve %s [--tool TOOL --on --effect read|write]...\n",
 	       s->name);
@@ -538,7 +493,7 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 	struct target t;
 	struct gw_manifest_fetch f = {0};
 	struct json_value *reviewed = NULL;
-	cleanup_free char *text = NULL, *edited = NULL, *rpath = NULL, *mdir = NULL, *mfile = NULL;
+	cleanup_free char *text = NULL, *edited = NULL, *rpath = NULL, *mpath = NULL;
 	int status = EXIT_FAIL;
 	char hash[MANIFEST_HASH_LEN];
 	if (target_open(dir, name, ws, &t, err) < 0)
@@ -549,7 +504,7 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 		           name, name);
 		goto out;
 	}
-	if ((reviewed = load_record(rpath, err)) == NULL)
+	if ((reviewed = manifest_record_load(rpath, err)) == NULL)
 		goto out;
 	fprintf(stderr, "mcpgate: starting %s again to check its manifest is the one reviewed\n",
 	        name);
@@ -589,9 +544,8 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 	                    err) < 0 ||
 	    cfg_write_atomic(t.cfg->mcp_path, edited, out_len, err) < 0)
 		goto out;
-	mdir = xasprintf("%s/manifests/%s", t.data_dir, name);
-	mfile = xasprintf("%s.json", hash + 7);
-	if (save_record(mdir, mfile, t.server, hash, f.tools, err) < 0)
+	mpath = manifest_record_path(t.data_dir, name, hash);
+	if (manifest_record_save(mpath, name, t.server->image, hash, f.tools, err) < 0)
 		goto out;
 	printf("approved %s: manifest = \"%s\" written to %s\n", name, hash, t.cfg->mcp_path);
 	status = EXIT_OK;

@@ -299,6 +299,7 @@ enum server_key {
 	K_RELAY,
 	K_ACCEPT_UNENFORCED,
 	K_INSTANCE,
+	K_START,
 	K_ENV,
 	K_TOOLS,
 	K_SERVER_COUNT,
@@ -327,6 +328,7 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_ACCEPT_UNENFORCED] = {"accept_unenforced", TOML_ARRAY, "an array of strings",
                              SCOPE_CONTAINER},
     [K_INSTANCE] = {"instance", TOML_STRING, "a string", SCOPE_CONTAINER},
+    [K_START] = {"start", TOML_STRING, "a string", SCOPE_ANY},
     [K_ENV] = {"env", TOML_TABLE, "a table of strings", SCOPE_CONTAINER},
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
@@ -863,6 +865,28 @@ const char *cfg_instance_name(enum cfg_instance i)
 	return "session";
 }
 
+const char *cfg_start_name(enum cfg_start s)
+{
+	return s == CFG_START_LAZY ? "lazy" : "eager";
+}
+
+/* start: "eager" or "lazy", in a [[server]] or in config.toml's [mcp] */
+static bool start_of(struct ctx *c, const struct toml_value *v, enum cfg_start *out)
+{
+	const char *text = str_of(c, "start", v);
+	if (text == NULL)
+		return false;
+	for (int i = CFG_START_EAGER; i <= CFG_START_LAZY; i++)
+		if (strcmp(text, cfg_start_name((enum cfg_start)i)) == 0) {
+			*out = (enum cfg_start)i;
+			return true;
+		}
+	diag_value(c, v->pos, "\"start\"", text,
+	           "is not \"eager\" (started with the session) or \"lazy\" (started at its "
+	           "first use; its approved tools are offered from the pin meanwhile)");
+	return false;
+}
+
 /* instance: "session" (the default), "shared" or "exclusive" */
 static void check_instance(struct ctx *c, const struct keys *k, struct cfg_server *s)
 {
@@ -1016,6 +1040,8 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 	check_network(c, &k, s);
 	check_send_max(c, &k, s);
 	check_instance(c, &k, s);
+	if (k.kv[K_START] != NULL)
+		s->start_set = start_of(c, k.kv[K_START]->value, &s->start);
 	check_mounts(c, &k, s);
 	if (k.kv[K_COMMAND] != NULL) {
 		if (k.kv[K_COMMAND]->value->u.array.len == 0)
@@ -1162,6 +1188,7 @@ enum mcp_key {
 	M_LISTEN_REQUESTS,
 	M_LISTEN_BODY,
 	M_LISTEN_IDLE,
+	M_START_MODE,
 	M_MCP_COUNT
 };
 
@@ -1176,6 +1203,7 @@ static const struct key_spec mcp_keys[M_MCP_COUNT] = {
     [M_LISTEN_REQUESTS] = {"listen_requests", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_LISTEN_BODY] = {"listen_body_max", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_LISTEN_IDLE] = {"listen_idle_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
+    [M_START_MODE] = {"start", TOML_STRING, "a string", SCOPE_ANY},
 };
 
 static const struct key_spec config_top_keys[] = {
@@ -1258,6 +1286,8 @@ static void check_config_file(struct ctx *c, const struct toml_value *root, stru
 	if (k.kv[M_LISTEN_BODY] != NULL &&
 	    int_in(c, k.kv[M_LISTEN_BODY], " bytes", CFG_LINE_MAX_MIN, CFG_LINE_MAX_MAX, &n))
 		m->listen_body_max = n;
+	if (k.kv[M_START_MODE] != NULL)
+		start_of(c, k.kv[M_START_MODE]->value, &m->start);
 	if (k.kv[M_LISTEN_IDLE] != NULL &&
 	    int_in(c, k.kv[M_LISTEN_IDLE], " seconds", 1, CFG_LISTEN_IDLE_MAX, &n))
 		m->listen_idle_timeout = (unsigned)n;

@@ -144,6 +144,14 @@ enum cfg_instance {
 };
 const char *cfg_instance_name(enum cfg_instance i);
 
+/* When a server starts (the key "start", in a [[server]] or [mcp]) */
+enum cfg_start {
+	CFG_START_EAGER, /* "eager": with the session (the default) */
+	CFG_START_LAZY,  /* "lazy": at its first use; its approved tools are offered
+	                  * from the pin meanwhile (docs/2026-12-02-never-wait.md) */
+};
+const char *cfg_start_name(enum cfg_start s);
+
 struct cfg_server {
 	char *name;
 	enum cfg_transport transport;
@@ -200,6 +208,9 @@ struct cfg_server {
 	/* instance: how many clients of one gateway (serve --listen) share one
 	 * container of it (docs/sharing.md) */
 	enum cfg_instance instance;
+	/* start: its own, when start_set; else [mcp]'s */
+	enum cfg_start start;
+	bool start_set;
 };
 
 /* config.toml's [mcp] table */
@@ -217,6 +228,7 @@ struct cfg_mcp {
 	unsigned listen_requests;
 	uint64_t listen_body_max;     /* bytes, never above line_max */
 	unsigned listen_idle_timeout; /* seconds */
+	enum cfg_start start;         /* the servers' default */
 };
 
 struct cfg {

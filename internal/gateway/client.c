@@ -704,10 +704,22 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 		return;
 	}
 	const struct gw_tool *t = find_tool(s, name);
+	struct gw_server *owner = t != NULL ? t->server : gw_relay_owner_of_name(s, name);
+	if (owner != NULL && (owner->state == GW_STARTING || owner->state == GW_IDLE)) {
+		/* its server is starting (or, lazy, starts now): the call waits
+		 * for its start to end, which start_timeout bounds */
+		if (!s->no_wait)
+			gw_wait(s, msg, owner);
+		else
+			refuse_call(s, msg->id, name, RPC_SERVER_ERROR,
+			            "tool %.128s is unavailable: server %s did not finish starting "
+			            "within start_timeout (%u s); ask again later",
+			            name, owner->cfg->name, s->cfg->mcp.start_timeout);
+		return;
+	}
 	if (t == NULL) {
 		/* a server that did not start, or was stopped, offers no tool:
 		 * a call meant for it says why */
-		const struct gw_server *owner = gw_relay_owner_of_name(s, name);
 		if (owner != NULL && owner->state != GW_READY)
 			refuse_call(s, msg->id, name, RPC_SERVER_ERROR,
 			            "tool %.128s is unavailable: %s", name,
@@ -851,7 +863,7 @@ static struct json_value *tools_list_result(struct session *s)
 	tell_unlisted(s);
 	for (size_t i = 0; i < s->ntools; i++) {
 		const struct gw_tool *t = &s->tools[i];
-		if (t->server->state != GW_READY || needs_asking(s, t))
+		if (!t->server->offered || needs_asking(s, t))
 			continue;
 		struct json_value *def = manifest_tool(t->def);
 		json_object_set(def, "name", json_new_string(t->public_name));
@@ -924,83 +936,28 @@ static char *config_error_text(const struct session *s)
 	                 s->config_error);
 }
 
-/* ---- requests that wait for start-up ------------------------------------ */
-
-/* Keep a request that needs the servers until start-up is over: answered
- * then, or refused at the start deadline */
-static void wait_for_start(struct session *s, struct rpc_msg *msg)
-{
-	if (s->start_overdue)
-		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
-		                "servers did not finish starting within start_timeout (%u s); ask "
-		                "again",
-		                s->cfg->mcp.start_timeout);
-	else if (s->nwaiting == GW_WAITING_MAX)
-		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
-		                "servers are still starting; ask again");
-	else
-		rpc_msg_move(&s->waiting[s->nwaiting++], msg);
-}
-
-void gw_client_start_deadline(struct loop *loop, void *data)
-{
-	(void)loop;
-	struct session *s = data;
-	s->start_timer = NULL;
-	if (s->registered || s->stopping)
-		return;
-	s->start_overdue = true;
-	size_t n = s->nwaiting;
-	s->nwaiting = 0;
-	for (size_t i = 0; i < n; i++) {
-		wait_for_start(s, &s->waiting[i]);
-		rpc_msg_free(&s->waiting[i]);
-	}
-}
-
-/* The client cancelled a request that waits: it is dropped unanswered */
-static bool cancel_waiting(struct session *s, const char *key)
-{
-	for (size_t i = 0; i < s->nwaiting; i++) {
-		cleanup_free char *k = rpc_id_key(s->waiting[i].id);
-		if (k == NULL || strcmp(k, key) != 0)
-			continue;
-		const struct rpc_msg *m = &s->waiting[i];
-		if (strcmp(m->method, "tools/call") == 0) {
-			const char *tool = json_get_string(m->params, "name");
-			audit_record(s->audit, "tool.call",
-			             gw_fields("tool", json_new_string(tool != NULL ? tool : ""),
-			                       "outcome", json_new_string("cancelled"), "detail",
-			                       json_new_string("by the client, during start-up"),
-			                       NULL));
-		}
-		rpc_msg_free(&s->waiting[i]);
-		memmove(&s->waiting[i], &s->waiting[i + 1],
-		        (s->nwaiting - i - 1) * sizeof(s->waiting[0]));
-		s->nwaiting--;
-		memset(&s->waiting[s->nwaiting], 0, sizeof(s->waiting[0]));
-		return true;
-	}
-	return false;
-}
-
 static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *data);
 
-void gw_client_registered(struct session *s)
+void gw_client_dispatch(struct session *s, struct rpc_msg *msg)
 {
-	s->registered = true;
-	loop_timer_cancel(s->loop, s->start_timer);
-	s->start_timer = NULL;
-	gw_relay_started(s);
-	size_t n = s->nwaiting;
-	s->nwaiting = 0;
-	for (size_t i = 0; i < n; i++) {
-		on_client_request(s->client, &s->waiting[i], s);
-		rpc_msg_free(&s->waiting[i]);
-	}
+	on_client_request(s->client, msg, s);
 }
 
-/* What needs the servers, once start-up is over: both eras */
+/* A list answered now would miss servers still starting, and this client
+ * would not hear when they come: it waits, a little (waiting.c) */
+static bool list_waits(const struct session *s, const struct gw_client_method *h,
+                       const struct rpc_msg *msg)
+{
+	if (h->list < 0 || s->no_wait || gw_all_settled(s))
+		return false;
+	if (h->list == GW_LISTEN_RESOURCES && strcmp(msg->method, "subscriptions/listen") == 0)
+		/* a listen waits only for the servers its subscriptions need */
+		return json_get(json_get(msg->params, "notifications"), "resourceSubscriptions") !=
+		       NULL;
+	return !gw_client_hears_changes(s, (enum gw_listen_kind)h->list);
+}
+
+/* What the servers serve: both eras */
 static void serve_request(struct session *s, struct rpc_msg *msg)
 {
 	const struct gw_client_method *h = gw_client_method(msg->method);
@@ -1010,8 +967,8 @@ static void serve_request(struct session *s, struct rpc_msg *msg)
 	} else if (h == NULL)
 		gw_client_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s",
 		                msg->method);
-	else if (!s->registered && !h->before_start)
-		wait_for_start(s, msg); /* what needs the servers waits for them */
+	else if (list_waits(s, h, msg))
+		gw_wait(s, msg, NULL);
 	else if (h->object_params && msg->params != NULL && msg->params->kind != JSON_OBJECT)
 		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "%.64s: params must be an object",
 		                msg->method);
@@ -1060,7 +1017,7 @@ static void on_client_request(struct rpc_peer *peer, struct rpc_msg *msg, void *
 static void cancel_call(struct session *s, const struct json_value *params)
 {
 	cleanup_free char *key = rpc_id_key(json_get(params, "requestId"));
-	if (key == NULL || gw_listen_cancel(s, key) || cancel_waiting(s, key))
+	if (key == NULL || gw_listen_cancel(s, key) || gw_waiting_cancel(s, key))
 		return;
 	for (struct gw_call *c = s->calls; c != NULL; c = c->next) {
 		if (strcmp(c->client_key, key) != 0)
@@ -1175,7 +1132,7 @@ void gw_client_tools_changed(struct session *s)
 {
 	if (s->era == GW_ERA_MODERN)
 		gw_listens_notify(s, GW_LISTEN_TOOLS);
-	else if (s->client_initialized && !s->stopping)
+	else if (s->client_initialized && !s->stopping && s->listed[GW_LISTEN_TOOLS])
 		rpc_peer_send_notification(s->client, "notifications/tools/list_changed", NULL,
 		                           NULL);
 }

@@ -30,6 +30,8 @@ enum gw_state {
 	GW_UNAVAILABLE, /* never started, or start-up failed: reason says why */
 	GW_STOPPED,     /* stopped by mcpgate (no tool on, or the session ended) */
 	GW_EXITED,      /* ended on its own: reason holds the exit status */
+	GW_IDLE,        /* start = "lazy": not started until its first use; its
+	                 * approved tools are offered from the pin meanwhile */
 };
 
 struct gw_call;
@@ -52,13 +54,21 @@ enum gw_era {
 #define GW_TTL_READ_MS     0
 #define GW_TTL_DISCOVER_MS 60000
 
-/* Requests that need the servers (a list, a call, a read...) asked before
- * start-up ended: kept whole, in the order they came, until it has (client.c).
- * One more is refused with "ask again". */
-#define GW_WAITING_MAX 64
-/* How long after the start deadline (start_timeout) a request still waiting
- * is refused: room for the servers that fail at the deadline to register */
-#define GW_START_GRACE_MS 1000
+/* Requests that wait (waiting.c): a call, a read or a prompt for a server
+ * still starting, until its start ends; a list for a client that cannot
+ * hear that the list changed, until every server's first start ended or
+ * GW_LIST_WAIT_MS passed. Kept whole, in the order they came; one more is
+ * refused with "ask again" (docs/2026-12-02-never-wait.md). */
+#define GW_WAITING_MAX  64
+#define GW_LIST_WAIT_MS 2000
+/* What waits for a server's start is answered this long after its start
+ * deadline (start_timeout) at the latest, whatever the start still does */
+#define GW_START_GRACE_MS 500
+/* A server that exits mid-session is started again after 0.5 s, 1 s, 2 s...
+ * (at most GW_RESTART_DELAY_MAX_MS), at most GW_RESTARTS_MAX times */
+#define GW_RESTARTS_MAX         5
+#define GW_RESTART_DELAY_MS     500
+#define GW_RESTART_DELAY_MAX_MS 30000
 
 /* A server's way out, when it lists hosts (egress.c) */
 struct gw_egress {
@@ -104,6 +114,9 @@ struct gw_server {
 	bool thread_started;
 	struct mcp_server_info info;
 	struct json_value *tools; /* the server's tool list, as listed */
+	/* a lazy server's approved tools (its record), offered while its first
+	 * start runs; freed once it is ready or failed */
+	struct json_value *pinned;
 	char live_hash[MANIFEST_HASH_LEN];
 	bool relisting; /* a tools/list after list_changed is under way */
 	int64_t start_ms, ready_ms;
@@ -122,6 +135,19 @@ struct gw_server {
 	/* attached: the instance's server is of 2026-07-28, so a call's answer
 	 * may be input_required (set at attach, under the instances' lock) */
 	bool instance_modern;
+	/* its tools are in the session's table (session.c's gw_server_offer) */
+	bool offered;
+	/* its first start ended, ready or not: lists wait for it no more */
+	bool settled;
+	/* after an exit mid-session (server.c): starts again so far, and the
+	 * timer of the next */
+	unsigned restarts;
+	struct loop_timer *restart_timer;
+	bool restart_wanted; /* its end is being cleaned, then it starts again */
+	/* its start's deadline (plus GW_START_GRACE_MS): what waits for it is
+	 * answered then; overdue once it passed with the start still running */
+	struct loop_timer *start_timer;
+	bool start_overdue;
 };
 
 /* A tool offered to the client */
@@ -197,10 +223,13 @@ struct session {
 	bool registered;
 	struct gw_tool *tools;
 	size_t ntools;
-	struct rpc_msg waiting[GW_WAITING_MAX]; /* requests waiting for start-up */
+	struct gw_waiting *waiting; /* waiting.c: GW_WAITING_MAX of them */
 	size_t nwaiting;
-	struct loop_timer *start_timer; /* the start deadline, while servers start */
-	bool start_overdue;             /* it passed before start-up ended */
+	struct loop_timer *list_timer; /* the lists' bound (GW_LIST_WAIT_MS) */
+	/* the client was answered a list of each kind (enum gw_listen_kind):
+	 * a client of 2025-11-25 hears a kind changed only once it listed it */
+	bool listed[3];
+	bool no_wait; /* what is dispatched now waits no more */
 
 	struct gw_call *calls;
 	int64_t next_token;
@@ -215,7 +244,6 @@ struct session {
 	 * frees itself when its peer fails it) */
 	struct gw_relayed *relayed; /* servers' requests with the client */
 	char log_level[16];         /* the client's logging/setLevel, or "" */
-	bool log_level_pending;     /* to send once start-up is over */
 	bool stopping;
 	int64_t stop_deadline; /* from the session's end: stop_timeout from then */
 	int signal;
@@ -347,9 +375,9 @@ char *gw_client_forward_error(struct session *s, const struct json_value *client
                               const struct rpc_msg *reply);
 void gw_client_tools_changed(struct session *s); /* notifications/tools/list_changed */
 int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err);
-void gw_client_registered(struct session *s); /* start-up is over: answer what waited */
-/* The start deadline (plus GW_START_GRACE_MS) is armed from session_run */
-void gw_client_start_deadline(struct loop *loop, void *data); /* loop_timer_cb; data: session */
+/* A client's request, dispatched by its method and era as when it came
+ * (what waited comes back here) */
+void gw_client_dispatch(struct session *s, struct rpc_msg *msg);
 void gw_client_notice(struct session *s, const char *level, const char *text);
 void gw_call_finish_error(struct gw_call *c, int64_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -366,14 +394,42 @@ void gw_call_drop(struct gw_call *c, const char *why);
 /* The key of mcpgate's confirmation in inputRequests and inputResponses */
 #define GW_CONFIRM_INPUT_KEY "mcpgate-confirm"
 
-/* listens.c: subscriptions/listen (2026-07-28) */
 enum gw_listen_kind { GW_LISTEN_TOOLS, GW_LISTEN_PROMPTS, GW_LISTEN_RESOURCES };
+
+/* waiting.c: requests that wait for a server's start, or a list for every
+ * server's first start (docs/2026-12-02-never-wait.md) */
+struct gw_waiting {
+	struct rpc_msg msg;
+	struct gw_server *srv; /* NULL: a list, for every server's first start */
+	int64_t deadline_ms;   /* a list's: GW_LIST_WAIT_MS from when it came */
+};
+/* msg (moved from) waits for srv's start to end, a lazy srv being started
+ * now; srv NULL: a list that waits for every server's first start, at
+ * most GW_LIST_WAIT_MS. Refused (answered) when GW_WAITING_MAX wait. */
+void gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv);
+/* srv's start ended (ready or not): what waited for it is dispatched again,
+ * and once every server's first start ended, the lists too */
+void gw_waiting_settled(struct session *s, struct gw_server *srv);
+/* srv's start passed its deadline and runs on: what waited for it is
+ * dispatched again, to be answered why (it waits no more) */
+void gw_waiting_overdue(struct session *s, struct gw_server *srv);
+/* The client cancelled request key: true when it was waiting (dropped) */
+bool gw_waiting_cancel(struct session *s, const char *key);
+void gw_waiting_free(struct session *s);
+bool gw_all_settled(const struct session *s);
+/* The client hears that a list of kind changed (list_changed, or a listen
+ * of 2026-07-28 that asked for it): its lists are answered at once */
+bool gw_client_hears_changes(const struct session *s, enum gw_listen_kind kind);
+
+/* listens.c: subscriptions/listen (2026-07-28) */
 struct gw_listen;
 void gw_listen_open(struct session *s, struct rpc_msg *msg); /* its handler */
 /* The client cancelled request key: true when it was a listen (now closed) */
 bool gw_listen_cancel(struct session *s, const char *key);
 /* A list changed: every listen that asked for it hears so */
 void gw_listens_notify(struct session *s, enum gw_listen_kind kind);
+/* A listen open asks for changes of kind */
+bool gw_listens_want(const struct session *s, enum gw_listen_kind kind);
 /* A resource a listen subscribed to (its public URI) was updated */
 void gw_listens_updated(struct session *s, const char *uri);
 void gw_listens_free(struct session *s);
@@ -451,7 +507,9 @@ void gw_client_roots_changed(struct session *s, struct rpc_msg *msg);
 struct gw_client_method {
 	const char *method;
 	void (*fn)(struct session *s, struct rpc_msg *msg);
-	bool before_start;  /* served while servers start; the others wait */
+	/* a list (enum gw_listen_kind) that waits for servers still starting
+	 * when the client cannot hear it changed; -1: none (waiting.c) */
+	int list;
 	bool object_params; /* params, when present, must be an object */
 };
 /* A request the session serves once initialized, or NULL (refused) */
@@ -475,8 +533,9 @@ void gw_relay_prompts_list(struct session *s, struct rpc_msg *msg);
 void gw_relay_resource(struct session *s, struct rpc_msg *msg); /* read, (un)subscribe */
 void gw_relay_prompt_get(struct session *s, struct rpc_msg *msg);
 void gw_relay_complete(struct session *s, struct rpc_msg *msg);
-/* Start-up is over: what relay.c held for it (the client's level) goes out */
-void gw_relay_started(struct session *s);
+/* srv became ready: the client's level goes to it, and the client hears
+ * its prompts and resources joined the lists */
+void gw_relay_server_ready(struct gw_server *srv);
 /* The server offered here that a public name (SERVER__NAME; any name with
  * --passthrough) belongs to, ready or not; NULL when none */
 struct gw_server *gw_relay_owner_of_name(struct session *s, const char *pub);
@@ -556,15 +615,27 @@ int gw_log_level_rank(const char *level);
 const char *gw_log_level_name(int rank);
 
 /* session.c */
+/* Start srv now, on a thread of its own (a lazy one at its first use, one
+ * that exited at its restart); its end comes to gw_server_started */
+void gw_server_start(struct gw_server *srv);
+void gw_server_start_overdue(struct loop *loop, void *data); /* its start_timer's */
+/* srv is ready (or, lazy, offers its approved tools): the pin checked, its
+ * tools that are on put in the session's table, the client told its list
+ * changed; withheld, or retired with no tool on, otherwise */
+void gw_server_offer(struct gw_server *srv);
+/* srv offers nothing any more (it exited, or was withheld): its tools
+ * leave the table, and the client hears the list changed */
+void gw_server_withdraw(struct gw_server *srv);
 /* review's start: a session of opt->host_of alone, started through the one
  * start pipeline every session uses (its isolation, egress, secret,
  * mounts, the capabilities a session declares), read, then stopped */
 int gw_session_fetch(const struct session_options *opt, struct gw_manifest_fetch *out,
                      struct mg_err **err);
 void gw_session_stop(struct session *s);
-/* start-up is over: build the tool table in mcp.toml order, retire servers
- * with no tool on, answer what waited */
-void gw_session_register(struct session *s);
+/* srv's start ended, ready or not: lists and requests waiting for it go
+ * on; once every server's first start ended, review's fetch and an
+ * instance's attached sessions go on */
+void gw_session_settled(struct gw_server *srv);
 /* Stop a server mcpgate has no use for (withheld, no tool on); its tools are
  * no longer offered */
 void gw_server_retire(struct gw_server *srv, const char *why);

@@ -301,6 +301,25 @@ static bool audit_has(const char *line)
 	return found;
 }
 
+/* Until the audit log was told a record that begins with line (or other,
+ * when not NULL), or WAIT_MS passed */
+static bool audit_wait(const char *line, const char *other)
+{
+	int64_t deadline = rpc_now_ms() + WAIT_MS;
+	for (;;) {
+		pthread_mutex_lock(&audit_lock);
+		bool seen = has(mg_buf_str(&audit_seen), line) ||
+		            (other != NULL && has(mg_buf_str(&audit_seen), other));
+		pthread_mutex_unlock(&audit_lock);
+		if (seen)
+			break;
+		if (rpc_now_ms() > deadline)
+			return false;
+		poll(NULL, 0, 5);
+	}
+	return true;
+}
+
 static void *fake_start(void *arg)
 {
 	struct gw_server *srv = arg;
@@ -594,6 +613,17 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 	for (size_t i = 0; i < x->nservers; i++)
 		if (x->servers[i].hold_wr >= 0)
 			return ok; /* start-up is not over: the test lists */
+	/* tools/list is answered at once with the servers that are ready: the
+	 * tests' first list waits for all of them */
+	for (size_t i = 0; i < x->nservers; i++) {
+		cleanup_free char *ready = xasprintf("server.ready server=%s", x->servers[i].name);
+		cleanup_free char *not =
+		    xasprintf("server.unavailable server=%s", x->servers[i].name);
+		if (!audit_wait(ready, not )) {
+			T_OK(0, "%s within %d ms", ready, WAIT_MS);
+			return false;
+		}
+	}
 	fake_send(&x->client, "{'jsonrpc':'2.0','id':'list','method':'tools/list','params':{%s}}",
 	          x->modern ? modern_meta(x) + 1 : "");
 	if (!expect_response(x, &m, "the first tools/list"))
@@ -1174,23 +1204,32 @@ static void test_startup_wait(void)
 	if (!gw_start(&x, toml, ELICIT, NULL))
 		goto out;
 	struct rpc_msg r, m;
+	if (!audit_wait("server.ready server=beta", NULL))
+		T_OK(0, "beta is ready");
 	fake_send(&x.client, "{'jsonrpc':'2.0','id':'L','method':'tools/list'}");
+	if (expect_response(&x, &r, "tools/list while alpha starts")) {
+		T_STR(tool_names(r.result), "beta__echo",
+		      "tools/list never waits: the servers that are ready, at once");
+		rpc_msg_free(&r);
+	}
 	call_tool(&x, "'C'", "alpha__echo", "{'text':'kept'}");
 	call_tool(&x, "'D'", "alpha__echo", "{'text':'dropped'}");
 	cancel(&x, "'D'", NULL);
 	fake_send(&x.client, "{'jsonrpc':'2.0','id':'P','method':'ping'}");
 	if (expect_response(&x, &r, "ping while alpha starts")) {
 		T_STR(jat(r.id, ""), "\"P\"",
-		      "ping is answered while a server starts; the rest waits");
+		      "ping is answered while a server starts; a call to it waits");
 		rpc_msg_free(&r);
 	}
 	fake_release(&x.servers[0]);
-	if (expect_response(&x, &r, "the waiting tools/list")) {
-		T_STR(jat(r.id, ""), "\"L\"",
-		      "once start-up is over, what waited is answered in order");
+	if (expect_notification(&x, &x.client, "notifications/tools/list_changed", &r,
+	                        "alpha is ready"))
+		rpc_msg_free(&r);
+	fake_send(&x.client, "{'jsonrpc':'2.0','id':'L2','method':'tools/list'}");
+	if (expect_response(&x, &r, "tools/list once alpha is ready")) {
 		T_STR(tool_names(r.result),
 		      "alpha__echo,alpha__write,alpha__poke,alpha__quiet,beta__echo",
-		      "and the list holds the server that was still starting");
+		      "the client hears the list changed, and it holds the server that started");
 		rpc_msg_free(&r);
 	}
 	if (expect_request(&x, &x.servers[0], "tools/call", &m, "the waiting call")) {
@@ -1399,27 +1438,27 @@ static void test_manifests(void)
 		goto out;
 	T_STR(x.listed, "gamma__echo", "only the approved server's tools are offered");
 	const char *told = mg_buf_str(&x.notices);
-	T_OK(has(told, "warning: server alpha's tools are withheld: its manifest is not approved "
-	               "(live sha256:"),
-	     "the person is told the unapproved one is withheld");
+	T_OK(has(told, "warning: server alpha is not started: its manifest is not approved; "
+	               "review it with `mcpgate review alpha`"),
+	     "the person is told the unapproved one is not started, and how to approve it");
 	T_OK(has(told, "warning: server beta's tools are withheld: its manifest changed since "
 	               "approval (approved sha256:" HEX64),
 	     "and the changed one");
-	T_OK(audit_has("server.withheld server=alpha reason=unapproved") &&
+	T_OK(!audit_has("server.withheld server=alpha reason=unapproved") &&
 	         audit_has("server.withheld server=beta reason=changed"),
-	     "both are server.withheld records with the reason");
+	     "the changed one is a server.withheld record with the reason");
 	struct rpc_msg r;
 	call_tool(&x, "1", "alpha__echo", "{}");
 	if (expect_response(&x, &r, "a withheld server's tool")) {
 		T_INT(r.error_code, RPC_SERVER_ERROR,
 		      "a call to a withheld server's tool is -32000");
-		T_OK(has(r.error_message, "tool alpha__echo is unavailable: server alpha stopped: "
-		                          "its manifest is not approved"),
+		T_OK(has(r.error_message, "tool alpha__echo is unavailable: server alpha is not "
+		                          "started: its manifest is not approved"),
 		     "naming why: %s", r.error_message);
 		rpc_msg_free(&r);
 	}
-	expect_closed(&x.servers[0],
-	              "the unapproved server is stopped: its input closes, it was sent nothing");
+	T_OK(x.servers[0].gw_in >= 0,
+	     "the unapproved server is never started (review starts it): its pipe was not taken");
 	expect_closed(&x.servers[1], "so is the changed one");
 	call_marker(&x, &x.servers[2], "gamma__echo", "the approved one serves");
 out:

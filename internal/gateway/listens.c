@@ -202,6 +202,14 @@ void gw_listens_notify(struct session *s, enum gw_listen_kind kind)
 	}
 }
 
+bool gw_listens_want(const struct session *s, enum gw_listen_kind kind)
+{
+	for (const struct gw_listen *l = s->listens; l != NULL; l = l->next)
+		if (l->wants[kind])
+			return true;
+	return false;
+}
+
 void gw_listens_updated(struct session *s, const char *uri)
 {
 	if (s->stopping || s->client == NULL || uri == NULL)

@@ -18,21 +18,20 @@
 /* After initialize (or, in 2026-07-28, after a request's _meta is admitted):
  * initialize, ping and server/discover are the session's own (client.c) */
 static const struct gw_client_method client_methods[] = {
-    {"tools/list", gw_client_tools_list, false, false},
-    {"tools/call", gw_client_tools_call, false, false},
-    /* the level is held until start-up is over, then goes to the servers */
-    {"logging/setLevel", gw_relay_set_level, true, true},
-    {"resources/list", gw_relay_resources_list, false, true},
-    {"resources/templates/list", gw_relay_templates_list, false, true},
-    {"prompts/list", gw_relay_prompts_list, false, true},
-    {"resources/read", gw_relay_resource, false, true},
-    {"resources/subscribe", gw_relay_resource, false, true},
-    {"resources/unsubscribe", gw_relay_resource, false, true},
-    {"prompts/get", gw_relay_prompt_get, false, true},
-    {"completion/complete", gw_relay_complete, false, true},
-    /* 2026-07-28: waits for start-up, so its resource subscriptions find
-     * their servers */
-    {"subscriptions/listen", gw_listen_open, false, true},
+    {"tools/list", gw_client_tools_list, GW_LISTEN_TOOLS, false},
+    {"tools/call", gw_client_tools_call, -1, false},
+    /* sent to the servers that are ready, and to each one as it becomes so */
+    {"logging/setLevel", gw_relay_set_level, -1, true},
+    {"resources/list", gw_relay_resources_list, GW_LISTEN_RESOURCES, true},
+    {"resources/templates/list", gw_relay_templates_list, GW_LISTEN_RESOURCES, true},
+    {"prompts/list", gw_relay_prompts_list, GW_LISTEN_PROMPTS, true},
+    {"resources/read", gw_relay_resource, -1, true},
+    {"resources/subscribe", gw_relay_resource, -1, true},
+    {"resources/unsubscribe", gw_relay_resource, -1, true},
+    {"prompts/get", gw_relay_prompt_get, -1, true},
+    {"completion/complete", gw_relay_complete, -1, true},
+    /* 2026-07-28: its resource subscriptions wait for their servers */
+    {"subscriptions/listen", gw_listen_open, GW_LISTEN_RESOURCES, true},
 };
 
 const struct gw_client_method *gw_client_method(const char *method)
@@ -160,7 +159,7 @@ static void server_log(struct gw_server *srv, struct rpc_msg *msg)
 static void server_tools_changed(struct gw_server *srv, struct rpc_msg *msg)
 {
 	(void)msg;
-	if (srv->sess->registered)
+	if (srv->offered)
 		gw_server_relist(srv);
 }
 

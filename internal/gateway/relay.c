@@ -70,18 +70,15 @@ static struct gw_server *server_called(struct session *s, const char *name, size
 	return NULL;
 }
 
-static struct gw_server *ready_server(struct session *s, const char *name, size_t len)
-{
-	return server_called(s, name, len, true);
-}
-
 /* mcpgate://SERVER/URI: the server named up to the first "/", and the rest
- * verbatim in *rest. NULL when it names no ready server. */
-static struct gw_server *server_of_uri(struct session *s, const char *uri, const char **rest)
+ * verbatim in *rest. NULL when it names no server (no ready one, when
+ * ready_only). */
+static struct gw_server *owner_of_uri(struct session *s, const char *uri, const char **rest,
+                                      bool ready_only)
 {
 	if (s->cfg->passthrough) {
 		*rest = uri;
-		return ready_server(s, NULL, 0);
+		return server_called(s, NULL, 0, ready_only);
 	}
 	size_t n = strlen(URI_PREFIX);
 	if (strncmp(uri, URI_PREFIX, n) != 0)
@@ -91,7 +88,12 @@ static struct gw_server *server_of_uri(struct session *s, const char *uri, const
 	if (slash == NULL || slash == name)
 		return NULL;
 	*rest = slash + 1;
-	return ready_server(s, name, (size_t)(slash - name));
+	return server_called(s, name, (size_t)(slash - name), ready_only);
+}
+
+static struct gw_server *server_of_uri(struct session *s, const char *uri, const char **rest)
+{
+	return owner_of_uri(s, uri, rest, true);
 }
 
 /* SERVER__NAME: server names hold no "__", so the first one splits */
@@ -112,6 +114,27 @@ static struct gw_server *owner_of_name(struct session *s, const char *pub, const
 static struct gw_server *server_of_name(struct session *s, const char *pub, const char **rest)
 {
 	return owner_of_name(s, pub, rest, true);
+}
+
+/* A request for a server still starting (or, lazy, not started yet: now it
+ * is) waits for its start to end, then comes again: true when it waits */
+static bool waits_for_start(struct session *s, struct rpc_msg *msg, const char *uri,
+                            const char *name)
+{
+	const char *rest = NULL;
+	struct gw_server *owner =
+	    uri != NULL ? owner_of_uri(s, uri, &rest, false) : owner_of_name(s, name, &rest, false);
+	if (owner == NULL || (owner->state != GW_STARTING && owner->state != GW_IDLE))
+		return false;
+	if (!s->no_wait)
+		gw_wait(s, msg, owner);
+	else
+		gw_client_error(
+		    s, msg->id, RPC_SERVER_ERROR,
+		    "%s: server %s did not finish starting within start_timeout (%u s); "
+		    "ask again later",
+		    msg->method, owner->cfg->name, s->cfg->mcp.start_timeout);
+	return true;
 }
 
 struct gw_server *gw_relay_owner_of_name(struct session *s, const char *pub)
@@ -323,6 +346,9 @@ static void send_page(struct session *s, const struct json_value *id, enum list_
                       const struct json_value *items, const struct json_value *cursor)
 {
 	const struct list_spec *spec = &lists[kind];
+	s->listed[kind == LIST_TOOLS     ? GW_LISTEN_TOOLS
+	          : kind == LIST_PROMPTS ? GW_LISTEN_PROMPTS
+	                                 : GW_LISTEN_RESOURCES] = true;
 	uint64_t fp = fingerprint(items, spec->field);
 	size_t len = items->u.arr.len, offset = 0;
 	if (cursor_given(cursor)) {
@@ -796,6 +822,8 @@ void gw_relay_resource(struct session *s, struct rpc_msg *msg)
 	}
 	const char *own = NULL;
 	struct gw_server *srv = server_of_uri(s, uri, &own);
+	if (srv == NULL && waits_for_start(s, msg, uri, NULL))
+		return;
 	if (srv == NULL || server_cap(srv, "resources") == NULL) {
 		struct json_value *data = gw_fields("uri", json_new_string(uri), NULL);
 		gw_client_error_data(
@@ -844,6 +872,8 @@ void gw_relay_prompt_get(struct session *s, struct rpc_msg *msg)
 	}
 	const char *own = NULL;
 	struct gw_server *srv = server_of_name(s, name, &own);
+	if (srv == NULL && waits_for_start(s, msg, NULL, name))
+		return;
 	if (srv == NULL || server_cap(srv, "prompts") == NULL) {
 		gw_client_error(s, msg->id, RPC_INVALID_PARAMS, "unknown prompt \"%.128s\"", name);
 		return;
@@ -870,6 +900,8 @@ void gw_relay_complete(struct session *s, struct rpc_msg *msg)
 	}
 	const char *own = NULL;
 	struct gw_server *srv = prompt ? server_of_name(s, pub, &own) : server_of_uri(s, pub, &own);
+	if (srv == NULL && waits_for_start(s, msg, prompt ? NULL : pub, prompt ? pub : NULL))
+		return;
 	if (srv == NULL || server_cap(srv, prompt ? "prompts" : "resources") == NULL) {
 		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
 		                "completion/complete: unknown %s \"%.300s\"",
@@ -908,15 +940,17 @@ static void on_level_done(struct rpc_peer *peer, struct rpc_msg *reply, const st
 	}
 }
 
-/* The client's level to every ready server that declared logging */
-static void send_level(struct session *s)
+/* The client's level to every ready server that declared logging (only
+ * to only, when not NULL: one that just became ready) */
+static void send_level(struct session *s, struct gw_server *only)
 {
 	struct json_value *params = gw_fields("level", json_new_string(s->log_level), NULL);
 	struct json_value *sent = json_new_array();
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.call_timeout * 1000;
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
-		if (!ready(srv) || server_cap(srv, "logging") == NULL)
+		if ((only != NULL && srv != only) || !ready(srv) ||
+		    server_cap(srv, "logging") == NULL)
 			continue;
 		if (gw_server_modern(srv)) {
 			gw_server_log_level(srv, s->log_level);
@@ -949,17 +983,30 @@ void gw_relay_set_level(struct session *s, struct rpc_msg *msg)
 	}
 	snprintf(s->log_level, sizeof(s->log_level), "%s", gw_log_level_name(rank));
 	gw_client_result(s, msg->id, NULL);
-	if (s->registered)
-		send_level(s);
-	else
-		s->log_level_pending = true; /* gw_relay_started() sends it */
+	send_level(s, NULL); /* a server not ready yet gets it when it is */
 }
 
-void gw_relay_started(struct session *s)
+void gw_relay_server_ready(struct gw_server *srv)
 {
-	if (s->log_level_pending) {
-		s->log_level_pending = false;
-		send_level(s);
+	struct session *s = srv->sess;
+	if (s->log_level[0] != '\0')
+		send_level(s, srv);
+	/* its prompts and resources join the merged lists: a client that may
+	 * have listed them already hears they changed */
+	static const struct {
+		const char *cap, *method;
+		enum gw_listen_kind kind;
+	} lists_of[] = {
+	    {"prompts", "notifications/prompts/list_changed", GW_LISTEN_PROMPTS},
+	    {"resources", "notifications/resources/list_changed", GW_LISTEN_RESOURCES},
+	};
+	for (size_t i = 0; i < sizeof(lists_of) / sizeof(lists_of[0]); i++) {
+		if (server_cap(srv, lists_of[i].cap) == NULL || !s->listed[lists_of[i].kind])
+			continue;
+		if (s->era == GW_ERA_MODERN)
+			gw_listens_notify(s, lists_of[i].kind);
+		else
+			notify_client(s, lists_of[i].method, NULL);
 	}
 }
 

@@ -39,6 +39,7 @@ static void retire_posted(struct loop *loop, void *data)
 static void retire_soon(struct gw_server *srv, const char *text)
 {
 	gw_server_set_reason(srv, GW_STOPPED, "%s", text);
+	gw_server_withdraw(srv); /* its tools leave the list now */
 	loop_post(srv->sess->loop, retire_posted, srv);
 }
 
@@ -56,7 +57,6 @@ static void withdraw(struct gw_server *srv, const char *live)
 	              srv->cfg->name, srv->cfg->manifest, live, srv->cfg->name);
 	retire_soon(srv, text);
 	gw_client_notice(s, "warning", text);
-	gw_client_tools_changed(s);
 }
 
 static void on_page(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
@@ -89,7 +89,6 @@ static void on_page(struct rpc_peer *peer, struct rpc_msg *reply, const struct m
 		                       json_new_string("relist-failed"), NULL));
 		retire_soon(srv, text);
 		gw_client_notice(srv->sess, "warning", text);
-		gw_client_tools_changed(srv->sess);
 	}
 	mg_err_free(err);
 	relist_free(r);

@@ -18,6 +18,7 @@
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
+#include "internal/mcp/manifest.h"
 #include "internal/remote/remote.h"
 
 void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char *fmt, ...)
@@ -335,6 +336,26 @@ static void start_cleanup(struct gw_server *srv)
 	gw_egress_stop(srv, proc_now_ms() + 1000);
 }
 
+/* The approved manifest's record, kept when this start listed exactly it
+ * and none is kept yet (approve keeps one; a pin written by hand had
+ * none): a lazy start offers from it next time. On the start thread. */
+static void keep_approved(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	const struct cfg_server *c = srv->cfg;
+	if (s->fetching || c->manifest == NULL || strcmp(c->manifest, srv->live_hash) != 0)
+		return;
+	cleanup_free char *path = manifest_record_path(s->data_dir, c->name, c->manifest);
+	if (access(path, F_OK) == 0)
+		return;
+	struct mg_err *err = NULL;
+	if (manifest_record_save(path, c->name, c->image, c->manifest, srv->tools, &err) < 0) {
+		mg_info("server %s: cannot keep its approved manifest: %s", c->name,
+		        mg_err_msg(err));
+		mg_err_free(err);
+	}
+}
+
 void *gw_server_start_thread(void *arg)
 {
 	struct gw_server *srv = arg;
@@ -397,6 +418,7 @@ void *gw_server_start_thread(void *arg)
 	}
 	if (!s->fetching && c->transport == CFG_TRANSPORT_CONTAINER && gw_server_modern(srv))
 		listen_upstream(srv);
+	keep_approved(srv);
 	srv->ready_ms = proc_now_ms();
 done:
 	mg_err_free(err);
@@ -447,6 +469,16 @@ static void answer_orphans(struct gw_server *srv)
 	}
 }
 
+/* A contained server of this session's own that ended on its own while it
+ * served is started again (after its tools left and its end was cleaned) */
+static bool restartable(const struct gw_server *srv)
+{
+	const struct session *s = srv->sess;
+	return srv->state == GW_READY && !s->stopping && !s->fetching && s->host == NULL &&
+	       !srv->attached && srv->cfg->transport == CFG_TRANSPORT_CONTAINER &&
+	       s->start_thread == NULL;
+}
+
 static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 {
 	(void)loop;
@@ -454,6 +486,7 @@ static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 	struct gw_server *srv = data;
 	srv->launch.proc.pid = -1; /* reaped by the loop */
 	stderr_drain(srv);
+	bool restart = restartable(srv);
 	if (srv->state == GW_READY)
 		exit_reason(srv, status);
 	audit_record(srv->sess->audit, "server.exit",
@@ -467,6 +500,74 @@ static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 	answer_orphans(srv);
 	if (srv->sess->host != NULL)
 		gw_host_server_ended(srv);
+	gw_server_withdraw(srv);
+	if (restart) {
+		/* its sidecar and networks go first (names are reused), then the
+		 * restart is timed (stop_done) */
+		srv->restart_wanted = true;
+		gw_server_stop(srv, proc_now_ms());
+	}
+}
+
+/* ---- after an exit: the same server again, with backoff ---------------- */
+
+/* Everything a start leaves, gone, so the start thread finds a server as
+ * session_new made it (its stderr tail and reason stay, for the person) */
+static void reset_for_start(struct gw_server *srv)
+{
+	gw_launch_free(&srv->launch);
+	srv->launch = (struct gw_launch)GW_LAUNCH_INIT;
+	gw_egress_free(&srv->egress);
+	memset(&srv->egress, 0, sizeof(srv->egress));
+	srv->egress.proc = (struct proc)PROC_INIT;
+	srv->egress.out_fd = -1;
+	mg_buf_init(&srv->egress.line, 8192);
+	mcp_server_info_free(&srv->info);
+	srv->stop_started = false;
+	srv->output_closed = false;
+	srv->exit_known = false;
+	srv->relisting = false;
+	srv->restart_wanted = false;
+}
+
+static void on_restart_timer(struct loop *loop, void *data)
+{
+	(void)loop;
+	struct gw_server *srv = data;
+	struct session *s = srv->sess;
+	srv->restart_timer = NULL;
+	if (s->stopping)
+		return;
+	reset_for_start(srv);
+	srv->restarts++;
+	audit_record(s->audit, "server.restart",
+	             gw_fields("server", json_new_string(srv->cfg->name), "attempt",
+	                       json_new_int(srv->restarts), NULL));
+	gw_server_start(srv);
+}
+
+/* Its end is cleaned: the next start after 1 s, 2 s, 4 s... or none more */
+static void schedule_restart(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	if (srv->restarts >= GW_RESTARTS_MAX) {
+		cleanup_free char *text =
+		    xasprintf("server %s ended %u times this session; it is not started again (%s)",
+		              srv->cfg->name, srv->restarts + 1, srv->reason);
+		audit_record(s->audit, "server.restart",
+		             gw_fields("server", json_new_string(srv->cfg->name), "attempt",
+		                       json_new_int(srv->restarts + 1), "given_up",
+		                       json_new_bool(true), NULL));
+		gw_client_notice(s, "warning", text);
+		return;
+	}
+	int64_t delay = (int64_t)GW_RESTART_DELAY_MS << srv->restarts;
+	if (delay > GW_RESTART_DELAY_MAX_MS)
+		delay = GW_RESTART_DELAY_MAX_MS;
+	cleanup_free char *text =
+	    xasprintf("%s; it starts again in %lld ms", srv->reason, (long long)delay);
+	gw_client_notice(s, "warning", text);
+	srv->restart_timer = loop_timer_add(s->loop, delay, on_restart_timer, srv);
 }
 
 void gw_server_started(struct loop *loop, void *data)
@@ -475,6 +576,8 @@ void gw_server_started(struct loop *loop, void *data)
 	struct session *s = srv->sess;
 	pthread_join(srv->thread, NULL);
 	srv->thread_started = false;
+	loop_timer_cancel(loop, srv->start_timer);
+	srv->start_timer = NULL;
 	if (s->stopping) {
 		/* the session ended while it started: what it started stops now */
 		if (srv->start_error == NULL)
@@ -529,8 +632,15 @@ void gw_server_started(struct loop *loop, void *data)
 		              "tools", json_new_int((int64_t)srv->tools->u.arr.len), "start_ms",
 		              json_new_int(srv->ready_ms - srv->start_ms), NULL));
 	}
-	if (--s->starting == 0)
-		gw_session_register(s);
+	s->starting--;
+	if (srv->state == GW_READY)
+		gw_server_offer(srv); /* its pin checked, its tools offered */
+	else
+		gw_server_withdraw(srv);
+	/* a lazy server's approved list served while it started: the table
+	 * points into the live one now, or into nothing */
+	json_free(steal_pointer(&srv->pinned));
+	gw_session_settled(srv);
 }
 
 /* ---- the end ------------------------------------------------------------ */
@@ -589,6 +699,8 @@ static void stop_done(struct loop *loop, void *data)
 	proc_close(&st->proc);
 	free(st);
 	answer_orphans(srv);
+	if (srv->restart_wanted && !s->stopping)
+		schedule_restart(srv);
 }
 
 void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
@@ -624,6 +736,7 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
 
 void gw_server_free(struct gw_server *srv)
 {
+	json_free(srv->pinned);
 	gw_launch_free(&srv->launch);
 	gw_egress_free(&srv->egress);
 	kc_secret_free(srv->secret);

@@ -18,6 +18,7 @@
 #include "internal/base/log.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
+#include "internal/mcp/manifest.h"
 
 struct json_value *gw_fields(const char *key, ...)
 {
@@ -166,6 +167,7 @@ void gw_server_retire(struct gw_server *srv, const char *why)
 	                       json_new_string(srv->reason), NULL));
 	/* there is nothing to wait for */
 	gw_server_stop(srv, proc_now_ms());
+	gw_server_withdraw(srv);
 }
 
 /* A server whose manifest is not the approved one offers nothing this
@@ -197,64 +199,126 @@ static bool withhold_unpinned(struct gw_server *srv)
 	return true;
 }
 
-void gw_session_register(struct session *s)
+/* The table of tools offered, rebuilt from every server that offers (in
+ * mcp.toml order, each server's in its list's order); true when what the
+ * client is offered changed */
+/* What a server offers: its list as listed, or while a lazy server's first
+ * start runs, its approved one */
+static const struct json_value *offered_list(const struct gw_server *srv)
 {
-	if (s->fetching) {
-		/* review shows the manifest as it is, approved or not */
-		s->registered = true;
-		return;
-	}
-	if (s->host != NULL) {
-		/* an instance offers no tools of its own: it serves the sessions
-		 * attached, each of which applies its own settings */
-		if (s->servers[0].state == GW_READY)
-			withhold_unpinned(&s->servers[0]);
-		s->registered = true;
-		gw_host_registered(s);
-		return;
-	}
+	return srv->tools != NULL ? srv->tools : srv->pinned;
+}
+
+static bool tools_rebuild(struct session *s)
+{
 	size_t cap = 0;
 	for (size_t i = 0; i < s->nservers; i++)
-		if (s->servers[i].state == GW_READY)
-			cap += s->servers[i].tools->u.arr.len;
-	s->tools = xcalloc(cap > 0 ? cap : 1, sizeof(*s->tools));
+		if (s->servers[i].offered && offered_list(&s->servers[i]) != NULL)
+			cap += offered_list(&s->servers[i])->u.arr.len;
+	struct gw_tool *tools = xcalloc(cap > 0 ? cap : 1, sizeof(*tools));
+	size_t n = 0;
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
-		if (srv->state != GW_READY || withhold_unpinned(srv))
+		const struct json_value *list = offered_list(srv);
+		if (!srv->offered || list == NULL)
 			continue;
-		size_t on = 0;
-		for (size_t k = 0; k < srv->tools->u.arr.len; k++) {
-			const struct json_value *def = srv->tools->u.arr.items[k];
+		for (size_t k = 0; k < list->u.arr.len; k++) {
+			const struct json_value *def = list->u.arr.items[k];
 			const char *name = json_get_string(def, "name");
 			const struct cfg_tool *set = tool_setting(srv->cfg, name);
 			if (set == NULL || !set->on)
 				continue;
 			char *public_name = gw_relay_public_name(srv, name);
 			if (strlen(public_name) > 128) {
-				mg_warn(
-				    "server %s: tool %s is not offered: %s is over 128 characters",
-				    srv->cfg->name, name, public_name);
 				free(public_name);
 				continue;
 			}
-			struct gw_tool *t = &s->tools[s->ntools++];
-			t->public_name = public_name;
-			t->server = srv;
-			t->name = name;
-			t->cfg = set;
-			t->def = def;
-			on++;
-		}
-		audit_record(s->audit, "server.registered",
-		             gw_fields("server", json_new_string(srv->cfg->name), "listed",
-		                       json_new_int((int64_t)srv->tools->u.arr.len), "offered",
-		                       json_new_int((int64_t)on), NULL));
-		if (on == 0) {
-			gw_server_retire(srv, "none of its tools is on in mcp.toml");
-			gw_client_notice(s, "info", srv->reason);
+			tools[n++] = (struct gw_tool){public_name, srv, name, set, def};
 		}
 	}
-	gw_client_registered(s);
+	bool changed = n != s->ntools;
+	for (size_t i = 0; !changed && i < n; i++)
+		changed = strcmp(tools[i].public_name, s->tools[i].public_name) != 0 ||
+		          tools[i].def != s->tools[i].def;
+	for (size_t i = 0; i < s->ntools; i++)
+		free(s->tools[i].public_name);
+	free(s->tools);
+	s->tools = tools;
+	s->ntools = n;
+	return changed;
+}
+
+static void tools_changed(struct session *s)
+{
+	if (tools_rebuild(s) && !s->stopping)
+		gw_client_tools_changed(s);
+}
+
+void gw_server_withdraw(struct gw_server *srv)
+{
+	if (!srv->offered)
+		return;
+	srv->offered = false;
+	tools_changed(srv->sess);
+}
+
+void gw_server_offer(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	if (s->fetching)
+		return; /* review shows the manifest as it is, approved or not */
+	if (s->host != NULL) {
+		/* an instance offers no tools of its own: it serves the sessions
+		 * attached, each of which applies its own settings */
+		if (srv->state == GW_READY)
+			withhold_unpinned(srv);
+		return;
+	}
+	if ((srv->state != GW_READY && srv->state != GW_IDLE) || withhold_unpinned(srv)) {
+		gw_server_withdraw(srv);
+		return;
+	}
+	size_t on = 0, listed = srv->tools->u.arr.len;
+	for (size_t k = 0; k < listed; k++) {
+		const char *name = json_get_string(srv->tools->u.arr.items[k], "name");
+		const struct cfg_tool *set = tool_setting(srv->cfg, name);
+		if (set == NULL || !set->on)
+			continue;
+		cleanup_free char *public_name = gw_relay_public_name(srv, name);
+		if (strlen(public_name) > 128) {
+			mg_warn("server %s: tool %s is not offered: %s is over 128 characters",
+			        srv->cfg->name, name, public_name);
+			continue;
+		}
+		on++;
+	}
+	audit_record(s->audit, "server.registered",
+	             gw_fields("server", json_new_string(srv->cfg->name), "listed",
+	                       json_new_int((int64_t)listed), "offered", json_new_int((int64_t)on),
+	                       "from", json_new_string(srv->state == GW_IDLE ? "pin" : "server"),
+	                       NULL));
+	if (on == 0) {
+		gw_server_retire(srv, "none of its tools is on in mcp.toml");
+		gw_client_notice(s, "info", srv->reason);
+		gw_server_withdraw(srv);
+		return;
+	}
+	srv->offered = true;
+	tools_changed(s);
+	if (srv->state == GW_READY)
+		gw_relay_server_ready(srv); /* the client's level, its lists */
+}
+
+void gw_session_settled(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	srv->settled = true;
+	bool first = !s->registered && gw_all_settled(s);
+	if (first)
+		s->registered = true;
+	if (first && s->host != NULL)
+		gw_host_registered(s);
+	gw_waiting_settled(s, srv);
 }
 
 /* ---- driving the loop --------------------------------------------------- */
@@ -290,39 +354,124 @@ static void on_signal(struct loop *loop, int signo, void *data)
 	gw_session_stop(s);
 }
 
+void gw_server_start_overdue(struct loop *loop, void *data)
+{
+	(void)loop;
+	struct gw_server *srv = data;
+	srv->start_timer = NULL;
+	if (srv->state != GW_STARTING || srv->sess->stopping)
+		return;
+	srv->start_overdue = true;
+	gw_waiting_overdue(srv->sess, srv);
+}
+
+void gw_server_start(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	const struct cfg_server *c = srv->cfg;
+	struct mg_err *serr = NULL;
+	/* what a start leaves, tools and errors, is its own */
+	if (srv->state == GW_IDLE) {
+		json_free(srv->pinned); /* offered from here while it starts */
+		srv->pinned = steal_pointer(&srv->tools);
+	}
+	json_free(steal_pointer(&srv->tools));
+	free(steal_pointer(&srv->start_error));
+	srv->state = GW_STARTING;
+	if (s->driver == NULL && c->transport != CFG_TRANSPORT_REMOTE && s->start_thread == NULL) {
+		gw_server_set_reason(srv, GW_UNAVAILABLE,
+		                     "server %s is unavailable: no container runtime", c->name);
+	} else if (gw_secrets_for_server(srv, &serr) < 0) {
+		gw_server_set_reason(srv, GW_UNAVAILABLE, "server %s is unavailable: %s", c->name,
+		                     mg_err_msg(serr));
+		mg_err_clear(&serr);
+	} else {
+		int e = pthread_create(
+		    &srv->thread, NULL,
+		    s->start_thread != NULL ? s->start_thread : gw_server_start_thread, srv);
+		if (e == 0) {
+			srv->thread_started = true;
+			s->starting++;
+			srv->start_overdue = false;
+			srv->start_timer = loop_timer_add(
+			    s->loop, (int64_t)s->cfg->mcp.start_timeout * 1000 + GW_START_GRACE_MS,
+			    gw_server_start_overdue, srv);
+			return;
+		}
+		gw_server_set_reason(srv, GW_UNAVAILABLE,
+		                     "server %s is unavailable: cannot start a thread: %s", c->name,
+		                     strerror(e));
+	}
+	audit_record(s->audit, "server.unavailable",
+	             gw_fields("server", json_new_string(c->name), "reason",
+	                       json_new_string(srv->reason), NULL));
+	gw_client_notice(s, "warning", srv->reason);
+	gw_server_withdraw(srv);
+	json_free(steal_pointer(&srv->pinned));
+	gw_session_settled(srv);
+}
+
+/* A server whose manifest was never approved is not started: review starts
+ * it. Said once. */
+static bool unapproved(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	if (srv->cfg->manifest != NULL || s->fetching || s->host != NULL)
+		return false;
+	gw_server_set_reason(srv, GW_UNAVAILABLE,
+	                     "server %s is not started: its manifest is not approved; review it "
+	                     "with `mcpgate review %s`, then `mcpgate approve %s`",
+	                     srv->cfg->name, srv->cfg->name, srv->cfg->name);
+	audit_record(s->audit, "server.unavailable",
+	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
+	                       json_new_string(srv->reason), "unapproved", json_new_bool(true),
+	                       NULL));
+	gw_client_notice(s, "warning", srv->reason);
+	return true;
+}
+
+/* start = "lazy": its approved tools, from the record approve kept,
+ * offered until its first use starts it. false when it starts now: not
+ * lazy, or no record of its approved manifest (said once) */
+static bool starts_lazily(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	const struct cfg_server *c = srv->cfg;
+	enum cfg_start start = c->start_set ? c->start : s->cfg->mcp.start;
+	if (start != CFG_START_LAZY || s->fetching || s->host != NULL || c->manifest == NULL)
+		return false;
+	struct mg_err *err = NULL;
+	struct json_value *tools = manifest_approved_tools(s->data_dir, c->name, c->manifest, &err);
+	if (tools == NULL) {
+		cleanup_free char *text = xasprintf(
+		    "server %s starts now, not at its first use: its approved manifest is not "
+		    "kept here (%s); it is kept from this session on",
+		    c->name, mg_err_msg(err));
+		mg_err_free(err);
+		gw_client_notice(s, "info", text);
+		return false;
+	}
+	srv->tools = tools;
+	snprintf(srv->live_hash, sizeof(srv->live_hash), "%s", c->manifest);
+	srv->state = GW_IDLE;
+	audit_record(s->audit, "server.idle",
+	             gw_fields("server", json_new_string(c->name), "manifest",
+	                       json_new_string(c->manifest), NULL));
+	return true;
+}
+
 static void start_servers(struct session *s)
 {
-	struct mg_err *serr = NULL;
 	for (size_t i = 0; i < s->nservers; i++) {
 		struct gw_server *srv = &s->servers[i];
-		const struct cfg_server *c = srv->cfg;
-		if (s->driver == NULL && c->transport != CFG_TRANSPORT_REMOTE &&
-		    s->start_thread == NULL) {
-			gw_server_set_reason(srv, GW_UNAVAILABLE,
-			                     "server %s is unavailable: no container runtime",
-			                     c->name);
-		} else if (gw_secrets_for_server(srv, &serr) < 0) {
-			gw_server_set_reason(srv, GW_UNAVAILABLE, "server %s is unavailable: %s",
-			                     c->name, mg_err_msg(serr));
-			mg_err_clear(&serr);
+		if (unapproved(srv)) {
+			gw_session_settled(srv);
+		} else if (starts_lazily(srv)) {
+			gw_server_offer(srv);
+			gw_session_settled(srv);
 		} else {
-			int e = pthread_create(&srv->thread, NULL,
-			                       s->start_thread != NULL ? s->start_thread
-			                                               : gw_server_start_thread,
-			                       srv);
-			if (e == 0) {
-				srv->thread_started = true;
-				s->starting++;
-				continue;
-			}
-			gw_server_set_reason(srv, GW_UNAVAILABLE,
-			                     "server %s is unavailable: cannot start a thread: %s",
-			                     c->name, strerror(e));
+			gw_server_start(srv);
 		}
-		audit_record(s->audit, "server.unavailable",
-		             gw_fields("server", json_new_string(c->name), "reason",
-		                       json_new_string(srv->reason), NULL));
-		gw_client_notice(s, "warning", srv->reason);
 	}
 }
 
@@ -413,13 +562,10 @@ static void session_begin(struct session *s)
 	audit_set_filter(s->audit, gw_secrets_filter, s);
 	mg_log_add_filter(gw_secrets_filter, s);
 	start_servers(s);
-	if (s->starting == 0)
-		gw_session_register(s);
-	else
-		/* what waits for start-up is answered by then, whatever a start does */
-		s->start_timer = loop_timer_add(
-		    s->loop, (int64_t)s->cfg->mcp.start_timeout * 1000 + GW_START_GRACE_MS,
-		    gw_client_start_deadline, s);
+	if (s->nservers == 0) {
+		s->registered = true;
+		gw_waiting_settled(s, NULL);
+	}
 }
 
 /* Everything after it: the servers' ends, each a job, and what the client
@@ -547,8 +693,7 @@ void session_free(struct session *s)
 	gw_listens_free(s);
 	free(s->client_version);
 	confirm_keeper_free(s->confirm);
-	for (size_t i = 0; i < s->nwaiting; i++)
-		rpc_msg_free(&s->waiting[i]);
+	gw_waiting_free(s);
 	strv_free(&s->notices);
 	audit_close(s->audit);
 	loop_free(s->loop);

@@ -6,8 +6,8 @@
  * start at all: it removes only what it proves dead, and everything this
  * session makes is labelled with this live process as its owner and named
  * with this session's own id, so what it removes can never be this
- * session's (docs/2026-12-01-session-start.md). It still ends before
- * start-up does, so the first tools/list is answered after it. A server
+ * session's (docs/2026-12-01-session-start.md). No request waits for it
+ * (docs/2026-12-02-never-wait.md); the session's end joins it. A server
  * waits for the platform only before it is judged against it (the refusal
  * of limits that would not hold comes before its run), and for its image's
  * check, which the first server of that image makes for all. */
@@ -61,16 +61,15 @@ static void sweep_once(struct session *s)
 	mg_err_free(err);
 }
 
-/* On the loop thread: the sweep was one of the things start-up waits for */
+/* On the loop thread: the sweep's thread is joined. Nothing waits for it
+ * (the session's end does, as for a start: s->starting counts it). */
 static void sweep_ended(struct loop *loop, void *data)
 {
 	(void)loop;
 	struct session *s = data;
 	pthread_join(s->startup->sweep_thread, NULL);
 	s->startup->sweep_started = false;
-	/* a session that is stopping registers nothing more */
-	if (--s->starting == 0 && !s->stopping)
-		gw_session_register(s);
+	s->starting--;
 }
 
 static void *sweep_thread(void *arg)

@@ -1,10 +1,12 @@
 #include "internal/mcp/manifest.h"
 
+#include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal/base/buf.h"
+#include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
 
 static const char *const pinned_fields[] = {"name",        "title",        "description",
@@ -115,4 +117,85 @@ size_t manifest_diff(const struct json_value *old_tools, const struct json_value
 	json_free(a);
 	json_free(b);
 	return n;
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+/* A record holds a whole tools/list: as large as the lists read */
+#define RECORD_MAX ((size_t)64 << 20)
+
+char *manifest_record_path(const char *data_dir, const char *server, const char *hash)
+{
+	const char *hex = strncmp(hash, "sha256:", 7) == 0 ? hash + 7 : hash;
+	return xasprintf("%s/manifests/%s/%s.json", data_dir, server, hex);
+}
+
+int manifest_record_save(const char *path, const char *server, const char *image, const char *hash,
+                         const struct json_value *tools, struct mg_err **err)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash != NULL ? xstrndup(path, (size_t)(slash - path)) : xstrdup(".");
+	int r = mg_mkdir_p(dir, 0700, err);
+	free(dir);
+	if (r < 0)
+		return -1;
+	struct json_value *rec = json_new_object();
+	json_object_set(rec, "server", json_new_string(server));
+	json_object_set(rec, "image", image != NULL ? json_new_string(image) : json_new_null());
+	json_object_set(rec, "hash", json_new_string(hash));
+	json_object_set(rec, "tools", json_copy(tools));
+	struct mg_buf b = MG_BUF_INIT(RECORD_MAX);
+	r = json_generate(rec, &b, err);
+	json_free(rec);
+	if (r == 0)
+		r = mg_buf_putc(&b, '\n', err);
+	if (r == 0)
+		r = mg_write_file_atomic(path, b.data, b.len, 0600, err);
+	mg_buf_free(&b);
+	return r;
+}
+
+struct json_value *manifest_record_load(const char *path, struct mg_err **err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	if (mg_read_file(path, RECORD_MAX, &text, &len, err) < 0) {
+		mg_err_wrap(err, "%s", path);
+		return NULL;
+	}
+	struct json_value *v = NULL;
+	int r = json_parse(text, len, NULL, &v, err);
+	free(text);
+	if (r < 0) {
+		mg_err_wrap(err, "%s", path);
+		return NULL;
+	}
+	const struct json_value *tools = json_get(v, "tools");
+	if (json_get_string(v, "hash") == NULL || tools == NULL || tools->kind != JSON_ARRAY) {
+		json_free(v);
+		mg_err_set(err, "%s is not a manifest record", path);
+		return NULL;
+	}
+	return v;
+}
+
+struct json_value *manifest_approved_tools(const char *data_dir, const char *server,
+                                           const char *pin, struct mg_err **err)
+{
+	char *path = manifest_record_path(data_dir, server, pin);
+	struct json_value *rec = manifest_record_load(path, err);
+	free(path);
+	if (rec == NULL)
+		return NULL;
+	struct json_value *tools = json_copy(json_get(rec, "tools"));
+	json_free(rec);
+	char hash[MANIFEST_HASH_LEN];
+	if (manifest_hash(tools, hash, err) < 0 || strcmp(hash, pin) != 0) {
+		if (err != NULL && *err == NULL)
+			mg_err_set(err, "its approved manifest's record hashes to %s, not %s", hash,
+			           pin);
+		json_free(tools);
+		return NULL;
+	}
+	return tools;
 }

@@ -30,4 +30,20 @@ int manifest_hash(const struct json_value *tools, char out[MANIFEST_HASH_LEN], s
 size_t manifest_diff(const struct json_value *old_tools, const struct json_value *new_tools,
                      struct mg_buf *out);
 
+/* A manifest record, a file of {"server", "image", "hash", "tools"}: what
+ * review read (DATA/reviews/SERVER.json) and what approve approved
+ * (manifest_record_path), so a later review shows what changed and a server
+ * started lazily offers its approved tools before it runs. */
+char *manifest_record_path(const char *data_dir, const char *server, const char *hash);
+/* Written atomically, 0600, its folder made (0700) */
+int manifest_record_save(const char *path, const char *server, const char *image, const char *hash,
+                         const struct json_value *tools, struct mg_err **err);
+/* The record at path (allocated), or NULL with why */
+struct json_value *manifest_record_load(const char *path, struct mg_err **err);
+/* The tools approved as pin for server (allocated, as listed): its record,
+ * whose tools must hash to pin; NULL with why when there is none or it does
+ * not */
+struct json_value *manifest_approved_tools(const char *data_dir, const char *server,
+                                           const char *pin, struct mg_err **err);
+
 #endif

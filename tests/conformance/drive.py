@@ -6,11 +6,12 @@ the protocol version it tests in MCP_CONFORMANCE_PROTOCOL_VERSION, and what
 it wants done, if anything, in MCP_CONFORMANCE_CONTEXT).
 
 mcpgate offers a remote server's tools only once its manifest is approved,
-so this does what a person would: a first session with the server unpinned
-(its live hash is in the audit log's server.withheld record), then, when the
-scenario has a tool to call, a second session with that hash pinned and the
-tools on: the handshake, tools/list, the calls. Exit 0 when every step
-worked.
+so this does what a person would: a first session with a pin no manifest has
+(the server's live hash is then in the audit log's server.withheld record; a
+server never approved is not started at all), then, when the scenario has a
+tool to call, a second session with that hash pinned and the tools on: the
+handshake, tools/list once the server is ready, the calls. Exit 0 when every
+step worked.
 
 For 2026-07-28 the client speaks that version to mcpgate too (server/discover
 first, every request with its _meta, elicitation declared), and mcpgate
@@ -30,6 +31,7 @@ import tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "lib"))
 from mcpclient import Client  # noqa: E402
+from gwtest import UNMATCHED_PIN, wait_settled  # noqa: E402
 
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", os.path.join(here, "..", "..", "mcpgate")))
 
@@ -95,11 +97,14 @@ def write_config(folder, url, manifest=None, tools=()):
 
 
 def first_session(folder, url, begin):
-    """A session with the server unapproved (begin(c) speaks to it), to learn
-    its live manifest hash from the audit log; None, said why, without one"""
-    write_config(folder, url)
+    """A session with a pin no manifest has (begin(c) speaks to it), to learn
+    the server's live manifest hash from the audit log's server.withheld
+    record; None, said why, without one. (A server never approved is not
+    started at all.)"""
+    write_config(folder, url, UNMATCHED_PIN)
     c = session(folder)
     begin(c)
+    wait_settled(os.path.join(folder, "state"))
     if c.close() != 0:
         log("mcpgate serve did not end cleanly")
         return None
@@ -184,6 +189,7 @@ def modern_session(folder, url, scenario):
     write_config(folder, url, manifest, plan["tools"])
     c = session(folder)
     modern_request(c, "server/discover")
+    wait_settled(os.path.join(folder, "state"))
     r = modern_request(c, "tools/list")
     listed = {t["name"]: t for t in r.get("result", {}).get("tools", [])}
     log("tools/list:", sorted(listed))
@@ -263,6 +269,7 @@ def main():
         write_config(folder, url, manifest, [tool])
         c = session(folder)
         c.initialize()
+        wait_settled(os.path.join(folder, "state"))
         r = c.request("tools/list")
         names = [t["name"] for t in r.get("result", {}).get("tools", [])]
         log("tools/list:", names)

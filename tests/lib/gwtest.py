@@ -115,6 +115,9 @@ class Fixture:
         sessions.sort(key=lambda records: records[0]["ts"])
         return [r for records in sessions for r in records]
 
+    def wait_settled(self, timeout=60):
+        return wait_settled(self.state, timeout)
+
     def stderr_text(self):
         self.stderr.flush()
         with open(os.path.join(self.dir, "stderr.log"), errors="replace") as fh:
@@ -168,3 +171,32 @@ def server(name, manifest, tools_on=("echo",), args=None, extra="", effect="read
 
 def events(audit, name):
     return [r for r in audit if r["event"] == name]
+
+
+def wait_settled(state, timeout=60):
+    """Until every server of every session still running under the state
+    folder ended its first start (ready, unavailable or, lazy, idle):
+    tools/list is answered at once with the servers that are ready, so a
+    test that wants them all waits for them first
+    (docs/2026-12-02-never-wait.md)"""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        waiting = False
+        for path in glob.glob(os.path.join(state, "mcpgate", "sessions", "*.jsonl")):
+            with open(path) as fh:
+                recs = [json.loads(line) for line in fh if line.endswith("\n")]
+            start = [r for r in recs if r["event"] == "session.start"]
+            if not start or any(r["event"] == "session.end" for r in recs):
+                continue
+            done = {r.get("server") for r in recs
+                    if r["event"] in ("server.ready", "server.unavailable", "server.idle")}
+            waiting |= not all(n in done for n in start[0].get("servers", []))
+        if not waiting:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# A pin no manifest hashes to: a first session with it starts the server (an
+# unapproved one is not started) and records its live hash as withheld
+UNMATCHED_PIN = "sha256:" + "0" * 64
