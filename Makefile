@@ -43,7 +43,8 @@ MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd)
 # ---- sources, one module a line -------------------------------------------
 BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
            internal/base/num.c internal/base/log.c internal/base/utf8.c \
-           internal/base/strv.c internal/base/fs.c internal/base/suggest.c
+           internal/base/strv.c internal/base/fs.c internal/base/suggest.c \
+           internal/base/quote.c
 TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c
@@ -129,7 +130,8 @@ LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) inte
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
-	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/toml/toml.h \
+	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/base/quote.h \
+	   internal/toml/toml.h \
 	   internal/json/json.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \

@@ -81,10 +81,11 @@ size_t mg_utf8_encode(uint32_t cp, char *out)
 	return 4;
 }
 
-static bool hides(uint32_t cp)
+bool mg_utf8_unsafe(uint32_t cp)
 {
-	return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) ||
-	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+	       (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
+	       (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
 }
 
 char *mg_shown(const char *s, size_t len)
@@ -110,7 +111,7 @@ char *mg_shown(const char *s, size_t len)
 			mg_buf_puts(&b, "\\\\", NULL);
 		else if (cp < 0x20 || cp == 0x7f)
 			mg_buf_printf(&b, NULL, "\\x%02x", (unsigned)cp);
-		else if (hides(cp))
+		else if (mg_utf8_unsafe(cp))
 			mg_buf_printf(&b, NULL, "\\u{%04X}", (unsigned)cp);
 		else
 			mg_buf_append(&b, p + i, n, NULL);

@@ -2,6 +2,7 @@
 #ifndef MG_BASE_UTF8_H
 #define MG_BASE_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,10 +17,17 @@ size_t mg_utf8_check(const char *p, size_t n);
  * Unicode scalar value. out must have room for 4 bytes. */
 size_t mg_utf8_encode(uint32_t cp, char *out);
 
-/* A stranger's text as a terminal or a log should show it (allocated):
- * every control character (C0, DEL, C1) as \n, \r, \t or \xNN, what
+/* Whether a character must never stand as it is in text mcpgate writes for
+ * another program to parse or a person to read: C0 and C1 controls and DEL,
+ * U+2028 and U+2029 (line ends to JavaScript and to some editors), and what
  * reorders or hides text (bidi overrides and isolates, zero-width
- * characters, U+FEFF) as \u{XXXX}, an invalid byte as \xNN, and the
+ * characters, U+FEFF). mg_shown() escapes them, and so does mg_quote()'s
+ * MG_QUOTE_TEXT. */
+bool mg_utf8_unsafe(uint32_t cp);
+
+/* A stranger's text as a terminal or a log should show it (allocated):
+ * every control character (C0, DEL, C1) as \n, \r, \t or \xNN, the rest
+ * of what mg_utf8_unsafe() names as \u{XXXX}, an invalid byte as \xNN, and the
  * backslash itself as \\, so that what is seen is all that is there. */
 char *mg_shown(const char *s, size_t len);
 

@@ -14,6 +14,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/log.h"
 #include "internal/base/num.h"
+#include "internal/base/quote.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 
@@ -323,78 +324,17 @@ const char *json_get_string(const struct json_value *obj, const char *key)
 
 static int quote_append(const char *s, size_t len, struct mg_buf *out, struct mg_err **err)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *u = (const unsigned char *)s;
-	size_t run = 0; /* start of the bytes not yet written */
-	size_t i = 0;
-
-	if (mg_buf_putc(out, '"', err) < 0)
-		return -1;
-	while (i < len) {
-		unsigned char c = u[i];
-		if (c >= 0x80) {
-			size_t k = mg_utf8_seq(u + i, len - i, NULL);
-			if (k == 0)
-				return mg_err_set(err, "invalid UTF-8 at byte %zu of a string", i);
-			i += k;
-			continue;
-		}
-		char esc[6] = {'\\', 0, 0, 0, 0, 0};
-		size_t esclen = 2;
-		switch (c) {
-		case '"':
-			esc[1] = '"';
-			break;
-		case '\\':
-			esc[1] = '\\';
-			break;
-		case '\b':
-			esc[1] = 'b';
-			break;
-		case '\t':
-			esc[1] = 't';
-			break;
-		case '\n':
-			esc[1] = 'n';
-			break;
-		case '\f':
-			esc[1] = 'f';
-			break;
-		case '\r':
-			esc[1] = 'r';
-			break;
-		default:
-			if (c >= 0x20 && c != 0x7f) {
-				i++;
-				continue;
-			}
-			esc[1] = 'u';
-			esc[2] = '0';
-			esc[3] = '0';
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 0xf];
-			esclen = 6;
-			break;
-		}
-		if (mg_buf_append(out, s + run, i - run, err) < 0 ||
-		    mg_buf_append(out, esc, esclen, err) < 0)
-			return -1;
-		i++;
-		run = i;
-	}
-	if (mg_buf_append(out, s + run, len - run, err) < 0 || mg_buf_putc(out, '"', err) < 0)
-		return -1;
-	return 0;
+	return mg_quote(s, len, MG_QUOTE_CANONICAL, out, err);
 }
 
 int json_quote(const char *s, size_t len, struct mg_buf *out, struct mg_err **err)
 {
-	size_t start = out->len;
-	if (quote_append(s, len, out, err) < 0) {
-		buf_truncate(out, start);
-		return -1;
-	}
-	return 0;
+	return mg_quote(s, len, MG_QUOTE_CANONICAL, out, err);
+}
+
+int json_quote_text(const char *s, size_t len, struct mg_buf *out, struct mg_err **err)
+{
+	return mg_quote(s, len, MG_QUOTE_TEXT, out, err);
 }
 
 static int generate_value(const struct json_value *v, struct mg_buf *out, struct mg_err **err)

@@ -101,5 +101,10 @@ int json_canonical(const struct json_value *v, struct mg_buf *out, struct mg_err
 
 /* Append s as a JSON string literal, escaped the one canonical way. */
 int json_quote(const char *s, size_t len, struct mg_buf *out, struct mg_err **err);
+/* Append s as a JSON string literal for a file another program parses or a
+ * person reads (an MCP client's configuration): json_quote's escapes, and
+ * \uXXXX for C1 controls, U+2028, U+2029 and what hides text, which some
+ * readers take for a line end (internal/base/quote.h). */
+int json_quote_text(const char *s, size_t len, struct mg_buf *out, struct mg_err **err);
 
 #endif
