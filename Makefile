@@ -46,7 +46,8 @@ BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
            internal/base/strv.c internal/base/fs.c internal/base/suggest.c \
            internal/base/quote.c
 TESTING_SRC = internal/base/testing.c
-TOML_SRC = internal/toml/toml.c
+TOML_SRC = internal/toml/toml.c internal/toml/toml_tree.c internal/toml/toml_encode.c \
+           internal/toml/toml_change.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
 CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
@@ -77,11 +78,13 @@ MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(PSL_LI
 TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
-UNIT_TESTS = base_test toml_test json_test config_test proc_test container_test jsonrpc_test mcp_test \
+UNIT_TESTS = base_test toml_test toml_encode_test json_test config_test proc_test container_test \
+	     jsonrpc_test mcp_test \
 	     keychain_test pack_test egress_test remote_test clients_test listen_test gateway_test \
 	     confirm_state_test
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
+toml_encode_test_SRC = internal/toml/toml_encode_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_SRC = internal/json/json_test.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_LIBS = $(YAJL_LIBS)
 jsonrpc_test_SRC = internal/jsonrpc/jsonrpc_test.c $(JSONRPC_SRC) $(PROC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -131,7 +134,7 @@ LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) inte
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
 	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/base/quote.h \
-	   internal/toml/toml.h \
+	   internal/toml/toml.h internal/toml/toml_encode.h internal/toml/toml_change.h \
 	   internal/json/json.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
