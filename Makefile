@@ -78,7 +78,7 @@ MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(PSL_LI
 TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
-UNIT_TESTS = base_test toml_test toml_encode_test json_test config_test proc_test container_test \
+UNIT_TESTS = base_test toml_test toml_encode_test json_test config_test config_edit_test proc_test container_test \
 	     jsonrpc_test mcp_test \
 	     keychain_test pack_test egress_test remote_test clients_test listen_test gateway_test \
 	     confirm_state_test
@@ -96,6 +96,8 @@ mcp_test_SRC = internal/mcp/mcp_test.c $(MCP_SRC) $(JSONRPC_SRC) $(PROC_SRC) $(J
 mcp_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
 config_test_SRC = internal/config/config_test.c $(CONFIG_SRC) $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 config_test_LIBS = $(PSL_LIBS)
+config_edit_test_SRC = internal/config/edit_test.c $(CONFIG_SRC) $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
+config_edit_test_LIBS = $(PSL_LIBS)
 proc_test_SRC = internal/proc/proc_test.c $(PROC_SRC) $(BASE_SRC) $(TESTING_SRC)
 keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_SRC) $(TOML_SRC) \
 	$(BASE_SRC) $(TESTING_SRC)

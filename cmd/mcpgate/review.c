@@ -413,6 +413,11 @@ static ssize_t walk_tools(const struct cfg_server *s, const struct json_value *t
 		const struct json_value *t = m->u.arr.items[i];
 		printf("\n[%zu/%zu]\n", i + 1, m->u.arr.len);
 		show_tool(s, t);
+		if (cfg_check_tool_name(json_get_string(t, "name"), "its name", NULL) < 0) {
+			printf("  its name cannot be written in mcp.toml (letters, digits, _ . - "
+			       "only): it stays off\n");
+			continue;
+		}
 		char buf[64];
 		for (;;) {
 			const char *a = ask("  r/w/o/Enter/q? ", buf, sizeof(buf));
@@ -538,7 +543,7 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 	struct target t;
 	struct gw_manifest_fetch f = {0};
 	struct json_value *reviewed = NULL;
-	cleanup_free char *text = NULL, *edited = NULL, *rpath = NULL, *mdir = NULL, *mfile = NULL;
+	cleanup_free char *rpath = NULL, *mdir = NULL, *mfile = NULL;
 	int status = EXIT_FAIL;
 	char hash[MANIFEST_HASH_LEN];
 	if (target_open(dir, name, ws, &t, err) < 0)
@@ -583,11 +588,7 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 		}
 		n = (size_t)got;
 	}
-	size_t len = 0, out_len = 0;
-	if (read_small_file(t.cfg->mcp_path, &text, &len, err) < 0 ||
-	    cfg_edit_server(text, len, t.cfg->mcp_path, name, hash, changes, n, &edited, &out_len,
-	                    err) < 0 ||
-	    cfg_write_atomic(t.cfg->mcp_path, edited, out_len, err) < 0)
+	if (cfg_approve(t.cfg->mcp_path, name, hash, changes, n, err) < 0)
 		goto out;
 	mdir = xasprintf("%s/manifests/%s", t.data_dir, name);
 	mfile = xasprintf("%s.json", hash + 7);
