@@ -48,7 +48,7 @@ BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
 TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c internal/toml/toml_tree.c internal/toml/toml_encode.c \
            internal/toml/toml_change.c
-JSON_SRC = internal/json/json.c internal/json/canonical.c
+JSON_SRC = internal/json/json.c internal/json/canonical.c internal/json/compare.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
 CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
              internal/config/suffix.c egress/addr.c
@@ -136,7 +136,8 @@ LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) inte
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
 	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/base/quote.h \
-	   internal/toml/toml.h internal/toml/toml_encode.h internal/toml/toml_change.h \
+	   internal/toml/toml.h internal/toml/toml-internal.h internal/toml/toml_encode.h \
+	   internal/toml/toml_change.h \
 	   internal/json/json.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \

@@ -251,6 +251,33 @@ void json_object_set(struct json_value *obj, const char *key, struct json_value 
 	object_append(obj, xstrndup(key, keylen), keylen, v);
 }
 
+void json_object_add(struct json_value *obj, const char *key, size_t keylen, struct json_value *v)
+{
+	if (obj == NULL || obj->kind != JSON_OBJECT)
+		json_bug("json_object_add on something that is not an object");
+	if (key == NULL || v == NULL)
+		json_bug("json_object_add without a key or a value");
+	object_append(obj, xstrndup(key, keylen), keylen, v);
+}
+
+bool json_object_remove(struct json_value *obj, const char *key)
+{
+	if (obj == NULL || obj->kind != JSON_OBJECT)
+		json_bug("json_object_remove on something that is not an object");
+	size_t keylen = strlen(key);
+	for (size_t i = 0; i < obj->u.obj.len; i++) {
+		struct json_member *m = &obj->u.obj.items[i];
+		if (!key_equals(m, key, keylen))
+			continue;
+		free(m->key);
+		json_free(m->value);
+		memmove(m, m + 1, (obj->u.obj.len - i - 1) * sizeof(*m));
+		obj->u.obj.len--;
+		return true;
+	}
+	return false;
+}
+
 void json_array_push(struct json_value *arr, struct json_value *v)
 {
 	if (arr == NULL || arr->kind != JSON_ARRAY)

@@ -97,7 +97,7 @@ bool toml_table_remove(struct toml_value *t, const char *key, size_t len);
 void toml_array_push(struct toml_value *a, struct toml_value *v);
 /* Remove and free element i of array a (i < len) */
 void toml_array_remove(struct toml_value *a, size_t i);
-/* A deep copy, positions kept */
+/* A deep copy, positions and the parser's bookkeeping kept */
 struct toml_value *toml_copy(const struct toml_value *v);
 
 /* "table", "array", "string", "integer", "float", "boolean", "datetime",

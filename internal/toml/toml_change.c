@@ -13,6 +13,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
+#include "internal/toml/toml-internal.h"
 #include "internal/toml/toml_encode.h"
 
 /* A value in a message: its TOML text, at most this many bytes */
@@ -117,6 +118,9 @@ static int apply_one(struct toml_value *root, const struct toml_change *c, struc
 		return mg_err_set(err, "%s: append names an array", where);
 	bool make = c->kind != TOML_CHANGE_REMOVE;
 	struct toml_value *t = root;
+	/* the tables on the way, each in the one before it (root first) */
+	cleanup_free struct toml_value **way = xcalloc(c->npath, sizeof(*way));
+	way[0] = root;
 	for (size_t i = 0; i + 1 < c->npath; i++) {
 		const struct toml_step *s = &c->path[i];
 		struct toml_value *v;
@@ -133,7 +137,7 @@ static int apply_one(struct toml_value *root, const struct toml_change *c, struc
 		}
 		if (v->kind != TOML_TABLE)
 			return mg_err_set(err, "%s: %s is not a table on the way", where, s->key);
-		t = v;
+		t = way[i + 1] = v;
 	}
 	struct toml_value *arr = member(t, last->key, false);
 	if (last->match_key != NULL) {
@@ -169,6 +173,15 @@ static int apply_one(struct toml_value *root, const struct toml_change *c, struc
 	case TOML_CHANGE_REMOVE:
 		if (!toml_table_remove(t, last->key, strlen(last->key)))
 			return mg_err_set(err, "%s: nothing there to remove", where);
+		/* a table that only the headers below it made ([a.b] makes a) is
+		 * gone with the last of them, as a parser sees the text */
+		for (size_t i = c->npath - 1; i > 0; i--) {
+			const struct toml_step *s = &c->path[i - 1];
+			struct toml_value *v = way[i];
+			if (s->match_key != NULL || v->u.table.len > 0 || !(v->flags & TF_IMPLICIT))
+				break;
+			toml_table_remove(way[i - 1], s->key, strlen(s->key));
+		}
 		return 0;
 	}
 	return mg_err_set(err, "%s: a change of unknown kind %d", where, (int)c->kind);

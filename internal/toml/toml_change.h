@@ -29,7 +29,10 @@ struct toml_step {
 enum toml_change_kind {
 	TOML_CHANGE_SET,    /* the member at path becomes value; tables on the way are made */
 	TOML_CHANGE_APPEND, /* value joins the end of the array at path (made when absent) */
-	TOML_CHANGE_REMOVE, /* the member at path, or the element it matches, is gone */
+	/* the member at path, or the element it matches, is gone; and so is a
+	 * table on the way that only the headers of what is gone made (the
+	 * text [a.b] alone makes a table a, which goes with it) */
+	TOML_CHANGE_REMOVE,
 };
 
 struct toml_change {

@@ -289,6 +289,20 @@ static void test_checked_edit(void)
 	T_STR(got, "the edit of m.toml is not the change meant: server would be missing",
 	      "the array itself gone is not the same");
 	free(got);
+	/* a table only headers below it made goes with the last of them; one
+	 * written as [a] itself stays */
+	const struct toml_step ab[] = {{"a", NULL, NULL}, {"b", NULL, NULL}};
+	const struct toml_change cut = {TOML_CHANGE_REMOVE, ab, 2, NULL};
+	got = check("[a.b]\nx = 1\n", "", &cut, 1);
+	T_STR(got, "", "[a.b] cut: a is gone too, as it only came from [a.b]");
+	free(got);
+	got = check("[a]\n[a.b]\nx = 1\n", "[a]\n", &cut, 1);
+	T_STR(got, "", "[a] written itself stays");
+	free(got);
+	got = check("[a]\n[a.b]\nx = 1\n", "", &cut, 1);
+	T_STR(got, "the edit of m.toml is not the change meant: a would be missing",
+	      "and must stay");
+	free(got);
 	toml_free(yes);
 	toml_free(entry);
 }

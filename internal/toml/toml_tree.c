@@ -125,6 +125,7 @@ struct toml_value *toml_copy(const struct toml_value *v)
 {
 	struct toml_value *c = value_of(v->kind);
 	c->pos = v->pos;
+	c->flags = v->flags;
 	switch (v->kind) {
 	case TOML_TABLE:
 		for (size_t i = 0; i < v->u.table.len; i++) {
