@@ -207,8 +207,17 @@ static void inserts_apply(struct inserts *ins, struct lines *l)
 {
 	if (ins->n > 1)
 		qsort(ins->v, ins->n, sizeof(*ins->v), later_first);
-	for (size_t i = 0; i < ins->n; i++)
-		lines_insert(l, ins->v[i].at, ins->v[i].text);
+	for (size_t i = 0; i < ins->n; i++) {
+		size_t at = ins->v[i].at;
+		/* a last line without its newline gets one before what follows */
+		char *prev = at > 0 ? l->v[at - 1] : NULL;
+		size_t plen = prev != NULL ? strlen(prev) : 0;
+		if (prev != NULL && (plen == 0 || prev[plen - 1] != '\n')) {
+			l->v[at - 1] = xasprintf("%s\n", prev);
+			free(prev);
+		}
+		lines_insert(l, at, ins->v[i].text);
+	}
 	free(ins->v);
 	*ins = (struct inserts){0};
 }
@@ -265,6 +274,22 @@ static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines
 	struct inserts ins = {0};
 	int r = 0;
 
+	/* the pin first: a new tool table may go in at the same line, after it */
+	if (manifest != NULL) {
+		struct mg_buf q = MG_BUF_INIT(4096);
+		if (toml_encode_string(&q, manifest, strlen(manifest), err) < 0)
+			r = mg_err_wrap(err, "the manifest hash");
+		cleanup_free char *quoted = mg_buf_steal(&q, NULL);
+		if (r == 0 && s->manifest_pos.line != 0) {
+			if (replace_value(&l->v[s->manifest_pos.line - 1], s->manifest_pos.col,
+			                  quoted, err) < 0)
+				r = mg_err_wrap(err, "%s:%u", cfg->mcp_path, s->manifest_pos.line);
+		} else if (r == 0) {
+			insert_at(&ins, after_last_content(l, start, main_end),
+			          xasprintf("manifest = %s\n", quoted));
+		}
+	}
+
 	/* new tool tables at the end of the server's section, in the order given */
 	size_t append_at = after_last_content(l, start, end);
 	for (size_t k = 0; r == 0 && k < n; k++) {
@@ -272,20 +297,10 @@ static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines
 		if (tool_of(s, c->tool) != NULL)
 			continue;
 		char *text = tool_table_text(c, err);
-		if (text == NULL) {
+		if (text == NULL)
 			r = -1;
-			break;
-		}
-		insert_at(&ins, append_at, text);
-	}
-	if (r == 0 && ins.n > 0 && append_at > 0) {
-		/* a last line without its newline gets one before the new table */
-		char *prev = l->v[append_at - 1];
-		size_t plen = strlen(prev);
-		if (plen == 0 || prev[plen - 1] != '\n') {
-			l->v[append_at - 1] = xasprintf("%s\n", prev);
-			free(prev);
-		}
+		else
+			insert_at(&ins, append_at, text);
 	}
 
 	/* existing tool tables */
@@ -303,21 +318,6 @@ static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines
 		if (r == 0 && c->confirm >= 0)
 			r = set_key(cfg, t, l, &ins, "confirm", t->confirm_pos,
 			            c->confirm ? "true" : "false", err);
-	}
-
-	if (r == 0 && manifest != NULL) {
-		struct mg_buf q = MG_BUF_INIT(4096);
-		if (toml_encode_string(&q, manifest, strlen(manifest), err) < 0)
-			r = mg_err_wrap(err, "the manifest hash");
-		cleanup_free char *quoted = mg_buf_steal(&q, NULL);
-		if (r == 0 && s->manifest_pos.line != 0) {
-			if (replace_value(&l->v[s->manifest_pos.line - 1], s->manifest_pos.col,
-			                  quoted, err) < 0)
-				r = mg_err_wrap(err, "%s:%u", cfg->mcp_path, s->manifest_pos.line);
-		} else if (r == 0) {
-			insert_at(&ins, after_last_content(l, start, main_end),
-			          xasprintf("manifest = %s\n", quoted));
-		}
 	}
 	if (r < 0) {
 		inserts_free(&ins);

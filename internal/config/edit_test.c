@@ -80,6 +80,21 @@ static void test_approve(void)
 	out = NULL;
 	mg_err_clear(&e);
 
+	/* a server without tools, its last line without a newline: the pin and
+	 * the new table at the same place, the pin first */
+	static const char bare[] = "[[server]]\nname = \"a\"\ntransport = \"container\"\n"
+	                           "image = \"" IMAGE "\"";
+	r = cfg_edit_server(bare, strlen(bare), "m.toml", "a", MANIFEST, &dotted, 1, &out, &out_len,
+	                    &e);
+	T_OK(r == 0 && strcmp(out + strlen(bare),
+	                      "\nmanifest = \"" MANIFEST "\"\n\n[server.tools.\"files.read\"]\n"
+	                      "on = true\neffect = \"read\"\n") == 0,
+	     "a bare server gets its pin, then the tool's table (%s): %s", mg_err_msg(e),
+	     out != NULL ? out : "");
+	free(out);
+	out = NULL;
+	mg_err_clear(&e);
+
 	/* names a hostile server offers: each refused, nothing handed back */
 	static const char *const names[] = {
 	    "x]\non = true\n[server.tools.y",
