@@ -215,6 +215,20 @@ static char *pick_bin(const struct json_value *bin, const char *pkg, struct mg_e
 	return xstrdup(only->u.str.ptr);
 }
 
+/* An integrity as npm writes it: "sha512-" (or sha384, sha256) and base64 */
+static bool integrity_ok(const char *s)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
+	if (s == NULL)
+		return false;
+	const char *dash = strchr(s, '-');
+	return dash != NULL &&
+	       (strncmp(s, "sha512-", 7) == 0 || strncmp(s, "sha384-", 7) == 0 ||
+	        strncmp(s, "sha256-", 7) == 0) &&
+	       dash[1] != '\0' && strspn(dash + 1, b64) == strlen(dash + 1) && strlen(s) <= 128;
+}
+
 static int npm_resolve(const char *npm, const char *pkg, const char *version, struct npm_pkg *out,
                        struct mg_err **err)
 {
@@ -265,9 +279,11 @@ static int npm_resolve(const char *npm, const char *pkg, const char *version, st
 		else if (doc == NULL || json_get_string(doc, "name") == NULL ||
 		         json_get_string(doc, "version") == NULL)
 			r = mg_err_set(err, "npm:%s: npm view gave no name and version", pkg);
-		else if (json_get_string(doc, "dist.integrity") == NULL)
-			r = mg_err_set(err, "npm:%s@%s: the registry gives no integrity hash", pkg,
-			               json_get_string(doc, "version"));
+		else if (!integrity_ok(json_get_string(doc, "dist.integrity")))
+			r = mg_err_set(err,
+			               "npm:%s: the registry gives no integrity hash of npm's form "
+			               "(sha512- and base64)",
+			               pkg);
 		else {
 			out->name = xstrdup(json_get_string(doc, "name"));
 			out->version = xstrdup(json_get_string(doc, "version"));
