@@ -208,7 +208,7 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
-	tests/listen_test.py tests/listen_conformance_test.py
+	tests/listen_test.py tests/listen_conformance_test.py tests/config_write_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
