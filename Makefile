@@ -123,8 +123,9 @@ confirm_state_test_SRC = internal/gateway/confirm_state_test.c internal/gateway/
 confirm_state_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
-FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz
+FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz toml_encode_fuzz
 toml_fuzz_SRC = fuzz/toml_fuzz.c $(TOML_SRC) $(BASE_SRC)
+toml_encode_fuzz_SRC = fuzz/toml_encode_fuzz.c $(TOML_SRC) $(BASE_SRC)
 jsonrpc_fuzz_SRC = fuzz/jsonrpc_fuzz.c internal/jsonrpc/frame.c internal/jsonrpc/message.c $(JSON_SRC) $(BASE_SRC)
 jsonrpc_fuzz_LIBS = $(YAJL_LIBS)
 clients_fuzz_SRC = fuzz/clients_fuzz.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(BASE_SRC)
