@@ -205,9 +205,16 @@ static int parse_string(struct jparser *p, bool keep, char **s, size_t *n)
 			continue;
 		}
 		if (c != '\\') {
+			/* the plain run up to the next quote, backslash, control or
+			 * non-ASCII byte, in one append */
+			size_t end = p->off + 1;
+			while (end < p->len && p->text[end] != '"' && p->text[end] != '\\' &&
+			       (unsigned char)p->text[end] >= 0x20 &&
+			       (unsigned char)p->text[end] < 0x80)
+				end++;
 			if (keep)
-				mg_buf_putc(&b, (char)c, NULL);
-			p->off++;
+				mg_buf_append(&b, p->text + p->off, end - p->off, NULL);
+			p->off = end;
 			continue;
 		}
 		char e = p->off + 1 < p->len ? p->text[p->off + 1] : '\0';
@@ -889,7 +896,10 @@ static int check_edit(const struct clients_client *c, const char *before, size_t
 	    (is == NULL || is->kind != JSON_OBJECT || (was != NULL && was->kind != JSON_OBJECT)))
 		r = mg_err_set(err, "%s: the top level is not an object", label);
 	if (r == 0) {
-		meant = was != NULL ? json_copy(was) : json_new_object();
+		/* the tree before, changed in place: it is ours, and a copy of a
+		 * large file's tree costs as much again */
+		meant = was != NULL ? was : json_new_object();
+		was = NULL;
 		struct json_value *servers = member_of(meant, c->servers_key);
 		if (e != NULL && servers == NULL) {
 			servers = json_new_object();
