@@ -64,6 +64,11 @@ static void test_buf(void)
 	T_INT((long long)b.len, 8, "a refused append changes nothing");
 	mg_buf_consume(&b, 3);
 	T_STR(mg_buf_str(&b), "d1234", "consume drops the front");
+	mg_buf_truncate(&b, 9);
+	T_STR(mg_buf_str(&b), "d1234", "truncate past the end changes nothing");
+	mg_buf_truncate(&b, 4);
+	T_STR(mg_buf_str(&b), "d123", "truncate keeps the first bytes");
+	mg_buf_putc(&b, '4', NULL);
 	T_INT(mg_buf_printf(&b, &err, "%s", "abcdef"), -1, "printf past the limit is refused");
 	mg_err_clear(&err);
 	size_t len;

@@ -82,10 +82,7 @@ int mg_quote(const char *s, size_t len, enum mg_quote_mode mode, struct mg_buf *
 {
 	size_t start = out->len;
 	if (quote_append(s, len, mode, out, err) < 0) {
-		if (out->data != NULL) {
-			out->len = start;
-			out->data[start] = '\0';
-		}
+		mg_buf_truncate(out, start);
 		return -1;
 	}
 	return 0;

@@ -33,14 +33,6 @@ static const char *kind_name(enum json_kind k)
 	return "unknown";
 }
 
-static void restore(struct mg_buf *b, size_t len)
-{
-	if (b->data != NULL) {
-		b->len = len;
-		b->data[len] = '\0';
-	}
-}
-
 static void path_key(struct mg_buf *p, const char *key, size_t len)
 {
 	if (p->len > 0)
@@ -60,7 +52,7 @@ static char *shown_value(const struct json_value *v)
 		size_t cut = SHOWN_MAX;
 		while (cut > 0 && ((unsigned char)b.data[cut] & 0xC0) == 0x80)
 			cut--;
-		restore(&b, cut);
+		mg_buf_truncate(&b, cut);
 		mg_buf_puts(&b, "...", NULL);
 	}
 	char *text = mg_buf_steal(&b, NULL);
@@ -138,7 +130,7 @@ static int compare_objects(const struct json_value *want, const struct json_valu
 		}
 		if (r < 0)
 			return -1;
-		restore(path, at);
+		mg_buf_truncate(path, at);
 		i += c <= 0;
 		k += c >= 0;
 	}
@@ -163,7 +155,7 @@ static int compare(const struct json_value *want, const struct json_value *got, 
 			mg_buf_printf(path, NULL, "[%zu]", i);
 			if (compare(want->u.arr.items[i], got->u.arr.items[i], path, err) < 0)
 				return -1;
-			restore(path, at);
+			mg_buf_truncate(path, at);
 		}
 		return 0;
 	case JSON_STRING:

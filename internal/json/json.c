@@ -93,14 +93,6 @@ static void object_append(struct json_value *obj, char *key, size_t keylen, stru
 }
 
 /* Drop whatever a failed writer appended, so out is as the caller left it. */
-static void buf_truncate(struct mg_buf *b, size_t len)
-{
-	if (b->data == NULL)
-		return;
-	b->len = len;
-	b->data[len] = '\0';
-}
-
 /* ---- numbers ---------------------------------------------------------- */
 
 static bool is_digit(char c)
@@ -410,7 +402,7 @@ int json_generate(const struct json_value *v, struct mg_buf *out, struct mg_err 
 {
 	size_t start = out->len;
 	if (generate_value(v, out, err) < 0) {
-		buf_truncate(out, start);
+		mg_buf_truncate(out, start);
 		return -1;
 	}
 	return 0;

@@ -43,14 +43,6 @@ static const char *path_text(const struct mg_buf *p)
 	return p->len > 0 ? mg_buf_str(p) : "the document";
 }
 
-static void restore(struct mg_buf *p, size_t len)
-{
-	if (p->data != NULL) {
-		p->len = len;
-		p->data[len] = '\0';
-	}
-}
-
 /* The steps [0, n) as text */
 static char *steps_text(const struct toml_step *path, size_t n)
 {
@@ -214,7 +206,7 @@ static char *shown_value(const struct toml_value *v)
 		size_t cut = SHOWN_MAX;
 		while (cut > 0 && ((unsigned char)b.data[cut] & 0xC0) == 0x80)
 			cut--;
-		restore(&b, cut);
+		mg_buf_truncate(&b, cut);
 		mg_buf_puts(&b, "...", NULL);
 	}
 	return mg_buf_steal(&b, NULL);
@@ -282,7 +274,7 @@ static int compare(const struct toml_value *want, const struct toml_value *got, 
 			                  : compare(w->value, g->value, path, err);
 			if (r < 0)
 				return -1;
-			restore(path, at);
+			mg_buf_truncate(path, at);
 		}
 		for (size_t i = 0; i < got->u.table.len; i++) {
 			const struct toml_kv *g = &got->u.table.items[i];
@@ -302,7 +294,7 @@ static int compare(const struct toml_value *want, const struct toml_value *got, 
 			path_index(path, i);
 			if (compare(want->u.array.items[i], got->u.array.items[i], path, err) < 0)
 				return -1;
-			restore(path, at);
+			mg_buf_truncate(path, at);
 		}
 		return 0;
 	}

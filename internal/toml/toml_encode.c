@@ -17,14 +17,6 @@
  * deeper than this, so a tree it made always fits */
 #define ENCODE_DEPTH_MAX 256
 
-static void restore(struct mg_buf *b, size_t len)
-{
-	if (b->data != NULL) {
-		b->len = len;
-		b->data[len] = '\0';
-	}
-}
-
 int toml_encode_string(struct mg_buf *b, const char *s, size_t len, struct mg_err **err)
 {
 	return mg_quote(s, len, MG_QUOTE_TEXT, b, err);
@@ -133,7 +125,7 @@ int toml_encode_value(struct mg_buf *b, const struct toml_value *v, struct mg_er
 {
 	size_t start = b->len;
 	if (encode_value(b, v, 0, err) < 0) {
-		restore(b, start);
+		mg_buf_truncate(b, start);
 		return -1;
 	}
 	return 0;
@@ -156,7 +148,7 @@ int toml_encode_comment(struct mg_buf *b, const char *text, const char *eol, str
 	size_t start = b->len;
 	if (mg_buf_puts(b, shown[0] != '\0' ? "# " : "#", err) < 0 ||
 	    mg_buf_puts(b, shown, err) < 0 || mg_buf_puts(b, eol, err) < 0) {
-		restore(b, start);
+		mg_buf_truncate(b, start);
 		return -1;
 	}
 	return 0;
@@ -186,6 +178,6 @@ int toml_encode_table(struct mg_buf *b, const char *const *path, size_t n, bool 
 			r = -1;
 	}
 	if (r < 0)
-		restore(b, start);
+		mg_buf_truncate(b, start);
 	return r;
 }
