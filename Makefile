@@ -43,10 +43,12 @@ MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd)
 # ---- sources, one module a line -------------------------------------------
 BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
            internal/base/num.c internal/base/log.c internal/base/utf8.c \
-           internal/base/strv.c internal/base/fs.c internal/base/suggest.c
+           internal/base/strv.c internal/base/fs.c internal/base/suggest.c \
+           internal/base/quote.c
 TESTING_SRC = internal/base/testing.c
-TOML_SRC = internal/toml/toml.c
-JSON_SRC = internal/json/json.c internal/json/canonical.c internal/json/shape.c
+TOML_SRC = internal/toml/toml.c internal/toml/toml_tree.c internal/toml/toml_encode.c \
+           internal/toml/toml_change.c
+JSON_SRC = internal/json/json.c internal/json/canonical.c internal/json/compare.c internal/json/shape.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
 CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
              internal/config/suffix.c egress/addr.c
@@ -76,11 +78,13 @@ MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(PSL_LI
 TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 
 # unit tests: name, then its sources, then the libraries it links
-UNIT_TESTS = base_test toml_test json_test config_test proc_test container_test jsonrpc_test mcp_test \
+UNIT_TESTS = base_test toml_test toml_encode_test json_test config_test config_edit_test proc_test container_test \
+	     jsonrpc_test mcp_test \
 	     keychain_test pack_test egress_test remote_test clients_test listen_test gateway_test \
 	     confirm_state_test
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
+toml_encode_test_SRC = internal/toml/toml_encode_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_SRC = internal/json/json_test.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 json_test_LIBS = $(YAJL_LIBS)
 jsonrpc_test_SRC = internal/jsonrpc/jsonrpc_test.c $(JSONRPC_SRC) $(PROC_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -92,6 +96,8 @@ mcp_test_SRC = internal/mcp/mcp_test.c $(MCP_SRC) $(JSONRPC_SRC) $(PROC_SRC) $(J
 mcp_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
 config_test_SRC = internal/config/config_test.c $(CONFIG_SRC) $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 config_test_LIBS = $(PSL_LIBS)
+config_edit_test_SRC = internal/config/edit_test.c $(CONFIG_SRC) $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
+config_edit_test_LIBS = $(PSL_LIBS)
 proc_test_SRC = internal/proc/proc_test.c $(PROC_SRC) $(BASE_SRC) $(TESTING_SRC)
 keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_SRC) $(TOML_SRC) \
 	$(BASE_SRC) $(TESTING_SRC)
@@ -117,8 +123,9 @@ confirm_state_test_SRC = internal/gateway/confirm_state_test.c internal/gateway/
 confirm_state_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
-FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz
+FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz toml_encode_fuzz
 toml_fuzz_SRC = fuzz/toml_fuzz.c $(TOML_SRC) $(BASE_SRC)
+toml_encode_fuzz_SRC = fuzz/toml_encode_fuzz.c $(TOML_SRC) $(BASE_SRC)
 jsonrpc_fuzz_SRC = fuzz/jsonrpc_fuzz.c internal/jsonrpc/frame.c internal/jsonrpc/message.c $(JSON_SRC) $(BASE_SRC)
 jsonrpc_fuzz_LIBS = $(YAJL_LIBS)
 clients_fuzz_SRC = fuzz/clients_fuzz.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(BASE_SRC)
@@ -129,7 +136,9 @@ LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) inte
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
-	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/toml/toml.h \
+	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/base/quote.h \
+	   internal/toml/toml.h internal/toml/toml-internal.h internal/toml/toml_encode.h \
+	   internal/toml/toml_change.h \
 	   internal/json/json.h internal/json/shape.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
@@ -200,7 +209,8 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
-	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py
+	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py \
+	tests/config_write_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes

@@ -135,6 +135,13 @@ ok $((rc != 2)) "--tools with an unknown name is a usage error (exit 2)"
 echo '{}' | P --bogus
 ok $((rc != 2)) "an unknown argument is a usage error (exit 2)"
 
+{ list 1; call 2 files.read '{"text":"hi"}'; call 3 echo '{"text":"hi"}'; } |
+	P --echo-name $'files.read\n[x]'
+jcheck "--echo-name offers echo under that name, called by it (and not as echo)" "$tmp/out" \
+	'r(1)["result"]["tools"][0]["name"] == "files.read\n[x]" and err(2) == -32602 and err(3) == -32602'
+{ call 1 files.read '{"text":"hi"}'; } | P --echo-name files.read
+jcheck "--echo-name: a call by the name is echo's" "$tmp/out" 'text(1) == "hi"'
+
 { list 1; } | P --describe-suffix " [second build]"
 jcheck "--describe-suffix changes every description" "$tmp/out" \
 	'all(t["description"].endswith(" [second build]") for t in r(1)["result"]["tools"])'
@@ -499,6 +506,24 @@ img3=localhost/third@sha256:$(printf 'cd%.0s' $(seq 32))
 R docker pull "$img3"
 [ "$rc" -eq 0 ] && has "$tmp/out" "Status: Downloaded newer image" && grep -qxF "$img3" "$D/images"
 ok $? "docker pull by digest adds the image and says Status: Downloaded newer image"
+python3 - "$tmp/image.tar" <<'EOF2'
+import io, json, sys, tarfile
+index = {"schemaVersion": 2, "manifests": [{"digest": "sha256:" + "ef" * 32, "annotations": {
+    "io.containerd.image.name": "mcpgate-npm-x:1.0.0", "org.opencontainers.image.ref.name": "1.0.0"}}]}
+with tarfile.open(sys.argv[1], "w") as tf:
+    for name, body in (("oci-layout", b"{}"), ("index.json", json.dumps(index).encode())):
+        info = tarfile.TarInfo(name)
+        info.size = len(body)
+        tf.addfile(info, io.BytesIO(body))
+EOF2
+R podman load -i "$tmp/image.tar"
+loaded=localhost/mcpgate-npm-x@sha256:$(printf 'ef%.0s' $(seq 32))
+[ "$rc" -eq 0 ] && grep -qxF "$loaded" "$D/images"
+ok $? "load -i ARCHIVE records localhost/NAME@DIGEST from its index.json"
+R podman image inspect --format '{{json .RepoDigests}}' "$loaded"
+ok $rc "a loaded image is then known by its pin"
+R podman load -i "$tmp/out"
+ok $((rc != 125)) "load of a file that is no OCI archive fails"
 R podman pull localhost/probe:latest
 [ "$rc" -eq 125 ] && ! grep -q latest "$D/images"
 ok $? "pull of a tag (not a digest) fails"

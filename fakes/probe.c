@@ -206,6 +206,9 @@ struct probe {
 	const char *leak_value;
 	/* --tool-extra MEMBERS: JSON members added to every tool ("_meta":{...}) */
 	const char *tool_extra;
+	/* --echo-name NAME: the echo tool offered (and called) under a name a
+	 * stranger chose */
+	const char *echo_name;
 	const char *leak_where;
 	int garbage_first;
 	long long flood;    /* --flood N: N lines that are not JSON, before anything else */
@@ -235,7 +238,7 @@ static void usage(const char *why)
 	    "         [--ignore-eof] [--stderr-banner TEXT] [--describe-suffix S] "
 	    "[--describe-caps]\n"
 	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
-	    "         [--leak-env NAME:WHERE] [--tool-extra MEMBERS]\n"
+	    "         [--leak-env NAME:WHERE] [--tool-extra MEMBERS] [--echo-name NAME]\n"
 	    "         [--garbage-first] [--huge-first BYTES] [--resources N] [--modern] "
 	    "[--start-delay MS]\n",
 	    stderr);
@@ -1804,10 +1807,16 @@ static void method_initialize(struct probe *p, struct pj_span id, struct pj_span
 	pj_buf_free(&b);
 }
 
+/* Tool i's name as offered */
+static const char *tool_name(const struct probe *p, size_t i)
+{
+	return i == 0 && p->echo_name != NULL ? p->echo_name : tools[i].name;
+}
+
 static void put_tool(const struct probe *p, struct pj_buf *b, const struct tool *t)
 {
 	pj_buf_adds(b, "{\"name\":");
-	pj_put_cstring(b, t->name);
+	pj_put_cstring(b, tool_name(p, (size_t)(t - tools)));
 	pj_buf_adds(b, ",\"description\":");
 	{
 		struct pj_buf d = {0};
@@ -1893,7 +1902,7 @@ static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span
 	p->call_params = params;
 	if (pj_member(params, "name", &v))
 		for (i = 0; i < N_TOOLS; i++)
-			if (p->offered[i] && pj_string_eq(v, tools[i].name))
+			if (p->offered[i] && pj_string_eq(v, tool_name(p, i)))
 				name = tools[i].name;
 	if (name == NULL) {
 		struct pj_buf b = {0};
@@ -2223,6 +2232,8 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->stderr_invalid = 1;
 		} else if ((v = option_value(argc, argv, &i, "--flood")) != NULL) {
 			number_option("--flood", v, 0, 100000000, &p->flood);
+		} else if ((v = option_value(argc, argv, &i, "--echo-name")) != NULL) {
+			p->echo_name = v;
 		} else if ((v = option_value(argc, argv, &i, "--tool-extra")) != NULL) {
 			p->tool_extra = v;
 		} else if ((v = option_value(argc, argv, &i, "--barrier-timeout")) != NULL) {

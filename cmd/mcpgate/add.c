@@ -34,6 +34,7 @@
 #include "internal/json/json.h"
 #include "internal/pack/pack.h"
 #include "internal/proc/proc.h"
+#include "internal/toml/toml.h"
 
 extern char **environ;
 
@@ -214,6 +215,20 @@ static char *pick_bin(const struct json_value *bin, const char *pkg, struct mg_e
 	return xstrdup(only->u.str.ptr);
 }
 
+/* An integrity as npm writes it: "sha512-" (or sha384, sha256) and base64 */
+static bool integrity_ok(const char *s)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
+	if (s == NULL)
+		return false;
+	const char *dash = strchr(s, '-');
+	return dash != NULL &&
+	       (strncmp(s, "sha512-", 7) == 0 || strncmp(s, "sha384-", 7) == 0 ||
+	        strncmp(s, "sha256-", 7) == 0) &&
+	       dash[1] != '\0' && strspn(dash + 1, b64) == strlen(dash + 1) && strlen(s) <= 128;
+}
+
 static int npm_resolve(const char *npm, const char *pkg, const char *version, struct npm_pkg *out,
                        struct mg_err **err)
 {
@@ -264,9 +279,11 @@ static int npm_resolve(const char *npm, const char *pkg, const char *version, st
 		else if (doc == NULL || json_get_string(doc, "name") == NULL ||
 		         json_get_string(doc, "version") == NULL)
 			r = mg_err_set(err, "npm:%s: npm view gave no name and version", pkg);
-		else if (json_get_string(doc, "dist.integrity") == NULL)
-			r = mg_err_set(err, "npm:%s@%s: the registry gives no integrity hash", pkg,
-			               json_get_string(doc, "version"));
+		else if (!integrity_ok(json_get_string(doc, "dist.integrity")))
+			r = mg_err_set(err,
+			               "npm:%s: the registry gives no integrity hash of npm's form "
+			               "(sha512- and base64)",
+			               pkg);
 		else {
 			out->name = xstrdup(json_get_string(doc, "name"));
 			out->version = xstrdup(json_get_string(doc, "version"));
@@ -478,94 +495,65 @@ static int node_layer(const char *node, struct strv *adds, char **version, struc
 
 /* ---- mcp.toml ------------------------------------------------------------- */
 
-/* a TOML basic string: JSON's escapes are TOML's too (\" \\ \n \uXXXX); text that
- * is not UTF-8 fails the parse append_server makes before anything is written */
-static void toml_quote(struct mg_buf *b, const char *s)
-{
-	json_quote(s, strlen(s), b, NULL);
-}
-
-static void toml_array(struct mg_buf *b, const char *key, const struct strv *v)
-{
-	if (v->n == 0)
-		return;
-	mg_buf_printf(b, NULL, "%s = [", key);
-	for (size_t i = 0; i < v->n; i++) {
-		if (i > 0)
-			mg_buf_puts(b, ", ", NULL);
-		toml_quote(b, v->v[i]);
-	}
-	mg_buf_puts(b, "]\n", NULL);
-}
-
 struct entry_opts {
 	struct strv args, mounts, network, env; /* env: "NAME=VALUE" */
 	struct strv accept;                     /* accept_unenforced */
 };
 
-/* The [[server]] block, every tool off (no tools table: off is the default) */
-static char *server_block(const char *name, const char *image, const char *what, const char *note,
-                          const struct entry_opts *o)
+static void string_array(struct toml_value *t, const char *key, const struct strv *v)
 {
-	struct mg_buf b = MG_BUF_INIT(1 << 20);
+	if (v->n == 0)
+		return;
+	struct toml_value *a = toml_new_array();
+	for (size_t i = 0; i < v->n; i++)
+		toml_array_push(a, toml_new_string(v->v[i]));
+	toml_table_set(t, key, strlen(key), a);
+}
+
+/* The [[server]] entry, every tool off (no tools table: off is the default).
+ * This tree is what the file must hold after the write, key for key
+ * (cfg_append_server checks it). */
+static struct toml_value *server_entry(const char *name, const char *image,
+                                       const struct entry_opts *o)
+{
+	struct toml_value *t = toml_new_table();
+	toml_table_set(t, "name", 4, toml_new_string(name));
+	toml_table_set(t, "transport", 9, toml_new_string("container"));
+	toml_table_set(t, "image", 5, toml_new_string(image));
+	string_array(t, "args", &o->args);
+	string_array(t, "mounts", &o->mounts);
+	string_array(t, "network", &o->network);
+	string_array(t, "accept_unenforced", &o->accept);
+	if (o->env.n > 0) {
+		struct toml_value *env = toml_new_table();
+		for (size_t i = 0; i < o->env.n; i++) {
+			const char *eq = strchr(o->env.v[i], '=');
+			toml_table_set(env, o->env.v[i], (size_t)(eq - o->env.v[i]),
+			               toml_new_string(eq + 1));
+		}
+		toml_table_set(t, "env", 3, env);
+	}
+	return t;
+}
+
+/* The entry appended to mcp.toml under a comment saying where it came from
+ * (what and note hold a stranger's text: a path, a version, an integrity;
+ * the encoder keeps each inside its comment line) */
+static int write_entry(const char *mcp_path, const char *name, const char *image, const char *what,
+                       const char *note, const struct entry_opts *o, struct mg_err **err)
+{
 	time_t now = time(NULL);
 	struct tm tm;
 	char day[16] = "";
 	if (gmtime_r(&now, &tm) != NULL)
 		strftime(day, sizeof(day), "%Y-%m-%d", &tm);
-	mg_buf_printf(&b, NULL,
-	              "\n# added by `mcpgate add %s` on %s%s.\n"
-	              "# Every tool is off: `mcpgate review %s`, then `mcpgate approve %s`.\n"
-	              "[[server]]\nname = ",
-	              what, day, note, name, name);
-	toml_quote(&b, name);
-	mg_buf_puts(&b, "\ntransport = \"container\"\nimage = ", NULL);
-	toml_quote(&b, image);
-	mg_buf_putc(&b, '\n', NULL);
-	toml_array(&b, "args", &o->args);
-	toml_array(&b, "mounts", &o->mounts);
-	toml_array(&b, "network", &o->network);
-	toml_array(&b, "accept_unenforced", &o->accept);
-	if (o->env.n > 0) {
-		mg_buf_puts(&b, "env = { ", NULL);
-		for (size_t i = 0; i < o->env.n; i++) {
-			const char *eq = strchr(o->env.v[i], '=');
-			mg_buf_printf(&b, NULL, "%s%.*s = ", i > 0 ? ", " : "",
-			              (int)(eq - o->env.v[i]), o->env.v[i]);
-			toml_quote(&b, eq + 1);
-		}
-		mg_buf_puts(&b, " }\n", NULL);
-	}
-	return mg_buf_steal(&b, NULL);
-}
-
-/* mcp.toml with the block appended, checked whole before it is written */
-static int append_server(const char *mcp_path, const char *name, const char *block,
-                         struct mg_err **err)
-{
-	cleanup_free char *text = NULL;
-	size_t len = 0;
-	if (mg_read_file(mcp_path, CFG_FILE_MAX, &text, &len, NULL) < 0) {
-		if (errno != ENOENT)
-			return mg_err_sys(err, errno, "%s", mcp_path);
-		text = xstrdup("# mcp.toml: the servers mcpgate runs (mcp.toml(5))\n");
-		len = strlen(text);
-	}
-	struct mg_buf b = MG_BUF_INIT((size_t)CFG_FILE_MAX * 2);
-	mg_buf_append(&b, text, len, NULL);
-	if (len > 0 && text[len - 1] != '\n')
-		mg_buf_putc(&b, '\n', NULL);
-	mg_buf_puts(&b, block, NULL);
-	struct cfg *after = NULL;
-	int r = cfg_parse(b.data, b.len, mcp_path, NULL, 0, NULL, &after, err);
-	if (r == 0 && cfg_find_server(after, name) == NULL)
-		r = mg_err_set(err, "the entry for %s did not load back", name);
-	cfg_free(after);
-	if (r < 0)
-		mg_err_wrap(err, "mcp.toml is left as it was: the new entry does not load");
-	else
-		r = cfg_write_atomic(mcp_path, b.data, b.len, err);
-	mg_buf_free(&b);
+	cleanup_free char *added = xasprintf("added by `mcpgate add %s` on %s%s.", what, day, note);
+	cleanup_free char *next = xasprintf(
+	    "Every tool is off: `mcpgate review %s`, then `mcpgate approve %s`.", name, name);
+	const char *comment[] = {added, next};
+	struct toml_value *entry = server_entry(name, image, o);
+	int r = cfg_append_server(mcp_path, comment, 2, entry, err);
+	toml_free(entry);
 	return r;
 }
 
@@ -828,8 +816,7 @@ static int add_image_entry(const char *dir, const char *name_opt, const char *im
 	cfg_free(cfg);
 	if (r < 0)
 		return -1;
-	cleanup_free char *block = server_block(name, image, what, "; an OCI image to pull", o);
-	if (append_server(mcp_path, name, block, err) < 0)
+	if (write_entry(mcp_path, name, image, what, "; an OCI image to pull", o, err) < 0)
 		return -1;
 	printf("%s\n", image);
 	fprintf(stderr,
@@ -848,12 +835,14 @@ static void from_json_free(struct from_json *f)
 
 /* ---- the command ------------------------------------------------------------ */
 
-static int check_env_opt(const char *v, struct mg_err **err)
+static int check_env_opt(const char *v, const struct strv *given, struct mg_err **err)
 {
 	const char *eq = strchr(v, '=');
 	cleanup_free char *name = eq != NULL ? xstrndup(v, (size_t)(eq - v)) : NULL;
 	if (name == NULL || !cfg_env_name_valid(name))
 		return mg_err_set(err, "--env %s: give NAME=VALUE with a variable name", v);
+	if (has_env(given, name))
+		return mg_err_set(err, "--env %s: %s is given twice", v, name);
 	return 0;
 }
 
@@ -867,7 +856,7 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	struct npm_pkg p = {0};
 	cleanup_free char *pkg = NULL, *version = NULL, *name = NULL, *data = NULL, *node = NULL;
 	cleanup_free char *work = NULL, *archive = NULL, *image = NULL;
-	cleanup_free char *block = NULL, *mcp_path = NULL, *npm = NULL, *what = NULL, *note = NULL;
+	cleanup_free char *mcp_path = NULL, *npm = NULL, *what = NULL, *note = NULL;
 	struct strv skipped = STRV_INIT, base = STRV_INIT;
 	cleanup_free char *node_version = NULL;
 	bool scripts = false;
@@ -899,7 +888,7 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 				q += len + (q[len] == ',');
 			}
 		if (r == 0 && (r = opt_value(argc, argv, &i, "env", &v)) > 0) {
-			if (check_env_opt(v, err) < 0)
+			if (check_env_opt(v, &o.env, err) < 0)
 				goto out;
 			strv_push(&o.env, v);
 		}
@@ -1012,8 +1001,7 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	what = tarball ? xasprintf("npm:%s@%s, the tarball %s", p.name, p.version, p.spec + 5)
 	               : xasprintf("npm:%s@%s", p.name, p.version);
 	note = xasprintf("; npm integrity %s", p.integrity);
-	block = server_block(name, image, what, note, &o);
-	if (append_server(mcp_path, name, block, err) < 0)
+	if (write_entry(mcp_path, name, image, what, note, &o, err) < 0)
 		goto out;
 	printf("%s\n", image);
 	fprintf(stderr,

@@ -30,8 +30,8 @@
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/launch.h"
-#include "internal/json/json.h"
 #include "internal/proc/proc.h"
+#include "internal/toml/toml_encode.h"
 
 #define SCRIPTS_TIMEOUT_MS (15 * 60 * 1000)
 #define SCRIPTS_OUTPUT_MAX (1u << 20)
@@ -222,25 +222,29 @@ static int scripts_image(const char *data, const char *name, const struct strv *
 static int scripts_server(const char *name, const char *image, const struct strv *accept,
                           struct cfg **out, struct mg_err **err)
 {
-	struct mg_buf b = MG_BUF_INIT(1 << 16);
-	mg_buf_printf(&b, NULL,
-	              "[[server]]\n"
-	              "name = \"%s-scripts\"\n"
-	              "transport = \"container\"\n"
-	              "image = \"%s\"\n"
-	              "mounts = [\".:read\", \"node_modules:write\"]\n"
-	              "memory = \"1g\"\n",
-	              name, image);
+	struct toml_value *t = toml_new_table();
+	cleanup_free char *step_name = xasprintf("%s-scripts", name);
+	toml_table_set(t, "name", 4, toml_new_string(step_name));
+	toml_table_set(t, "transport", 9, toml_new_string("container"));
+	toml_table_set(t, "image", 5, toml_new_string(image));
+	struct toml_value *mounts = toml_new_array();
+	toml_array_push(mounts, toml_new_string(".:read"));
+	toml_array_push(mounts, toml_new_string("node_modules:write"));
+	toml_table_set(t, "mounts", 6, mounts);
+	toml_table_set(t, "memory", 6, toml_new_string("1g"));
 	if (accept->n > 0) {
-		mg_buf_puts(&b, "accept_unenforced = [", NULL);
-		for (size_t i = 0; i < accept->n; i++) {
-			mg_buf_puts(&b, i > 0 ? ", " : "", NULL);
-			json_quote(accept->v[i], strlen(accept->v[i]), &b, NULL);
-		}
-		mg_buf_puts(&b, "]\n", NULL);
+		struct toml_value *a = toml_new_array();
+		for (size_t i = 0; i < accept->n; i++)
+			toml_array_push(a, toml_new_string(accept->v[i]));
+		toml_table_set(t, "accept_unenforced", 17, a);
 	}
-	int r = cfg_parse(b.data, b.len, "the install step (--accept-unenforced)", NULL, 0, NULL,
-	                  out, err);
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	const char *header = "server";
+	int r = toml_encode_table(&b, &header, 1, true, t, "\n", err);
+	toml_free(t);
+	if (r == 0)
+		r = cfg_parse(b.data, b.len, "the install step (--accept-unenforced)", NULL, 0,
+		              NULL, out, err);
 	mg_buf_free(&b);
 	return r;
 }

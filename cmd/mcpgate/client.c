@@ -18,6 +18,7 @@
 #include "internal/base/fs.h"
 #include "internal/base/strv.h"
 #include "internal/base/suggest.h"
+#include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 #include "internal/clients/clients.h"
 
@@ -224,14 +225,20 @@ static void report(const struct client_job *j, int change, bool existed)
 	const char *name = j->a->name;
 	switch ((enum clients_change)change) {
 	case CLIENTS_ADDED:
-	case CLIENTS_REPLACED:
+	case CLIENTS_REPLACED: {
+		/* the paths as a terminal should show them (a workspace's name may
+		 * hold what reorders or hides text) */
+		cleanup_free char *cmd = mg_shown(j->entry->command, strlen(j->entry->command));
 		printf("%s \"%s\" %s %s (%s): %s", change == CLIENTS_ADDED ? "added" : "replaced",
-		       name, change == CLIENTS_ADDED ? "to" : "in", j->path, j->c->title,
-		       j->entry->command);
-		for (size_t i = 0; i < j->entry->nargs; i++)
-			printf(" %s", j->entry->args[i]);
+		       name, change == CLIENTS_ADDED ? "to" : "in", j->path, j->c->title, cmd);
+		for (size_t i = 0; i < j->entry->nargs; i++) {
+			cleanup_free char *arg =
+			    mg_shown(j->entry->args[i], strlen(j->entry->args[i]));
+			printf(" %s", arg);
+		}
 		printf("\nrestart %s, or have it reload its MCP servers, to use it\n", j->c->title);
 		break;
+	}
 	case CLIENTS_REMOVED:
 		printf("removed \"%s\" from %s (%s)\n", name, j->path, j->c->title);
 		break;

@@ -30,27 +30,6 @@ static char *review_path(const char *data, const char *server)
 	return xasprintf("%s/reviews/%s.json", data, server);
 }
 
-static int read_small_file(const char *path, char **text, size_t *len, struct mg_err **err)
-{
-	FILE *f = fopen(path, "re");
-	if (f == NULL)
-		return mg_err_sys(err, errno, "%s", path);
-	struct mg_buf b = MG_BUF_INIT((size_t)64 << 20);
-	char chunk[65536];
-	size_t n;
-	int r = 0;
-	while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		r = mg_buf_append(&b, chunk, n, err);
-	if (r == 0 && ferror(f))
-		r = mg_err_sys(err, errno, "reading %s", path);
-	fclose(f);
-	if (r < 0) {
-		mg_buf_free(&b);
-		return mg_err_wrap(err, "%s", path);
-	}
-	*text = mg_buf_steal(&b, len);
-	return 0;
-}
 
 /* ---- showing a manifest -------------------------------------------------- */
 
@@ -368,6 +347,11 @@ static ssize_t walk_tools(const struct cfg_server *s, const struct json_value *t
 		const struct json_value *t = m->u.arr.items[i];
 		printf("\n[%zu/%zu]\n", i + 1, m->u.arr.len);
 		show_tool(s, t);
+		if (cfg_check_tool_name(json_get_string(t, "name"), "its name", NULL) < 0) {
+			printf("  its name cannot be written in mcp.toml (letters, digits, _ . - "
+			       "only): it stays off\n");
+			continue;
+		}
 		char buf[64];
 		for (;;) {
 			const char *a = ask("  r/w/o/Enter/q? ", buf, sizeof(buf));
@@ -493,7 +477,7 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 	struct target t;
 	struct gw_manifest_fetch f = {0};
 	struct json_value *reviewed = NULL;
-	cleanup_free char *text = NULL, *edited = NULL, *rpath = NULL, *mpath = NULL;
+	cleanup_free char *rpath = NULL, *mpath = NULL;
 	int status = EXIT_FAIL;
 	char hash[MANIFEST_HASH_LEN];
 	if (target_open(dir, name, ws, &t, err) < 0)
@@ -538,11 +522,7 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 		}
 		n = (size_t)got;
 	}
-	size_t len = 0, out_len = 0;
-	if (read_small_file(t.cfg->mcp_path, &text, &len, err) < 0 ||
-	    cfg_edit_server(text, len, t.cfg->mcp_path, name, hash, changes, n, &edited, &out_len,
-	                    err) < 0 ||
-	    cfg_write_atomic(t.cfg->mcp_path, edited, out_len, err) < 0)
+	if (cfg_approve(t.cfg->mcp_path, name, hash, changes, n, err) < 0)
 		goto out;
 	mpath = manifest_record_path(t.data_dir, name, hash);
 	if (manifest_record_save(mpath, name, t.server->image, hash, f.tools, err) < 0)

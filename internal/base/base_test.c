@@ -11,6 +11,7 @@
 #include "internal/base/fs.h"
 #include "internal/base/log.h"
 #include "internal/base/num.h"
+#include "internal/base/quote.h"
 #include "internal/base/strv.h"
 #include "internal/base/suggest.h"
 #include "internal/base/testing.h"
@@ -63,6 +64,11 @@ static void test_buf(void)
 	T_INT((long long)b.len, 8, "a refused append changes nothing");
 	mg_buf_consume(&b, 3);
 	T_STR(mg_buf_str(&b), "d1234", "consume drops the front");
+	mg_buf_truncate(&b, 9);
+	T_STR(mg_buf_str(&b), "d1234", "truncate past the end changes nothing");
+	mg_buf_truncate(&b, 4);
+	T_STR(mg_buf_str(&b), "d123", "truncate keeps the first bytes");
+	mg_buf_putc(&b, '4', NULL);
 	T_INT(mg_buf_printf(&b, &err, "%s", "abcdef"), -1, "printf past the limit is refused");
 	mg_err_clear(&err);
 	size_t len;
@@ -280,6 +286,73 @@ static void test_shown(void)
 	free(lines);
 }
 
+/* Both modes escape what ends a string or a line; the text mode also every
+ * character some reader takes for a line end or that hides text */
+static void test_quote(void)
+{
+	struct {
+		const char *in;
+		size_t len;
+		const char *canonical;
+		const char *text;
+	} cases[] = {
+	    {"plain /path", 11, "\"plain /path\"", "\"plain /path\""},
+	    {"q\"b\\", 4, "\"q\\\"b\\\\\"", "\"q\\\"b\\\\\""},
+	    {"nl\n[[server]]", 13, "\"nl\\n[[server]]\"", "\"nl\\n[[server]]\""},
+	    {"cr\r\t\b\f", 6, "\"cr\\r\\t\\b\\f\"", "\"cr\\r\\t\\b\\f\""},
+	    {"nul\0del\x7f\x1b", 9, "\"nul\\u0000del\\u007f\\u001b\"",
+	     "\"nul\\u0000del\\u007f\\u001b\""},
+	    {"ls\xe2\x80\xa8ps\xe2\x80\xa9", 10, "\"ls\xe2\x80\xa8ps\xe2\x80\xa9\"",
+	     "\"ls\\u2028ps\\u2029\""},
+	    {"nel\xc2\x85", 5, "\"nel\xc2\x85\"", "\"nel\\u0085\""},
+	    {"rlo\xe2\x80\xae", 6, "\"rlo\xe2\x80\xae\"", "\"rlo\\u202e\""},
+	    {"bom\xef\xbb\xbf", 6, "\"bom\xef\xbb\xbf\"", "\"bom\\ufeff\""},
+	    {"caf\xc3\xa9 \xf0\x9f\x98\x80", 10, "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"",
+	     "\"caf\xc3\xa9 \xf0\x9f\x98\x80\""},
+	    {"\"\"\"", 3, "\"\\\"\\\"\\\"\"", "\"\\\"\\\"\\\"\""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mg_buf c = MG_BUF_INIT(1024), t = MG_BUF_INIT(1024);
+		T_INT(mg_quote(cases[i].in, cases[i].len, MG_QUOTE_CANONICAL, &c, NULL), 0,
+		      "quote case %zu (canonical)", i);
+		T_INT(mg_quote(cases[i].in, cases[i].len, MG_QUOTE_TEXT, &t, NULL), 0,
+		      "quote case %zu (text)", i);
+		T_STR(mg_buf_str(&c), cases[i].canonical, "quote case %zu, canonical", i);
+		T_STR(mg_buf_str(&t), cases[i].text, "quote case %zu, text", i);
+		mg_buf_free(&c);
+		mg_buf_free(&t);
+	}
+	/* no raw byte below 0x20, no DEL, and nothing unsafe, whatever the input */
+	unsigned bad = 0x110000;
+	for (unsigned cp = 0; cp < 0x3000 && bad == 0x110000; cp++) {
+		char in[8];
+		size_t n = mg_utf8_encode(cp, in);
+		if (n == 0)
+			continue;
+		struct mg_buf t = MG_BUF_INIT(64);
+		bool clean = mg_quote(in, n, MG_QUOTE_TEXT, &t, NULL) == 0;
+		for (size_t k = 0; clean && k < t.len; k++) {
+			uint32_t c = 0;
+			size_t len = mg_utf8_seq((const unsigned char *)t.data + k, t.len - k, &c);
+			clean = len > 0 && !mg_cp_hidden(c);
+			k += len > 0 ? len - 1 : 0;
+		}
+		if (!clean)
+			bad = cp;
+		mg_buf_free(&t);
+	}
+	T_OK(bad == 0x110000,
+	     "every character to U+2FFF quoted as text leaves none unsafe (U+%04X)", bad);
+	struct mg_buf b = MG_BUF_INIT(64);
+	mg_buf_puts(&b, "kept", NULL);
+	cleanup_err struct mg_err *e = NULL;
+	T_OK(mg_quote("ok\xff", 3, MG_QUOTE_TEXT, &b, &e) < 0 &&
+	         strstr(mg_err_msg(e), "invalid UTF-8 at byte 2") != NULL &&
+	         strcmp(mg_buf_str(&b), "kept") == 0,
+	     "invalid UTF-8 is refused, naming the byte, and the buffer is as it was");
+	mg_buf_free(&b);
+}
+
 static void test_suggest(void)
 {
 	T_INT((long long)mg_edit_distance("review", "review"), 0, "no edits between equal words");
@@ -318,6 +391,7 @@ int main(void)
 	test_num();
 	test_utf8();
 	test_shown();
+	test_quote();
 	test_log();
 	test_log_filters();
 	test_cleanup();

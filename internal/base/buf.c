@@ -97,6 +97,14 @@ void mg_buf_consume(struct mg_buf *b, size_t n)
 	b->data[b->len] = '\0';
 }
 
+void mg_buf_truncate(struct mg_buf *b, size_t len)
+{
+	if (b->data == NULL || len > b->len)
+		return;
+	b->len = len;
+	b->data[len] = '\0';
+}
+
 void mg_buf_reset(struct mg_buf *b)
 {
 	b->len = 0;

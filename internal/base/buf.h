@@ -36,6 +36,9 @@ int mg_buf_vprintf(struct mg_buf *b, struct mg_err **err, const char *fmt, va_li
 const char *mg_buf_str(const struct mg_buf *b);
 /* drop the first n bytes (n <= len) */
 void mg_buf_consume(struct mg_buf *b, size_t n);
+/* back to its first len bytes (len <= len now), as after a failed append
+ * of several parts */
+void mg_buf_truncate(struct mg_buf *b, size_t len);
 /* empty it, keeping the allocation */
 void mg_buf_reset(struct mg_buf *b);
 /* hand data to the caller (NUL-terminated, never NULL); the buffer is left empty */

@@ -50,8 +50,8 @@ bool clients_is_mcpgate(const char *command, size_t len);
 int clients_not_ours(const char *filename, unsigned line, unsigned col, const char *servers_key,
                      const char *name, const char *command, size_t len, struct mg_err **err);
 
-/* s as a JSON string literal; the escapes it writes are TOML basic-string
- * escapes too. */
+/* s as a JSON string literal for a client's JSON file (json_quote_text:
+ * no character of s can end the string or a line to any reader) */
 void clients_quote(struct mg_buf *b, const char *s);
 
 /* The formats */

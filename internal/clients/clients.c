@@ -132,28 +132,36 @@ int clients_check_name(const char *name, struct mg_err **err)
 	return 0;
 }
 
-/* What goes into a client's file is text its parser takes as it is */
-static int check_text(const char *what, const char *s, struct mg_err **err)
+/* What goes into a client's file: UTF-8 without control characters. (The
+ * encoders would escape them; a path that holds one is refused all the same,
+ * as no workspace or mcpgate a person means has one.) */
+static int check_text(const char *filename, const char *what, const char *s, struct mg_err **err)
 {
 	size_t n = strlen(s);
+	const char *why = NULL;
 	if (mg_utf8_check(s, n) != n)
-		return mg_err_set(err, "%s is not valid UTF-8", what);
-	for (size_t i = 0; i < n; i++)
+		why = "is not valid UTF-8";
+	for (size_t i = 0; why == NULL && i < n; i++)
 		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return mg_err_set(err, "%s holds a control character", what);
-	return 0;
+			why = "holds a control character";
+	if (why == NULL)
+		return 0;
+	cleanup_free char *shown = mg_shown(s, n);
+	return mg_err_set(err, "%s (\"%s\") %s: nothing was written to %s", what, shown, why,
+	                  filename);
 }
 
-static int check_entry(const struct clients_entry *e, struct mg_err **err)
+static int check_entry(const char *filename, const struct clients_entry *e, struct mg_err **err)
 {
-	if (clients_check_name(e->name, err) < 0 || check_text("the command", e->command, err) < 0)
+	if (clients_check_name(e->name, err) < 0 ||
+	    check_text(filename, "the command", e->command, err) < 0)
 		return -1;
 	if (e->command[0] == '\0')
 		return mg_err_set(err, "the command is empty");
 	for (size_t i = 0; i < e->nargs; i++) {
 		char what[64];
 		snprintf(what, sizeof(what), "argument %zu", i + 1);
-		if (check_text(what, e->args[i], err) < 0)
+		if (check_text(filename, what, e->args[i], err) < 0)
 			return -1;
 	}
 	return 0;
@@ -162,7 +170,7 @@ static int check_entry(const struct clients_entry *e, struct mg_err **err)
 int clients_add(const struct clients_client *c, const char *text, size_t len, const char *filename,
                 const struct clients_entry *e, char **out, size_t *out_len, struct mg_err **err)
 {
-	if (check_entry(e, err) < 0)
+	if (check_entry(filename, e, err) < 0)
 		return -1;
 	if (c->format == CLIENTS_TOML)
 		return clients_toml_add(c, text, len, filename, e, out, out_len, err);
@@ -305,5 +313,5 @@ void clients_quote(struct mg_buf *b, const char *s)
 {
 	/* the entry was checked (valid UTF-8) and the buffer's cap is twice the
 	 * largest file: quoting cannot fail */
-	json_quote(s, strlen(s), b, NULL);
+	json_quote_text(s, strlen(s), b, NULL);
 }

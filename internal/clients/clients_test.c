@@ -265,7 +265,10 @@ static void test_entry_checks(void)
 	e.args = nl_args;
 	T_INT(clients_add(c, "", 0, "f", &e, &out, &len, &err), -1,
 	      "a newline in a path is refused");
-	T_STR(mg_err_msg(err), "argument 3 holds a control character", "and the argument named");
+	T_STR(mg_err_msg(err),
+	      "argument 3 (\"/home/dev/a\\nb\") holds a control character: nothing was written "
+	      "to f",
+	      "and the argument named and shown, and the file");
 	mg_err_clear(&err);
 	T_INT(clients_remove(c, "{}", 2, "f", "a.b", &out, &len, &err), -1,
 	      "remove checks the name too");
@@ -306,6 +309,72 @@ static void test_other_entry(void)
 	free(out);
 }
 
+/* A workspace path a cloned repository chose: each character that ends a
+ * string, a line or a comment to some reader comes out escaped, and the
+ * file reads back with the path as it is */
+static void test_hostile_paths(void)
+{
+	static const char *const paths[] = {
+	    "/tmp/x\"], \"--config\", \"/evil\"]}, \"evil\": {\"command\": \"/bin/sh",
+	    "/tmp/ls\xe2\x80\xa8ps\xe2\x80\xa9nel\xc2\x85/\"\"\"/'''",
+	    "/tmp/x\"]\n[mcp_servers.evil]\ncommand = \"/bin/sh\"\n#",
+	    "/tmp/comment // and /* block */ and # hash and \\ backslash",
+	    "/tmp/rlo\xe2\x80\xae bidi\xef\xbb\xbf bom",
+	};
+	static const char *const names[] = {"cursor", "vscode", "codex"};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		/* a newline is refused before any encoder sees it */
+		bool control = strchr(paths[i], '\n') != NULL;
+		const char *const args[] = {"serve", "--workspace", paths[i]};
+		struct clients_entry e = {"mcpgate", "/usr/local/bin/mcpgate", args, 3};
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+			const struct clients_client *c = clients_find(names[k]);
+			bool toml = c->format == CLIENTS_TOML;
+			const char *in =
+			    toml ? "model = \"o3\"\n" : "{\n  // mine\n  \"a\": 1\n}\n";
+			char *out = NULL;
+			size_t len = 0;
+			cleanup_err struct mg_err *err = NULL;
+			int r = clients_add(c, in, strlen(in), "f", &e, &out, &len, &err);
+			if (control) {
+				T_OK(r < 0 && out == NULL &&
+				         strstr(mg_err_msg(err), "nothing was written to f") !=
+				             NULL,
+				     "%s: path %zu with a newline is refused: %s", names[k], i,
+				     mg_err_msg(err));
+				continue;
+			}
+			if (!T_OK(r == CLIENTS_ADDED, "%s: path %zu is added (%s)", names[k], i,
+			          mg_err_msg(err)))
+				continue;
+			T_OK(strstr(out, "\xe2\x80\xa8") == NULL &&
+			         strstr(out, "\xe2\x80\xa9") == NULL &&
+			         strstr(out, "\xc2\x85") == NULL &&
+			         strstr(out, "\xe2\x80\xae") == NULL &&
+			         strncmp(out, in, strlen(in) - (toml ? 0 : 4)) == 0,
+			     "%s: path %zu: no line separator, next line or bidi character is "
+			     "written "
+			     "as it is, and the file before is kept",
+			     names[k], i);
+			/* the file has one entry, mcpgate's, and no other */
+			struct strv found = STRV_INIT;
+			T_OK(clients_find_entries(c, out, len, "f", &found, NULL) == 0 &&
+			         found.n == 1 && has_name(&found, "mcpgate"),
+			     "%s: path %zu: the file reads back with the one entry", names[k], i);
+			strv_free(&found);
+			/* and adding it again changes nothing: it reads back as written */
+			char *again = NULL;
+			size_t again_len = 0;
+			T_INT(clients_add(c, out, len, "f", &e, &again, &again_len, NULL),
+			      CLIENTS_UNCHANGED,
+			      "%s: path %zu: a second add finds it as it would write it", names[k],
+			      i);
+			free(again);
+			free(out);
+		}
+	}
+}
+
 static void test_diff(void)
 {
 	const char *a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\n15\n16\n";
@@ -336,6 +405,7 @@ int main(void)
 	test_paths();
 	test_entry_checks();
 	test_other_entry();
+	test_hostile_paths();
 	test_diff();
 	return t_done();
 }

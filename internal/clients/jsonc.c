@@ -205,9 +205,16 @@ static int parse_string(struct jparser *p, bool keep, char **s, size_t *n)
 			continue;
 		}
 		if (c != '\\') {
+			/* the plain run up to the next quote, backslash, control or
+			 * non-ASCII byte, in one append */
+			size_t end = p->off + 1;
+			while (end < p->len && p->text[end] != '"' && p->text[end] != '\\' &&
+			       (unsigned char)p->text[end] >= 0x20 &&
+			       (unsigned char)p->text[end] < 0x80)
+				end++;
 			if (keep)
-				mg_buf_putc(&b, (char)c, NULL);
-			p->off++;
+				mg_buf_append(&b, p->text + p->off, end - p->off, NULL);
+			p->off = end;
 			continue;
 		}
 		char e = p->off + 1 < p->len ? p->text[p->off + 1] : '\0';
@@ -254,7 +261,8 @@ out:
 	return r;
 }
 
-static int parse_value(struct jparser *p, unsigned depth, struct jnode *v, bool keep);
+static int parse_value(struct jparser *p, unsigned depth, struct jnode *v, bool keep,
+                       struct json_value **tree);
 
 static bool is_servers_key(const struct jparser *p, const struct jmember *m)
 {
@@ -265,10 +273,13 @@ static bool is_servers_key(const struct jparser *p, const struct jmember *m)
 /* At '{'. When keep, the members are recorded; their values are kept on the
  * way to the entries: the servers member of the top level, then the entries
  * and their members (a command may be an object, as Zed once wrote it). */
-static int parse_object(struct jparser *p, unsigned depth, struct jnode *v, bool keep)
+static int parse_object(struct jparser *p, unsigned depth, struct jnode *v, bool keep,
+                        struct json_value **tree)
 {
 	char buf[16];
 	v->kind = J_OBJECT;
+	if (tree != NULL)
+		*tree = json_new_object();
 	p->off++;
 	if (skip_blank(p) < 0)
 		return -1;
@@ -282,7 +293,9 @@ static int parse_object(struct jparser *p, unsigned depth, struct jnode *v, bool
 			               "expected a member name in double quotes, found %s",
 			               found(p, buf));
 		struct jmember m = {.key_start = p->off, .comma = NO_COMMA};
-		if (parse_string(p, keep, &m.key, &m.keylen) < 0 || skip_blank(p) < 0)
+		struct json_value *child = NULL;
+		if (parse_string(p, keep || tree != NULL, &m.key, &m.keylen) < 0 ||
+		    skip_blank(p) < 0)
 			goto fail;
 		if (!at(p, ':')) {
 			fail_at(p, p->off, "expected ':' after the member name, found %s",
@@ -291,8 +304,14 @@ static int parse_object(struct jparser *p, unsigned depth, struct jnode *v, bool
 		}
 		p->off++;
 		bool keep_value = keep && (depth == 0 ? is_servers_key(p, &m) : depth <= 3);
-		if (skip_blank(p) < 0 || parse_value(p, depth + 1, &m.value, keep_value) < 0 ||
-		    skip_blank(p) < 0)
+		if (skip_blank(p) < 0 || parse_value(p, depth + 1, &m.value, keep_value,
+		                                     tree != NULL ? &child : NULL) < 0)
+			goto fail;
+		if (tree != NULL) {
+			json_object_add(*tree, m.key, m.keylen, child);
+			child = NULL;
+		}
+		if (skip_blank(p) < 0)
 			goto fail;
 		bool more = at(p, ',');
 		if (more) {
@@ -308,6 +327,7 @@ static int parse_object(struct jparser *p, unsigned depth, struct jnode *v, bool
 			v->members[v->n++] = m;
 		} else {
 			free(m.key);
+			m.key = NULL;
 			jnode_free(&m.value);
 		}
 		if (at(p, '}')) {
@@ -319,23 +339,29 @@ static int parse_object(struct jparser *p, unsigned depth, struct jnode *v, bool
 			               found(p, buf));
 		continue;
 	fail:
+		json_free(child);
 		free(m.key);
 		jnode_free(&m.value);
 		return -1;
 	}
 }
 
-static int parse_array(struct jparser *p, unsigned depth, struct jnode *v)
+static int parse_array(struct jparser *p, unsigned depth, struct jnode *v, struct json_value **tree)
 {
 	char buf[16];
 	v->kind = J_ARRAY;
+	if (tree != NULL)
+		*tree = json_new_array();
 	p->off++;
 	if (skip_blank(p) < 0)
 		return -1;
 	while (!at(p, ']')) {
 		struct jnode item = {0};
-		int r = parse_value(p, depth + 1, &item, false);
+		struct json_value *child = NULL;
+		int r = parse_value(p, depth + 1, &item, false, tree != NULL ? &child : NULL);
 		jnode_free(&item);
+		if (child != NULL)
+			json_array_push(*tree, child);
 		if (r < 0 || skip_blank(p) < 0)
 			return -1;
 		if (at(p, ',')) {
@@ -351,7 +377,7 @@ static int parse_array(struct jparser *p, unsigned depth, struct jnode *v)
 	return 0;
 }
 
-static int parse_literal(struct jparser *p, struct jnode *v)
+static int parse_literal(struct jparser *p, struct jnode *v, struct json_value **tree)
 {
 	static const struct {
 		const char *word;
@@ -368,12 +394,18 @@ static int parse_literal(struct jparser *p, struct jnode *v)
 			break;
 		v->kind = words[i].kind;
 		p->off += n;
+		if (tree != NULL)
+			*tree = v->kind == J_NULL ? json_new_null() : json_new_bool(i == 0);
 		return 0;
 	}
 	return fail_at(p, p->off, "expected a value, found %s", found(p, buf));
 }
 
-static int parse_value(struct jparser *p, unsigned depth, struct jnode *v, bool keep)
+/* At a value: its spans in v (and the members kept when keep), and when
+ * tree is not NULL the whole value as a tree in *tree (what was made of it
+ * so far on failure, for the caller to free) */
+static int parse_value(struct jparser *p, unsigned depth, struct jnode *v, bool keep,
+                       struct json_value **tree)
 {
 	char buf[16];
 	if (depth > JSONC_DEPTH_MAX)
@@ -382,12 +414,18 @@ static int parse_value(struct jparser *p, unsigned depth, struct jnode *v, bool 
 	int r;
 	char c = p->off < p->len ? p->text[p->off] : '\0';
 	if (c == '{') {
-		r = parse_object(p, depth, v, keep);
+		r = parse_object(p, depth, v, keep, tree);
 	} else if (c == '[') {
-		r = parse_array(p, depth, v);
+		r = parse_array(p, depth, v, tree);
 	} else if (c == '"') {
 		v->kind = J_STRING;
-		r = parse_string(p, keep, &v->str, &v->len);
+		r = parse_string(p, keep || tree != NULL, &v->str, &v->len);
+		if (r == 0 && tree != NULL)
+			*tree = json_new_stringn(v->str, v->len);
+		if (r == 0 && !keep) {
+			free(v->str);
+			v->str = NULL;
+		}
 	} else if (c == '-' || (c >= '0' && c <= '9')) {
 		size_t start = p->off;
 		while (p->off < p->len && p->text[p->off] != '\0' &&
@@ -397,8 +435,10 @@ static int parse_value(struct jparser *p, unsigned depth, struct jnode *v, bool 
 		r = json_number_valid(p->text + start, p->off - start)
 		        ? 0
 		        : fail_at(p, start, "an invalid number");
+		if (r == 0 && tree != NULL)
+			*tree = json_new_number_text(p->text + start, p->off - start);
 	} else if (c == 't' || c == 'f' || c == 'n') {
-		r = parse_literal(p, v);
+		r = parse_literal(p, v, tree);
 	} else {
 		r = fail_at(p, p->off, "expected a value, found %s", found(p, buf));
 	}
@@ -406,8 +446,10 @@ static int parse_value(struct jparser *p, unsigned depth, struct jnode *v, bool 
 	return r;
 }
 
+/* The document's spans in d; with tree, the whole of it in *tree too (NULL
+ * when it holds no value) */
 static int doc_parse(struct jdoc *d, const struct clients_client *c, const char *text, size_t len,
-                     const char *filename, struct mg_err **err)
+                     const char *filename, struct json_value **tree, struct mg_err **err)
 {
 	*d = (struct jdoc){text, len, filename, {0}};
 	struct jparser p = {text, len, 0, filename, c->servers_key, err};
@@ -418,7 +460,7 @@ static int doc_parse(struct jdoc *d, const struct clients_client *c, const char 
 		return -1;
 	if (p.off >= len)
 		return 0;
-	if (parse_value(&p, 0, &d->root, true) < 0 || skip_blank(&p) < 0)
+	if (parse_value(&p, 0, &d->root, true, tree) < 0 || skip_blank(&p) < 0)
 		return -1;
 	if (p.off < len)
 		return fail_at(&p, p.off, "%s after the top-level value", found(&p, buf));
@@ -536,7 +578,8 @@ static int doc_open(struct jdoc *d, const struct clients_client *c, const char *
                     const struct jmember **entry, struct mg_err **err)
 {
 	*servers = *entry = NULL;
-	if (doc_parse(d, c, text, len, filename, err) < 0 || doc_servers(d, c, servers, err) < 0 ||
+	if (doc_parse(d, c, text, len, filename, NULL, err) < 0 ||
+	    doc_servers(d, c, servers, err) < 0 ||
 	    doc_entry(d, c, *servers, name, entry, err) < 0) {
 		jnode_free(&d->root);
 		d->root = (struct jnode){0};
@@ -809,24 +852,72 @@ static void cut_member(const struct jdoc *d, const struct jnode *o, size_t i,
 
 /* ---- the operations ------------------------------------------------------- */
 
-/* The edited text parses, and the entry is (or is not) there as it should */
-static int verify(const struct clients_client *c, const char *text, size_t len,
-                  const char *filename, const char *name, const char *command, size_t count,
-                  struct mg_err **err)
+/* The entry's value as put_entry writes it */
+static struct json_value *entry_value(const struct clients_client *c, const struct clients_entry *e)
+{
+	struct json_value *v = json_new_object();
+	if (c->type != NULL)
+		json_object_set(v, "type", json_new_string(c->type));
+	json_object_set(v, "command", json_new_string(e->command));
+	struct json_value *args = json_new_array();
+	for (size_t i = 0; i < e->nargs; i++)
+		json_array_push(args, json_new_string(e->args[i]));
+	json_object_set(v, "args", args);
+	return v;
+}
+
+/* The member key of object o, NULL when absent */
+static struct json_value *member_of(struct json_value *o, const char *key)
+{
+	size_t n = strlen(key);
+	for (size_t i = 0; i < o->u.obj.len; i++)
+		if (o->u.obj.items[i].keylen == n && memcmp(o->u.obj.items[i].key, key, n) == 0)
+			return o->u.obj.items[i].value;
+	return NULL;
+}
+
+/* The checked edit: the edited text parses, and its tree is the tree of
+ * the text as read with exactly the entry name set to e (added or
+ * replaced), or removed (e NULL); nothing else anywhere differs */
+static int check_edit(const struct clients_client *c, const char *before, size_t before_len,
+                      const char *after, size_t after_len, const char *filename, const char *name,
+                      const struct clients_entry *e, struct mg_err **err)
 {
 	struct jdoc d;
-	const struct jmember *servers = NULL, *entry = NULL;
+	struct json_value *was = NULL, *is = NULL, *meant = NULL;
 	cleanup_free char *label = xasprintf("%s (as edited)", filename);
-	int r = doc_open(&d, c, text, len, label, name, &servers, &entry, err);
-	if (r == 0) {
-		const struct jnode *cmd = entry != NULL ? entry_command(&entry->value) : NULL;
-		size_t n = servers != NULL ? servers->value.n : 0;
-		bool right =
-		    command != NULL ? cmd != NULL && strcmp(cmd->str, command) == 0 : entry == NULL;
-		if (!right || n != count)
-			r = mg_err_set(err, "the entry is not as it should be");
-	}
+	int r = doc_parse(&d, c, before, before_len, filename, &was, err);
 	jnode_free(&d.root);
+	if (r == 0) {
+		r = doc_parse(&d, c, after, after_len, label, &is, err);
+		jnode_free(&d.root);
+	}
+	if (r == 0 &&
+	    (is == NULL || is->kind != JSON_OBJECT || (was != NULL && was->kind != JSON_OBJECT)))
+		r = mg_err_set(err, "%s: the top level is not an object", label);
+	if (r == 0) {
+		/* the tree before, changed in place: it is ours, and a copy of a
+		 * large file's tree costs as much again */
+		meant = was != NULL ? was : json_new_object();
+		was = NULL;
+		struct json_value *servers = member_of(meant, c->servers_key);
+		if (e != NULL && servers == NULL) {
+			servers = json_new_object();
+			json_object_set(meant, c->servers_key, servers);
+		}
+		if (servers != NULL && servers->kind != JSON_OBJECT)
+			r = mg_err_set(err, "%s: \"%s\" is not an object", filename,
+			               c->servers_key);
+		else if (e != NULL)
+			json_object_set(servers, name, entry_value(c, e));
+		else if (servers != NULL)
+			json_object_remove(servers, name);
+	}
+	if (r == 0 && json_compare(meant, is, err) < 0)
+		r = mg_err_wrap(err, "the edit of %s is not the change meant", filename);
+	json_free(was);
+	json_free(is);
+	json_free(meant);
 	return r;
 }
 
@@ -842,7 +933,6 @@ int clients_jsonc_add(const struct clients_client *c, const char *text, size_t l
 		return -1;
 	cleanup_free char *unit = indent_unit(&d, servers != NULL ? &servers->value : NULL);
 	struct jwrite w = {c, e, unit, clients_eol(text, len)};
-	size_t count = servers != NULL ? servers->value.n : 0;
 	if (d.root.kind == J_NONE) {
 		/* a new document, after the comments the text may hold */
 		cleanup_free char *m = member_text(&w, c->servers_key, PUT_SERVERS, unit);
@@ -850,13 +940,10 @@ int clients_jsonc_add(const struct clients_client *c, const char *text, size_t l
 		clients_edits_add(
 		    &ed, len, len,
 		    xasprintf("%s{%s%s%s%s}%s", nl ? w.eol : "", w.eol, unit, m, w.eol, w.eol));
-		count = 1;
 	} else if (servers == NULL) {
 		insert_member(&d, &w, &d.root, c->servers_key, PUT_SERVERS, &ed);
-		count = 1;
 	} else if (entry == NULL) {
 		insert_member(&d, &w, &servers->value, e->name, PUT_ENTRY, &ed);
-		count++;
 	} else {
 		const char *t = d.text;
 		cleanup_free char *outer = line_indent(t, len, servers->value.start);
@@ -878,7 +965,7 @@ int clients_jsonc_add(const struct clients_client *c, const char *text, size_t l
 	clients_edits_free(&ed);
 	if (r < 0)
 		return -1;
-	if (clients_checked(verify(c, *out, *out_len, filename, e->name, e->command, count, err),
+	if (clients_checked(check_edit(c, text, len, *out, *out_len, filename, e->name, e, err),
 	                    filename, out, err) < 0)
 		return -1;
 	return change;
@@ -893,19 +980,17 @@ int clients_jsonc_remove(const struct clients_client *c, const char *text, size_
 	const struct jmember *servers = NULL, *entry = NULL;
 	if (doc_open(&d, c, text, len, filename, name, &servers, &entry, err) < 0)
 		return -1;
-	size_t count = servers != NULL ? servers->value.n : 0;
-	if (entry != NULL) {
+	if (entry != NULL)
 		cut_member(&d, &servers->value, (size_t)(entry - servers->value.members), &ed);
-		count--;
-	}
 	jnode_free(&d.root);
 	int r = clients_edits_apply(text, len, &ed, out, out_len, err);
 	bool changed = ed.n > 0;
 	clients_edits_free(&ed);
 	if (r < 0)
 		return -1;
-	if (changed && clients_checked(verify(c, *out, *out_len, filename, name, NULL, count, err),
-	                               filename, out, err) < 0)
+	if (changed &&
+	    clients_checked(check_edit(c, text, len, *out, *out_len, filename, name, NULL, err),
+	                    filename, out, err) < 0)
 		return -1;
 	return changed ? CLIENTS_REMOVED : CLIENTS_UNCHANGED;
 }
@@ -915,7 +1000,7 @@ int clients_jsonc_entries(const struct clients_client *c, const char *text, size
 {
 	struct jdoc d;
 	const struct jmember *servers = NULL;
-	int r = doc_parse(&d, c, text, len, filename, err);
+	int r = doc_parse(&d, c, text, len, filename, NULL, err);
 	if (r == 0)
 		r = doc_servers(&d, c, &servers, err);
 	for (size_t i = 0; r == 0 && servers != NULL && i < servers->value.n; i++)

@@ -6,7 +6,9 @@
  * what follows). The entry is the table [mcp_servers.NAME] and its
  * sub-tables: adding writes a new table after the last mcp_servers table
  * (or at the end), replacing rewrites the table, removing cuts it with the
- * blank line before it. The result is parsed again and checked. */
+ * blank line before it. What is written comes from the one TOML encoder
+ * (internal/toml/toml_encode.h), and the result is checked: its tree must
+ * be the tree before with exactly the entry set or removed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,8 @@
 #include "internal/base/xalloc.h"
 #include "internal/clients/clients-internal.h"
 #include "internal/toml/toml.h"
+#include "internal/toml/toml_change.h"
+#include "internal/toml/toml_encode.h"
 
 struct tdoc {
 	const char *text;
@@ -249,71 +253,60 @@ static void trim_top(const struct tdoc *d, char *out, size_t *len)
 	*len -= i - at;
 }
 
+/* The entry as the table [SERVERS.NAME] holds it */
+static struct toml_value *entry_table(const struct clients_entry *e)
+{
+	struct toml_value *t = toml_new_table();
+	toml_table_set(t, "command", 7, toml_new_string(e->command));
+	struct toml_value *args = toml_new_array();
+	for (size_t i = 0; i < e->nargs; i++)
+		toml_array_push(args, toml_new_string(e->args[i]));
+	toml_table_set(t, "args", 4, args);
+	return t;
+}
+
+/* The entry's table, written by the one encoder (the entry was checked:
+ * valid UTF-8, so encoding cannot fail) */
 static char *table_text(const struct clients_client *c, const struct clients_entry *e,
                         const char *eol)
 {
 	struct mg_buf b = MG_BUF_INIT(CLIENTS_FILE_MAX);
-	mg_buf_printf(&b, NULL, "[%s.%s]%scommand = ", c->servers_key, e->name, eol);
-	clients_quote(&b, e->command);
-	mg_buf_printf(&b, NULL, "%sargs = [", eol);
-	for (size_t i = 0; i < e->nargs; i++) {
-		if (i > 0)
-			mg_buf_puts(&b, ", ", NULL);
-		clients_quote(&b, e->args[i]);
-	}
-	mg_buf_printf(&b, NULL, "]%s", eol);
+	struct toml_value *t = entry_table(e);
+	const char *path[] = {c->servers_key, e->name};
+	toml_encode_table(&b, path, 2, false, t, eol, NULL);
+	toml_free(t);
 	return mg_buf_steal(&b, NULL);
 }
 
-static bool args_equal(const struct toml_value *args, const struct clients_entry *e)
+/* The checked edit: the edited text is the text as read with exactly the
+ * entry set to e (added or replaced) or removed (e NULL, and there) */
+static int check_edit(const struct clients_client *c, const struct tdoc *d, const char *after,
+                      size_t after_len, const char *name, const struct clients_entry *e,
+                      bool removed, struct mg_err **err)
 {
-	if (args == NULL || args->kind != TOML_ARRAY || args->u.array.len != e->nargs)
-		return false;
-	for (size_t i = 0; i < e->nargs; i++) {
-		const struct toml_value *a = args->u.array.items[i];
-		if (a->kind != TOML_STRING || strlen(e->args[i]) != a->u.str.len ||
-		    memcmp(a->u.str.ptr, e->args[i], a->u.str.len) != 0)
-			return false;
-	}
-	return true;
-}
-
-/* The edited text parses; the entry is there as written (e) or gone (e
- * NULL), and the servers table holds count entries */
-static int verify(const struct clients_client *c, const char *text, size_t len,
-                  const char *filename, const char *name, const struct clients_entry *e,
-                  size_t count, struct mg_err **err)
-{
-	struct toml_value *root = NULL;
-	cleanup_free char *label = xasprintf("%s (as edited)", filename);
-	int r = toml_parse(text, len, label, &root, err);
-	if (r == 0) {
-		const struct toml_value *servers = toml_get(root, c->servers_key);
-		const struct toml_value *entry = toml_get(servers, name);
-		const struct toml_value *cmd = entry != NULL ? entry_command(entry) : NULL;
-		size_t n =
-		    servers != NULL && servers->kind == TOML_TABLE ? servers->u.table.len : 0;
-		bool right = e != NULL ? cmd != NULL && strcmp(cmd->u.str.ptr, e->command) == 0 &&
-		                             args_equal(toml_get(entry, "args"), e)
-		                       : entry == NULL;
-		if (!right || n != count)
-			r = mg_err_set(err, "the entry is not as it should be");
-	}
-	toml_free(root);
+	const struct toml_step path[] = {{c->servers_key, NULL, NULL}, {name, NULL, NULL}};
+	struct toml_value *t = e != NULL ? entry_table(e) : NULL;
+	const struct toml_change change = {e != NULL ? TOML_CHANGE_SET : TOML_CHANGE_REMOVE, path,
+	                                   2, t};
+	int r = toml_check_edit(d->text, d->len, after, after_len, d->filename, &change,
+	                        e != NULL || removed ? 1 : 0, err);
+	toml_free(t);
 	return r;
 }
 
-/* Make the edits, check the result */
+/* Make the edits (the top trimmed after a cut at it), check the result */
 static int finish(const struct clients_client *c, const struct tdoc *d, struct clients_edits *ed,
-                  const char *name, const struct clients_entry *e, size_t count, char **out,
+                  const char *name, const struct clients_entry *e, bool removed, char **out,
                   size_t *out_len, struct mg_err **err)
 {
 	int r = clients_edits_apply(d->text, d->len, ed, out, out_len, err);
 	clients_edits_free(ed);
 	if (r < 0)
 		return -1;
-	return clients_checked(verify(c, *out, *out_len, d->filename, name, e, count, err),
-	                       d->filename, out, err);
+	if (removed)
+		trim_top(d, *out, out_len);
+	return clients_checked(check_edit(c, d, *out, *out_len, name, e, removed, err), d->filename,
+	                       out, err);
 }
 
 int clients_toml_add(const struct clients_client *c, const char *text, size_t len,
@@ -327,7 +320,6 @@ int clients_toml_add(const struct clients_client *c, const char *text, size_t le
 	const char *eol = clients_eol(text, len);
 	char *table = table_text(c, e, eol);
 	struct clients_edits ed = {0};
-	size_t count = servers != NULL ? servers->u.table.len : 0;
 	int change = CLIENTS_ADDED;
 	if (entry != NULL) {
 		struct lines_of below = {0};
@@ -367,9 +359,8 @@ int clients_toml_add(const struct clients_client *c, const char *text, size_t le
 		const char *nl = at == len && len > 0 && text[len - 1] != '\n' ? eol : "";
 		clients_edits_add(&ed, at, at, xasprintf("%s%s%s", nl, len > 0 ? eol : "", table));
 		free(table);
-		count++;
 	}
-	int r = finish(c, &d, &ed, e->name, e, count, out, out_len, err);
+	int r = finish(c, &d, &ed, e->name, e, false, out, out_len, err);
 	tdoc_free(&d);
 	return r < 0 ? -1 : change;
 }
@@ -383,7 +374,6 @@ int clients_toml_remove(const struct clients_client *c, const char *text, size_t
 	if (tdoc_open(&d, c, text, len, filename, name, &servers, &entry, err) < 0)
 		return -1;
 	struct clients_edits ed = {0};
-	size_t count = servers != NULL ? servers->u.table.len : 0;
 	int change = CLIENTS_UNCHANGED;
 	if (entry != NULL) {
 		struct lines_of tables = {0};
@@ -391,12 +381,9 @@ int clients_toml_remove(const struct clients_client *c, const char *text, size_t
 		for (size_t i = 0; i < tables.n; i++)
 			cut_table(&d, tables.v[i], &ed);
 		free(tables.v);
-		count--;
 		change = CLIENTS_REMOVED;
 	}
-	int r = finish(c, &d, &ed, name, NULL, count, out, out_len, err);
-	if (r == 0)
-		trim_top(&d, *out, out_len);
+	int r = finish(c, &d, &ed, name, NULL, entry != NULL, out, out_len, err);
 	tdoc_free(&d);
 	return r < 0 ? -1 : change;
 }

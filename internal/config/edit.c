@@ -1,13 +1,17 @@
-/* Editing mcp.toml in place for `mcpgate approve`: the manifest pin and tool
- * settings of one server change, everything else (comments, order, spacing)
- * stays as the person wrote it. The result is parsed again and checked
- * before it is written (atomically). */
+/* Editing mcp.toml: approve's manifest pin and tool settings, add's new
+ * [[server]]. What is written comes from the one encoder
+ * (internal/toml/toml_encode.h), everything else in the file (comments,
+ * order, spacing) stays as the person wrote it, and every edit is checked
+ * before it is written: the file after must be the file before with exactly
+ * the change meant (internal/toml/toml_change.h), and load as mcp.toml.
+ * Otherwise nothing is written. */
 #define _GNU_SOURCE
 #include "internal/config/edit.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +22,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
+#include "internal/toml/toml_encode.h"
 
 /* The text as lines, each with its own line ending */
 struct lines {
@@ -124,6 +129,21 @@ static const char *effect_text(enum cfg_effect e)
 	return NULL;
 }
 
+/* A tool's settings as approve writes them (and as the file must hold them):
+ * the ones the change sets */
+static struct toml_value *new_tool_table(const struct cfg_tool_change *c)
+{
+	struct toml_value *t = toml_new_table();
+	if (c->on >= 0)
+		toml_table_set(t, "on", 2, toml_new_bool(c->on != 0));
+	if (c->effect >= 0 && effect_text((enum cfg_effect)c->effect) != NULL)
+		toml_table_set(t, "effect", 6,
+		               toml_new_string(cfg_effect_name((enum cfg_effect)c->effect)));
+	if (c->confirm >= 0)
+		toml_table_set(t, "confirm", 7, toml_new_bool(c->confirm != 0));
+	return t;
+}
+
 /* Line ranges (0-based, end exclusive) of the server's section and of its
  * main table within it */
 static void server_ranges(const struct cfg *cfg, const struct cfg_server *s, const struct lines *l,
@@ -154,13 +174,70 @@ static size_t after_last_content(const struct lines *l, size_t from, size_t to)
 	return at;
 }
 
+/* A line to insert before line index at (0-based, of the text as read) */
+struct insert {
+	size_t at;
+	size_t order; /* inserts at one place keep the order they were made in */
+	char *text;
+};
+
+struct inserts {
+	struct insert *v;
+	size_t n;
+};
+
+static void insert_at(struct inserts *ins, size_t at, char *text)
+{
+	ins->v = xreallocarray(ins->v, ins->n + 1, sizeof(*ins->v));
+	ins->v[ins->n] = (struct insert){at, ins->n, text};
+	ins->n++;
+}
+
+static int later_first(const void *a, const void *b)
+{
+	const struct insert *x = a, *y = b;
+	if (x->at != y->at)
+		return x->at < y->at ? 1 : -1;
+	return x->order < y->order ? 1 : -1;
+}
+
+/* Every insert made, from the bottom of the text up: each index is one of
+ * the text as read, and no insert moves a line another one names */
+static void inserts_apply(struct inserts *ins, struct lines *l)
+{
+	if (ins->n > 1)
+		qsort(ins->v, ins->n, sizeof(*ins->v), later_first);
+	for (size_t i = 0; i < ins->n; i++) {
+		size_t at = ins->v[i].at;
+		/* a last line without its newline gets one before what follows */
+		char *prev = at > 0 ? l->v[at - 1] : NULL;
+		size_t plen = prev != NULL ? strlen(prev) : 0;
+		if (prev != NULL && (plen == 0 || prev[plen - 1] != '\n')) {
+			l->v[at - 1] = xasprintf("%s\n", prev);
+			free(prev);
+		}
+		lines_insert(l, at, ins->v[i].text);
+	}
+	free(ins->v);
+	*ins = (struct inserts){0};
+}
+
+static void inserts_free(struct inserts *ins)
+{
+	for (size_t i = 0; i < ins->n; i++)
+		free(ins->v[i].text);
+	free(ins->v);
+	*ins = (struct inserts){0};
+}
+
 /* key = text in tool t's table: its value replaced where it is written, else
- * a line added under the table's header */
+ * a line under the table's header */
 static int set_key(const struct cfg *cfg, const struct cfg_tool *t, struct lines *l,
-                   const char *key, struct cfg_pos at, const char *text, struct mg_err **err)
+                   struct inserts *ins, const char *key, struct cfg_pos at, const char *text,
+                   struct mg_err **err)
 {
 	if (at.line == 0) {
-		lines_insert(l, t->pos.line, xasprintf("%s = %s\n", key, text));
+		insert_at(ins, t->pos.line, xasprintf("%s = %s\n", key, text));
 		return 0;
 	}
 	if (replace_value(&l->v[at.line - 1], at.col, text, err) < 0)
@@ -168,112 +245,175 @@ static int set_key(const struct cfg *cfg, const struct cfg_tool *t, struct lines
 	return 0;
 }
 
-/* Edits bottom-up, so earlier line numbers stay valid */
+/* The table of a tool new to the file, "\n[server.tools.NAME]\n..." */
+static char *tool_table_text(const struct cfg_tool_change *c, struct mg_err **err)
+{
+	struct mg_buf b = MG_BUF_INIT((size_t)1 << 16);
+	struct toml_value *table = new_tool_table(c);
+	const char *path[] = {"server", "tools", c->tool};
+	int r = mg_buf_putc(&b, '\n', err) < 0 ||
+	                toml_encode_table(&b, path, 3, false, table, "\n", err) < 0
+	            ? -1
+	            : 0;
+	toml_free(table);
+	if (r < 0) {
+		mg_buf_free(&b);
+		mg_err_wrap(err, "tool %s", c->tool);
+		return NULL;
+	}
+	return mg_buf_steal(&b, NULL);
+}
+
+/* Values replaced where they stand, lines inserted last */
 static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines *l,
                  const char *manifest, const struct cfg_tool_change *changes, size_t n,
                  struct mg_err **err)
 {
 	size_t start, main_end, end;
 	server_ranges(cfg, s, l, &start, &main_end, &end);
+	struct inserts ins = {0};
+	int r = 0;
+
+	/* the pin first: a new tool table may go in at the same line, after it */
+	if (manifest != NULL) {
+		struct mg_buf q = MG_BUF_INIT(4096);
+		if (toml_encode_string(&q, manifest, strlen(manifest), err) < 0)
+			r = mg_err_wrap(err, "the manifest hash");
+		cleanup_free char *quoted = mg_buf_steal(&q, NULL);
+		if (r == 0 && s->manifest_pos.line != 0) {
+			if (replace_value(&l->v[s->manifest_pos.line - 1], s->manifest_pos.col,
+			                  quoted, err) < 0)
+				r = mg_err_wrap(err, "%s:%u", cfg->mcp_path, s->manifest_pos.line);
+		} else if (r == 0) {
+			insert_at(&ins, after_last_content(l, start, main_end),
+			          xasprintf("manifest = %s\n", quoted));
+		}
+	}
 
 	/* new tool tables at the end of the server's section, in the order given */
 	size_t append_at = after_last_content(l, start, end);
-	for (size_t k = n; k-- > 0;) {
+	for (size_t k = 0; r == 0 && k < n; k++) {
 		const struct cfg_tool_change *c = &changes[k];
 		if (tool_of(s, c->tool) != NULL)
 			continue;
-		struct mg_buf b = MG_BUF_INIT(4096);
-		mg_buf_printf(&b, NULL, "\n[server.tools.%s]\n", c->tool);
-		if (c->on >= 0)
-			mg_buf_printf(&b, NULL, "on = %s\n", c->on ? "true" : "false");
-		if (c->effect >= 0 && effect_text((enum cfg_effect)c->effect) != NULL)
-			mg_buf_printf(&b, NULL, "effect = %s\n",
-			              effect_text((enum cfg_effect)c->effect));
-		if (c->confirm >= 0)
-			mg_buf_printf(&b, NULL, "confirm = %s\n", c->confirm ? "true" : "false");
-		if (append_at > 0) {
-			/* a last line without its newline gets one before the new table */
-			char *prev = l->v[append_at - 1];
-			size_t plen = strlen(prev);
-			if (plen == 0 || prev[plen - 1] != '\n') {
-				l->v[append_at - 1] = xasprintf("%s\n", prev);
-				free(prev);
-			}
-		}
-		lines_insert(l, append_at, mg_buf_steal(&b, NULL));
+		char *text = tool_table_text(c, err);
+		if (text == NULL)
+			r = -1;
+		else
+			insert_at(&ins, append_at, text);
 	}
 
-	/* existing tool tables: from the lowest on the page up */
-	for (size_t k = 0; k < n; k++) {
+	/* existing tool tables */
+	for (size_t k = 0; r == 0 && k < n; k++) {
 		const struct cfg_tool_change *c = &changes[k];
 		const struct cfg_tool *t = tool_of(s, c->tool);
 		if (t == NULL)
 			continue;
-		if (c->effect >= 0) {
-			const char *text = effect_text((enum cfg_effect)c->effect);
-			if (text == NULL)
-				return mg_err_set(err, "tool %s: an effect is read or write",
-				                  c->tool);
-			if (t->effect_pos.line != 0) {
-				if (replace_value(&l->v[t->effect_pos.line - 1], t->effect_pos.col,
-				                  text, err) < 0)
-					return mg_err_wrap(err, "%s:%u", cfg->mcp_path,
-					                   t->effect_pos.line);
-			} else {
-				lines_insert(l, t->pos.line, xasprintf("effect = %s\n", text));
-			}
-		}
-		if (c->on >= 0 &&
-		    set_key(cfg, t, l, "on", t->on_pos, c->on ? "true" : "false", err) < 0)
-			return -1;
-		if (c->confirm >= 0 && set_key(cfg, t, l, "confirm", t->confirm_pos,
-		                               c->confirm ? "true" : "false", err) < 0)
-			return -1;
+		if (c->effect >= 0)
+			r = set_key(cfg, t, l, &ins, "effect", t->effect_pos,
+			            effect_text((enum cfg_effect)c->effect), err);
+		if (r == 0 && c->on >= 0)
+			r = set_key(cfg, t, l, &ins, "on", t->on_pos, c->on ? "true" : "false",
+			            err);
+		if (r == 0 && c->confirm >= 0)
+			r = set_key(cfg, t, l, &ins, "confirm", t->confirm_pos,
+			            c->confirm ? "true" : "false", err);
 	}
-
-	if (manifest != NULL) {
-		cleanup_free char *quoted = xasprintf("\"%s\"", manifest);
-		if (s->manifest_pos.line != 0) {
-			if (replace_value(&l->v[s->manifest_pos.line - 1], s->manifest_pos.col,
-			                  quoted, err) < 0)
-				return mg_err_wrap(err, "%s:%u", cfg->mcp_path,
-				                   s->manifest_pos.line);
-		} else {
-			size_t at = after_last_content(l, start, main_end);
-			lines_insert(l, at, xasprintf("manifest = %s\n", quoted));
-		}
+	if (r < 0) {
+		inserts_free(&ins);
+		return -1;
 	}
+	inserts_apply(&ins, l);
 	return 0;
 }
 
-/* Is the edited text what was asked for, and is the rest unchanged? */
-static int verify(const struct cfg *before, const struct cfg *after, const char *server,
-                  const char *manifest, const struct cfg_tool_change *changes, size_t n,
-                  struct mg_err **err)
+/* ---- the change approve means --------------------------------------------- */
+
+/* Four steps at most: the server, tools, the tool, its key */
+#define STEPS_PER_CHANGE 4
+
+struct meant {
+	struct toml_change *v;
+	size_t n;
+	struct toml_step *steps;
+	struct toml_value **values; /* owned, one per change */
+};
+
+static void meant_free(struct meant *m)
 {
-	if (after->nservers != before->nservers)
-		return mg_err_set(err, "the edit changed the number of servers");
-	const struct cfg_server *s = cfg_find_server(after, server);
-	if (s == NULL)
-		return mg_err_set(err, "the edit lost server %s", server);
-	if (manifest != NULL && (s->manifest == NULL || strcmp(s->manifest, manifest) != 0))
-		return mg_err_set(err, "the edit did not set the manifest of %s", server);
+	for (size_t i = 0; i < m->n; i++)
+		toml_free(m->values[i]);
+	free(m->values);
+	free(m->steps);
+	free(m->v);
+}
+
+/* SET of the steps the server, then keys (NULL-ended), to value (owned) */
+static void meant_set(struct meant *m, const char *server, struct toml_value *value, ...)
+{
+	struct toml_step *steps = &m->steps[m->n * STEPS_PER_CHANGE];
+	size_t k = 0;
+	steps[k++] = (struct toml_step){"server", "name", server};
+	va_list ap;
+	va_start(ap, value);
+	for (const char *key; (key = va_arg(ap, const char *)) != NULL && k < STEPS_PER_CHANGE;)
+		steps[k++] = (struct toml_step){key, NULL, NULL};
+	va_end(ap);
+	m->values[m->n] = value;
+	m->v[m->n++] = (struct toml_change){TOML_CHANGE_SET, steps, k, value};
+}
+
+/* The manifest set, and each tool's settings: a new tool's table as a
+ * whole, an existing one's keys one by one. The steps borrow server and
+ * the tools' names, not s. */
+static void approval_meant(const struct cfg_server *s, const char *server, const char *manifest,
+                           const struct cfg_tool_change *changes, size_t n, struct meant *m)
+{
+	size_t cap = 1 + 3 * n;
+	m->n = 0;
+	m->v = xcalloc(cap, sizeof(*m->v));
+	m->steps = xcalloc(cap * STEPS_PER_CHANGE, sizeof(*m->steps));
+	m->values = xcalloc(cap, sizeof(*m->values));
+	if (manifest != NULL)
+		meant_set(m, server, toml_new_string(manifest), "manifest", NULL);
 	for (size_t k = 0; k < n; k++) {
-		const struct cfg_tool *t = tool_of(s, changes[k].tool);
-		if (t == NULL || (changes[k].on >= 0 && t->on != (changes[k].on != 0)) ||
-		    (changes[k].effect >= 0 && (int)t->effect != changes[k].effect) ||
-		    (changes[k].confirm >= 0 && t->confirm != (changes[k].confirm != 0)))
-			return mg_err_set(err, "the edit did not set tool %s of %s",
-			                  changes[k].tool, server);
+		const struct cfg_tool_change *c = &changes[k];
+		if (tool_of(s, c->tool) == NULL) {
+			meant_set(m, server, new_tool_table(c), "tools", c->tool, NULL);
+			continue;
+		}
+		if (c->on >= 0)
+			meant_set(m, server, toml_new_bool(c->on != 0), "tools", c->tool, "on",
+			          NULL);
+		if (c->effect >= 0)
+			meant_set(m, server,
+			          toml_new_string(cfg_effect_name((enum cfg_effect)c->effect)),
+			          "tools", c->tool, "effect", NULL);
+		if (c->confirm >= 0)
+			meant_set(m, server, toml_new_bool(c->confirm != 0), "tools", c->tool,
+			          "confirm", NULL);
 	}
-	return 0;
 }
 
-int cfg_edit_server(const char *text, size_t len, const char *name, const char *server,
-                    const char *manifest, const struct cfg_tool_change *changes, size_t n,
-                    char **out, size_t *out_len, struct mg_err **err)
+/* The edited text and what it is meant to change; nothing checked yet */
+static int compose_approval(const char *text, size_t len, const char *name, const char *server,
+                            const char *manifest, const struct cfg_tool_change *changes, size_t n,
+                            char **out, size_t *out_len, struct meant *m, struct mg_err **err)
 {
-	struct cfg *before = NULL, *after = NULL;
+	struct cfg *before = NULL;
+	*m = (struct meant){0};
+	for (size_t k = 0; k < n; k++) {
+		if (cfg_check_tool_name(changes[k].tool, "the tool's name", err) < 0)
+			return mg_err_wrap(
+			    err,
+			    "server %s offers a tool whose name mcp.toml cannot hold "
+			    "(it stays off)",
+			    server);
+		if (changes[k].effect >= 0 &&
+		    effect_text((enum cfg_effect)changes[k].effect) == NULL)
+			return mg_err_set(err, "tool %s: an effect is read or write",
+			                  changes[k].tool);
+	}
 	if (cfg_parse(text, len, name, NULL, 0, NULL, &before, err) < 0)
 		return -1;
 	const struct cfg_server *s = cfg_find_server(before, server);
@@ -288,12 +428,9 @@ int cfg_edit_server(const char *text, size_t len, const char *name, const char *
 	for (size_t i = 0; r == 0 && i < l.n; i++)
 		r = mg_buf_puts(&b, l.v[i], err);
 	lines_free(&l);
-	if (r == 0 && cfg_parse(b.data, b.len, name, NULL, 0, NULL, &after, err) < 0)
-		r = mg_err_wrap(err, "the edited text does not load");
-	if (r == 0 && verify(before, after, server, manifest, changes, n, err) < 0)
-		r = -1;
+	if (r == 0)
+		approval_meant(s, server, manifest, changes, n, m);
 	cfg_free(before);
-	cfg_free(after);
 	if (r < 0) {
 		mg_buf_free(&b);
 		return mg_err_wrap(err,
@@ -303,6 +440,118 @@ int cfg_edit_server(const char *text, size_t len, const char *name, const char *
 	}
 	*out = mg_buf_steal(&b, out_len);
 	return 0;
+}
+
+/* The edited text loads as mcp.toml, and differs from text by exactly what
+ * was meant */
+static int check_edit(const char *name, const char *before, size_t before_len, const char *after,
+                      size_t after_len, const struct toml_change *changes, size_t n,
+                      struct mg_err **err)
+{
+	struct cfg *loaded = NULL;
+	int r = toml_check_edit(before, before_len, after, after_len, name, changes, n, err);
+	if (r == 0 && cfg_parse(after, after_len, name, NULL, 0, NULL, &loaded, err) < 0)
+		r = mg_err_wrap(err, "the edited text does not load");
+	cfg_free(loaded);
+	return r;
+}
+
+int cfg_edit_server(const char *text, size_t len, const char *name, const char *server,
+                    const char *manifest, const struct cfg_tool_change *changes, size_t n,
+                    char **out, size_t *out_len, struct mg_err **err)
+{
+	struct meant m;
+	if (compose_approval(text, len, name, server, manifest, changes, n, out, out_len, &m, err) <
+	    0)
+		return -1;
+	int r = check_edit(name, text, len, *out, *out_len, m.v, m.n, err);
+	meant_free(&m);
+	if (r < 0) {
+		free(*out);
+		*out = NULL;
+		return mg_err_wrap(err, "%s is left as it was", name);
+	}
+	return 0;
+}
+
+int cfg_approve(const char *path, const char *server, const char *manifest,
+                const struct cfg_tool_change *changes, size_t n, struct mg_err **err)
+{
+	cleanup_free char *text = NULL, *edited = NULL;
+	size_t len = 0, out_len = 0;
+	struct meant m;
+	if (mg_read_file(path, CFG_FILE_MAX, &text, &len, err) < 0)
+		return -1;
+	if (compose_approval(text, len, path, server, manifest, changes, n, &edited, &out_len, &m,
+	                     err) < 0)
+		return mg_err_wrap(err, "nothing was written to %s", path);
+	int r = cfg_write_checked(path, text, len, edited, out_len, m.v, m.n, err);
+	meant_free(&m);
+	return r;
+}
+
+/* ---- add: one [[server]] more ---------------------------------------------- */
+
+#define NEW_FILE_HEAD "# mcp.toml: the servers mcpgate runs (mcp.toml(5))\n"
+
+int cfg_append_server(const char *path, const char *const *comment, size_t ncomment,
+                      const struct toml_value *entry, struct mg_err **err)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	bool exists = mg_read_file(path, CFG_FILE_MAX, &text, &len, NULL) == 0;
+	if (!exists && errno != ENOENT)
+		return mg_err_sys(err, errno, "%s", path);
+	struct mg_buf b = MG_BUF_INIT((size_t)CFG_FILE_MAX * 2);
+	const char *steps_key = "server";
+	const struct toml_step step = {steps_key, NULL, NULL};
+	const struct toml_change change = {TOML_CHANGE_APPEND, &step, 1, entry};
+	int r = 0;
+	if (exists) {
+		r = mg_buf_append(&b, text, len, err);
+		if (r == 0 && len > 0 && text[len - 1] != '\n')
+			r = mg_buf_putc(&b, '\n', err);
+	} else {
+		r = mg_buf_puts(&b, NEW_FILE_HEAD, err);
+	}
+	if (r == 0)
+		r = mg_buf_putc(&b, '\n', err);
+	for (size_t i = 0; r == 0 && i < ncomment; i++)
+		r = toml_encode_comment(&b, comment[i], "\n", err);
+	if (r == 0)
+		r = toml_encode_table(&b, &steps_key, 1, true, entry, "\n", err);
+	if (r == 0)
+		r = cfg_write_checked(path, exists ? text : NULL, len, b.data, b.len, &change, 1,
+		                      err);
+	else
+		mg_err_wrap(err, "the new entry cannot be written: nothing was written to %s",
+		            path);
+	mg_buf_free(&b);
+	return r;
+}
+
+/* ---- writing ----------------------------------------------------------------- */
+
+int cfg_write_checked(const char *path, const char *before, size_t before_len, const char *after,
+                      size_t after_len, const struct toml_change *changes, size_t n,
+                      struct mg_err **err)
+{
+	if (check_edit(path, before, before_len, after, after_len, changes, n, err) < 0)
+		return mg_err_wrap(err, "nothing was written to %s", path);
+	/* what was read is what is there still: an edit of someone else's since
+	 * is not written over */
+	cleanup_free char *now = NULL;
+	size_t now_len = 0;
+	bool there = mg_read_file(path, CFG_FILE_MAX, &now, &now_len, NULL) == 0;
+	if (!there && errno != ENOENT)
+		return mg_err_sys(err, errno, "%s", path);
+	if (there != (before != NULL) ||
+	    (there && (now_len != before_len || memcmp(now, before, now_len) != 0)))
+		return mg_err_set(err,
+		                  "%s changed while mcpgate edited it: nothing was written; try "
+		                  "again",
+		                  path);
+	return cfg_write_atomic(path, after, after_len, err);
 }
 
 int cfg_write_atomic(const char *path, const char *text, size_t len, struct mg_err **err)

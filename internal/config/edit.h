@@ -1,5 +1,8 @@
-/* Editing mcp.toml for `mcpgate approve`, keeping the rest of the file as the
- * person wrote it (comments, order, spacing). */
+/* Editing mcp.toml (approve, add), keeping the rest of the file as the
+ * person wrote it (comments, order, spacing). Every edit is checked before
+ * it is written: the text after must load, and differ from the text before
+ * by exactly the change meant (internal/toml/toml_change.h); otherwise
+ * nothing is written and the error says so, naming the file. */
 #ifndef MG_CONFIG_EDIT_H
 #define MG_CONFIG_EDIT_H
 
@@ -7,6 +10,7 @@
 
 #include "internal/base/err.h"
 #include "internal/config/config.h"
+#include "internal/toml/toml_change.h"
 
 /* One tool's new settings; -1 leaves a setting as it is */
 struct cfg_tool_change {
@@ -17,11 +21,31 @@ struct cfg_tool_change {
 };
 
 /* The text of mcp.toml (named name in messages) with server's manifest set
- * (NULL: unchanged) and the tool changes made. The result is parsed again
- * and checked before it is handed back (*out, allocated). */
+ * (NULL: unchanged) and the tool changes made (*out, allocated), checked as
+ * cfg_write_checked() checks. A tool whose name mcp.toml cannot hold
+ * (cfg_check_tool_name) is an error. */
 int cfg_edit_server(const char *text, size_t len, const char *name, const char *server,
                     const char *manifest, const struct cfg_tool_change *changes, size_t n,
                     char **out, size_t *out_len, struct mg_err **err);
+
+/* cfg_edit_server() on the file at path, written by cfg_write_checked() */
+int cfg_approve(const char *path, const char *server, const char *manifest,
+                const struct cfg_tool_change *changes, size_t n, struct mg_err **err);
+
+/* The file at path (none yet: a new one) with one [[server]] more, entry (a
+ * table), under comment lines (any text: each is shown on one line, its
+ * control characters escaped), written by cfg_write_checked() with the one
+ * change: entry appended to server. */
+int cfg_append_server(const char *path, const char *const *comment, size_t ncomment,
+                      const struct toml_value *entry, struct mg_err **err);
+
+/* Write after to path when it loads as mcp.toml and is before (the text
+ * read; NULL: there was no file) with exactly the changes made
+ * (toml_check_edit), and path still holds before; else nothing is written
+ * and the error names path and says why. The one way mcp.toml is written. */
+int cfg_write_checked(const char *path, const char *before, size_t before_len, const char *after,
+                      size_t after_len, const struct toml_change *changes, size_t n,
+                      struct mg_err **err);
 
 /* Replace path by text: a temporary file beside it, fsync, rename, fsync the
  * folder; the file keeps its mode (0600 when new). */

@@ -20,14 +20,6 @@
 /* Longest part of a literal or key quoted in an error message. */
 #define TEXT_IN_MESSAGE_MAX 64
 
-static void buf_truncate(struct mg_buf *b, size_t len)
-{
-	if (b->data == NULL)
-		return;
-	b->len = len;
-	b->data[len] = '\0';
-}
-
 /* Rule (a): a literal without fraction and exponent whose value fits int64.
  * Returns 1 and sets *out when it applies, 0 when rule (b) does. */
 static int integer_literal(const char *n, size_t len, int64_t *out)
@@ -220,7 +212,7 @@ static int sorted_text(const struct json_value *v, bool literal, struct mg_buf *
 {
 	size_t start = out->len;
 	if (canonical_value(v, literal, out, err) < 0) {
-		buf_truncate(out, start);
+		mg_buf_truncate(out, start);
 		return -1;
 	}
 	return 0;

@@ -14,6 +14,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/log.h"
 #include "internal/base/num.h"
+#include "internal/base/quote.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 
@@ -92,14 +93,6 @@ static void object_append(struct json_value *obj, char *key, size_t keylen, stru
 }
 
 /* Drop whatever a failed writer appended, so out is as the caller left it. */
-static void buf_truncate(struct mg_buf *b, size_t len)
-{
-	if (b->data == NULL)
-		return;
-	b->len = len;
-	b->data[len] = '\0';
-}
-
 /* ---- numbers ---------------------------------------------------------- */
 
 static bool is_digit(char c)
@@ -250,6 +243,33 @@ void json_object_set(struct json_value *obj, const char *key, struct json_value 
 	object_append(obj, xstrndup(key, keylen), keylen, v);
 }
 
+void json_object_add(struct json_value *obj, const char *key, size_t keylen, struct json_value *v)
+{
+	if (obj == NULL || obj->kind != JSON_OBJECT)
+		json_bug("json_object_add on something that is not an object");
+	if (key == NULL || v == NULL)
+		json_bug("json_object_add without a key or a value");
+	object_append(obj, xstrndup(key, keylen), keylen, v);
+}
+
+bool json_object_remove(struct json_value *obj, const char *key)
+{
+	if (obj == NULL || obj->kind != JSON_OBJECT)
+		json_bug("json_object_remove on something that is not an object");
+	size_t keylen = strlen(key);
+	for (size_t i = 0; i < obj->u.obj.len; i++) {
+		struct json_member *m = &obj->u.obj.items[i];
+		if (!key_equals(m, key, keylen))
+			continue;
+		free(m->key);
+		json_free(m->value);
+		memmove(m, m + 1, (obj->u.obj.len - i - 1) * sizeof(*m));
+		obj->u.obj.len--;
+		return true;
+	}
+	return false;
+}
+
 void json_array_push(struct json_value *arr, struct json_value *v)
 {
 	if (arr == NULL || arr->kind != JSON_ARRAY)
@@ -322,96 +342,22 @@ const char *json_get_string(const struct json_value *obj, const char *key)
 /* ---- quoting and generation ------------------------------------------- */
 
 /* shown: a code point that hides, reorders or breaks text (mg_cp_hidden)
- * is written as \uXXXX too (a surrogate pair past U+FFFF), so the text is
- * the same JSON value and every character of it can be seen */
+ * is written as \uXXXX too (the text mode of internal/base/quote.c), so
+ * the text is the same JSON value and every character of it can be seen */
 static int quote_append(const char *s, size_t len, bool shown, struct mg_buf *out,
                         struct mg_err **err)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *u = (const unsigned char *)s;
-	size_t run = 0; /* start of the bytes not yet written */
-	size_t i = 0;
-
-	if (mg_buf_putc(out, '"', err) < 0)
-		return -1;
-	while (i < len) {
-		unsigned char c = u[i];
-		if (c >= 0x80) {
-			uint32_t cp = 0;
-			size_t k = mg_utf8_seq(u + i, len - i, &cp);
-			if (k == 0)
-				return mg_err_set(err, "invalid UTF-8 at byte %zu of a string", i);
-			if (shown && mg_cp_hidden(cp)) {
-				if (mg_buf_append(out, s + run, i - run, err) < 0)
-					return -1;
-				int r = cp > 0xffff
-				            ? mg_buf_printf(out, err, "\\u%04x\\u%04x",
-				                            0xd800 + ((cp - 0x10000) >> 10),
-				                            0xdc00 + ((cp - 0x10000) & 0x3ff))
-				            : mg_buf_printf(out, err, "\\u%04x", cp);
-				if (r < 0)
-					return -1;
-				run = i + k;
-			}
-			i += k;
-			continue;
-		}
-		char esc[6] = {'\\', 0, 0, 0, 0, 0};
-		size_t esclen = 2;
-		switch (c) {
-		case '"':
-			esc[1] = '"';
-			break;
-		case '\\':
-			esc[1] = '\\';
-			break;
-		case '\b':
-			esc[1] = 'b';
-			break;
-		case '\t':
-			esc[1] = 't';
-			break;
-		case '\n':
-			esc[1] = 'n';
-			break;
-		case '\f':
-			esc[1] = 'f';
-			break;
-		case '\r':
-			esc[1] = 'r';
-			break;
-		default:
-			if (c >= 0x20 && c != 0x7f) {
-				i++;
-				continue;
-			}
-			esc[1] = 'u';
-			esc[2] = '0';
-			esc[3] = '0';
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 0xf];
-			esclen = 6;
-			break;
-		}
-		if (mg_buf_append(out, s + run, i - run, err) < 0 ||
-		    mg_buf_append(out, esc, esclen, err) < 0)
-			return -1;
-		i++;
-		run = i;
-	}
-	if (mg_buf_append(out, s + run, len - run, err) < 0 || mg_buf_putc(out, '"', err) < 0)
-		return -1;
-	return 0;
+	return mg_quote(s, len, shown ? MG_QUOTE_TEXT : MG_QUOTE_CANONICAL, out, err);
 }
 
 int json_quote(const char *s, size_t len, struct mg_buf *out, struct mg_err **err)
 {
-	size_t start = out->len;
-	if (quote_append(s, len, false, out, err) < 0) {
-		buf_truncate(out, start);
-		return -1;
-	}
-	return 0;
+	return mg_quote(s, len, MG_QUOTE_CANONICAL, out, err);
+}
+
+int json_quote_text(const char *s, size_t len, struct mg_buf *out, struct mg_err **err)
+{
+	return mg_quote(s, len, MG_QUOTE_TEXT, out, err);
 }
 
 static int generate_value(const struct json_value *v, bool shown, struct mg_buf *out,
@@ -461,7 +407,7 @@ static int generate(const struct json_value *v, bool shown, struct mg_buf *out, 
 {
 	size_t start = out->len;
 	if (generate_value(v, shown, out, err) < 0) {
-		buf_truncate(out, start);
+		mg_buf_truncate(out, start);
 		return -1;
 	}
 	return 0;

@@ -84,6 +84,11 @@ struct json_value *json_new_array(void);
 struct json_value *json_new_object(void);
 /* Replaces an existing member of the same key. Takes ownership of v. */
 void json_object_set(struct json_value *obj, const char *key, struct json_value *v);
+/* Appends a member even when one of that key is there (a JSONC file a person
+ * wrote may hold a key twice). Takes ownership of v. */
+void json_object_add(struct json_value *obj, const char *key, size_t keylen, struct json_value *v);
+/* Removes the first member of key; whether there was one */
+bool json_object_remove(struct json_value *obj, const char *key);
 void json_array_push(struct json_value *arr, struct json_value *v);
 /* Deep copy */
 struct json_value *json_copy(const struct json_value *v);
@@ -93,6 +98,12 @@ const struct json_value *json_get(const struct json_value *obj, const char *key)
 const char *json_get_string(const struct json_value *obj, const char *key);
 /* A number that is an integer in int64 range; -1 when not. */
 int json_number_int64(const struct json_value *v, int64_t *out);
+
+/* 0 when got holds what want holds: objects as sets of members (a key
+ * written twice matched occurrence by occurrence), arrays in order, numbers
+ * by their literal text. Else -1, and err names the first place they
+ * differ as a path ("mcpServers.x.args[2]"). */
+int json_compare(const struct json_value *want, const struct json_value *got, struct mg_err **err);
 
 /* Append compact JSON (members in stored order) to out. */
 int json_generate(const struct json_value *v, struct mg_buf *out, struct mg_err **err);
@@ -115,5 +126,10 @@ void json_sort_keys(struct json_value *v);
 
 /* Append s as a JSON string literal, escaped the one canonical way. */
 int json_quote(const char *s, size_t len, struct mg_buf *out, struct mg_err **err);
+/* Append s as a JSON string literal for a file another program parses or a
+ * person reads (an MCP client's configuration): json_quote's escapes, and
+ * \uXXXX for C1 controls, U+2028, U+2029 and what hides text, which some
+ * readers take for a line end (internal/base/quote.h). */
+int json_quote_text(const char *s, size_t len, struct mg_buf *out, struct mg_err **err);
 
 #endif

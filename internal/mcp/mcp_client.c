@@ -275,12 +275,15 @@ static int check_tool(const struct json_value *tool, size_t page, struct mg_err 
 	const struct json_value *name = json_get(tool, "name");
 	if (name == NULL || name->kind != JSON_STRING)
 		return mg_err_set(err, "tools/list page %zu: a tool has no name", page);
-	if (!mcp_tool_name_valid(name->u.str.ptr, name->u.str.len))
+	if (!mcp_tool_name_valid(name->u.str.ptr, name->u.str.len)) {
+		/* the server's text, its line ends and controls shown as escapes */
+		cleanup_free char *shown =
+		    mg_shown(name->u.str.ptr, name->u.str.len > 64 ? 64 : name->u.str.len);
 		return mg_err_set(err,
-		                  "tools/list: tool name \"%.*s\" is not 1-128 characters of "
+		                  "tools/list: tool name \"%s\" is not 1-128 characters of "
 		                  "[A-Za-z0-9_.-]",
-		                  (int)(name->u.str.len > 64 ? 64 : name->u.str.len),
-		                  name->u.str.ptr);
+		                  shown);
+	}
 	const struct json_value *schema = json_get(tool, "inputSchema");
 	if (schema == NULL || schema->kind != JSON_OBJECT)
 		return mg_err_set(err, "tools/list: tool \"%s\" has no inputSchema object",

@@ -6,6 +6,7 @@
  * key reaches it. Lookups during the parse go through one hash index for the
  * whole document (table pointer + key); it is dropped when the parse ends. */
 #include "internal/toml/toml.h"
+#include "internal/toml/toml-internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,16 +23,6 @@
 /* Containers (tables and arrays) deeper than this below the root are refused,
  * so every walk over a tree, ours or a caller's, has a bounded depth. */
 #define TOML_MAX_DEPTH 128
-
-/* Bits of toml_value.flags; the nesting depth sits above them. */
-enum {
-	TF_IMPLICIT = 1u << 0, /* table created as a parent in a [header] path */
-	TF_HEADER = 1u << 1,   /* table defined by its own [header] or [[header]] */
-	TF_DOTTED = 1u << 2,   /* table created (or taken over) by a dotted key */
-	TF_INLINE = 1u << 3,   /* inline table: closed to any addition */
-	TF_AOT = 1u << 4,      /* array made by [[header]]: may be appended to */
-};
-#define TF_DEPTH_SHIFT 8u
 
 /* Error messages name keys at most this long (bytes of escaped text). */
 #define KEY_NAME_MAX 100

@@ -78,6 +78,28 @@ void toml_free(struct toml_value *v);
 /* The value stored under key in a table, or NULL (also when t is not a table). */
 const struct toml_value *toml_get(const struct toml_value *t, const char *key);
 
+/* ---- trees built by a caller ---------------------------------------------
+ * For a value mcpgate means to write (toml_encode.h) or to compare with what
+ * a file holds (toml_change.h). Positions are 0:0. Every builder returns a
+ * value to free with toml_free() unless it is handed to a container. */
+struct toml_value *toml_new_table(void);
+struct toml_value *toml_new_array(void);
+struct toml_value *toml_new_string(const char *s);
+struct toml_value *toml_new_stringn(const char *s, size_t len);
+struct toml_value *toml_new_bool(bool b);
+struct toml_value *toml_new_integer(int64_t i);
+/* key (len bytes) of table t becomes v, which t then owns; a value of that
+ * key is freed and replaced where it stood */
+void toml_table_set(struct toml_value *t, const char *key, size_t len, struct toml_value *v);
+/* Remove key from table t; whether it was there */
+bool toml_table_remove(struct toml_value *t, const char *key, size_t len);
+/* Append v (owned) to array a */
+void toml_array_push(struct toml_value *a, struct toml_value *v);
+/* Remove and free element i of array a (i < len) */
+void toml_array_remove(struct toml_value *a, size_t i);
+/* A deep copy, positions and the parser's bookkeeping kept */
+struct toml_value *toml_copy(const struct toml_value *v);
+
 /* "table", "array", "string", "integer", "float", "boolean", "datetime",
  * "local datetime", "local date", "local time" */
 const char *toml_kind_name(enum toml_kind kind);
