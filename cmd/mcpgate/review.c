@@ -30,7 +30,6 @@ static char *review_path(const char *data, const char *server)
 	return xasprintf("%s/reviews/%s.json", data, server);
 }
 
-
 /* ---- showing a manifest -------------------------------------------------- */
 
 /* A tool's settings in mcp.toml: its effect's name, and whether it is on */
