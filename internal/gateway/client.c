@@ -957,6 +957,26 @@ static bool list_waits(const struct session *s, const struct gw_client_method *h
 	return !gw_client_hears_changes(s, (enum gw_listen_kind)h->list);
 }
 
+/* A list of prompts or resources is a use of every lazy server (no
+ * record keeps those lists): each starts now, and the list waits for them
+ * as a call waits for its server. True when it waits. */
+static bool lazy_list_waits(struct session *s, const struct gw_client_method *h,
+                            struct rpc_msg *msg)
+{
+	if ((h->list != GW_LISTEN_PROMPTS && h->list != GW_LISTEN_RESOURCES) || s->no_wait ||
+	    strcmp(msg->method, "subscriptions/listen") == 0)
+		return false;
+	bool started = false;
+	for (size_t i = 0; i < s->nservers; i++)
+		if (s->servers[i].state == GW_IDLE) {
+			gw_server_start(&s->servers[i]);
+			started = true;
+		}
+	if (started)
+		gw_wait_starts(s, msg);
+	return started;
+}
+
 /* What the servers serve: both eras */
 static void serve_request(struct session *s, struct rpc_msg *msg)
 {
@@ -967,6 +987,8 @@ static void serve_request(struct session *s, struct rpc_msg *msg)
 	} else if (h == NULL)
 		gw_client_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s",
 		                msg->method);
+	else if (lazy_list_waits(s, h, msg))
+		return;
 	else if (list_waits(s, h, msg))
 		gw_wait(s, msg, NULL);
 	else if (h->object_params && msg->params != NULL && msg->params->kind != JSON_OBJECT)

@@ -405,8 +405,12 @@ struct gw_waiting {
 };
 /* msg (moved from) waits for srv's start to end, a lazy srv being started
  * now; srv NULL: a list that waits for every server's first start, at
- * most GW_LIST_WAIT_MS. Refused (answered) when GW_WAITING_MAX wait. */
-void gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv);
+ * most GW_LIST_WAIT_MS. Refused (answered; false) when GW_WAITING_MAX
+ * wait. */
+bool gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv);
+/* msg (moved from) waits for the starts under way (lazy servers its list
+ * started) to end, at most start_timeout */
+void gw_wait_starts(struct session *s, struct rpc_msg *msg);
 /* srv's start ended (ready or not): what waited for it is dispatched again,
  * and once every server's first start ended, the lists too */
 void gw_waiting_settled(struct session *s, struct gw_server *srv);

@@ -374,6 +374,7 @@ void gw_server_start(struct gw_server *srv)
 	if (srv->state == GW_IDLE) {
 		json_free(srv->pinned); /* offered from here while it starts */
 		srv->pinned = steal_pointer(&srv->tools);
+		srv->settled = false; /* what waits for the starts waits for it */
 	}
 	json_free(steal_pointer(&srv->tools));
 	free(steal_pointer(&srv->start_error));
