@@ -115,7 +115,8 @@ void gw_wait_starts(struct session *s, struct rpc_msg *msg)
 		return;
 	/* bounded as a call's wait is, by the start deadline */
 	struct gw_waiting *w = &s->waiting[s->nwaiting - 1];
-	w->deadline_ms = proc_now_ms() + (int64_t)s->cfg->mcp.start_timeout * 1000 + GW_START_GRACE_MS;
+	w->deadline_ms =
+	    proc_now_ms() + (int64_t)s->cfg->mcp.start_timeout * 1000 + GW_START_GRACE_MS;
 	arm_list_timer(s);
 }
 
