@@ -143,7 +143,8 @@ struct gw_server {
 	 * timer of the next */
 	unsigned restarts;
 	struct loop_timer *restart_timer;
-	bool restart_wanted; /* its end is being cleaned, then it starts again */
+	bool restart_wanted;    /* its end is being cleaned, then it starts again */
+	uint64_t pressure_mark; /* pressure.c: bytes read from it when all was calm */
 	/* its start's deadline (plus GW_START_GRACE_MS): what waits for it is
 	 * answered then; overdue once it passed with the start still running */
 	struct loop_timer *start_timer;
@@ -179,6 +180,7 @@ struct gw_call {
 	char *traceparent;         /* the client's W3C trace context, when well formed */
 	bool cancelled;            /* the client cancelled it while we asked */
 	unsigned asks;             /* questions its server put to the client in it (asks.c) */
+	int64_t seq;               /* its number in the audit log (tool.call.start), 0: none yet */
 	struct gw_call *next, *prev;
 };
 
@@ -233,6 +235,12 @@ struct session {
 
 	struct gw_call *calls;
 	int64_t next_token;
+	int64_t next_call; /* the calls' numbers in the audit log */
+	/* pressure.c: servers not read while the way to the client is full,
+	 * and the lines shed to it that a record counted */
+	size_t paused_servers;
+	uint64_t shed_told;
+	bool told_audit; /* the person was told the audit log fails */
 	/* asks.c: the questions servers may still put to the client now, and
 	 * when the bucket last refilled */
 	int64_t asks_tokens;
@@ -441,6 +449,12 @@ void gw_listens_free(struct session *s);
  * resources/subscribe (or unsubscribe) when that server is of 2025-11-25
  * and offers subscriptions; false when no server can take it */
 bool gw_relay_listen_subscribe(struct session *s, const char *uri, bool subscribe);
+
+/* pressure.c: the way to the client full, the servers feeding it are not
+ * read, the noisiest first; read again once it drained (every turn of the
+ * loop). _end: what the client did not get, recorded at the session's end */
+void gw_pressure(struct session *s);
+void gw_pressure_end(struct session *s);
 
 /* asks.c: questions servers put to the client (elicitation, sampling,
  * roots; either era, every way of asking): at most GW_ASKS_PER_CALL within

@@ -587,6 +587,7 @@ static int session_finish(struct session *s, int r, struct mg_err **err)
 	}
 	if (r == 0 && flush_client(s, err) < 0)
 		r = -1;
+	gw_pressure_end(s);
 	audit_report_dropped(s->audit);
 	audit_record(s->audit, "session.end",
 	             gw_fields("reason",
@@ -614,6 +615,7 @@ int session_run(struct session *s, struct mg_err **err)
 		for (size_t i = 0; i < s->nservers; i++)
 			if (s->servers[i].launch.peer != NULL && s->servers[i].state == GW_READY)
 				rpc_peer_expire(s->servers[i].launch.peer, now);
+		gw_pressure(s);
 	}
 	return session_finish(s, r, err);
 }
