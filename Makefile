@@ -108,7 +108,7 @@ listen_test_SRC = internal/listen/listen_test.c internal/listen/address.c intern
 	internal/listen/metrics.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 listen_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
 
-gateway_test_SRC = internal/gateway/gateway_test.c $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) \
+gateway_test_SRC = internal/gateway/gateway_test.c internal/gateway/gateway_fakes.c $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) \
 	$(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) \
 	$(BASE_SRC) $(TESTING_SRC)
 gateway_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(CURL_LIBS) $(PSL_LIBS) -lpthread
@@ -135,6 +135,7 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
 	   internal/container/container-internal.h internal/audit/audit.h \
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h internal/gateway/confirm_state.h \
+	   internal/gateway/gateway_fakes.h \
 	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
 	   internal/remote/remote.h internal/listen/listen.h internal/listen/listen-internal.h \
 	   internal/clients/clients.h internal/clients/clients-internal.h \

@@ -215,9 +215,7 @@ struct session {
 	int64_t stop_deadline; /* from the session's end: stop_timeout from then */
 	int signal;
 	bool signals_elsewhere; /* session_options' */
-	/* Not NULL (internal/gateway/gateway_test.c only): each server's start
-	 * thread runs this instead of gw_server_start_thread, and no runtime
-	 * is needed; it ends with gw_server_start_on_fds */
+	/* session_options' start_thread (tests and fuzzing only), or NULL */
 	void *(*start_thread)(void *srv);
 	/* instance.c: the listener's instances, where this session attaches its
 	 * shared and exclusive servers (or NULL); and, in the session that is
