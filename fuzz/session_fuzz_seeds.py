@@ -236,6 +236,11 @@ SEEDS = {
 # What the fuzzer found, each written as the program that shows it (the
 # fix's commit says what crashed and why); make check runs them all
 REPRODUCERS = {
+    # a server answered tools/call with a result that is not an object: the
+    # gateway set _meta on it and aborted (json_object_set on null)
+    "call-result-not-object": (0, variant(), LEGACY_START + [
+        client("CT_CALL", call_variant("alpha__echo")), sreply(0, 4),
+        client("CT_CALL", call_variant("beta__echo")), sreply(0, 4, srv=1, detail=1)]),
 }
 
 

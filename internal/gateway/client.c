@@ -249,6 +249,15 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 		gw_round_result(c, reply);
 		return;
 	}
+	if (reply->kind == RPC_RESULT && reply->result->kind != JSON_OBJECT) {
+		/* a CallToolResult is an object: what else a server sends is its
+		 * fault, and the client is told so */
+		gw_call_finish_error(c, RPC_SERVER_ERROR,
+		                     "tool %s__%s: server %s answered with a result that is not an "
+		                     "object",
+		                     srv->cfg->name, c->tool, srv->cfg->name);
+		return;
+	}
 	call_unlink(c);
 	if (reply->kind == RPC_RESULT) {
 		const struct json_value *is_error = json_get(reply->result, "isError");
