@@ -241,6 +241,20 @@ REPRODUCERS = {
     "call-result-not-object": (0, variant(), LEGACY_START + [
         client("CT_CALL", call_variant("alpha__echo")), sreply(0, 4),
         client("CT_CALL", call_variant("beta__echo")), sreply(0, 4, srv=1, detail=1)]),
+    # _meta.progressToken true, null, [] or {} on a tools/call: NULL handed to
+    # json_new_string as the server's token, SIGSEGV (issue 23 item 5), on
+    # stdio in both eras and through the listener's 2025-11-25 sessions
+    "progress-token-true": (0, variant(), LEGACY_START + [
+        edit(("params", "_meta", "progressToken"), "K_TRUE"),
+        client("CT_CALL", call_variant("alpha__echo", 0, 1))]),
+    "progress-token-null-modern": (F["SF_MODERN"], variant(caps=2), MODERN_START + [
+        edit(("params", "_meta", "progressToken"), "K_NULL"),
+        client("CT_CALL", call_variant("alpha__echo", 0, 1))]),
+    "progress-token-object-listen": (F["SF_LISTEN"], variant(caps=1), [
+        client("CT_INITIALIZE", INIT_ALL), client("CT_TOOLS_LIST"),
+        edit(("params", "_meta", "progressToken"), "K_EMPTY_OBJECT"),
+        client("CT_CALL", call_variant("alpha__echo", 0, 1)), client("CT_PING", who=1),
+        client("CT_INITIALIZE", INIT_ALL, who=1)]),
 }
 
 

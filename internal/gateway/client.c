@@ -663,6 +663,14 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 		                "tools/call: arguments must be an object");
 		return;
 	}
+	/* a token that is none would be handed to the server as NULL */
+	const struct json_value *asked = json_get(json_get(msg->params, "_meta"), "progressToken");
+	if (asked != NULL && asked->kind != JSON_STRING && asked->kind != JSON_NUMBER) {
+		gw_client_error(
+		    s, msg->id, RPC_INVALID_PARAMS,
+		    "tools/call: params._meta.progressToken must be a string or a number");
+		return;
+	}
 	const struct gw_tool *t = find_tool(s, name);
 	if (t == NULL) {
 		/* a server that did not start, or was stopped, offers no tool:
