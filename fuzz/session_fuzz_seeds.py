@@ -255,6 +255,13 @@ REPRODUCERS = {
         edit(("params", "_meta", "progressToken"), "K_EMPTY_OBJECT"),
         client("CT_CALL", call_variant("alpha__echo", 0, 1)), client("CT_PING", who=1),
         client("CT_INITIALIZE", INIT_ALL, who=1)]),
+    # through the listener's 2026-07-28 session the token was replaced by a
+    # number of the listener's before the session could refuse it, and put
+    # back on the server's progress: notifications/progress with a null token
+    "progress-token-null-listen-modern": (F["SF_LISTEN"], variant(caps=2), [
+        client("CT_TOOLS_LIST", who=2), edit(("params", "_meta", "progressToken"), "K_NULL"),
+        client("CT_CALL", call_variant("alpha__echo", 0, 1), who=2), server("ST_PROGRESS"),
+        sreply(0)]),
 }
 
 
