@@ -932,6 +932,38 @@ out:
 	gw_end(&x);
 }
 
+/* A server's answer to a call that is no CallToolResult (once an abort of
+ * the whole process): the call is an error naming the server, and the
+ * session goes on */
+static void test_result_not_object(void)
+{
+	struct fixture x = {0};
+	if (!start_two(&x, ELICIT, NULL))
+		goto out;
+	static const char *const results[] = {"null", "5", "[]", "'text'"};
+	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++) {
+		struct rpc_msg m, r;
+		call_tool(&x, "1", "alpha__echo", "{}");
+		if (!expect_request(&x, &x.servers[0], "tools/call", &m, results[i]))
+			continue;
+		fake_send(&x.servers[0], "{'jsonrpc':'2.0','id':%s,'result':%s}", jat(m.id, ""),
+		          results[i]);
+		rpc_msg_free(&m);
+		if (expect_response(&x, &r, results[i])) {
+			T_INT(r.error_code, RPC_SERVER_ERROR, "a result of %s is -32000",
+			      results[i]);
+			T_OK(has(r.error_message,
+			         "server alpha answered with a result that is not an "
+			         "object"),
+			     "naming the server: %s", r.error_message);
+			rpc_msg_free(&r);
+		}
+	}
+	call_marker(&x, &x.servers[0], "alpha__echo", "the session goes on");
+out:
+	gw_end(&x);
+}
+
 /* ---- progress -------------------------------------------------------------- */
 
 static void progress(struct gw_fake *f, const char *token, const char *message)
@@ -1505,6 +1537,7 @@ int main(void)
 	test_ids();
 	test_cancel();
 	test_limits();
+	test_result_not_object();
 	test_progress();
 	test_startup_wait();
 	test_confirm();
