@@ -134,7 +134,7 @@ SESSION_FUZZ_SRC = fuzz/session_fuzz.c fuzz/session_fuzz_listen.c fuzz/fake_mhd.
 	$(REMOTE_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) $(JSONRPC_SRC) $(CONFIG_SRC) \
 	$(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
 SESSION_FUZZ_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(CURL_LIBS) $(PSL_LIBS) -lpthread
-session_fuzz_SRC = $(SESSION_FUZZ_SRC)
+session_fuzz_SRC = $(SESSION_FUZZ_SRC) fuzz/session_fuzz_mutator.c
 session_fuzz_LIBS = $(SESSION_FUZZ_LIBS)
 
 # C files that make lint checks (everything we wrote)

@@ -1446,18 +1446,26 @@ static void server_send(struct sf_server *sv, const struct json_value *msg, cons
 		gw_fake_queue(&sv->fake, "\n", 1);
 }
 
-/* What a peer sent that the gateway may answer by its id (a request, or
- * what is no message at all): kept to check the answer; false when none */
+/* What a peer sent that the gateway may answer by its id, as the gateway
+ * reads it: a request, or a line that is no message but has an id (a
+ * response with both result and error is answered as invalid). Its id is
+ * kept in own to check the answer; false when there is none. */
+static bool note_line(struct sf_reqs *own, const char *line, size_t len,
+                      const struct json_value *params)
+{
+	struct rpc_msg m;
+	bool answerable =
+	    rpc_parse(line, len, 0, &m, NULL) == 0 ? m.kind == RPC_REQUEST : m.id != NULL;
+	if (answerable)
+		reqs_push(own, m.id, m.method, NULL, params != NULL ? json_copy(params) : NULL);
+	rpc_msg_free(&m);
+	return answerable;
+}
+
 static bool note_sent(struct sf_reqs *own, const struct json_value *m)
 {
-	const struct json_value *id = json_get(m, "id");
-	const struct json_value *method = json_get(m, "method");
-	if (id == NULL ||
-	    (method == NULL && (json_get(m, "result") != NULL || json_get(m, "error") != NULL)))
-		return false;
-	const struct json_value *p = json_get(m, "params");
-	reqs_push(own, id, json_get_string(m, "method"), NULL, p != NULL ? json_copy(p) : NULL);
-	return true;
+	cleanup_free char *text = sf_text(m);
+	return note_line(own, text, strlen(text), json_get(m, "params"));
 }
 
 static void op_client(uint8_t a, uint8_t b, uint8_t c)
@@ -1753,86 +1761,68 @@ static void op_server_reply(uint8_t a, uint8_t b, uint8_t c)
 	json_free(m);
 }
 
+/* Lines that are no message, or not one MCP allows (OP_RAW) */
+enum raw {
+	RAW_UNPARSABLE,
+	RAW_EMPTY_BATCH,
+	RAW_BATCH,
+	RAW_NULL,
+	RAW_NO_METHOD,
+	RAW_OLD_JSONRPC,
+	RAW_BAD_UTF8,
+	RAW_EMPTY,
+	RAW_TRAILING,
+	RAW_RESULT_AND_ERROR,
+	RAW_LONG,    /* a line around line_max */
+	RAW_PARTIAL, /* half a message, no newline */
+	RAW_COUNT
+};
+static const char *const raw_lines[RAW_LONG] = {
+    [RAW_UNPARSABLE] = "{",
+    [RAW_EMPTY_BATCH] = "[]",
+    [RAW_BATCH] = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
+    [RAW_NULL] = "null",
+    [RAW_NO_METHOD] = "{\"jsonrpc\":\"2.0\"}",
+    [RAW_OLD_JSONRPC] = "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
+    [RAW_BAD_UTF8] = "\xff\xfe{}",
+    [RAW_EMPTY] = "",
+    [RAW_TRAILING] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing",
+    [RAW_RESULT_AND_ERROR] =
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{},\"error\":{\"code\":1,\"message\":\"both\"}}",
+};
+
 static void op_raw(uint8_t a, uint8_t b, uint8_t c)
 {
 	struct sf_world *w = sf_world;
-	size_t max = (size_t)w->cfg->mcp.line_max;
-	cleanup_free char *line = NULL;
+	enum raw kind = (enum raw)(a % RAW_COUNT);
 	size_t len;
-	switch (a % 12) {
-	case 0:
-		line = xstrdup("{");
-		break;
-	case 1:
-		line = xstrdup("[]");
-		break;
-	case 2:
-		line = xstrdup("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
-		break;
-	case 3:
-		line = xstrdup("null");
-		break;
-	case 4:
-		line = xstrdup("{\"jsonrpc\":\"2.0\"}");
-		break;
-	case 5:
-		line = xstrdup("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}");
-		break;
-	case 6: {
-		/* past line_max, around it */
-		size_t n = max + (size_t)b * 16 - 2048;
+	cleanup_free char *line = NULL;
+	if (kind == RAW_LONG) {
+		size_t n = (size_t)w->cfg->mcp.line_max + (size_t)b * 16 - 2048;
 		line = xmalloc(n + 32);
 		int h = snprintf(line, 32, "{\"jsonrpc\":\"2.0\",\"x\":\"");
 		memset(line + h, 'x', n);
-		memcpy(line + h + n, "\"}", 3);
-		break;
-	}
-	case 7:
-		line = xstrdup("\xff\xfe{}");
-		break;
-	case 8:
-		line = xstrdup("");
-		break;
-	case 9:
-		line = xstrdup("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing");
-		break;
-	case 10:
-		line = xstrdup("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{},\"error\":{\"code\":1,"
-		               "\"message\":\"both\"}}");
-		break;
-	default: {
-		/* a message split: its first half now, without its end */
+		memcpy(line + h + n, "\"}\n", 4);
+		len = (size_t)h + n + 3;
+	} else if (kind == RAW_PARTIAL) {
 		line = xstrdup("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/");
 		len = strlen(line);
-		goto send_partial;
+	} else {
+		line = xasprintf("%s\n", raw_lines[kind]);
+		len = strlen(line);
 	}
-	}
-	len = strlen(line);
-	line = xrealloc(line, len + 2);
-	line[len++] = '\n';
-send_partial:;
-	/* a line the gateway can answer by its id */
-	struct rpc_msg m;
-	bool answerable =
-	    rpc_parse(line, len > 0 && line[len - 1] == '\n' ? len - 1 : len, 0, &m, NULL) == 0
-	        ? m.kind == RPC_REQUEST
-	        : m.id != NULL;
-	struct json_value *id = answerable ? json_copy(m.id) : NULL;
-	rpc_msg_free(&m);
+	size_t text_len = len > 0 && line[len - 1] == '\n' ? len - 1 : len;
 	if (c & 0x80) {
 		struct sf_client *cl = client_of(c);
-		if (id != NULL)
-			reqs_push(&cl->own, id, NULL, NULL, NULL);
-		json_free(id);
-		client_send(cl, NULL, line, (w->flags & SF_LISTEN) && len > 0 ? len - 1 : len);
+		note_line(&cl->own, line, text_len, NULL);
+		client_send(cl, NULL, line, (w->flags & SF_LISTEN) ? text_len : len);
 		return;
 	}
 	struct sf_server *sv = server_of(c, NULL);
-	if (sv != NULL && id != NULL)
-		reqs_push(&sv->own, id, NULL, NULL, NULL);
-	json_free(id);
-	if (sv != NULL)
+	if (sv != NULL) {
+		note_line(&sv->own, line, text_len, NULL);
 		server_send(sv, NULL, line, len);
+	}
 }
 
 static void op_close(uint8_t c)

@@ -57,6 +57,7 @@ OP = enum("op")
 CT = enum("client_template")
 ST = enum("server_template")
 K = enum("kind")
+RAW = enum("raw")
 F = flags()
 TARGETS = targets()
 TOOLS = strings("tool_names", SRC)
@@ -98,7 +99,7 @@ def sreply(which=0, kind=0, idv=0, srv=0, sess=0, detail=0):
 
 
 def raw(line, param=0, srv=None, who=0):
-    return (OP["OP_RAW"], line, param, (0x80 | (who << 4)) if srv is None else srv)
+    return (OP["OP_RAW"], RAW[line], param, (0x80 | (who << 4)) if srv is None else srv)
 
 
 def release(srv=0, sess=0):
@@ -167,7 +168,8 @@ SEEDS = {
         client("CT_CALL", call_variant("alpha__echo"), 11), sreply(0, 0, 2), sreply(0, 0, 1),
         sreply(0), sreply(0, 0, 3), edit(("id",), "K_NULL"), client("CT_PING")]),
     "stdio-bad-lines": (0, variant(small_line=True), LEGACY_START + [
-        raw(0), raw(2), raw(5), raw(6, 200), raw(6, 200, srv=0), raw(7, srv=1), raw(11),
+        raw("RAW_UNPARSABLE"), raw("RAW_BATCH"), raw("RAW_OLD_JSONRPC"), raw("RAW_LONG", 200),
+        raw("RAW_LONG", 200, srv=0), raw("RAW_BAD_UTF8", srv=1), raw("RAW_PARTIAL"),
         client("CT_PING"), close(1), client("CT_CALL", call_variant("beta__echo"))]),
     "stdio-hold": (F["SF_HOLD"], variant(), [
         client("CT_INITIALIZE", INIT_ELICIT), client("CT_TOOLS_LIST"),
