@@ -129,7 +129,8 @@ clients_fuzz_SRC = fuzz/clients_fuzz.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(
 clients_fuzz_LIBS = $(YAJL_LIBS)
 # a whole session, on stdio and through the listener's request path (with
 # fake_mhd.c for libmicrohttpd): docs/2026-12-02-session-fuzzer.md
-SESSION_FUZZ_SRC = fuzz/session_fuzz.c fuzz/session_fuzz_listen.c fuzz/fake_mhd.c \
+SESSION_FUZZ_SRC = fuzz/session_fuzz.c fuzz/session_fuzz_program.c fuzz/session_fuzz_listen.c \
+	fuzz/fake_mhd.c \
 	internal/gateway/gateway_fakes.c $(LISTEN_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) \
 	$(REMOTE_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) $(JSONRPC_SRC) $(CONFIG_SRC) \
 	$(JSON_SRC) $(TOML_SRC) $(BASE_SRC)

@@ -137,8 +137,20 @@ struct sf_world {
 
 extern struct sf_world *sf_world;
 
-/* ---- session_fuzz.c, for the listener's side ---------------------------- */
+/* ---- session_fuzz.c --------------------------------------------------------- */
 
+/* The value stored as a credential (SF_SECRET); no line may hold it */
+#define SF_SECRET_VALUE "qv7-Ferret-Lantern-3319"
+/* alpha's tool list with echo's description changed (a relist's answer) */
+extern const char sf_alpha_tools_changed[];
+/* Requests owed an answer: id copied, params taken */
+void sf_reqs_push(struct sf_reqs *q, const struct json_value *id, const char *method,
+                  const char *token, struct json_value *params);
+void sf_reqs_remove(struct sf_reqs *q, size_t i);
+/* The sessions started so far (allocated, NULL-terminated, *n of them) */
+struct sf_session **sf_sessions_snapshot(size_t *n);
+/* Servers in every session: 3, or 1 with --passthrough */
+size_t sf_nservers(void);
 /* JSON text of v (allocated) */
 char *sf_text(const struct json_value *v);
 /* Bytes in fd's socket not yet read by this end (in) or by the other (out) */
@@ -162,7 +174,9 @@ enum sf_busy sf_session_busy(struct sf_session *sess);
 /* Release the held servers of sess (of the first session holding any when
  * NULL); false when there were none */
 bool sf_release(struct sf_session *sess);
-/* The next op, with the message and request builders; false when none is left */
+/* ---- session_fuzz_program.c ------------------------------------------------ */
+
+/* Run the next op; false when none is left */
 bool sf_next_op(void);
 /* Not quiet yet (a finding when it lasts 30 s); true when the wait has been
  * long enough to sleep a millisecond before looking again */
