@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The session fuzzer's seed corpus, written out as programs (fuzz/session_fuzz.c
+"""The session fuzzer's seed corpus, written out as programs (fuzz/session_fuzz_program.c
 says what an input is): valid exchanges of both eras, on stdio and through the
 listener, each a starting point one mutation away from many others (a message
 whose members an OP_EDIT sets, so that a byte changes what they are set to).
@@ -14,7 +14,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = open(os.path.join(HERE, "session_fuzz.c")).read()
+SRC = open(os.path.join(HERE, "session_fuzz_program.c")).read()
 LISTEN = open(os.path.join(HERE, "session_fuzz_listen.c")).read()
 HEADER = open(os.path.join(HERE, "session_fuzz.h")).read()
 
@@ -236,31 +236,36 @@ SEEDS = {
 
 
 # What the fuzzer found, each written as the program that shows it (the
-# fix's commit says what crashed and why); make check runs them all
+# fix's commit says what crashed or leaked, and why); make check runs them all
 REPRODUCERS = {
     # a server answered tools/call with a result that is not an object: the
     # gateway set _meta on it and aborted (json_object_set on null)
-    "call-result-not-object": (0, variant(), LEGACY_START + [
+    "crash-call-result-not-object": (0, variant(), LEGACY_START + [
         client("CT_CALL", call_variant("alpha__echo")), sreply(0, 4),
         client("CT_CALL", call_variant("beta__echo")), sreply(0, 4, srv=1, detail=1)]),
     # _meta.progressToken true, null, [] or {} on a tools/call: NULL handed to
     # json_new_string as the server's token, SIGSEGV (issue 23 item 5), on
     # stdio in both eras and through the listener's 2025-11-25 sessions
-    "progress-token-true": (0, variant(), LEGACY_START + [
+    "crash-progress-token-true": (0, variant(), LEGACY_START + [
         edit(("params", "_meta", "progressToken"), "K_TRUE"),
         client("CT_CALL", call_variant("alpha__echo", 0, 1))]),
-    "progress-token-null-modern": (F["SF_MODERN"], variant(caps=2), MODERN_START + [
+    "crash-progress-token-null-modern": (F["SF_MODERN"], variant(caps=2), MODERN_START + [
         edit(("params", "_meta", "progressToken"), "K_NULL"),
         client("CT_CALL", call_variant("alpha__echo", 0, 1))]),
-    "progress-token-object-listen": (F["SF_LISTEN"], variant(caps=1), [
+    "crash-progress-token-object-listen": (F["SF_LISTEN"], variant(caps=1), [
         client("CT_INITIALIZE", INIT_ALL), client("CT_TOOLS_LIST"),
         edit(("params", "_meta", "progressToken"), "K_EMPTY_OBJECT"),
         client("CT_CALL", call_variant("alpha__echo", 0, 1)), client("CT_PING", who=1),
         client("CT_INITIALIZE", INIT_ALL, who=1)]),
+    # the client's notifications/cancelled went to the server with its reason
+    # unscanned: a stored credential not bound for the server left in it
+    "leak-cancel-reason-credential": (F["SF_SECRET"], variant(), LEGACY_START + [
+        client("CT_CALL", call_variant("alpha__echo")), edit(("params", "reason"), "K_SECRET"),
+        client("CT_CANCEL", 0)]),
     # through the listener's 2026-07-28 session the token was replaced by a
     # number of the listener's before the session could refuse it, and put
     # back on the server's progress: notifications/progress with a null token
-    "progress-token-null-listen-modern": (F["SF_LISTEN"], variant(caps=2), [
+    "crash-progress-token-null-listen-modern": (F["SF_LISTEN"], variant(caps=2), [
         client("CT_TOOLS_LIST", who=2), edit(("params", "_meta", "progressToken"), "K_NULL"),
         client("CT_CALL", call_variant("alpha__echo", 0, 1), who=2), server("ST_PROGRESS"),
         sreply(0)]),
@@ -277,7 +282,7 @@ def main():
             f.write(data)
     for name, (fl, var, ops) in REPRODUCERS.items():
         data = bytes([fl, var]) + b"".join(bytes(op) for op in ops)
-        with open(os.path.join(out, "crash-" + name), "wb") as f:
+        with open(os.path.join(out, name), "wb") as f:
             f.write(data)
     print("%d seeds and %d reproducers in %s" % (len(SEEDS), len(REPRODUCERS),
                                                  os.path.normpath(out)))

@@ -1045,6 +1045,17 @@ static void cancel_call(struct session *s, const struct json_value *params)
 			    gw_fields("requestId", json_new_int(c->upstream_id), NULL);
 			if (reason != NULL)
 				json_object_set(p, "reason", json_new_string(reason));
+			/* the reason is the client's text for the server, as a call's
+			 * arguments are: a credential not bound for it stays here, and
+			 * the cancel goes without it */
+			cleanup_free char *leak = gw_secrets_check_leaving(srv, p);
+			if (leak != NULL) {
+				mg_warn(
+				    "client: the reason of a cancel for server %s was not sent: %s",
+				    srv->cfg->name, leak);
+				json_free(p);
+				p = gw_fields("requestId", json_new_int(c->upstream_id), NULL);
+			}
 			rpc_peer_send_notification(srv->launch.peer, "notifications/cancelled", p,
 			                           NULL);
 			json_free(p);
