@@ -180,6 +180,15 @@ SEEDS = {
         client("CT_CALL", call_variant("alpha__echo")),
         client("CT_CALL", call_variant("alpha__echo")),
         edit(("result", "content", "0", "text"), "K_SECRET"), sreply(0)]),
+    # the credential in each text of the client's that may reach a server
+    "stdio-secret-paths": (F["SF_SECRET"], variant(caps=2), LEGACY_START + [
+        client("CT_CALL", call_variant("alpha__echo")), edit(("params", "reason"), "K_SECRET"),
+        client("CT_CANCEL", 0), edit(("params", "arguments"), "K_SECRET"), client("CT_PROMPT_GET", 0),
+        edit(("params", "argument", "value"), "K_SECRET"), client("CT_COMPLETE", 0),
+        edit(("params", "uri"), "K_SECRET"), client("CT_READ", 0),
+        client("CT_CALL", call_variant("alpha__echo")), server("ST_ELICIT"),
+        edit(("result", "content"), "K_SECRET"), reply(0, 0), server("ST_ROOTS"),
+        edit(("result", "roots"), "K_SECRET"), reply(0, 0)]),
     "stdio-passthrough": (F["SF_PASSTHROUGH"], variant(), LEGACY_START + [
         client("CT_CALL", call_variant("alpha__echo")), sreply(0), client("CT_READ", 0),
         sreply(0)]),
