@@ -44,8 +44,9 @@ if [ "$rc" -eq 0 ] && [ -z "$artifact" ]; then
 	exit 0
 fi
 echo "not ok 1 - the session fuzzer found something (exit $rc): $summary"
-grep -E 'FINDING|ERROR:|SUMMARY:|^ +#[0-9]+ 0x|runtime error|Test unit written|Base64:' "$work/log" |
-	head -60 | sed 's/^/# /'
+# the report, its first frames, and the input
+grep -E 'FINDING|ERROR:|SUMMARY:|^ +#([0-9]|1[0-9]) 0x|runtime error|Test unit written|Base64:' \
+	"$work/log" | grep -v 'fuzzer::\|libc\.so\|__sanitizer' | head -40 | sed 's/^/# /'
 [ -n "$artifact" ] && echo "# reproduce: $bin $artifact (SESSION_FUZZ_TRACE=1 shows each op and line)"
 echo "0 passed, 1 failed"
 exit 1
