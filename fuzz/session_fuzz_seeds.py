@@ -203,6 +203,10 @@ SEEDS = {
     "stdio-modern-rounds": (F["SF_MODERN"] | F["SF_ALPHA_MODERN"], variant(caps=2), MODERN_START + [
         client("CT_CALL", call_variant("alpha__echo")), sreply(0, 2, sess=0), client("CT_RETRY", 0),
         sreply(0), client("CT_PROMPT_GET", 0), sreply(0, 2), client("CT_RETRY", 0), sreply(0)]),
+    # a client of 2025-11-25 setting the level of a server of 2026-07-28
+    "stdio-modern-server-level": (F["SF_ALPHA_MODERN"], variant(), LEGACY_START + [
+        client("CT_SET_LEVEL", 1), sreply(0, srv=1), client("CT_CALL", call_variant("alpha__echo")),
+        server("ST_LOG", 0), sreply(0)]),
     "stdio-modern-park": (F["SF_MODERN"], variant(caps=2), MODERN_START + [
         client("CT_CALL", call_variant("alpha__echo")), server("ST_ELICIT"), client("CT_RETRY", 0),
         sreply(0)]),

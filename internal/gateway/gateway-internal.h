@@ -247,11 +247,12 @@ int gw_startup_image_present(struct session *s, const char *image, int64_t deadl
 void *gw_server_start_thread(void *arg);
 void gw_server_started(struct loop *loop, void *data); /* loop_post callback */
 void gw_server_watch_stderr(struct loop *loop, void *data);
-/* What a start thread that succeeded leaves, with no runtime (for
- * gateway_test.c's start_thread): srv's MCP peer on in_fd and out_fd (owned
- * from here, also on failure), info and tools as its initialize and
- * tools/list answered (both taken), its live hash; then the start is handed
- * to the loop as gw_server_start_thread hands it. */
+/* What a start thread that succeeded leaves, with no runtime (for the
+ * start_thread of gateway_test.c and the session fuzzer): srv's MCP peer on
+ * in_fd and out_fd (owned from here, also on failure), info and tools as its
+ * initialize and tools/list answered (both taken), its live hash, and for a
+ * server of 2026-07-28 (info's version) the request meta naming it; then
+ * the start is handed to the loop as gw_server_start_thread hands it. */
 void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
                             struct mcp_server_info *info, struct json_value *tools);
 /* On the loop's thread: close its input and hand the rest of its end to a
