@@ -183,6 +183,7 @@ int main(int argc, char **argv)
 	}
 	nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("1..%zu\n%zu passed, %zu failed\n", files.n, passed, files.n - passed);
+	int status = passed == files.n ? 0 : 1;
 	strv_free(&files);
-	return passed == files.n ? 0 : 1;
+	return status;
 }
