@@ -270,6 +270,13 @@ REPRODUCERS = {
         edit(("params", "_meta", "progressToken"), "K_EMPTY_OBJECT"),
         client("CT_CALL", call_variant("alpha__echo", 0, 1)), client("CT_PING", who=1),
         client("CT_INITIALIZE", INIT_ALL, who=1)]),
+    # a line of more than line_max from a server failed its calls in flight,
+    # one waiting for the person's confirmation too, which was freed while
+    # the client still had its question: its answer (or the client's end)
+    # ran on_confirm on freed memory
+    "crash-long-line-while-confirming": (0, variant(small_line=True), LEGACY_START + [
+        client("CT_CALL", call_variant("alpha__write")), raw("RAW_LONG", 200, srv=0),
+        reply(0, 0)]),
     # the client's notifications/cancelled went to the server with its reason
     # unscanned: a stored credential not bound for the server left in it
     "leak-cancel-reason-credential": (F["SF_SECRET"], variant(), LEGACY_START + [

@@ -1239,6 +1239,42 @@ out:
 	gw_end(&x);
 }
 
+/* A line over line_max from a server fails its calls in flight, but not one
+ * whose question is with the person: it was never sent (once freed while
+ * the client still had the question, whose answer then used it) */
+static void test_long_line_while_asking(void)
+{
+	struct fixture x = {0};
+	x.config = "[mcp]\nline_max = 1024\n";
+	if (!start_two(&x, ELICIT, NULL))
+		goto out;
+	struct rpc_msg ask, m, r;
+	call_tool(&x, "'w'", "alpha__write", "{}");
+	if (!expect_confirm(&x, &ask, "a write call asks"))
+		goto out;
+	char pad[2048];
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	fake_send(&x.servers[0],
+	          "{'jsonrpc':'2.0','method':'notifications/message','params':{"
+	          "'level':'info','data':'%s'}}",
+	          pad);
+	answer_confirm(&x, &ask, "accept");
+	rpc_msg_free(&ask);
+	if (expect_request(&x, &x.servers[0], "tools/call", &m, "accepted after the long line")) {
+		T_STR(sat(m.params, "name"), "write",
+		      "the call asked about still goes once accepted");
+		answer_text(&x.servers[0], m.id, "written");
+		rpc_msg_free(&m);
+	}
+	if (expect_response(&x, &r, "its answer")) {
+		T_STR(jat(r.id, ""), "\"w\"", "and is answered");
+		rpc_msg_free(&r);
+	}
+out:
+	gw_end(&x);
+}
+
 /* A client that cannot ask is not offered what needs asking */
 static void test_no_elicitation(void)
 {
@@ -1538,6 +1574,7 @@ int main(void)
 	test_cancel();
 	test_limits();
 	test_result_not_object();
+	test_long_line_while_asking();
 	test_progress();
 	test_startup_wait();
 	test_confirm();
