@@ -32,7 +32,7 @@ rc=$?
 stat() { sed -n "s/^stat::$1: *//p" "$work/log" | tail -1; }
 execs=$(stat number_of_executed_units)
 rate=$(stat average_exec_per_sec)
-last=$(grep -E '^#[0-9]+ +(DONE|pulse|NEW|REDUCE|INITED)' "$work/log" | tail -1)
+last=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' "$work/log" | tail -1)
 cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
 ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
 corp=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<<"$last")
