@@ -1,6 +1,8 @@
-/* The session fuzzer's parts (session_fuzz.c: the input, the messages, the
- * checks and stdio; session_fuzz_listen.c: the listener's request path;
- * fake_mhd.c: libmicrohttpd in process). */
+/* The session fuzzer's parts: session_fuzz.c (how an input runs, on stdio,
+ * and what is checked of what the gateway sends), session_fuzz_program.c
+ * (what an input says: its ops, the messages and edits),
+ * session_fuzz_listen.c (the listener's request path), fake_mhd.c
+ * (libmicrohttpd in process), session_fuzz_mutator.c (mutations by op). */
 #ifndef MG_FUZZ_SESSION_FUZZ_H
 #define MG_FUZZ_SESSION_FUZZ_H
 
@@ -174,10 +176,6 @@ enum sf_busy sf_session_busy(struct sf_session *sess);
 /* Release the held servers of sess (of the first session holding any when
  * NULL); false when there were none */
 bool sf_release(struct sf_session *sess);
-/* ---- session_fuzz_program.c ------------------------------------------------ */
-
-/* Run the next op; false when none is left */
-bool sf_next_op(void);
 /* Not quiet yet (a finding when it lasts 30 s); true when the wait has been
  * long enough to sleep a millisecond before looking again */
 int sf_unquiet(void);
@@ -187,6 +185,11 @@ char *sf_data_dir(void);
 struct sf_session *sf_session_by_id(const char *id);
 /* The start thread every session gets */
 void *sf_start_thread(void *srv);
+
+/* ---- session_fuzz_program.c ------------------------------------------------ */
+
+/* Run the next op; false when none is left */
+bool sf_next_op(void);
 
 /* ---- session_fuzz_listen.c ---------------------------------------------- */
 
