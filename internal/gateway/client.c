@@ -261,6 +261,15 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 		gw_round_result(c, reply);
 		return;
 	}
+	if (reply->kind == RPC_RESULT && reply->result->kind != JSON_OBJECT) {
+		/* a CallToolResult is an object: what else a server sends is its
+		 * fault, and the client is told so */
+		gw_call_finish_error(c, RPC_SERVER_ERROR,
+		                     "tool %s__%s: server %s answered with a result that is not an "
+		                     "object",
+		                     srv->cfg->name, c->tool, srv->cfg->name);
+		return;
+	}
 	call_unlink(c);
 	if (reply->kind == RPC_RESULT) {
 		const struct json_value *is_error = json_get(reply->result, "isError");
@@ -751,6 +760,14 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 		                "tools/call: arguments must be an object");
 		return;
 	}
+	/* a token that is none would be handed to the server as NULL */
+	const struct json_value *asked = json_get(json_get(msg->params, "_meta"), "progressToken");
+	if (asked != NULL && asked->kind != JSON_STRING && asked->kind != JSON_NUMBER) {
+		gw_client_error(
+		    s, msg->id, RPC_INVALID_PARAMS,
+		    "tools/call: params._meta.progressToken must be a string or a number");
+		return;
+	}
 	const struct gw_tool *t = find_tool(s, name);
 	struct gw_server *owner = t != NULL ? t->server : gw_relay_owner_of_name(s, name);
 	if (owner != NULL && (owner->state == GW_STARTING || owner->state == GW_IDLE)) {
@@ -1109,6 +1126,17 @@ static void cancel_call(struct session *s, const struct json_value *params)
 			    gw_fields("requestId", json_new_int(c->upstream_id), NULL);
 			if (reason != NULL)
 				json_object_set(p, "reason", json_new_string(reason));
+			/* the reason is the client's text for the server, as a call's
+			 * arguments are: a credential not bound for it stays here, and
+			 * the cancel goes without it */
+			cleanup_free char *leak = gw_secrets_check_leaving(srv, p);
+			if (leak != NULL) {
+				mg_warn(
+				    "client: the reason of a cancel for server %s was not sent: %s",
+				    srv->cfg->name, leak);
+				json_free(p);
+				p = gw_fields("requestId", json_new_int(c->upstream_id), NULL);
+			}
 			rpc_peer_send_notification(srv->launch.peer, "notifications/cancelled", p,
 			                           NULL);
 			json_free(p);

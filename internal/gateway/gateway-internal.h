@@ -256,9 +256,7 @@ struct session {
 	int64_t stop_deadline; /* from the session's end: stop_timeout from then */
 	int signal;
 	bool signals_elsewhere; /* session_options' */
-	/* Not NULL (internal/gateway/gateway_test.c only): each server's start
-	 * thread runs this instead of gw_server_start_thread, and no runtime
-	 * is needed; it ends with gw_server_start_on_fds */
+	/* session_options' start_thread (tests and fuzzing only), or NULL */
 	void *(*start_thread)(void *srv);
 	/* instance.c: the listener's instances, where this session attaches its
 	 * shared and exclusive servers (or NULL); and, in the session that is
@@ -294,11 +292,12 @@ struct rpc_peer_config gw_server_peer_config(struct gw_server *srv, const char *
 void *gw_server_start_thread(void *arg);
 void gw_server_started(struct loop *loop, void *data); /* loop_post callback */
 void gw_server_watch_stderr(struct loop *loop, void *data);
-/* What a start thread that succeeded leaves, with no runtime (for
- * gateway_test.c's start_thread): srv's MCP peer on in_fd and out_fd (owned
- * from here, also on failure), info and tools as its initialize and
- * tools/list answered (both taken), its live hash; then the start is handed
- * to the loop as gw_server_start_thread hands it. */
+/* What a start thread that succeeded leaves, with no runtime (for the
+ * start_thread of gateway_test.c and the session fuzzer): srv's MCP peer on
+ * in_fd and out_fd (owned from here, also on failure), info and tools as its
+ * initialize and tools/list answered (both taken), its live hash, and for a
+ * server of 2026-07-28 (info's version) the request meta naming it; then
+ * the start is handed to the loop as gw_server_start_thread hands it. */
 void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
                             struct mcp_server_info *info, struct json_value *tools);
 /* On the loop's thread: close its input and hand the rest of its end to a

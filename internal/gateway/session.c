@@ -72,6 +72,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->state_dir = xstrdup(opt->state_dir);
 	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);
 	s->config_error = opt->config_error != NULL ? xstrdup(opt->config_error) : NULL;
+	s->start_thread = opt->start_thread;
 	s->workspace_note = opt->workspace_note != NULL ? xstrdup(opt->workspace_note) : NULL;
 	if (opt->session_id != NULL) {
 		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
