@@ -984,8 +984,9 @@ static void test_result_not_object(void)
 			/* refused by the shapes before any handler saw it */
 			T_INT(r.error_code, RPC_INTERNAL_ERROR, "a result of %s is -32603",
 			      results[i]);
-			T_OK(has(r.error_message, "server alpha answered tools/call with a result "
-			                          "that is not valid MCP: result must be an object"),
+			T_OK(has(r.error_message,
+			         "server alpha answered tools/call with a result "
+			         "that is not valid MCP: result must be an object"),
 			     "naming the server: %s", r.error_message);
 			rpc_msg_free(&r);
 		}
