@@ -1033,6 +1033,51 @@ static void test_platform_key(void)
 	rmdir(dir);
 }
 
+/* The profile file is used only when it holds what was derived: one planted
+ * under its name, or changed after it was kept, is written again */
+static void test_seccomp_kept(void)
+{
+	char dir[] = "/tmp/mcpgate-seccomp-XXXXXX";
+	T_OK(mkdtemp(dir) != NULL, "a temporary data folder");
+	char base[PATH_MAX];
+	T_OK(realpath("testdata/seccomp/base.json", base) != NULL, "the test base profile");
+	setenv("MCPGATE_SECCOMP_BASE", base, 1);
+	char *env[] = {"PATH=/usr/bin:/bin", NULL};
+	struct ctr_driver *d = ctr_driver_for(CTR_PODMAN, "/bin/sh", env);
+	d->cache_dir = xasprintf("%s/cache", dir);
+	struct mg_err *err = NULL;
+	cleanup_free char *first = NULL;
+	T_INT(ctr_seccomp_prepare(NULL, dir, &first, &err), 0, "derived without a cache: %s",
+	      mg_err_msg(err));
+	cleanup_free char *derived = first != NULL ? t_read_file(first, NULL) : NULL;
+	write_text(first, "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[]}");
+	cleanup_free char *second = NULL;
+	T_INT(ctr_seccomp_prepare(NULL, dir, &second, &err), 0, "derived again");
+	cleanup_free char *now = second != NULL ? t_read_file(second, NULL) : NULL;
+	T_OK(second != NULL && strcmp(second, first) == 0 && now != NULL && derived != NULL &&
+	         strcmp(now, derived) == 0,
+	     "a file planted under the profile's name is replaced by the derived profile");
+	cleanup_free char *kept = NULL, *again = NULL;
+	T_INT(ctr_seccomp_prepare(d, dir, &kept, &err), 0, "derived, and kept in the cache");
+	T_INT(ctr_seccomp_prepare(d, dir, &again, &err), 0, "found in the cache");
+	T_OK(kept != NULL && again != NULL && strcmp(kept, again) == 0, "the same profile");
+	write_text(again, "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[]}");
+	cleanup_free char *third = NULL;
+	T_INT(ctr_seccomp_prepare(d, dir, &third, &err), 0, "asked once more");
+	cleanup_free char *after = third != NULL ? t_read_file(third, NULL) : NULL;
+	T_OK(after != NULL && derived != NULL && strcmp(after, derived) == 0,
+	     "a kept profile changed since is not used: it is derived and written again");
+	unsetenv("MCPGATE_SECCOMP_BASE");
+	unlink(first);
+	cleanup_free char *idx = xasprintf("%s/cache/seccomp.json", dir);
+	cleanup_free char *sdir = xasprintf("%s/seccomp", dir);
+	unlink(idx);
+	rmdir(d->cache_dir);
+	rmdir(sdir);
+	rmdir(dir);
+	ctr_driver_free(d);
+}
+
 int main(void)
 {
 	make_workspace();
@@ -1056,6 +1101,7 @@ int main(void)
 	test_seccomp();
 	test_platform();
 	test_platform_key();
+	test_seccomp_kept();
 	test_forward();
 	test_mount_race();
 	test_mount_rules(cfg);
