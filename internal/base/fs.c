@@ -65,31 +65,41 @@ static int read_all(int fd, const char *path, size_t max, char **text, size_t *l
 	return 0;
 }
 
-int mg_read_file(const char *path, size_t max, char **text, size_t *len, struct mg_err **err)
+/* path opened for reading (with flags added) and found a regular file: its
+ * fd, *st filled; -1 with errno and *err set */
+static int open_regular(const char *path, int flags, struct stat *st, struct mg_err **err)
 {
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
+	if (fd < 0 || fstat(fd, st) < 0) {
 		int saved = errno;
-		mg_err_sys(err, saved, "cannot read %s", path);
+		if (saved == ELOOP && (flags & O_NOFOLLOW))
+			mg_err_set(err, "%s is a symbolic link", path);
+		else
+			mg_err_sys(err, saved, "cannot read %s", path);
+		if (fd >= 0)
+			close(fd);
 		errno = saved;
 		return -1;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		mg_err_sys(err, saved, "cannot read %s", path);
-		errno = saved;
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
 		errno = EINVAL;
 		return mg_err_set(err, "cannot read %s: not a regular file", path);
 	}
+	return fd;
+}
+
+int mg_read_file(const char *path, size_t max, char **text, size_t *len, struct mg_err **err)
+{
+	struct stat st;
+	cleanup_close int fd = open_regular(path, 0, &st, err);
+	if (fd < 0)
+		return -1;
 	return read_all(fd, path, max, text, len, err);
 }
 
-int mg_read_private_file(const char *path, size_t max, char **text, size_t *len,
-                         struct mg_err **err)
+int mg_read_own_file(const char *path, size_t max, mode_t open_bits, char **text, size_t *len,
+                     struct mg_err **err)
 {
 	uid_t me = geteuid();
 	cleanup_free char *copy = xstrdup(path);
@@ -107,28 +117,10 @@ int mg_read_private_file(const char *path, size_t max, char **text, size_t *len,
 		errno = EPERM;
 		return -1;
 	}
-	cleanup_close int fd =
-	    open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-	if (fd < 0) {
-		int saved = errno;
-		if (saved == ELOOP)
-			mg_err_set(err, "%s is a symbolic link", path);
-		else
-			mg_err_sys(err, saved, "cannot read %s", path);
-		errno = saved;
+	cleanup_close int fd = open_regular(path, O_NOFOLLOW, &st, err);
+	if (fd < 0)
 		return -1;
-	}
-	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		mg_err_sys(err, saved, "cannot read %s", path);
-		errno = saved;
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		errno = EINVAL;
-		return mg_err_set(err, "cannot read %s: not a regular file", path);
-	}
-	if (st.st_uid != me || (st.st_mode & 077) != 0) {
+	if (st.st_uid != me || (st.st_mode & open_bits) != 0) {
 		if (st.st_uid != me)
 			mg_err_set(err, "%s belongs to another user (uid %u, not %u)", path,
 			           (unsigned)st.st_uid, (unsigned)me);

@@ -44,7 +44,7 @@ int ctr_cache_get(const struct ctr_driver *d, const char *name, const char *key,
 	char *text = NULL;
 	size_t len = 0;
 	struct mg_err *err = NULL;
-	if (mg_read_private_file(path, CACHE_FILE_MAX, &text, &len, &err) < 0) {
+	if (mg_read_own_file(path, CACHE_FILE_MAX, 077, &text, &len, &err) < 0) {
 		if (errno == EPERM || errno == ELOOP)
 			/* someone else's, or open to others: never used */
 			mg_warn("not using %s: %s; asking %s again", path, mg_err_msg(err),
@@ -88,7 +88,7 @@ void ctr_cache_put(const struct ctr_driver *d, const char *name, const char *key
 		 * model: the new one is private whatever the old one was */
 		char *old = NULL;
 		size_t olen = 0;
-		if (mg_read_private_file(path, CACHE_FILE_MAX, &old, &olen, NULL) == 0)
+		if (mg_read_own_file(path, CACHE_FILE_MAX, 077, &old, &olen, NULL) == 0)
 			free(old);
 		else if (errno != ENOENT)
 			unlink(path);

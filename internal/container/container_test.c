@@ -1021,16 +1021,7 @@ static void test_platform_key(void)
 	ctr_driver_free(d);
 	if (fd >= 0)
 		close(fd);
-	unlink(sock);
-	unlink(storage);
-	unlink(file);
-	rmdir(conf);
-	cleanup_free char *containers = xasprintf("%s/.config/containers", dir);
-	cleanup_free char *config = xasprintf("%s/.config", dir);
-	rmdir(containers);
-	rmdir(config);
-	rmdir(cfgdir);
-	rmdir(dir);
+	t_remove_tree(dir);
 }
 
 /* The profile file is used only when it holds what was derived: one planted
@@ -1068,13 +1059,7 @@ static void test_seccomp_kept(void)
 	T_OK(after != NULL && derived != NULL && strcmp(after, derived) == 0,
 	     "a kept profile changed since is not used: it is derived and written again");
 	unsetenv("MCPGATE_SECCOMP_BASE");
-	unlink(first);
-	cleanup_free char *idx = xasprintf("%s/cache/seccomp.json", dir);
-	cleanup_free char *sdir = xasprintf("%s/seccomp", dir);
-	unlink(idx);
-	rmdir(d->cache_dir);
-	rmdir(sdir);
-	rmdir(dir);
+	t_remove_tree(dir);
 	ctr_driver_free(d);
 }
 

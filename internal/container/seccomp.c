@@ -305,22 +305,18 @@ static char *kept_profile(const struct ctr_driver *d, const char *key)
 	const char *path = json_get_string(body, "profile");
 	const char *want = json_get_string(body, "sha256");
 	char *found = NULL;
-	struct stat st;
-	cleanup_close int fd =
-	    path != NULL && want != NULL ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	    (st.st_mode & 022) == 0) {
-		char *text = NULL;
-		size_t len = 0;
-		if (mg_read_file(path, 8u << 20, &text, &len, NULL) == 0) {
-			unsigned char h[crypto_hash_sha256_BYTES];
-			char hex[2 * sizeof(h) + 1];
-			crypto_hash_sha256(h, (const unsigned char *)text, len);
-			sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
-			if (strcmp(hex, want) == 0)
-				found = xstrdup(path);
-			free(text);
-		}
+	char *text = NULL;
+	size_t len = 0;
+	/* the runtime reads it too: others may read it, only the user write it */
+	if (path != NULL && want != NULL &&
+	    mg_read_own_file(path, 8u << 20, 022, &text, &len, NULL) == 0) {
+		unsigned char h[crypto_hash_sha256_BYTES];
+		char hex[2 * sizeof(h) + 1];
+		crypto_hash_sha256(h, (const unsigned char *)text, len);
+		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+		if (strcmp(hex, want) == 0)
+			found = xstrdup(path);
+		free(text);
 	}
 	json_free(body);
 	return found;

@@ -89,8 +89,8 @@ struct gw_start_phases {
 	int64_t platform_wait_ms; /* waiting for what the runtime enforces here */
 	int64_t platform_ms;      /* finding it: kept (a read) or asked (info) */
 	bool platform_kept;
-	int64_t image_check_ms;     /* the runtime's answer to its image's check */
-	int64_t image_wait_ms;      /* waiting for that answer, after the run */
+	int64_t image_check_ms;     /* a failed start's check of its image */
+	int64_t image_wait_ms;      /* waiting for that check's answer */
 	int64_t egress_topology_ms; /* its networks (hosts only) */
 	int64_t sidecar_ready_ms;   /* its proxy's run until it has an address */
 	int64_t run_prepare_ms;     /* the image's configuration, mounts, argv */
@@ -256,10 +256,10 @@ struct session {
 /* server.c: the phases as the audit log's object (those a start had) */
 struct json_value *gw_start_phases_json(const struct gw_start_phases *p);
 
-/* startup.c: what the starts share, found once per session and beside them:
- * the platform (kept or asked) and a check of each distinct image, each on
- * a thread from begin on; the sweep, a job of the loop begun once no start
- * is under way. end waits for the threads; free also frees what they found. */
+/* startup.c: what the starts share, found once per session: the platform
+ * (kept or asked) on a thread from begin on, the image checks on demand (one
+ * per distinct image), the sweep, a job of the loop begun once no start is
+ * under way. end waits for the thread; free also frees what was found. */
 struct gw_startup;
 void gw_startup_begin(struct session *s);
 void gw_startup_end(struct session *s);
@@ -272,8 +272,9 @@ void gw_startup_sweep_when_idle(struct loop *loop, void *data);
  * gets the wait and how the platform was found */
 int gw_startup_platform_wait(struct session *s, int64_t deadline_ms,
                              struct gw_start_phases *phases);
-/* image_present for image, asked of the runtime once per session on a
- * thread from the start: its answer, waited for until deadline_ms */
+/* image_present for image, asked of the runtime once per session: the
+ * first start that asks checks it for all, the others wait for its answer
+ * until deadline_ms */
 int gw_startup_image_present(struct session *s, const char *image, int64_t deadline_ms,
                              struct gw_start_phases *phases, struct mg_err **err);
 

@@ -386,19 +386,21 @@ static void phases_init(struct gw_start_phases *p)
 	};
 }
 
-/* The image's check, asked at the session's start beside everything else:
- * NULL when the runtime found it, else why this server cannot start */
-static char *image_refusal(struct gw_server *srv, int64_t deadline)
+/* After a failed start of a contained server: was its image there? The run
+ * names it by digest with --pull=never, so a missing image fails the run at
+ * once (never by the deadline), and only the check can say so in words a
+ * person can act on. NULL when the image is there, the check itself failed,
+ * or the start ran out of time (the start's own error stands); else the
+ * reason with the command that fixes it. */
+static char *missing_image(struct gw_server *srv, int64_t deadline)
 {
-	struct mg_err *err = NULL;
 	const struct cfg_server *c = srv->cfg;
-	int present = gw_startup_image_present(srv->sess, c->image, deadline, &srv->phases, &err);
-	char *why = present > 0   ? NULL
-	            : present < 0 ? xasprintf("cannot check its image: %s", mg_err_msg(err))
-	                          : xasprintf("image %s is not present; run: mcpgate pull %s",
-	                                      c->image, c->name);
-	mg_err_free(err);
-	return why;
+	if (proc_now_ms() >= deadline)
+		return NULL;
+	int present = gw_startup_image_present(srv->sess, c->image, deadline, &srv->phases, NULL);
+	return present == 0
+	           ? xasprintf("image %s is not present; run: mcpgate pull %s", c->image, c->name)
+	           : NULL;
 }
 
 /* The server's own process (or its instance, or its remote bridge) and its
@@ -463,25 +465,19 @@ void *gw_server_start_thread(void *arg)
 			                       accepted, "why", why, NULL));
 		}
 	}
-	/* a server with hosts makes its networks beside its image's check, and
-	 * its proxy (which runs from the same image) only once that is found */
+	/* nothing is checked before the run: it names the image by digest with
+	 * --pull=never, so the runtime runs that image or none
+	 * (docs/2026-12-02-start-path.md) */
 	bool hosts = !attach && c->nhosts > 0;
-	int r = hosts && gw_egress_topology(srv, &err) < 0 ? -1 : 0;
-	if (r == 0 && hosts && contained &&
-	    (srv->start_error = image_refusal(srv, deadline)) != NULL) {
-		start_cleanup(srv);
-		goto done;
-	}
-	if (r == 0 && hosts && gw_egress_sidecar(srv, deadline, &err) < 0)
-		r = -1;
+	int r = hosts && (gw_egress_topology(srv, &err) < 0 ||
+	                  gw_egress_sidecar(srv, deadline, &err) < 0)
+	            ? -1
+	            : 0;
 	if (r == 0)
 		r = start_and_initialize(srv, attach, deadline, &err);
 	/* it answered (or failed): the runtime is past its mounts either way */
 	gw_launch_mounted(&srv->launch);
-	/* the run named the image by digest and could run no other; still,
-	 * nothing it said is used before the check has found the image, and a
-	 * run that failed for want of it says how to get it */
-	if (contained && !hosts && (srv->start_error = image_refusal(srv, deadline)) != NULL) {
+	if (r < 0 && contained && (srv->start_error = missing_image(srv, deadline)) != NULL) {
 		start_cleanup(srv);
 		goto done;
 	}

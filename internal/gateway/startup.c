@@ -1,18 +1,17 @@
-/* What the servers' starts share, found once and beside them: what the
- * runtime enforces here (its `info`, or what it said in an earlier session
- * when nothing that would change it has changed: ctr_platform_get), whether
- * each distinct image is present, and the sweep of what dead mcpgate
- * processes left.
+/* What the servers' starts share, found once per session: what the runtime
+ * enforces here (its `info`, or what it said in an earlier session when
+ * nothing that would change it has changed: ctr_platform_get), whether each
+ * distinct image is present, and the sweep of what dead mcpgate processes
+ * left.
  *
  * None of them is on a start's path more than it must be
  * (docs/2026-12-02-start-path.md). A server waits for the platform only
  * before it is judged against it (the refusal of limits that would not hold
- * comes before its run). Its image's check runs on a thread of its own from
- * the session's start, one per distinct image, and the server runs without
- * waiting for it: the run names the image by digest with --pull=never, so it
- * runs that image or none; the check's answer is waited for before the
- * server is ready, so a server whose image the check does not find is never
- * offered, and a run that failed for want of its image says "mcpgate pull".
+ * comes before its run), on a thread of its own from the session's start.
+ * Its image is not checked before its run: the run names the image by
+ * digest with --pull=never, so the runtime runs that image or fails at once;
+ * a start that failed asks whether the image was there (the first such start
+ * of an image asks the runtime for all), so that it can say "mcpgate pull".
  * The sweep removes only what it proves dead, and everything this session
  * makes is labelled with this live process as its owner and named with this
  * session's own id, so it can run at any time
@@ -30,10 +29,8 @@
 #include "internal/gateway/gateway-internal.h"
 
 struct image_check {
-	struct session *sess;
 	const char *image; /* borrowed from the configuration */
-	pthread_t thread;
-	bool started; /* on its own thread */
+	bool claimed;      /* a start is checking it */
 	bool done;
 	int present; /* image_present's answer: 1, 0, or -1 with error */
 	char *error;
@@ -138,30 +135,6 @@ static void *platform_thread(void *arg)
 	return NULL;
 }
 
-/* ---- the image checks --------------------------------------------------- */
-
-static void image_check(struct image_check *c)
-{
-	struct session *s = c->sess;
-	struct mg_err *e = NULL;
-	int64_t t0 = proc_now_ms();
-	int present = s->driver->ops->image_present(s->driver, c->image, &e);
-	pthread_mutex_lock(&s->startup->lock);
-	c->ms = proc_now_ms() - t0;
-	c->present = present;
-	c->error = present < 0 ? xstrdup(mg_err_msg(e)) : NULL;
-	c->done = true;
-	pthread_cond_broadcast(&s->startup->changed);
-	pthread_mutex_unlock(&s->startup->lock);
-	mg_err_free(e);
-}
-
-static void *image_thread(void *arg)
-{
-	image_check(arg);
-	return NULL;
-}
-
 /* ---- waiting, under the start deadline ---------------------------------- */
 
 static struct timespec abs_deadline(int64_t deadline_ms)
@@ -217,6 +190,20 @@ int gw_startup_image_present(struct session *s, const char *image, int64_t deadl
 			phases->image_check_ms = phases->image_wait_ms = proc_now_ms() - t0;
 		return present;
 	}
+	if (!c->claimed) {
+		/* the first start that asks checks it for all */
+		c->claimed = true;
+		pthread_mutex_unlock(&u->lock);
+		struct mg_err *e = NULL;
+		int present = s->driver->ops->image_present(s->driver, image, &e);
+		pthread_mutex_lock(&u->lock);
+		c->ms = proc_now_ms() - t0;
+		c->present = present;
+		c->error = present < 0 ? xstrdup(mg_err_msg(e)) : NULL;
+		c->done = true;
+		mg_err_free(e);
+		pthread_cond_broadcast(&u->changed);
+	}
 	while (!c->done && wait_changed(u, deadline_ms))
 		;
 	int r = c->done ? c->present : -1;
@@ -258,8 +245,7 @@ void gw_startup_begin(struct session *s)
 		for (size_t k = 0; k < u->nimages && !seen; k++)
 			seen = strcmp(u->images[k].image, c->image) == 0;
 		if (!seen)
-			u->images[u->nimages++] =
-			    (struct image_check){.sess = s, .image = c->image};
+			u->images[u->nimages++].image = c->image;
 	}
 	/* on a thread of its own each; where none can be made, here and now */
 	int e = pthread_create(&u->platform_thread, NULL, platform_thread, s);
@@ -267,12 +253,6 @@ void gw_startup_begin(struct session *s)
 		u->platform_started = true;
 	else
 		platform_probe(s);
-	for (size_t i = 0; i < u->nimages; i++) {
-		struct image_check *c = &u->images[i];
-		c->started = pthread_create(&c->thread, NULL, image_thread, c) == 0;
-		if (!c->started)
-			image_check(c);
-	}
 	/* once the starts this session begins are under way (or none is) */
 	loop_post(s->loop, gw_startup_sweep_when_idle, s);
 }
@@ -286,11 +266,6 @@ void gw_startup_end(struct session *s)
 		pthread_join(u->platform_thread, NULL);
 		u->platform_started = false;
 	}
-	for (size_t i = 0; i < u->nimages; i++)
-		if (u->images[i].started) {
-			pthread_join(u->images[i].thread, NULL);
-			u->images[i].started = false;
-		}
 }
 
 void gw_startup_free(struct session *s)
