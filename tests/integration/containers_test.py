@@ -434,9 +434,13 @@ def test_kill_and_sweep(base, probe_image, hash_):
     c2.initialize()
     wait_settled(s.state)
     c2.request("tools/list", timeout=120)
+    sid2 = [x for x in s.session_ids() if x != sid][0]
+    # the sweep runs once the starts are over, beside the session
+    deadline = time.monotonic() + 120
+    while not any(e["event"] == "sweep" for e in s.audit(sid2)) and time.monotonic() < deadline:
+        time.sleep(0.2)
     left = labelled("containers", "mcpgate.session=" + sid)
     t.ok(left == [], "a new mcpgate sweeps what the dead one left", left)
-    sid2 = [x for x in s.session_ids() if x != sid][0]
     sweeps = [e for e in s.audit(sid2) if e["event"] == "sweep"]
     t.ok(sweeps and sweeps[0]["removed"] >= 1, "its audit log records the sweep", sweeps)
     c2.close(timeout=60)
