@@ -304,6 +304,9 @@ static int layer_locked(const struct deb_store *s, const struct strv *names,
 {
 	struct strv set = STRV_INIT;
 	bool base = names == NULL;
+	cleanup_free char *key = NULL, *locks = NULL, *layers = NULL, *status = NULL;
+	cleanup_free char *text = NULL, *info_path = NULL;
+	size_t len = 0;
 	int r = -1;
 	if (base) {
 		size_t n = 0;
@@ -319,18 +322,16 @@ static int layer_locked(const struct deb_store *s, const struct strv *names,
 		mg_err_set(err, "an empty set of packages has no layer");
 		goto out;
 	}
-	cleanup_free char *key = set_key(&set, base);
-	cleanup_free char *locks = xasprintf("%s/locks", s->dir);
-	cleanup_free char *layers = xasprintf("%s/layers", s->dir);
-	cleanup_free char *status = xasprintf("%s/apt/status-%s", s->dir, key);
+	key = set_key(&set, base);
+	locks = xasprintf("%s/locks", s->dir);
+	layers = xasprintf("%s/layers", s->dir);
+	status = xasprintf("%s/apt/status-%s", s->dir, key);
 	const char *below_hex = below != NULL ? below->lock_hex : "";
 	out->lock_path = xasprintf("%s/%s.lock", locks, key);
 	if (mg_mkdir_p(locks, 0700, err) < 0 || mg_mkdir_p(layers, 0700, err) < 0 ||
 	    deb_apt_prepare(s, err) < 0 || write_status(s, below, status, err) < 0)
 		goto out;
 
-	cleanup_free char *text = NULL;
-	size_t len = 0;
 	/* a lock that does not read is an error, never replaced silently */
 	bool have = false;
 	if (!refresh && mg_read_file(out->lock_path, LOCK_FILE_MAX, &text, &len, NULL) == 0) {
@@ -366,7 +367,7 @@ static int layer_locked(const struct deb_store *s, const struct strv *names,
 	}
 	out->lock_hex = hex_of(text, len);
 	out->blob = xasprintf("%s/%s.tar.gz", layers, out->lock_hex);
-	cleanup_free char *info_path = xasprintf("%s/%s.json", layers, out->lock_hex);
+	info_path = xasprintf("%s/%s.json", layers, out->lock_hex);
 	if (read_info(info_path, &out->info) == 0 && access(out->blob, R_OK) == 0) {
 		r = 0;
 		goto out;
