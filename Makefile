@@ -48,7 +48,7 @@ TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
-CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
+CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c internal/debian/deb_name.c \
              internal/config/suffix.c egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
@@ -100,7 +100,7 @@ keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_S
 keychain_test_LIBS = $(SODIUM_LIBS) $(PSL_LIBS)
 pack_test_SRC = internal/pack/pack_test.c $(PACK_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 pack_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
-debian_test_SRC = internal/debian/debian_test.c $(DEBIAN_SRC) $(PACK_SRC) $(PROC_SRC) $(JSON_SRC) \
+debian_test_SRC = internal/debian/debian_test.c $(DEBIAN_SRC) internal/debian/deb_name.c $(PACK_SRC) $(PROC_SRC) $(JSON_SRC) \
 	$(BASE_SRC) $(TESTING_SRC)
 debian_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
 remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c internal/remote/headers.c \

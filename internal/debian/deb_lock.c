@@ -12,28 +12,9 @@
 #include "internal/json/json.h"
 
 #define LOCK_FORMAT 1
-#define NAME_MAX_LEN 100
+#define NAME_MAX_LEN 100 /* as deb_name.c says */
 
 const char *const deb_base_set[] = {"dash", "coreutils", "ca-certificates", "libstdc++6", NULL};
-
-static bool name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' ||
-	       c == '.';
-}
-
-bool deb_name_valid(const char *name)
-{
-	size_t n = name != NULL ? strlen(name) : 0;
-	if (n < 2 || n > NAME_MAX_LEN)
-		return false;
-	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!name_char(name[i]))
-			return false;
-	return true;
-}
 
 static int str_cmp(const void *a, const void *b)
 {
