@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal/base/buf.h"
@@ -159,8 +161,17 @@ static bool exited_ok(const struct proc_result *res)
 	return WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0;
 }
 
+/* The lists are fetched again when they are older than this: what a new
+ * resolution sees is at most this old, and adds in a row ask once */
+#define LISTS_FRESH_SECONDS (60 * 60)
+
 int deb_apt_update(const struct deb_store *s, struct mg_err **err)
 {
+	cleanup_free char *stamp = xasprintf("%s/apt/updated", s->dir);
+	struct stat st;
+	if (stat(stamp, &st) == 0 && time(NULL) - st.st_mtime >= 0 &&
+	    time(NULL) - st.st_mtime < LISTS_FRESH_SECONDS)
+		return 0;
 	if (!s->quiet)
 		fprintf(stderr, "mcpgate: apt-get update of Debian %s (%s), mcpgate's own lists\n",
 		        s->suite, s->mirror);
@@ -180,6 +191,8 @@ int deb_apt_update(const struct deb_store *s, struct mg_err **err)
 	    strstr(mg_buf_str(&res.err), "E: ") != NULL)
 		r = apt_failed("update", &res, err);
 	proc_result_free(&res);
+	if (r == 0)
+		r = mg_write_file_atomic(stamp, "", 0, 0600, err);
 	return r;
 }
 
@@ -200,8 +213,12 @@ static int parse_inst(const char *line, size_t n, struct deb_lock *out, struct m
 		                  "resolve the base again (mcpgate add --refresh-packages)",
 		                  name, end != NULL ? (int)(end - rest - 1) : 0, rest + 1);
 	}
-	char *close = strrchr(rest, ')');
-	char *arch = close != NULL ? strrchr(rest, '[') : NULL;
+	/* "(VERSION ORIGIN [ARCH])", maybe followed by " []" */
+	char *close = strchr(rest, ')');
+	char *arch = NULL;
+	for (char *q = close; q != NULL && q > rest && arch == NULL; q--)
+		if (*q == '[')
+			arch = q;
 	char *vend = rest[0] == '(' ? strchr(rest, ' ') : NULL;
 	if (rest[0] != '(' || close == NULL || arch == NULL || vend == NULL || arch > close ||
 	    close[-1] != ']')

@@ -344,6 +344,31 @@ static int copy_link(int rootfd, int dirfd, const char *name, const char *target
 	return r;
 }
 
+/* What no server reads, left out as Debian's own slim images leave it out
+ * (dpkg's path-exclude): documentation but each package's copyright,
+ * manual pages, info, translations of messages, lintian's overrides */
+static bool left_out(const char *path)
+{
+	static const char *const dirs[] = {"usr/share/doc/", "usr/share/man/", "usr/share/info/",
+	                                   "usr/share/locale/", "usr/share/lintian/"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		size_t n = strlen(dirs[i]);
+		if (strncmp(path, dirs[i], n) != 0 && strncmp(path, dirs[i], n - 1) != 0)
+			continue;
+		if (path[n - 1] != '/' && path[n - 1] != '\0')
+			continue;
+		if (i == 0) {
+			/* usr/share/doc, usr/share/doc/PKG and usr/share/doc/PKG/copyright stay */
+			const char *rest = path[n - 1] == '\0' ? "" : path + n;
+			const char *slash = strchr(rest, '/');
+			if (slash == NULL || strcmp(slash, "/copyright") == 0)
+				return false;
+		}
+		return true;
+	}
+	return false;
+}
+
 static int unpack_entry(int rootfd, struct archive *tar, struct archive_entry *e, const char *deb,
                         struct mg_err **err)
 {
@@ -353,8 +378,8 @@ static int unpack_entry(int rootfd, struct archive *tar, struct archive_entry *e
 		return mg_err_set(err, "%s: the entry \"%s\" leaves the package's root or is not "
 		                       "UTF-8",
 		                  deb, name != NULL ? name : "");
-	if (path[0] == '\0')
-		return 0; /* "./" itself */
+	if (path[0] == '\0' || left_out(path))
+		return 0; /* "./" itself, or what no server reads */
 	const char *last = NULL;
 	int dirfd = open_parent(rootfd, path, &last, deb, err);
 	if (dirfd < 0)

@@ -14,7 +14,8 @@
 #define LOCK_FORMAT 1
 #define NAME_MAX_LEN 100 /* as deb_name.c says */
 
-const char *const deb_base_set[] = {"dash", "coreutils", "ca-certificates", "libstdc++6", NULL};
+const char *const deb_base_set[] = {"dash",      "coreutils",       "grep",       "sed",
+                                    "findutils", "ca-certificates", "libstdc++6", NULL};
 
 static int str_cmp(const void *a, const void *b)
 {

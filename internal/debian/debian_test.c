@@ -195,8 +195,17 @@ static void make_debs(struct debs *d)
 	char *f = xasprintf("%s/usr/bin/tool", t);
 	spill(f, "#!/bin/sh\necho tool\n", 04755); /* setuid in the package: dropped */
 	free(f);
-	f = xasprintf("%s/usr/share/doc/tool/README", t);
+	f = xasprintf("%s/usr/share/tool/README", t);
 	spill(f, "read me\n", 0600);
+	free(f);
+	f = xasprintf("%s/usr/share/doc/tool/README", t);
+	spill(f, "documentation\n", 0644);
+	free(f);
+	f = xasprintf("%s/usr/share/doc/tool/copyright", t);
+	spill(f, "the licence\n", 0644);
+	free(f);
+	f = xasprintf("%s/usr/share/man/man1/tool.1", t);
+	spill(f, ".TH tool\n", 0644);
 	free(f);
 	f = xasprintf("%s/usr/bin/tool-link", t);
 	if (symlink("tool", f) < 0)
@@ -283,7 +292,12 @@ static void test_unpack(const struct debs *d)
 	struct stat st;
 	cleanup_free char *tool = xasprintf("%s/usr/bin/tool", dir1);
 	cleanup_free char *hard = xasprintf("%s/usr/bin/tool-hard", dir1);
-	cleanup_free char *readme = xasprintf("%s/usr/share/doc/tool/README", dir1);
+	cleanup_free char *readme = xasprintf("%s/usr/share/tool/README", dir1);
+	cleanup_free char *doc = xasprintf("%s/usr/share/doc/tool/README", dir1);
+	cleanup_free char *copyright = xasprintf("%s/usr/share/doc/tool/copyright", dir1);
+	cleanup_free char *man = xasprintf("%s/usr/share/man", dir1);
+	T_OK(access(doc, F_OK) != 0 && access(man, F_OK) != 0 && access(copyright, F_OK) == 0,
+	     "documentation and manual pages are left out, each package's copyright kept");
 	T_OK(stat(tool, &st) == 0 && (st.st_mode & 07777) == 0755,
 	     "an executable is 0755, its setuid bit dropped (%o)", st.st_mode & 07777);
 	T_OK(stat(readme, &st) == 0 && (st.st_mode & 07777) == 0644, "a file is 0644");
