@@ -949,11 +949,12 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	scripts_skipped(work, &skipped);
 	add_native_packages(work, &native);
 	for (size_t i = 0; !scripts && i < native.n; i++)
-		fprintf(stderr,
-		        "mcpgate add: warning: %s builds native code at install, which was not done "
-		        "(--scripts builds it from source in a contained step with a compiler; the "
-		        "server's image gets what it built and no compiler)\n",
-		        native.v[i]);
+		fprintf(
+		    stderr,
+		    "mcpgate add: warning: %s builds native code at install, which was not done "
+		    "(--scripts builds it from source in a contained step with a compiler; the "
+		    "server's image gets what it built and no compiler)\n",
+		    native.v[i]);
 	for (size_t i = 0; !scripts && i < skipped.n; i++)
 		if (strv_find(&native, skipped.v[i]) < 0)
 			fprintf(stderr,

@@ -107,7 +107,8 @@ int add_layers_prepare(struct add_layers *l, const char *data, const char *node,
 	l->store_open = true;
 	if (deb_layer_get(&l->store, NULL, NULL, refresh, &l->base, err) < 0)
 		return -1;
-	if (packages->n > 0 && deb_layer_get(&l->store, packages, &l->base, refresh, &l->set, err) < 0)
+	if (packages->n > 0 &&
+	    deb_layer_get(&l->store, packages, &l->base, refresh, &l->set, err) < 0)
 		return -1;
 	return 0;
 }
@@ -252,7 +253,8 @@ static int node_headers(const char *node, const char *version, char **dir, struc
 		if (p == NULL)
 			break;
 		p += strlen(def);
-		mg_buf_printf(&b, NULL, "%s%.*s", i > 0 ? "." : "", (int)strspn(p, "0123456789"), p);
+		mg_buf_printf(&b, NULL, "%s%.*s", i > 0 ? "." : "", (int)strspn(p, "0123456789"),
+		              p);
 	}
 	int r = strcmp(mg_buf_str(&b), version) == 0
 	            ? 0
@@ -287,8 +289,9 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
 		return mg_err_wrap(err, "the native build");
 	cleanup_free char *gyp = npm_node_gyp(npm);
 	if (gyp == NULL)
-		return mg_err_set(err, "the native build needs npm's own node-gyp, which is not "
-		                       "beside %s",
+		return mg_err_set(err,
+		                  "the native build needs npm's own node-gyp, which is not "
+		                  "beside %s",
 		                  npm);
 	struct strv tools = STRV_INIT;
 	for (size_t i = 0; i < sizeof(build_tools) / sizeof(build_tools[0]); i++)

@@ -291,7 +291,8 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 	for (size_t i = 0; i < s->nmounts; i++) {
 		bool root = strcmp(s->mounts[i].path, ".") == 0;
 		if (s->mounts[i].home) {
-			printf("home: %s/%s at " CFG_HOME_PATH ", read-write, not executable, kept\n",
+			printf("home: %s/%s at " CFG_HOME_PATH
+			       ", read-write, not executable, kept\n",
 			       t.workspace, s->mounts[i].path);
 			continue;
 		}

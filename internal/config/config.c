@@ -632,9 +632,10 @@ static void check_packages(struct ctx *c, const struct keys *k, struct cfg_serve
 		if (entry == NULL)
 			continue;
 		if (!deb_name_valid(entry)) {
-			diag_value(c, v->pos, "\"packages\" entry", entry,
-			           "is not a Debian package's name (lower-case letters, digits, + - "
-			           "and ., starting with a letter or digit)");
+			diag_value(
+			    c, v->pos, "\"packages\" entry", entry,
+			    "is not a Debian package's name (lower-case letters, digits, + - "
+			    "and ., starting with a letter or digit)");
 			continue;
 		}
 		bool twice = false;

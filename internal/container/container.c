@@ -298,15 +298,16 @@ static void push_home(const struct ctr_driver *d, struct strv *a, const struct c
 		strv_push(a, "--tmpfs");
 		if (d->kind == CTR_PODMAN) {
 			/* podman takes no uid=: U gives the tmpfs to --user */
-			strv_push(a, CFG_HOME_PATH ":rw,noexec,nosuid,nodev,mode=0700,size=" CFG_HOME_SIZE
-			             ",U");
+			strv_push(a, CFG_HOME_PATH
+			          ":rw,noexec,nosuid,nodev,mode=0700,size=" CFG_HOME_SIZE ",U");
 		} else {
 			unsigned uid = 65534, gid = 65534;
 			if (sscanf(user, "%u:%u", &uid, &gid) != 2)
 				gid = uid;
 			strv_pushf(a,
-			           CFG_HOME_PATH ":rw,noexec,nosuid,nodev,mode=0700,size=" CFG_HOME_SIZE
-			                         ",uid=%u,gid=%u",
+			           CFG_HOME_PATH
+			           ":rw,noexec,nosuid,nodev,mode=0700,size=" CFG_HOME_SIZE
+			           ",uid=%u,gid=%u",
 			           uid, gid);
 		}
 	}
@@ -437,14 +438,14 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		if (s->mounts[i].home)
 			/* the kept home: not executable (podman says so itself; for
 			 * docker the staged bind carries noexec) */
-			strv_pushf(&a, "type=bind,source=%s,target=" CFG_HOME_PATH
-			               ",bind-nonrecursive%s",
-			           spec->mounts->v[i].host, d->kind == CTR_PODMAN ? ",noexec" : "");
+			strv_pushf(
+			    &a, "type=bind,source=%s,target=" CFG_HOME_PATH ",bind-nonrecursive%s",
+			    spec->mounts->v[i].host, d->kind == CTR_PODMAN ? ",noexec" : "");
 		else
-			strv_pushf(&a,
-			           "type=bind,source=%s,target=/workspace%s%s,bind-nonrecursive%s",
-			           spec->mounts->v[i].host, root ? "" : "/",
-			           root ? "" : s->mounts[i].path, s->mounts[i].write ? "" : ",readonly");
+			strv_pushf(
+			    &a, "type=bind,source=%s,target=/workspace%s%s,bind-nonrecursive%s",
+			    spec->mounts->v[i].host, root ? "" : "/", root ? "" : s->mounts[i].path,
+			    s->mounts[i].write ? "" : ",readonly");
 	}
 
 	/* docker makes a writable volume on the host's disk for each VOLUME of

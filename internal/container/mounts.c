@@ -405,9 +405,9 @@ static int stage_next(int *fd, bool *ro, bool *noexec, char *staged, char *real,
 	    first >= (size_t)n || first - 3 >= PATH_MAX || (size_t)n - first - 1 >= PATH_MAX ||
 	    (strncmp(text, "ro ", 3) != 0 && strncmp(text, "rw ", 3) != 0 &&
 	     strncmp(text, "rn ", 3) != 0) ||
-	    text[3] != '/' ||
-	    text[first + 1] != '/' || strlen(text + first + 1) != (size_t)n - first - 1 ||
-	    fstat(*fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	    text[3] != '/' || text[first + 1] != '/' ||
+	    strlen(text + first + 1) != (size_t)n - first - 1 || fstat(*fd, &st) < 0 ||
+	    !S_ISDIR(st.st_mode)) {
 		if (*fd >= 0)
 			close(*fd);
 		return mg_err_set(err, "a message on stdin is not \"ro|rw|rn /STAGED\\0/REAL\" "

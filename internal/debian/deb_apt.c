@@ -38,8 +38,9 @@ int deb_apt_prepare(const struct deb_store *s, struct mg_err **err)
 	const char *paths[] = {s->dir, s->mirror, s->security, s->keyring, s->suite, s->arch};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (!conf_safe(paths[i]) || strchr(paths[i], ' ') != NULL)
-			return mg_err_set(err, "\"%s\" holds a space, quote, semicolon or brace, which "
-			                       "apt's configuration cannot carry",
+			return mg_err_set(err,
+			                  "\"%s\" holds a space, quote, semicolon or brace, which "
+			                  "apt's configuration cannot carry",
 			                  paths[i]);
 	cleanup_free char *etc = xasprintf("%s/apt/etc", s->dir);
 	cleanup_free char *parts = xasprintf("%s/apt/etc/apt.conf.d", s->dir);
@@ -117,8 +118,9 @@ static int apt_run(const struct deb_store *s, const char *status, const struct s
 	strv_pushf(&env, "APT_CONFIG=%s/apt/etc/apt.conf", s->dir);
 	strv_push(&env, "LC_ALL=C");
 	strv_push(&env, "DEBIAN_FRONTEND=noninteractive");
-	int r = proc_run((const char *const *)strv_array(&argv), (const char *const *)strv_array(&env),
-	                 APT_TIMEOUT_MS, APT_OUTPUT_MAX, res, err);
+	int r =
+	    proc_run((const char *const *)strv_array(&argv), (const char *const *)strv_array(&env),
+	             APT_TIMEOUT_MS, APT_OUTPUT_MAX, res, err);
 	strv_free(&argv);
 	strv_free(&env);
 	if (r < 0) {
@@ -150,8 +152,8 @@ static int apt_failed(const char *what, const struct proc_result *res, struct mg
 	}
 	if (b.len == 0 && last != NULL)
 		mg_buf_append(&b, last, last_n, NULL);
-	int r = mg_err_set(err, "apt-get %s failed: %s", what, b.len > 0 ? mg_buf_str(&b)
-	                                                                 : "(it said nothing)");
+	int r = mg_err_set(err, "apt-get %s failed: %s", what,
+	                   b.len > 0 ? mg_buf_str(&b) : "(it said nothing)");
 	mg_buf_free(&b);
 	return r;
 }

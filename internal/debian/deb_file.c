@@ -84,8 +84,8 @@ static int reader_open(struct deb_reader *r, const char *path, const char *prefi
 		const char *name = archive_entry_pathname(e);
 		if (first && (name == NULL || strcmp(name, "debian-binary") != 0)) {
 			reader_close(r);
-			return mg_err_set(err, "%s is not a Debian package (no debian-binary first)",
-			                  path);
+			return mg_err_set(
+			    err, "%s is not a Debian package (no debian-binary first)", path);
 		}
 		first = false;
 		if (name == NULL || strncmp(name, prefix, plen) != 0 ||
@@ -107,9 +107,8 @@ static int reader_open(struct deb_reader *r, const char *path, const char *prefi
 		}
 		return 0;
 	}
-	int rr = h == ARCHIVE_EOF
-	             ? mg_err_set(err, "%s has no %s member", path, prefix)
-	             : mg_err_set(err, "%s: %s", path, archive_error_string(r->ar));
+	int rr = h == ARCHIVE_EOF ? mg_err_set(err, "%s has no %s member", path, prefix)
+	                          : mg_err_set(err, "%s: %s", path, archive_error_string(r->ar));
 	reader_close(r);
 	return rr;
 }
@@ -125,7 +124,8 @@ int deb_read_control(const char *deb, char **control, size_t *len, struct mg_err
 	int h, res = -1;
 	while ((h = archive_read_next_header(r.inner, &e)) == ARCHIVE_OK) {
 		const char *name = archive_entry_pathname(e);
-		if (name == NULL || (strcmp(name, "./control") != 0 && strcmp(name, "control") != 0))
+		if (name == NULL ||
+		    (strcmp(name, "./control") != 0 && strcmp(name, "control") != 0))
 			continue;
 		la_int64_t size = archive_entry_size(e);
 		if (size <= 0 || size > CONTROL_MAX || archive_entry_filetype(e) != AE_IFREG) {
@@ -142,7 +142,8 @@ int deb_read_control(const char *deb, char **control, size_t *len, struct mg_err
 			goto out;
 		}
 		text[size] = '\0';
-		if (strlen(text) != (size_t)size || mg_utf8_check(text, (size_t)size) != (size_t)size) {
+		if (strlen(text) != (size_t)size ||
+		    mg_utf8_check(text, (size_t)size) != (size_t)size) {
 			free(text);
 			mg_err_set(err, "%s: its control file holds a NUL or is not UTF-8", deb);
 			goto out;
@@ -334,12 +335,13 @@ static int copy_link(int rootfd, int dirfd, const char *name, const char *target
 	if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
 		if (src >= 0)
 			close(src);
-		return mg_err_set(err, "%s: the hard link /%s names /%s, which is not a file "
-		                       "unpacked before it",
+		return mg_err_set(err,
+		                  "%s: the hard link /%s names /%s, which is not a file "
+		                  "unpacked before it",
 		                  deb, path, clean);
 	}
-	int r = write_file(dirfd, name, (st.st_mode & 0111) ? 0755 : 0644, NULL, src, deb, path,
-	                   err);
+	int r =
+	    write_file(dirfd, name, (st.st_mode & 0111) ? 0755 : 0644, NULL, src, deb, path, err);
 	close(src);
 	return r;
 }
@@ -375,8 +377,9 @@ static int unpack_entry(int rootfd, struct archive *tar, struct archive_entry *e
 	char path[PATH_MAX];
 	const char *name = archive_entry_pathname(e);
 	if (!clean_path(name, path, sizeof(path)))
-		return mg_err_set(err, "%s: the entry \"%s\" leaves the package's root or is not "
-		                       "UTF-8",
+		return mg_err_set(err,
+		                  "%s: the entry \"%s\" leaves the package's root or is not "
+		                  "UTF-8",
 		                  deb, name != NULL ? name : "");
 	if (path[0] == '\0' || left_out(path))
 		return 0; /* "./" itself, or what no server reads */
@@ -393,10 +396,11 @@ static int unpack_entry(int rootfd, struct archive *tar, struct archive_entry *e
 		if (mkdirat(dirfd, last, 0755) < 0 && errno != EEXIST)
 			r = mg_err_sys(err, errno, "%s: making /%s", deb, path);
 		struct stat st;
-		if (r == 0 && (fstatat(dirfd, last, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		               !S_ISDIR(st.st_mode)))
-			r = mg_err_set(err, "%s: /%s is a folder here and not in an earlier package", deb,
-			               path);
+		if (r == 0 &&
+		    (fstatat(dirfd, last, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)))
+			r = mg_err_set(err,
+			               "%s: /%s is a folder here and not in an earlier package",
+			               deb, path);
 	} else if (type == AE_IFREG) {
 		unsigned mode = (archive_entry_perm(e) & 0111) != 0 ? 0755 : 0644;
 		r = write_file(dirfd, last, mode, tar, -1, deb, path, err);
@@ -412,8 +416,8 @@ static int unpack_entry(int rootfd, struct archive *tar, struct archive_entry *e
 				r = mg_err_sys(err, errno, "%s: the link /%s", deb, path);
 		}
 	} else {
-		r = mg_err_set(err, "%s: /%s is a device, pipe or socket, which no image holds", deb,
-		               path);
+		r = mg_err_set(err, "%s: /%s is a device, pipe or socket, which no image holds",
+		               deb, path);
 	}
 	close(dirfd);
 	return r;

@@ -29,11 +29,11 @@
 #include "internal/base/xalloc.h"
 #include "internal/debian/debian.h"
 
-#define CERTS_DIR    "usr/share/ca-certificates/mozilla"
-#define BUNDLE_DIR   "etc/ssl/certs"
-#define BUNDLE       "ca-certificates.crt"
-#define BUNDLE_MAX   (16u << 20)
-#define CERT_MAX     (1u << 20)
+#define CERTS_DIR  "usr/share/ca-certificates/mozilla"
+#define BUNDLE_DIR "etc/ssl/certs"
+#define BUNDLE     "ca-certificates.crt"
+#define BUNDLE_MAX (16u << 20)
+#define CERT_MAX   (1u << 20)
 
 static const struct {
 	const char *package, *link, *target;
@@ -141,8 +141,8 @@ static int ca_bundle(int rootfd, struct mg_err **err)
 	int out = r == 0 ? open_dir(rootfd, BUNDLE_DIR, err) : -1;
 	if (out >= 0) {
 		unlinkat(out, BUNDLE, 0);
-		int fd = openat(out, BUNDLE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		                0644);
+		int fd =
+		    openat(out, BUNDLE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0 || write(fd, bundle.data, bundle.len) != (ssize_t)bundle.len)
 			r = mg_err_sys(err, errno, "writing /" BUNDLE_DIR "/" BUNDLE);
 		if (fd >= 0)
@@ -156,8 +156,7 @@ static int ca_bundle(int rootfd, struct mg_err **err)
 	return r;
 }
 
-static int link_alternative(int rootfd, const char *link, const char *target,
-                            struct mg_err **err)
+static int link_alternative(int rootfd, const char *link, const char *target, struct mg_err **err)
 {
 	cleanup_free char *dir = xstrdup(link);
 	char *slash = strrchr(dir, '/');

@@ -32,7 +32,7 @@
 static const struct {
 	const char *machine, *dpkg;
 } dpkg_arches[] = {
-    {"amd64", "amd64"}, {"arm64/v8", "arm64"}, {"arm/v7", "armhf"},
+    {"amd64", "amd64"}, {"arm64/v8", "arm64"},  {"arm/v7", "armhf"},
     {"386", "i386"},    {"ppc64le", "ppc64el"}, {"s390x", "s390x"},
 };
 
@@ -49,13 +49,14 @@ int deb_store_open(const char *data, struct deb_store *out, struct mg_err **err)
 		return mg_err_set(err, "Debian has no architecture for this machine (%s)", arch);
 	out->apt_get = proc_find_in_path("apt-get", getenv("PATH"));
 	if (out->apt_get == NULL)
-		out->apt_get = access("/usr/bin/apt-get", X_OK) == 0 ? xstrdup("/usr/bin/apt-get")
-		                                                    : NULL;
+		out->apt_get =
+		    access("/usr/bin/apt-get", X_OK) == 0 ? xstrdup("/usr/bin/apt-get") : NULL;
 	if (out->apt_get == NULL) {
 		deb_store_free(out);
-		return mg_err_set(err, "no apt-get on this machine: Debian packages in an image "
-		                       "come from Debian's archive through apt (apt-get install apt "
-		                       "debian-archive-keyring)");
+		return mg_err_set(err,
+		                  "no apt-get on this machine: Debian packages in an image "
+		                  "come from Debian's archive through apt (apt-get install apt "
+		                  "debian-archive-keyring)");
 	}
 	out->dir = xasprintf("%s/debian", data);
 	out->suite = xstrdup("bookworm");
@@ -64,8 +65,9 @@ int deb_store_open(const char *data, struct deb_store *out, struct mg_err **err)
 	out->keyring = xstrdup("/usr/share/keyrings/debian-archive-keyring.gpg");
 	if (access(out->keyring, R_OK) != 0) {
 		int e = errno;
-		mg_err_sys(err, e, "%s, the keys Debian's archive is checked with (apt-get install "
-		                   "debian-archive-keyring)",
+		mg_err_sys(err, e,
+		           "%s, the keys Debian's archive is checked with (apt-get install "
+		           "debian-archive-keyring)",
 		           out->keyring);
 		deb_store_free(out);
 		return -1;
@@ -161,8 +163,8 @@ static int write_status(const struct deb_store *s, const struct deb_layer *below
 
 /* every .deb of l in the cache, as the lock says it is: what is missing
  * (or differs) is downloaded at its exact version and checked again */
-static int ensure_debs(const struct deb_store *s, const char *status, struct deb_lock *l,
-                       bool fill, struct mg_err **err)
+static int ensure_debs(const struct deb_store *s, const char *status, struct deb_lock *l, bool fill,
+                       struct mg_err **err)
 {
 	for (int round = 0; round < 2; round++) {
 		size_t missing = 0;
@@ -184,17 +186,19 @@ static int ensure_debs(const struct deb_store *s, const char *status, struct deb
 				cleanup_free char *version = deb_control_field(control, "Version");
 				if (name == NULL || version == NULL || strcmp(name, p->name) != 0 ||
 				    strcmp(version, p->version) != 0)
-					return mg_err_set(err, "%s is not %s %s by its control file", deb,
-					                  p->name, p->version);
+					return mg_err_set(err,
+					                  "%s is not %s %s by its control file",
+					                  deb, p->name, p->version);
 				p->sha256 = xstrdup(hex);
 			} else if (p->sha256 != NULL && strcmp(hex, p->sha256) != 0) {
 				if (round == 1)
-					return mg_err_set(
-					    err,
-					    "%s %s: the archive's .deb (sha256 %s) is not the one the "
-					    "lock pins (%s): the archive changed it; resolve the set "
-					    "again (mcpgate add --refresh-packages)",
-					    p->name, p->version, hex, p->sha256);
+					return mg_err_set(err,
+					                  "%s %s: the archive's .deb (sha256 %s) "
+					                  "is not the one the "
+					                  "lock pins (%s): the archive changed it; "
+					                  "resolve the set "
+					                  "again (mcpgate add --refresh-packages)",
+					                  p->name, p->version, hex, p->sha256);
 				unlink(deb);
 				missing++;
 			} else if (p->sha256 == NULL) {
@@ -204,14 +208,15 @@ static int ensure_debs(const struct deb_store *s, const char *status, struct deb
 		if (missing == 0)
 			return 0;
 		if (round == 1)
-			return mg_err_set(err, "%zu package(s) of the set are still not in the cache "
-			                       "after apt downloaded them",
+			return mg_err_set(err,
+			                  "%zu package(s) of the set are still not in the cache "
+			                  "after apt downloaded them",
 			                  missing);
 		if (deb_apt_download(s, status, l, err) < 0)
-			return mg_err_wrap(err,
-			                   "the packages the lock pins (if the archive no longer has "
-			                   "a version, resolve the set again: mcpgate add "
-			                   "--refresh-packages)");
+			return mg_err_wrap(
+			    err, "the packages the lock pins (if the archive no longer has "
+			         "a version, resolve the set again: mcpgate add "
+			         "--refresh-packages)");
 	}
 	return 0;
 }
@@ -266,7 +271,8 @@ static int build_layer(const struct deb_store *s, struct deb_layer *out, const c
                        struct mg_err **err)
 {
 	cleanup_free char *stage_parent = xasprintf("%s/stage", s->dir);
-	cleanup_free char *stage = xasprintf("%s/%d-%s", stage_parent, (int)getpid(), out->lock_hex);
+	cleanup_free char *stage =
+	    xasprintf("%s/%d-%s", stage_parent, (int)getpid(), out->lock_hex);
 	if (mg_mkdir_p(stage_parent, 0700, err) < 0 || mg_remove_tree(stage, err) < 0)
 		return -1;
 	if (mkdir(stage, 0755) < 0)
@@ -274,8 +280,9 @@ static int build_layer(const struct deb_store *s, struct deb_layer *out, const c
 	int rootfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int r = rootfd < 0 ? mg_err_sys(err, errno, "%s", stage) : 0;
 	if (!s->quiet && r == 0)
-		fprintf(stderr, "mcpgate: unpacking %zu Debian package(s) into a layer (no package "
-		                "script runs)\n",
+		fprintf(stderr,
+		        "mcpgate: unpacking %zu Debian package(s) into a layer (no package "
+		        "script runs)\n",
 		        out->lock.n);
 	for (size_t i = 0; r == 0 && i < out->lock.n; i++) {
 		cleanup_free char *deb = deb_apt_cached(s, &out->lock.pkgs[i]);
@@ -336,12 +343,14 @@ static int layer_locked(const struct deb_store *s, const struct strv *names,
 	bool have = false;
 	if (!refresh && mg_read_file(out->lock_path, LOCK_FILE_MAX, &text, &len, NULL) == 0) {
 		if (deb_lock_parse(text, len, out->lock_path, &out->lock, err) < 0) {
-			mg_err_wrap(err, "remove it, or give --refresh-packages, to resolve the set "
-			                 "again");
+			mg_err_wrap(err,
+			            "remove it, or give --refresh-packages, to resolve the set "
+			            "again");
 			goto out;
 		}
 		have = same_set(&out->lock.set, &set) && strcmp(out->lock.below, below_hex) == 0 &&
-		       strcmp(out->lock.suite, s->suite) == 0 && strcmp(out->lock.arch, s->arch) == 0;
+		       strcmp(out->lock.suite, s->suite) == 0 &&
+		       strcmp(out->lock.arch, s->arch) == 0;
 	}
 	if (have) {
 		if (ensure_debs(s, status, &out->lock, false, err) < 0)
@@ -358,7 +367,8 @@ static int layer_locked(const struct deb_store *s, const struct strv *names,
 		if (!s->quiet)
 			fprintf(stderr, "mcpgate: resolving the Debian packages %s%s\n", key,
 			        below != NULL ? " over the base" : "");
-		if (deb_apt_update(s, err) < 0 || deb_apt_resolve(s, status, &set, &out->lock, err) < 0 ||
+		if (deb_apt_update(s, err) < 0 ||
+		    deb_apt_resolve(s, status, &set, &out->lock, err) < 0 ||
 		    ensure_debs(s, status, &out->lock, true, err) < 0)
 			goto out;
 		text = deb_lock_render(&out->lock, &len);
@@ -378,8 +388,9 @@ out:
 	return r;
 }
 
-int deb_layer_get(const struct deb_store *s, const struct strv *names, const struct deb_layer *below,
-                  bool refresh, struct deb_layer *out, struct mg_err **err)
+int deb_layer_get(const struct deb_store *s, const struct strv *names,
+                  const struct deb_layer *below, bool refresh, struct deb_layer *out,
+                  struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
 	if (mg_mkdir_p(s->dir, 0700, err) < 0)

@@ -11,7 +11,7 @@
 #include "internal/debian/debian-internal.h"
 #include "internal/json/json.h"
 
-#define LOCK_FORMAT 1
+#define LOCK_FORMAT  1
 #define NAME_MAX_LEN 100 /* as deb_name.c says */
 
 const char *const deb_base_set[] = {"dash",      "coreutils",       "grep",       "sed",
@@ -142,8 +142,9 @@ int deb_lock_parse(const char *text, size_t len, const char *path, struct deb_lo
 		goto out;
 	}
 	if (set == NULL || set->kind != JSON_ARRAY || pkgs == NULL || pkgs->kind != JSON_ARRAY ||
-	    suite == NULL || !arch_ok(arch) || below == NULL || (below[0] != '\0' && !hex64(below)) ||
-	    pkgs->u.arr.len == 0 || pkgs->u.arr.len > DEB_LOCK_MAX) {
+	    suite == NULL || !arch_ok(arch) || below == NULL ||
+	    (below[0] != '\0' && !hex64(below)) || pkgs->u.arr.len == 0 ||
+	    pkgs->u.arr.len > DEB_LOCK_MAX) {
 		mg_err_set(err, "the lock %s lacks set, suite, arch, below or packages (1 to %d)",
 		           path, DEB_LOCK_MAX);
 		goto out;
@@ -167,17 +168,19 @@ int deb_lock_parse(const char *text, size_t len, const char *path, struct deb_lo
 		const char *version = json_get_string(p, "version");
 		const char *parch = json_get_string(p, "arch");
 		const char *sha = json_get_string(p, "sha256");
-		if (!deb_name_valid(name) || !version_ok(version) || !arch_ok(parch) || !hex64(sha)) {
+		if (!deb_name_valid(name) || !version_ok(version) || !arch_ok(parch) ||
+		    !hex64(sha)) {
 			mg_err_set(err,
 			           "the lock %s: package %zu lacks a valid name, version, arch or "
 			           "sha256",
 			           path, i + 1);
 			goto out;
 		}
-		out->pkgs[out->n++] = (struct deb_pkg){xstrdup(name), xstrdup(version),
-		                                       xstrdup(parch), xstrdup(sha)};
+		out->pkgs[out->n++] =
+		    (struct deb_pkg){xstrdup(name), xstrdup(version), xstrdup(parch), xstrdup(sha)};
 		if (out->n > 1 && strcmp(out->pkgs[out->n - 2].name, name) >= 0) {
-			mg_err_set(err, "the lock %s: the packages are not sorted by name, once each",
+			mg_err_set(err,
+			           "the lock %s: the packages are not sorted by name, once each",
 			           path);
 			goto out;
 		}

@@ -49,10 +49,10 @@ struct deb_pkg {
 };
 
 struct deb_lock {
-	struct strv set; /* what was asked for, sorted */
-	char *suite;     /* the archive's suite it was resolved from */
-	char *arch;      /* dpkg's name of the machine */
-	char *below;     /* sha256 hex of the lock of the layer it goes over; "" for none */
+	struct strv set;      /* what was asked for, sorted */
+	char *suite;          /* the archive's suite it was resolved from */
+	char *arch;           /* dpkg's name of the machine */
+	char *below;          /* sha256 hex of the lock of the layer it goes over; "" for none */
 	struct deb_pkg *pkgs; /* sorted by name */
 	size_t n;
 };
@@ -104,9 +104,9 @@ void deb_store_free(struct deb_store *s);
 
 struct deb_layer {
 	struct deb_lock lock;
-	char *lock_path;  /* DATA/debian/locks/KEY.lock */
-	char *lock_hex;   /* sha256 of the lock's bytes */
-	char *blob;       /* DATA/debian/layers/LOCKHEX.tar.gz */
+	char *lock_path; /* DATA/debian/locks/KEY.lock */
+	char *lock_hex;  /* sha256 of the lock's bytes */
+	char *blob;      /* DATA/debian/layers/LOCKHEX.tar.gz */
 	struct pack_layer_info info;
 };
 void deb_layer_free(struct deb_layer *l);
@@ -115,8 +115,9 @@ void deb_layer_free(struct deb_layer *l);
  * (NULL: nothing; the base set itself goes over nothing). The lock is used
  * when there is one for the same set over the same below; else apt resolves
  * the set anew (refresh forces it). The layer is built once and kept. */
-int deb_layer_get(const struct deb_store *s, const struct strv *names, const struct deb_layer *below,
-                  bool refresh, struct deb_layer *out, struct mg_err **err);
+int deb_layer_get(const struct deb_store *s, const struct strv *names,
+                  const struct deb_layer *below, bool refresh, struct deb_layer *out,
+                  struct mg_err **err);
 
 /* ---- what a missing command is ---------------------------------------- */
 

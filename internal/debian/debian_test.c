@@ -73,8 +73,8 @@ static char *build_deb(const char *name, const char *dir)
 	                                    name);
 	spill(control, text, 0644);
 	char *out = xasprintf("%s/%s_1%%3a1.0-1_all.deb", base, name);
-	const char *argv[] = {"/usr/bin/dpkg-deb", "--root-owner-group", "-Zgzip", "--build",
-	                      dir, out, NULL};
+	const char *argv[] = {
+	    "/usr/bin/dpkg-deb", "--root-owner-group", "-Zgzip", "--build", dir, out, NULL};
 	if (run(argv) < 0)
 		bail("dpkg-deb --build failed for", dir);
 	return out;
@@ -113,12 +113,15 @@ static void fill_lock(struct deb_lock *l)
 	strv_push(&l->set, "git");
 	l->suite = xstrdup("bookworm");
 	l->arch = xstrdup("amd64");
-	l->below = xstrdup("ab" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd");
+	l->below = xstrdup("ab"
+	                   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd");
 	l->pkgs = xcalloc(2, sizeof(l->pkgs[0]));
-	l->pkgs[0] = (struct deb_pkg){xstrdup("perl"), xstrdup("5.36.0-7+deb12u4"), xstrdup("amd64"),
-	                              xstrdup("1111111111111111111111111111111111111111111111111111111111111111")};
-	l->pkgs[1] = (struct deb_pkg){xstrdup("git"), xstrdup("1:2.39.5-0+deb12u3"), xstrdup("amd64"),
-	                              xstrdup("2222222222222222222222222222222222222222222222222222222222222222")};
+	l->pkgs[0] = (struct deb_pkg){
+	    xstrdup("perl"), xstrdup("5.36.0-7+deb12u4"), xstrdup("amd64"),
+	    xstrdup("1111111111111111111111111111111111111111111111111111111111111111")};
+	l->pkgs[1] = (struct deb_pkg){
+	    xstrdup("git"), xstrdup("1:2.39.5-0+deb12u3"), xstrdup("amd64"),
+	    xstrdup("2222222222222222222222222222222222222222222222222222222222222222")};
 	l->n = 2;
 	deb_lock_sort(l);
 }
@@ -130,14 +133,15 @@ static void test_lock(void)
 	T_STR(l.pkgs[0].name, "git", "a lock's packages are sorted by name");
 	size_t len;
 	cleanup_free char *text = deb_lock_render(&l, &len);
-	T_STR(text,
-	      "{\"mcpgate_debian_lock\":1,\"set\":[\"git\"],\"suite\":\"bookworm\",\"arch\":"
-	      "\"amd64\",\"below\":\"ab0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
-	      "abcd\",\"packages\":[{\"name\":\"git\",\"version\":\"1:2.39.5-0+deb12u3\",\"arch\":"
-	      "\"amd64\",\"sha256\":\"2222222222222222222222222222222222222222222222222222222222222"
-	      "222\"},{\"name\":\"perl\",\"version\":\"5.36.0-7+deb12u4\",\"arch\":\"amd64\","
-	      "\"sha256\":\"1111111111111111111111111111111111111111111111111111111111111111\"}]}\n",
-	      "the lock's text: fixed member order, sorted packages");
+	T_STR(
+	    text,
+	    "{\"mcpgate_debian_lock\":1,\"set\":[\"git\"],\"suite\":\"bookworm\",\"arch\":"
+	    "\"amd64\",\"below\":\"ab0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+	    "abcd\",\"packages\":[{\"name\":\"git\",\"version\":\"1:2.39.5-0+deb12u3\",\"arch\":"
+	    "\"amd64\",\"sha256\":\"2222222222222222222222222222222222222222222222222222222222222"
+	    "222\"},{\"name\":\"perl\",\"version\":\"5.36.0-7+deb12u4\",\"arch\":\"amd64\","
+	    "\"sha256\":\"1111111111111111111111111111111111111111111111111111111111111111\"}]}\n",
+	    "the lock's text: fixed member order, sorted packages");
 	int r = deb_lock_parse(text, len, "x.lock", &back, NULL);
 	size_t len2 = 0;
 	cleanup_free char *again = r == 0 ? deb_lock_render(&back, &len2) : NULL;
@@ -160,7 +164,8 @@ static void test_lock(void)
 	     "package 1 lacks a valid name, version, arch or sha256"},
 	    {"{\"mcpgate_debian_lock\":1,\"set\":[\"git\"],\"suite\":\"b\",\"arch\":\"amd64\","
 	     "\"below\":\"\",\"packages\":[{\"name\":\"git\",\"version\":\"1.0 ; rm\",\"arch\":"
-	     "\"amd64\",\"sha256\":\"1111111111111111111111111111111111111111111111111111111111111111"
+	     "\"amd64\",\"sha256\":"
+	     "\"1111111111111111111111111111111111111111111111111111111111111111"
 	     "\"}]}",
 	     "package 1 lacks a valid name, version"},
 	    {"{\"mcpgate_debian_lock\":1,\"set\":[\"git\"],\"suite\":\"b\",\"arch\":\"amd64\","
@@ -242,8 +247,8 @@ static void fake_lock(struct deb_lock *l, const char *const *names, size_t n)
 	memset(l, 0, sizeof(*l));
 	l->pkgs = xcalloc(n, sizeof(l->pkgs[0]));
 	for (size_t i = 0; i < n; i++)
-		l->pkgs[l->n++] = (struct deb_pkg){xstrdup(names[i]), xstrdup("1:1.0-1"),
-		                                   xstrdup("all"), NULL};
+		l->pkgs[l->n++] =
+		    (struct deb_pkg){xstrdup(names[i]), xstrdup("1:1.0-1"), xstrdup("all"), NULL};
 }
 
 /* the debs unpacked in order into DIR, the fixups, packed into OUT */
@@ -319,7 +324,7 @@ static void test_unpack(const struct debs *d)
 	cleanup_free char *awk = xasprintf("%s/usr/bin/awk", dir1);
 	n = readlink(awk, target, sizeof(target) - 1);
 	T_OK(n == 4 && memcmp(target, "mawk", 4) == 0, "awk is a link to mawk, as its "
-	                                                "alternative would be");
+	                                               "alternative would be");
 
 	/* the same packages, unpacked in another order a second later: one layer */
 	sleep(1);
@@ -402,15 +407,24 @@ static void test_hostile(void)
 		size_t n;
 		const char *want;
 	} cases[] = {
-	    {"dotdot.deb", {{"./usr/../../escaped", AE_IFREG, "x", false}}, 1, "leaves the package"},
+	    {"dotdot.deb",
+	     {{"./usr/../../escaped", AE_IFREG, "x", false}},
+	     1,
+	     "leaves the package"},
 	    {"through-link.deb",
 	     {{"./usr/", AE_IFDIR, NULL, false},
 	      {"./usr/out", AE_IFLNK, "OUTSIDE", false},
 	      {"./usr/out/planted", AE_IFREG, "x", false}},
 	     3,
 	     "lies below a link or a file"},
-	    {"hard-out.deb", {{"./x", AE_IFREG, "../../../etc/passwd", true}}, 1, "outside the package"},
-	    {"hard-abs.deb", {{"./x", AE_IFREG, "/etc/passwd", true}}, 1, "not a file unpacked before"},
+	    {"hard-out.deb",
+	     {{"./x", AE_IFREG, "../../../etc/passwd", true}},
+	     1,
+	     "outside the package"},
+	    {"hard-abs.deb",
+	     {{"./x", AE_IFREG, "/etc/passwd", true}},
+	     1,
+	     "not a file unpacked before"},
 	    {"fifo.deb", {{"./fifo", AE_IFIFO, NULL, false}}, 1, "a device, pipe or socket"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -443,7 +457,8 @@ static void test_hostile(void)
 	size_t len;
 	T_OK(deb_read_control(notdeb, &control, &len, &err) < 0 && err != NULL &&
 	         strstr(mg_err_msg(err), "not.deb") != NULL,
-	     "a file that is not a .deb is refused by name: %s", err != NULL ? mg_err_msg(err) : "");
+	     "a file that is not a .deb is refused by name: %s",
+	     err != NULL ? mg_err_msg(err) : "");
 	mg_err_free(err);
 }
 

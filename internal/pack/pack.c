@@ -953,8 +953,9 @@ static int open_blob(const struct pack_lower *lw, struct mg_err **err)
 	pack_digest_final(&st, digest);
 	if (size != lw->info->size || strcmp(digest, lw->info->digest) != 0) {
 		close(fd);
-		return mg_err_set(err, "the layer %s is not the one built (%s, %llu bytes; it is %s, "
-		                       "%llu bytes): remove it so it is built again",
+		return mg_err_set(err,
+		                  "the layer %s is not the one built (%s, %llu bytes; it is %s, "
+		                  "%llu bytes): remove it so it is built again",
 		                  lw->blob, lw->info->digest, (unsigned long long)lw->info->size,
 		                  digest, (unsigned long long)size);
 	}
