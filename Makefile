@@ -48,7 +48,9 @@ TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
-CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c internal/debian/deb_name.c \
+# a package name, the base set, the hints: what config and the gateway need of internal/debian
+DEB_NAMES_SRC = internal/debian/deb_name.c internal/debian/deb_hint.c
+CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c $(DEB_NAMES_SRC) \
              internal/config/suffix.c egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
@@ -58,7 +60,7 @@ AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
 DEBIAN_SRC = internal/debian/deb_lock.c internal/debian/deb_file.c internal/debian/deb_apt.c \
-             internal/debian/deb_fixups.c internal/debian/deb_layer.c internal/debian/deb_hint.c
+             internal/debian/deb_fixups.c internal/debian/deb_layer.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
 MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c
 CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clients/toml_edit.c \
@@ -100,7 +102,7 @@ keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_S
 keychain_test_LIBS = $(SODIUM_LIBS) $(PSL_LIBS)
 pack_test_SRC = internal/pack/pack_test.c $(PACK_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 pack_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
-debian_test_SRC = internal/debian/debian_test.c $(DEBIAN_SRC) internal/debian/deb_name.c $(PACK_SRC) $(PROC_SRC) $(JSON_SRC) \
+debian_test_SRC = internal/debian/debian_test.c $(DEBIAN_SRC) $(DEB_NAMES_SRC) $(PACK_SRC) $(PROC_SRC) $(JSON_SRC) \
 	$(BASE_SRC) $(TESTING_SRC)
 debian_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
 remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c internal/remote/headers.c \

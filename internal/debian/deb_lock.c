@@ -14,9 +14,6 @@
 #define LOCK_FORMAT  1
 #define NAME_MAX_LEN 100 /* as deb_name.c says */
 
-const char *const deb_base_set[] = {"dash",      "coreutils",       "grep",       "sed",
-                                    "findutils", "ca-certificates", "libstdc++6", NULL};
-
 static int str_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);

@@ -1,10 +1,14 @@
-/* A Debian package's name (Debian policy 5.6.1), on its own so that the
- * configuration checks it without the rest of internal/debian. */
+/* A Debian package's name (Debian policy 5.6.1) and the base set, on their
+ * own so that the configuration and the gateway have them without the rest
+ * of internal/debian. */
 #include <string.h>
 
 #include "internal/debian/debian.h"
 
 #define NAME_MAX_LEN 100
+
+const char *const deb_base_set[] = {"dash",      "coreutils",       "grep",       "sed",
+                                    "findutils", "ca-certificates", "libstdc++6", NULL};
 
 static bool name_char(char c)
 {
