@@ -261,9 +261,18 @@ static int scripts_limits(const struct ctr_driver *d, const struct cfg_server *s
 	return 0;
 }
 
-static void show_output(const struct mg_buf *b)
+/* The step's output, its last lines (keep) or all of it (keep 0): a
+ * compiler's warnings fill screens nobody reads when the step succeeded */
+static void show_output(const struct mg_buf *b, size_t keep)
 {
 	const char *p = mg_buf_str(b);
+	size_t lines = 0;
+	for (const char *q = p; *q != '\0'; q++)
+		lines += *q == '\n';
+	for (size_t skip = keep > 0 && lines > keep ? lines - keep : 0; skip > 0; skip--)
+		p = strchr(p, '\n') + 1;
+	if (p != mg_buf_str(b))
+		fprintf(stderr, "mcpgate add: [contained] (%zu lines before these)\n", lines - keep);
 	while (*p != '\0') {
 		size_t n = strcspn(p, "\n");
 		fprintf(stderr, "mcpgate add: [contained] %.*s\n", (int)n, p);
@@ -350,9 +359,10 @@ int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *wor
 		mg_err_wrap(err, "the contained install step of %s", name);
 		goto out;
 	}
-	show_output(&res.out);
-	show_output(&res.err);
-	if (!(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)) {
+	bool ok = WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0;
+	show_output(&res.out, ok ? 20 : 0);
+	show_output(&res.err, ok ? 20 : 0);
+	if (!ok) {
 		mg_err_set(err,
 		           "an install script failed in its container (status %d; its output is "
 		           "above); mcp.toml is left as it was",
