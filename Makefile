@@ -343,4 +343,4 @@ install: all
 clean:
 	rm -rf build mcpgate toml-decode mcpgate-egress mcpgate-launch
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -name '*.d' -type f 2>/dev/null)

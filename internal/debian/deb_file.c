@@ -351,6 +351,16 @@ static int copy_link(int rootfd, int dirfd, const char *name, const char *target
  * manual pages, info, translations of messages, lintian's overrides */
 static bool left_out(const char *path)
 {
+	/* base-files ships /tmp as 1777, which an image cannot keep (a layer's
+	 * folders are 0755): the runtime's tmpfs over a 0755 /tmp would leave a
+	 * server that is not root without it. No image needs the folder: the
+	 * runtime makes it. */
+	static const char *const scratch[] = {"tmp", "var/tmp"};
+	for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++) {
+		size_t n = strlen(scratch[i]);
+		if (strncmp(path, scratch[i], n) == 0 && (path[n] == '\0' || path[n] == '/'))
+			return true;
+	}
 	static const char *const dirs[] = {"usr/share/doc/", "usr/share/man/", "usr/share/info/",
 	                                   "usr/share/locale/", "usr/share/lintian/"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {

@@ -209,6 +209,9 @@ static void make_debs(struct debs *d)
 	f = xasprintf("%s/usr/share/doc/tool/copyright", t);
 	spill(f, "the licence\n", 0644);
 	free(f);
+	f = xasprintf("%s/tmp/.keep", t);
+	spill(f, "", 0644);
+	free(f);
 	f = xasprintf("%s/usr/share/man/man1/tool.1", t);
 	spill(f, ".TH tool\n", 0644);
 	free(f);
@@ -303,6 +306,8 @@ static void test_unpack(const struct debs *d)
 	cleanup_free char *man = xasprintf("%s/usr/share/man", dir1);
 	T_OK(access(doc, F_OK) != 0 && access(man, F_OK) != 0 && access(copyright, F_OK) == 0,
 	     "documentation and manual pages are left out, each package's copyright kept");
+	cleanup_free char *tmp = xasprintf("%s/tmp", dir1);
+	T_OK(access(tmp, F_OK) != 0, "/tmp is left out: the runtime makes it, 1777");
 	T_OK(stat(tool, &st) == 0 && (st.st_mode & 07777) == 0755,
 	     "an executable is 0755, its setuid bit dropped (%o)", st.st_mode & 07777);
 	T_OK(stat(readme, &st) == 0 && (st.st_mode & 07777) == 0644, "a file is 0644");
