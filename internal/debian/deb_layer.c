@@ -2,8 +2,8 @@
  *
  *   apt/            mcpgate's apt: configuration, lists, the .debs (cache)
  *   locks/KEY.lock  what a set resolved to (KEY: its names joined by '+')
- *   layers/HEX.*    the layer built from the lock whose sha256 is HEX, and
- *                   its digests (.json)
+ *   layers/HEX-rN.* the layer built from the lock whose sha256 is HEX by the
+ *                   rules of number N, and its digests (.json)
  *
  * One process at a time works here (flock on DATA/debian/.lock). */
 #define _GNU_SOURCE
@@ -27,6 +27,10 @@
 #include "internal/proc/proc.h"
 
 #define LOCK_FILE_MAX (4u << 20)
+/* what a layer holds is the lock's packages and these rules (what is left
+ * out, what the scripts would have made): a change to them is a new
+ * number, so a layer built by older rules is never taken for a newer one */
+#define LAYER_RULES 2
 #define KEY_MAX       160
 
 static const struct {
@@ -376,8 +380,8 @@ static int layer_locked(const struct deb_store *s, const struct strv *names,
 			goto out;
 	}
 	out->lock_hex = hex_of(text, len);
-	out->blob = xasprintf("%s/%s.tar.gz", layers, out->lock_hex);
-	info_path = xasprintf("%s/%s.json", layers, out->lock_hex);
+	out->blob = xasprintf("%s/%s-r%d.tar.gz", layers, out->lock_hex, LAYER_RULES);
+	info_path = xasprintf("%s/%s-r%d.json", layers, out->lock_hex, LAYER_RULES);
 	if (read_info(info_path, &out->info) == 0 && access(out->blob, R_OK) == 0) {
 		r = 0;
 		goto out;
