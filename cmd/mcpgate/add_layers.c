@@ -16,7 +16,8 @@
  * The install step that runs npm's scripts gets the base and node; where a
  * package builds native code it gets, in its own image only, the build
  * tools (g++, make, python3, as a Debian layer of their own), node's headers
- * from the node that goes into the image, and npm's own node-gyp. */
+ * from the node that goes into the image, and npm's own node-gyp (with the
+ * modules npm keeps beside it, which it needs). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <libgen.h>
@@ -38,7 +39,8 @@
 /* what node-gyp needs to build an addon: a C++ compiler, make, python3 */
 static const char *const build_tools[] = {"g++", "make", "python3"};
 
-#define NODE_GYP_WRAPPER "#!/bin/sh\nexec /usr/bin/node /opt/node-gyp/bin/node-gyp.js \"$@\"\n"
+#define NODE_GYP_WRAPPER \
+	"#!/bin/sh\nexec /usr/bin/node /opt/npm/node_modules/node-gyp/bin/node-gyp.js \"$@\"\n"
 
 int add_ldd_libs(const char *binary, struct strv *adds, struct mg_err **err)
 {
@@ -264,21 +266,23 @@ static int node_headers(const char *node, const char *version, char **dir, struc
 	return r;
 }
 
-/* npm's own node-gyp: NPM_ROOT/node_modules/node-gyp, beside npm-cli.js */
-static char *npm_node_gyp(const char *npm)
+/* npm's own modules, NPM_ROOT/node_modules beside npm-cli.js, when its
+ * node-gyp is there (node-gyp finds its own dependencies beside it, where
+ * npm put them) */
+static char *npm_modules(const char *npm)
 {
 	cleanup_free char *real = realpath(npm, NULL);
 	if (real == NULL)
 		return NULL;
 	cleanup_free char *bin = xstrdup(dirname(real));
 	cleanup_free char *root = xstrdup(dirname(bin));
-	char *gyp = xasprintf("%s/node_modules/node-gyp", root);
-	cleanup_free char *js = xasprintf("%s/bin/node-gyp.js", gyp);
+	char *modules = xasprintf("%s/node_modules", root);
+	cleanup_free char *js = xasprintf("%s/node-gyp/bin/node-gyp.js", modules);
 	if (access(js, R_OK) != 0) {
-		free(gyp);
+		free(modules);
 		return NULL;
 	}
-	return gyp;
+	return modules;
 }
 
 int add_layers_native(struct add_layers *l, const char *data, const char *npm, bool refresh,
@@ -287,7 +291,7 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
 	cleanup_free char *headers = NULL;
 	if (node_headers(l->node_path, l->node_version, &headers, err) < 0)
 		return mg_err_wrap(err, "the native build");
-	cleanup_free char *gyp = npm_node_gyp(npm);
+	cleanup_free char *gyp = npm_modules(npm);
 	if (gyp == NULL)
 		return mg_err_set(err,
 		                  "the native build needs npm's own node-gyp, which is not "
@@ -308,7 +312,7 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
 	    0)
 		return -1;
 	strv_pushf(&l->native, "%s:/usr/include/node", headers);
-	strv_pushf(&l->native, "%s:/opt/node-gyp", gyp);
+	strv_pushf(&l->native, "%s:/opt/npm/node_modules", gyp);
 	strv_pushf(&l->native, "%s:/usr/local/bin/node-gyp", wrapper);
 	return 0;
 }

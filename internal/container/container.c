@@ -406,6 +406,10 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	push_home(d, &a, s, user);
 	strv_push(&a, "--name");
 	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
+	/* the same host name at every start: a server that names its host in a
+	 * tool's description (desktop-commander does) would otherwise change
+	 * its manifest with every container's random name */
+	strv_pushf(&a, "--hostname=%s", s->name);
 	ctr_push_labels(&a, spec->session, s->name, spec->owner);
 
 	for (size_t i = 0; i < d->env.n; i++)
