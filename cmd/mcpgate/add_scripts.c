@@ -272,7 +272,8 @@ static void show_output(const struct mg_buf *b, size_t keep)
 	for (size_t skip = keep > 0 && lines > keep ? lines - keep : 0; skip > 0; skip--)
 		p = strchr(p, '\n') + 1;
 	if (p != mg_buf_str(b))
-		fprintf(stderr, "mcpgate add: [contained] (%zu lines before these)\n", lines - keep);
+		fprintf(stderr, "mcpgate add: [contained] (%zu lines before these)\n",
+		        lines - keep);
 	while (*p != '\0') {
 		size_t n = strcspn(p, "\n");
 		fprintf(stderr, "mcpgate add: [contained] %.*s\n", (int)n, p);

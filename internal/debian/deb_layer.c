@@ -31,7 +31,7 @@
  * out, what the scripts would have made): a change to them is a new
  * number, so a layer built by older rules is never taken for a newer one */
 #define LAYER_RULES 2
-#define KEY_MAX       160
+#define KEY_MAX     160
 
 static const struct {
 	const char *machine, *dpkg;
