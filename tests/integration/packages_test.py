@@ -190,7 +190,9 @@ def test_runner(s):
     if not added(s, r, "shell", "0.1.8", "add mcp-server-code-runner --with bash"):
         return
     approve(s, "shell", "run-code")
+    # code-runner answers with stderr alone when there is any: none here
     script = "\n".join([
+        'exec 2>/dev/null',
         'echo "home=$HOME sum=$((6*7))"',
         'touch "$HOME/.config-of-mine" && echo home-written',
         'cp /bin/true "$HOME/mine" && { "$HOME/mine" && echo home-ran || echo home-noexec; }',
