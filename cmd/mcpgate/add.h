@@ -25,7 +25,9 @@ struct add_layers {
 	struct deb_layer set;   /* the --with packages; blob NULL when none */
 	struct deb_layer tools; /* the build tools; blob NULL unless native code is built */
 	struct strv node;       /* node and its libraries, "SRC:DEST" */
-	struct strv native;     /* node's headers, npm's node-gyp, "SRC:DEST" */
+	char *node_blob;        /* their layer, kept (DATA/images/node-KEY.tar.gz) */
+	struct pack_layer_info node_info;
+	struct strv native; /* node's headers, npm's node-gyp, "SRC:DEST" */
 	char *node_path, *node_version;
 };
 /* node's layer from node, the Debian base and (packages not empty) the

@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "cmd/mcpgate/add.h"
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
@@ -98,10 +100,48 @@ static int node_layer(const char *node, struct strv *adds, char **version, struc
 	return 0;
 }
 
+/* node's layer, built once and kept in DATA/images as node-KEY.tar.gz: KEY
+ * is the hash of what goes in (each file's path in the image, and where it
+ * comes from: path, size, time, inode), so another node, or a library
+ * replaced by an upgrade, is another layer; pack checks the kept file
+ * against its digest whenever it goes into an image */
+static int node_blob(struct add_layers *l, const char *data, struct mg_err **err)
+{
+	struct mg_buf key = MG_BUF_INIT(1 << 20);
+	for (size_t i = 0; i < l->node.n; i++) {
+		const char *sep = strrchr(l->node.v[i], ':');
+		cleanup_free char *src = xstrndup(l->node.v[i], (size_t)(sep - l->node.v[i]));
+		struct stat st;
+		if (stat(src, &st) < 0) {
+			mg_buf_free(&key);
+			return mg_err_sys(err, errno, "%s", src);
+		}
+		mg_buf_printf(&key, NULL, "%s %lld %lld.%09ld %llu\n", l->node.v[i],
+		              (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+		              st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+	}
+	unsigned char sum[crypto_hash_sha256_BYTES];
+	char hex[65];
+	crypto_hash_sha256(sum, (const unsigned char *)key.data, key.len);
+	sodium_bin2hex(hex, sizeof(hex), sum, sizeof(sum));
+	mg_buf_free(&key);
+	cleanup_free char *images = xasprintf("%s/images", data);
+	cleanup_free char *info = xasprintf("%s/node-%s.json", images, hex);
+	l->node_blob = xasprintf("%s/node-%s.tar.gz", images, hex);
+	if (pack_layer_info_load(info, &l->node_info) == 0 && access(l->node_blob, R_OK) == 0)
+		return 0;
+	if (mg_mkdir_p(images, 0700, err) < 0 ||
+	    pack_build_layer((const char *const *)l->node.v, l->node.n, 0, l->node_blob,
+	                     &l->node_info, err) < 0 ||
+	    pack_layer_info_save(info, &l->node_info, err) < 0)
+		return -1;
+	return 0;
+}
+
 int add_layers_prepare(struct add_layers *l, const char *data, const char *node,
                        const struct strv *packages, bool refresh, struct mg_err **err)
 {
-	if (node_layer(node, &l->node, &l->node_version, err) < 0)
+	if (node_layer(node, &l->node, &l->node_version, err) < 0 || node_blob(l, data, err) < 0)
 		return -1;
 	l->node_path = xstrdup(node);
 	if (deb_store_open(data, &l->store, err) < 0)
@@ -124,7 +164,7 @@ static size_t push_lower(struct pack_lower *out, size_t n, const struct deb_laye
 size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[4])
 {
 	size_t n = push_lower(out, 0, &l->base);
-	out[n++] = (struct pack_lower){.adds = (const char *const *)l->node.v, .n_adds = l->node.n};
+	out[n++] = (struct pack_lower){.blob = l->node_blob, .info = &l->node_info};
 	if (!step && l->set.blob != NULL)
 		n = push_lower(out, n, &l->set);
 	if (step && l->tools.blob != NULL) {
@@ -328,5 +368,6 @@ void add_layers_free(struct add_layers *l)
 	strv_free(&l->native);
 	free(l->node_version);
 	free(l->node_path);
+	free(l->node_blob);
 	memset(l, 0, sizeof(*l));
 }

@@ -225,50 +225,6 @@ static int ensure_debs(const struct deb_store *s, const char *status, struct deb
 	return 0;
 }
 
-static int read_info(const char *path, struct pack_layer_info *info)
-{
-	cleanup_free char *text = NULL;
-	size_t len = 0;
-	struct json_value *v = NULL;
-	if (mg_read_file(path, 1 << 16, &text, &len, NULL) < 0 ||
-	    json_parse(text, len, NULL, &v, NULL) < 0)
-		return -1;
-	const char *digest = json_get_string(v, "digest");
-	const char *diff_id = json_get_string(v, "diff_id");
-	int64_t size = -1, tar_size = -1;
-	const struct json_value *sz = json_get(v, "size");
-	const struct json_value *tsz = json_get(v, "tar_size");
-	int r = -1;
-	if (digest != NULL && diff_id != NULL && strlen(digest) == PACK_DIGEST_LEN &&
-	    strlen(diff_id) == PACK_DIGEST_LEN && sz != NULL && tsz != NULL &&
-	    json_number_int64(sz, &size) == 0 && json_number_int64(tsz, &tar_size) == 0 &&
-	    size > 0 && tar_size > 0) {
-		memcpy(info->digest, digest, PACK_DIGEST_LEN + 1);
-		memcpy(info->diff_id, diff_id, PACK_DIGEST_LEN + 1);
-		info->size = (uint64_t)size;
-		info->tar_size = (uint64_t)tar_size;
-		r = 0;
-	}
-	json_free(v);
-	return r;
-}
-
-static int write_info(const char *path, const struct pack_layer_info *info, struct mg_err **err)
-{
-	struct json_value *v = json_new_object();
-	json_object_set(v, "digest", json_new_string(info->digest));
-	json_object_set(v, "diff_id", json_new_string(info->diff_id));
-	json_object_set(v, "size", json_new_int((int64_t)info->size));
-	json_object_set(v, "tar_size", json_new_int((int64_t)info->tar_size));
-	struct mg_buf b = MG_BUF_INIT(1 << 16);
-	int r = json_generate(v, &b, err);
-	json_free(v);
-	if (r == 0)
-		r = mg_write_file_atomic(path, b.data, b.len, 0600, err);
-	mg_buf_free(&b);
-	return r;
-}
-
 /* The layer of the lock: its .debs unpacked in name order into a folder
  * of ours, what the maintainer scripts would have made, then packed */
 static int build_layer(const struct deb_store *s, struct deb_layer *out, const char *info_path,
@@ -301,7 +257,7 @@ static int build_layer(const struct deb_store *s, struct deb_layer *out, const c
 	if (r == 0)
 		r = pack_build_layer(adds, 1, 0, out->blob, &out->info, err);
 	if (r == 0)
-		r = write_info(info_path, &out->info, err);
+		r = pack_layer_info_save(info_path, &out->info, err);
 	struct mg_err *rm = NULL;
 	if (mg_remove_tree(stage, &rm) < 0 && r == 0)
 		r = mg_err_set(err, "%s", mg_err_msg(rm));
@@ -382,7 +338,7 @@ static int layer_locked(const struct deb_store *s, const struct strv *names,
 	out->lock_hex = hex_of(text, len);
 	out->blob = xasprintf("%s/%s-r%d.tar.gz", layers, out->lock_hex, LAYER_RULES);
 	info_path = xasprintf("%s/%s-r%d.json", layers, out->lock_hex, LAYER_RULES);
-	if (read_info(info_path, &out->info) == 0 && access(out->blob, R_OK) == 0) {
+	if (pack_layer_info_load(info_path, &out->info) == 0 && access(out->blob, R_OK) == 0) {
 		r = 0;
 		goto out;
 	}

@@ -18,6 +18,7 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/num.h"
 #include "internal/base/xalloc.h"
 #include "internal/json/json.h"
@@ -1002,6 +1003,50 @@ out:
 		free(tmp);
 	}
 	pack_tree_free(&t);
+	return r;
+}
+
+int pack_layer_info_load(const char *path, struct pack_layer_info *info)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	struct json_value *v = NULL;
+	if (mg_read_file(path, 1 << 16, &text, &len, NULL) < 0 ||
+	    json_parse(text, len, NULL, &v, NULL) < 0)
+		return -1;
+	const char *digest = json_get_string(v, "digest");
+	const char *diff_id = json_get_string(v, "diff_id");
+	int64_t size = -1, tar_size = -1;
+	const struct json_value *sz = json_get(v, "size");
+	const struct json_value *tsz = json_get(v, "tar_size");
+	int r = -1;
+	if (digest != NULL && diff_id != NULL && strlen(digest) == PACK_DIGEST_LEN &&
+	    strlen(diff_id) == PACK_DIGEST_LEN && sz != NULL && tsz != NULL &&
+	    json_number_int64(sz, &size) == 0 && json_number_int64(tsz, &tar_size) == 0 &&
+	    size > 0 && tar_size > 0) {
+		memcpy(info->digest, digest, PACK_DIGEST_LEN + 1);
+		memcpy(info->diff_id, diff_id, PACK_DIGEST_LEN + 1);
+		info->size = (uint64_t)size;
+		info->tar_size = (uint64_t)tar_size;
+		r = 0;
+	}
+	json_free(v);
+	return r;
+}
+
+int pack_layer_info_save(const char *path, const struct pack_layer_info *info, struct mg_err **err)
+{
+	struct json_value *v = json_new_object();
+	json_object_set(v, "digest", json_new_string(info->digest));
+	json_object_set(v, "diff_id", json_new_string(info->diff_id));
+	json_object_set(v, "size", json_new_int((int64_t)info->size));
+	json_object_set(v, "tar_size", json_new_int((int64_t)info->tar_size));
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	int r = json_generate(v, &b, err);
+	json_free(v);
+	if (r == 0)
+		r = mg_write_file_atomic(path, b.data, b.len, 0600, err);
+	mg_buf_free(&b);
 	return r;
 }
 

@@ -117,6 +117,12 @@ int pack_build(const struct pack_spec *spec, struct pack_result *out, struct mg_
 int pack_build_layer(const char *const *adds, size_t n_adds, uint64_t mtime, const char *output,
                      struct pack_layer_info *info, struct mg_err **err);
 
+/* A layer's info kept beside it as JSON (digest, diff_id, sizes): load
+ * gives -1 when the file is missing or not such a document; save writes it
+ * atomically, 0600 */
+int pack_layer_info_load(const char *path, struct pack_layer_info *info);
+int pack_layer_info_save(const char *path, const struct pack_layer_info *info, struct mg_err **err);
+
 /* Free what a result owns; NULL does nothing. */
 void pack_result_free(struct pack_result *r);
 
