@@ -207,6 +207,24 @@ def test_runner(s):
          "%s: what a server puts in its home cannot be run, and the root stays read-only" % RT,
          out[-500:])
 
+    # the home kept in the workspace: written there, still not executable
+    kept = os.path.join(s.ws, "state", "shell-home")
+    os.makedirs(kept)
+    if os.geteuid() == 0:
+        os.chown(os.path.dirname(kept), ct.PERSON, ct.PERSON)
+        os.chown(kept, ct.PERSON, ct.PERSON)
+    mcp = os.path.join(s.conf, "mcp.toml")
+    with open(mcp) as fh:
+        text = fh.read()
+    with open(mcp, "w") as fh:
+        fh.write(text.replace('name = "shell"\n', 'name = "shell"\nhome = "workspace:state/shell-home"\n'))
+    answers, _ = calls(s, [("shell__run-code", {"languageId": "shellscript", "code": script})])
+    out = answers[0][1]
+    t.ok("home=/home/mcpgate" in out and "home-written" in out and "home-noexec" in out and
+         "home-ran" not in out and os.path.exists(os.path.join(kept, ".config-of-mine")),
+         "%s: home = \"workspace:PATH\": the home is that folder, written through to the "
+         "host, and what is put there cannot be run" % RT, out[-500:])
+
 
 def test_sqlite(s):
     db = os.path.join(s.ws, "db")
