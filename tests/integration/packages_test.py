@@ -233,6 +233,7 @@ def test_sqlite(s):
         os.chown(db, ct.PERSON, ct.PERSON)
     r = add(s, "npm:" + SQLITE, "--name", "sqlite", "--scripts", "--mount", "db:write",
             "--arg", "/workspace/db/test.db")
+    remember(None, "scripts", "sqlite")  # the install step's own image
     if not added(s, r, "sqlite", "0.8.0", "add mcp-server-sqlite-npx --scripts (sqlite3 built "
                  "from source, contained)"):
         return
@@ -277,6 +278,7 @@ def test_better_sqlite(s):
     if r.returncode == 0:
         remember(r.stdout.strip(), "native", "1.0.0")
     r = add(s, "npm:" + pkg, "--name", "native-built", "--scripts")
+    remember(None, "scripts", "native-built")
     if not added(s, r, "native-built", "1.0.0", "add a package over better-sqlite3 12 --scripts"):
         return
     approve(s, "native-built", "sql")
