@@ -1,5 +1,6 @@
 #include "internal/base/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -214,4 +215,65 @@ char *mg_find_beside_self(const char *const *paths, int amode)
 			return xstrdup(realpath(path, real) != NULL ? real : path);
 	}
 	return NULL;
+}
+
+#define REMOVE_DEPTH_MAX 256
+
+/* Everything below dirfd (named where in messages), links never followed */
+static int remove_below(int dirfd, const char *where, unsigned depth, struct mg_err **err)
+{
+	if (depth > REMOVE_DEPTH_MAX)
+		return mg_err_set(err, "%s: more than %d folders deep", where, REMOVE_DEPTH_MAX);
+	int fd = dup(dirfd);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	if (dir == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return mg_err_sys(err, errno, "reading %s", where);
+	}
+	int r = 0;
+	struct dirent *e;
+	while (r == 0 && (e = readdir(dir)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		struct stat st;
+		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = mg_err_sys(err, errno, "%s/%s", where, e->d_name);
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			if (unlinkat(dirfd, e->d_name, 0) < 0)
+				r = mg_err_sys(err, errno, "removing %s/%s", where, e->d_name);
+			continue;
+		}
+		cleanup_free char *path = xasprintf("%s/%s", where, e->d_name);
+		int child =
+		    openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (child < 0) {
+			r = mg_err_sys(err, errno, "opening %s", path);
+			break;
+		}
+		r = remove_below(child, path, depth + 1, err);
+		close(child);
+		if (r == 0 && unlinkat(dirfd, e->d_name, AT_REMOVEDIR) < 0)
+			r = mg_err_sys(err, errno, "removing %s", path);
+	}
+	closedir(dir);
+	return r;
+}
+
+int mg_remove_tree(const char *path, struct mg_err **err)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+		return unlink(path) < 0 ? mg_err_sys(err, errno, "removing %s", path) : 0;
+	if (fd < 0)
+		return mg_err_sys(err, errno, "%s", path);
+	int r = remove_below(fd, path, 0, err);
+	close(fd);
+	if (r == 0 && rmdir(path) < 0)
+		r = mg_err_sys(err, errno, "removing %s", path);
+	return r;
 }

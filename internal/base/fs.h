@@ -31,6 +31,10 @@ int mg_read_own_file(const char *path, size_t max, mode_t open_bits, char **text
 int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
                          struct mg_err **err);
 
+/* Remove path and everything below it, links never followed (a link is
+ * removed, not what it names); absent is fine. */
+int mg_remove_tree(const char *path, struct mg_err **err);
+
 /* The first of paths (NULL-terminated, each relative to the folder of the
  * running program, /proc/self/exe) that access(2) allows with amode: its
  * real path, allocated. NULL when there is none. Finds what is installed

@@ -287,6 +287,34 @@ static void push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t 
 	}
 }
 
+/* HOME for the server: a tmpfs of its own, writable by the user it runs
+ * as, capped and not executable, gone with the container; or the folder
+ * "home" names (its last mount). Servers that write a dot-folder in their
+ * home at start need one; the image's root stays read-only. */
+static void push_home(const struct ctr_driver *d, struct strv *a, const struct cfg_server *s,
+                      const char *user)
+{
+	bool kept = s->nmounts > 0 && s->mounts[s->nmounts - 1].home;
+	if (!kept) {
+		strv_push(a, "--tmpfs");
+		if (d->kind == CTR_PODMAN) {
+			/* podman takes no uid=: U gives the tmpfs to --user */
+			strv_push(a, CFG_HOME_PATH
+			          ":rw,noexec,nosuid,nodev,mode=0700,size=" CFG_HOME_SIZE ",U");
+		} else {
+			unsigned uid = 65534, gid = 65534;
+			if (sscanf(user, "%u:%u", &uid, &gid) != 2)
+				gid = uid;
+			strv_pushf(a,
+			           CFG_HOME_PATH
+			           ":rw,noexec,nosuid,nodev,mode=0700,size=" CFG_HOME_SIZE
+			           ",uid=%u,gid=%u",
+			           uid, gid);
+		}
+	}
+	strv_push(a, "--env=HOME=" CFG_HOME_PATH);
+}
+
 static char *memory_arg(uint64_t bytes)
 {
 	if (bytes % (1ull << 20) == 0)
@@ -374,9 +402,15 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	 * (through the bridge's fe80:: address), past the proxy */
 	strv_push(&a, "--sysctl=net.ipv6.conf.all.disable_ipv6=1");
 	strv_push(&a, "--sysctl=net.ipv6.conf.default.disable_ipv6=1");
-	strv_pushf(&a, "--user=%s", spec->user != NULL ? spec->user : "65534:65534");
+	const char *user = spec->user != NULL ? spec->user : "65534:65534";
+	strv_pushf(&a, "--user=%s", user);
+	push_home(d, &a, s, user);
 	strv_push(&a, "--name");
 	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
+	/* the same host name at every start: a server that names its host in a
+	 * tool's description (desktop-commander does) would otherwise change
+	 * its manifest with every container's random name */
+	strv_pushf(&a, "--hostname=%s", s->name);
 	ctr_push_labels(&a, spec->session, s->name, spec->owner);
 
 	for (size_t i = 0; i < d->env.n; i++)
@@ -406,9 +440,17 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		 * read-only is read-only all the way down */
 		strv_push(&a, "--mount");
 		bool root = strcmp(s->mounts[i].path, ".") == 0;
-		strv_pushf(&a, "type=bind,source=%s,target=/workspace%s%s,bind-nonrecursive%s",
-		           spec->mounts->v[i].host, root ? "" : "/", root ? "" : s->mounts[i].path,
-		           s->mounts[i].write ? "" : ",readonly");
+		if (s->mounts[i].home)
+			/* the kept home: not executable (podman says so itself; for
+			 * docker the staged bind carries noexec) */
+			strv_pushf(
+			    &a, "type=bind,source=%s,target=" CFG_HOME_PATH ",bind-nonrecursive%s",
+			    spec->mounts->v[i].host, d->kind == CTR_PODMAN ? ",noexec" : "");
+		else
+			strv_pushf(
+			    &a, "type=bind,source=%s,target=/workspace%s%s,bind-nonrecursive%s",
+			    spec->mounts->v[i].host, root ? "" : "/", root ? "" : s->mounts[i].path,
+			    s->mounts[i].write ? "" : ",readonly");
 	}
 
 	/* docker makes a writable volume on the host's disk for each VOLUME of

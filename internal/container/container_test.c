@@ -535,7 +535,7 @@ static void make_workspace(void)
 		exit(1);
 	}
 	char p[PATH_MAX + 32];
-	const char *dirs[] = {"src", "out", ".mcpgate", "a,b"};
+	const char *dirs[] = {"src", "out", ".mcpgate", "a,b", "home"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", workspace, dirs[i]);
 		mkdir(p, 0700);
@@ -550,7 +550,7 @@ static void make_workspace(void)
 
 static void remove_workspace(void)
 {
-	const char *names[] = {"src", "out", ".mcpgate", "a,b", "escape", "root", "state"};
+	const char *names[] = {"src", "out", ".mcpgate", "a,b", "escape", "root", "state", "home"};
 	char p[PATH_MAX + 32];
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", workspace, names[i]);

@@ -142,6 +142,7 @@ struct gw_server {
 	int exit_status; /* when the thread saw it end */
 	bool exit_known;
 	char *start_error;
+	bool hinted; /* a missing command was named to the person already */
 
 	/* calls whose reply was lost because the server ended: answered once
 	 * its exit status is known */
@@ -336,6 +337,10 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms);
 void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 char *gw_server_stderr_last_line(struct gw_server *srv);
+/* A tool's answer (text) that says a command is missing from the image:
+ * the person is told once per server (log, audit, the client's log), with
+ * the package and the add line; the answer itself is left as it is */
+void gw_server_tool_hint(struct gw_server *srv, const char *text, size_t len);
 /* It speaks MCP 2026-07-28 (server/discover answered at its start) */
 bool gw_server_modern(const struct gw_server *srv);
 /* Its answer to a call may be input_required: a server of 2026-07-28,

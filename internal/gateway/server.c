@@ -89,6 +89,37 @@ void gw_server_watch_stderr(struct loop *loop, void *data)
 	}
 }
 
+/* The hint for a missing command that its stderr (or extra, the reason
+ * mcpgate has) gives, or NULL */
+static char *stderr_hint(struct gw_server *srv, const char *extra)
+{
+	pthread_mutex_lock(&srv->err_lock);
+	char *clean =
+	    gw_secrets_redact_text(srv->sess, mg_buf_str(&srv->err_tail), srv->err_tail.len);
+	pthread_mutex_unlock(&srv->err_lock);
+	char *hint = gw_missing_command_hint(srv->cfg, srv->launch.source, clean, strlen(clean));
+	if (hint == NULL && extra != NULL)
+		hint = gw_missing_command_hint(srv->cfg, srv->launch.source, extra, strlen(extra));
+	free(clean);
+	return hint;
+}
+
+void gw_server_tool_hint(struct gw_server *srv, const char *text, size_t len)
+{
+	if (srv->hinted || srv->cfg->transport != CFG_TRANSPORT_CONTAINER)
+		return;
+	char *hint = gw_missing_command_hint(srv->cfg, srv->launch.source, text, len);
+	if (hint == NULL)
+		return;
+	srv->hinted = true;
+	mg_warn("%s", hint);
+	audit_record(srv->sess->audit, "server.hint",
+	             gw_fields("server", json_new_string(srv->cfg->name), "hint",
+	                       json_new_string(hint), NULL));
+	gw_client_notice(srv->sess, "warning", hint);
+	free(hint);
+}
+
 char *gw_server_stderr_last_line(struct gw_server *srv)
 {
 	pthread_mutex_lock(&srv->err_lock);
@@ -564,10 +595,12 @@ static void exit_reason(struct gw_server *srv, int status)
 	/* its stderr is the server's own text: the person's log and the audit
 	 * log have it, the model does not */
 	cleanup_free char *last = gw_server_stderr_last_line(srv);
+	cleanup_free char *hint = stderr_hint(srv, NULL);
 	if (last != NULL)
 		mg_warn("server %s %s; the last line of its stderr: %s", srv->cfg->name, why, last);
-	gw_server_set_reason(srv, GW_EXITED, "server %s %s%s", srv->cfg->name, why,
-	                     last != NULL ? "; its stderr is in the audit log" : "");
+	gw_server_set_reason(srv, GW_EXITED, "server %s %s%s%s%s", srv->cfg->name, why,
+	                     last != NULL ? "; its stderr is in the audit log" : "",
+	                     hint != NULL ? ". " : "", hint != NULL ? hint : "");
 }
 
 static void answer_orphans(struct gw_server *srv)
@@ -714,6 +747,14 @@ void gw_server_started(struct loop *loop, void *data)
 			                    srv->reason);
 			free(srv->reason);
 			srv->reason = r;
+		}
+		/* a command its image lacks: which package, and how to add it */
+		char *hint = stderr_hint(srv, srv->start_error);
+		if (hint != NULL) {
+			char *r = xasprintf("%s. %s", srv->reason, hint);
+			free(srv->reason);
+			srv->reason = r;
+			free(hint);
 		}
 		audit_record(s->audit, "server.unavailable",
 		             gw_fields("server", json_new_string(srv->cfg->name), "reason",
