@@ -191,33 +191,20 @@ char *deb_control_field(const char *control, const char *field)
 
 /* ---- unpacking ---------------------------------------------------------- */
 
-/* "./usr/bin/x" as components below the root; false for what leaves it */
-static bool clean_path(const char *name, char *out, size_t cap)
+/* "./usr/bin/x" as components below the root ("usr/bin/x"), by the rule
+ * every path of an image is read with (pack_image_path: no "..", UTF-8, no
+ * whiteout name, which would delete in a layer); -1 naming what is wrong */
+static int clean_path(const char *name, const char *deb, char *out, size_t cap, struct mg_err **err)
 {
-	if (name == NULL || mg_utf8_check(name, strlen(name)) != strlen(name))
-		return false;
-	size_t n = 0;
-	const char *p = name;
-	while (*p != '\0') {
-		while (*p == '/')
-			p++;
-		const char *c = p;
-		while (*p != '\0' && *p != '/')
-			p++;
-		size_t len = (size_t)(p - c);
-		if (len == 0 || (len == 1 && c[0] == '.'))
-			continue;
-		if (len == 2 && c[0] == '.' && c[1] == '.')
-			return false;
-		if (n + len + 2 > cap)
-			return false;
-		if (n > 0)
-			out[n++] = '/';
-		memcpy(out + n, c, len);
-		n += len;
-	}
-	out[n] = '\0';
-	return true;
+	cleanup_free char *abs = xasprintf("/%s", name != NULL ? name : "");
+	cleanup_free char *res = NULL;
+	if (pack_image_path(abs, "its path", &res, err) < 0)
+		return -1;
+	if (strlen(res) >= cap)
+		return mg_err_set(err, "%s: the entry \"%s\" is longer than %zu bytes", deb, name,
+		                  cap - 1);
+	memcpy(out, res, strlen(res) + 1);
+	return 0;
 }
 
 /* The folder that holds path's last component, opened without following a
@@ -322,9 +309,11 @@ static int copy_link(int rootfd, int dirfd, const char *name, const char *target
                      const char *path, struct mg_err **err)
 {
 	char clean[PATH_MAX];
-	if (!clean_path(target, clean, sizeof(clean)) || clean[0] == '\0')
-		return mg_err_set(err, "%s: the hard link /%s names %s, outside the package", deb,
-		                  path, target);
+	if (clean_path(target, deb, clean, sizeof(clean), err) < 0)
+		return mg_err_wrap(err, "%s: the hard link /%s names %s, outside the package", deb,
+		                   path, target);
+	if (clean[0] == '\0')
+		return mg_err_set(err, "%s: the hard link /%s names the package's root", deb, path);
 	const char *last = NULL;
 	int pfd = open_parent(rootfd, clean, &last, deb, err);
 	if (pfd < 0)
@@ -386,11 +375,11 @@ static int unpack_entry(int rootfd, struct archive *tar, struct archive_entry *e
 {
 	char path[PATH_MAX];
 	const char *name = archive_entry_pathname(e);
-	if (!clean_path(name, path, sizeof(path)))
-		return mg_err_set(err,
-		                  "%s: the entry \"%s\" leaves the package's root or is not "
-		                  "UTF-8",
-		                  deb, name != NULL ? name : "");
+	if (clean_path(name, deb, path, sizeof(path), err) < 0)
+		return mg_err_wrap(err,
+		                   "%s: the entry \"%s\" leaves the package's root or is no name "
+		                   "an image can hold",
+		                   deb, name != NULL ? name : "");
 	if (path[0] == '\0' || left_out(path))
 		return 0; /* "./" itself, or what no server reads */
 	const char *last = NULL;

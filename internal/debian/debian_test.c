@@ -431,6 +431,8 @@ static void test_hostile(void)
 	     1,
 	     "not a file unpacked before"},
 	    {"fifo.deb", {{"./fifo", AE_IFIFO, NULL, false}}, 1, "a device, pipe or socket"},
+	    /* in a layer it would delete the base's /usr/bin */
+	    {"whiteout.deb", {{"./usr/.wh.bin", AE_IFREG, "x", false}}, 1, "marks a deletion"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct ent ents[3];

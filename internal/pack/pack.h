@@ -140,4 +140,8 @@ int pack_parse_entrypoint(const char *json, struct strv *out, struct mg_err **er
  * *tag are the caller's to free; *tag is "latest" when none is given. */
 int pack_parse_ref(const char *ref, char **repo, char **tag, struct mg_err **err);
 
+/* An absolute image path ("/usr//bin/./x/") in the tree's form ("usr/bin/x";
+ * "" for "/"). Refuses relative paths, "..", and whiteout names (".wh."). */
+int pack_image_path(const char *path, const char *what, char **out, struct mg_err **err);
+
 #endif
