@@ -22,7 +22,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mcpclient import Client, Tap, text_of  # noqa: E402
-from gwtest import wait_settled  # noqa: E402
+from gwtest import UNMATCHED_PIN, wait_settled  # noqa: E402
 import listenclient  # noqa: E402
 
 RT = os.environ.get("MCPGATE_CONTAINER_TEST_RUNTIME", "podman")
@@ -252,8 +252,9 @@ def upstream(busybox_image, probe_image):
 
 def test_session(base, probe_image, busybox_image):
     ghost = "%s/mcpgate-itest-ghost@sha256:%s" % (REGISTRY, "0" * 64)
+    # ghost is pinned (a server never approved is not started at all)
     servers = (probe_server("probe", probe_image, extra='mounts = ["ro", "rw:write"]\n') +
-               probe_server("ghost", ghost))
+               probe_server("ghost", ghost, manifest=UNMATCHED_PIN))
     s = Session(base, servers)
 
     r = s.mcpgate("list")
