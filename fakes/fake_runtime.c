@@ -402,6 +402,14 @@ static int flag_value(const char *name, const char *value)
 
 static const char *image_hex(const char *line, char **id);
 
+/* Two lines of DIR/images name one image: the same digest (an image loaded
+ * again under another name is one image of two names, as podman keeps it) */
+static int same_image(const char *a, const char *b)
+{
+	const char *x = strstr(a, "@sha256:"), *y = strstr(b, "@sha256:");
+	return x != NULL && y != NULL && strcmp(x, y) == 0;
+}
+
 /* ref is the image id of line: "sha256:ID" or "ID", ID its digest's hex
  * reversed (image_hex) */
 static int id_names(const char *line, const char *ref)
@@ -1016,7 +1024,7 @@ static int filter_match(const struct record *r, const char *filter, int is_conta
 		char *image = pj_member(r->v, "image", &v) ? pj_string(v, NULL) : NULL;
 		char *its = image != NULL ? find_image(image) : NULL;
 		char *want = find_image(filter + 9);
-		int ok = its != NULL && want != NULL && strcmp(its, want) == 0;
+		int ok = its != NULL && want != NULL && same_image(its, want);
 		free(image);
 		free(its);
 		free(want);
@@ -1669,7 +1677,7 @@ static void images_users(const char *line, struct pj_buf *users)
 			continue;
 		image = pj_member(r.v, "image", &v) ? pj_string(v, NULL) : NULL;
 		its = image != NULL ? find_image(image) : NULL;
-		if (its != NULL && strcmp(its, line) == 0)
+		if (its != NULL && same_image(its, line))
 			pj_buf_addf(users, "%s%s", users->len > 0 ? ", " : "", r.name);
 		free(its);
 		free(image);
@@ -1710,9 +1718,11 @@ static int cmd_rmi(struct args *a)
 				    a->argv[i], users.p);
 			die(2, "Error: image used by %s: image is in use by a container", users.p);
 		}
+		/* by its ID every name goes; by one of its names, that name only */
 		lines = image_lines();
 		for (k = 0; lines[k] != NULL; k++)
-			if (strcmp(lines[k], line) != 0)
+			if (id_names(line, a->argv[i]) ? !same_image(lines[k], line)
+			                               : strcmp(lines[k], line) != 0)
 				pj_buf_addf(&keep, "%s\n", lines[k]);
 		free_names(lines);
 		path = state_path("images");

@@ -120,6 +120,32 @@ const struct command mg_commands[] = {
      "it is loaded into the runtime and pinned by digest, and mcp.toml gets its\n"
      "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n",
      "name= arg= mount= network= env= scripts accept-unenforced= node= config= server-json="},
+    {"remove", cmd_remove, "mcpgate remove [--config DIR] [--dry-run] [--forget-secret] NAME",
+     "take server NAME out of mcp.toml, with its image, archive and npm tree",
+     "  --config DIR     the folder holding mcp.toml and config.toml\n"
+     "  --dry-run        show what would go, with sizes, and remove nothing\n"
+     "  --forget-secret  also remove its credential's bindings to its hosts, and the\n"
+     "                   secret itself when no other entry names it\n"
+     "Its [[server]] goes first (with the comment above it), through the same checked\n"
+     "edit as add; then its image in the runtime and the archive add kept (unless\n"
+     "another entry runs the same image), its npm tree (DATA/npm/NAME) and its review\n"
+     "and approval records. A running serve stops the server when mcp.toml changes;\n"
+     "remove waits for that before the image goes. Also `mcpgate mcp remove NAME`.\n",
+     "config= dry-run forget-secret"},
+    {"enable", cmd_enable, "mcpgate enable [--config DIR] NAME",
+     "offer server NAME again: a running serve starts it",
+     "  --config DIR  the folder holding mcp.toml and config.toml\n"
+     "Removes `enabled = false` from its entry (the checked edit). A serve that runs\n"
+     "(stdio or --listen) sees mcp.toml change and starts the server, without the\n"
+     "client being restarted.\n",
+     "config="},
+    {"disable", cmd_disable, "mcpgate disable [--config DIR] NAME",
+     "keep server NAME in mcp.toml but offer it nowhere: a running serve stops it",
+     "  --config DIR  the folder holding mcp.toml and config.toml\n"
+     "Writes `enabled = false` into its entry (the checked edit). A serve that runs\n"
+     "(stdio or --listen) sees mcp.toml change, stops the server and withdraws its\n"
+     "tools (the client hears the list changed). `mcpgate enable NAME` undoes it.\n",
+     "config="},
     {"pack", cmd_pack,
      "mcpgate pack --output FILE.tar (--binary PATH | --folder DIR | --add SRC:DEST)... [OPTIONS]",
      "build an image archive from a static binary or a folder, without a Dockerfile",
@@ -206,8 +232,8 @@ const char *command_suggest(const char *name)
 int help_print(const char *name)
 {
 	if (name != NULL && strcmp(name, "mcp") == 0) {
-		printf("usage: %s\n\nthe familiar spelling of mcpgate add, list, pull, review and "
-		       "approve; `mcpgate help VERB` shows each one's options.\n",
+		printf("usage: %s\n\nthe familiar spelling of mcpgate add, list, pull, review, "
+		       "approve and remove; `mcpgate help VERB` shows each one's options.\n",
 		       MCP_USAGE);
 		return EXIT_OK;
 	}
