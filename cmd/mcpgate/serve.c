@@ -138,6 +138,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 		    .config_error = config_error,
 		    .workspace_note = note,
 		    .owner = getpid(),
+		    .watch_config = true,
 		};
 		if (lst_run(&lo, err) == 0 && config_error == NULL)
 			status = EXIT_OK;
@@ -157,6 +158,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	    .owner = getpid(),
 	    .config_error = config_error,
 	    .workspace_note = note,
+	    .watch_config = true,
 	};
 	if (session_new(&opt, &s, err) < 0)
 		goto out;
@@ -165,6 +167,8 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 		status = EXIT_OK;
 out:
 	session_free(s);
+	/* the configurations read since the start live until every session ended */
+	gw_watch_end();
 	ctr_driver_free(driver);
 	cfg_free(cfg);
 	return status;

@@ -62,6 +62,12 @@ struct session_options {
 	/* Not NULL: the audit log goes under AUDIT_DIR/sessions/ instead of
 	 * STATE_DIR/sessions/ (review's, which are not client sessions) */
 	const char *audit_dir;
+	/* true: the session follows cfg->mcp_path while it runs (serve's):
+	 * a server disabled or removed there stops and its tools are
+	 * withdrawn, one enabled starts, one whose entry changed starts again
+	 * with it; it starts from what the file says now, not cfg, when the
+	 * process has read the file again since (gw_watch_end frees those) */
+	bool watch_config;
 };
 
 /* Create the session: open its audit log, sweep what dead mcpgate processes
@@ -86,6 +92,10 @@ void session_free(struct session *s);
 struct gw_instances *gw_instances_new(const struct session_options *base);
 /* End every instance and wait for each: after the sessions attached */
 void gw_instances_free(struct gw_instances *ins);
+
+/* The end of the process's watch of mcp.toml (watch.c), after every
+ * session ended: its thread, and the configurations it read */
+void gw_watch_end(void);
 
 /* The session id's form: 12 lower-case hex characters from libsodium */
 #define SESSION_ID_LEN 12
