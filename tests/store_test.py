@@ -154,11 +154,89 @@ def test_forget_secret():
     p.cleanup()
 
 
+def test_prune():
+    p = new_place()
+    p.run("add", "npm:pkg-a@1.0.0")
+    p.run("review", "pkg-a")
+    p.run("approve", "pkg-a", "--tool", "echo", "--on", "--effect", "read")
+    kept_text = p.text()
+    # what a refused add leaves: an image, its archive and an npm tree, no entry
+    r = p.run("add", "npm:@scope/pkg-b", "--name", "gone")
+    p.run("review", "gone")
+    p.write(kept_text)
+    images_dir = os.path.join(p.data, "images")
+    with open(os.path.join(images_dir, "npm-x.tar.new"), "w") as fh:
+        fh.write("half an archive")
+    old_pin = os.path.join(p.data, "manifests", "pkg-a", "0" * 64 + ".json")
+    with open(old_pin, "w") as fh:
+        fh.write("{}")
+    # an image of mcpgate's kind that another mcpgate made (no archive here)
+    foreign = "localhost/mcpgate-npm-theirs@sha256:" + "f" * 64
+    with open(os.path.join(p.bin, "images"), "a") as fh:
+        fh.write(foreign + "\n")
+    os.makedirs(os.path.join(p.bin, "image-config"), exist_ok=True)
+    with open(os.path.join(p.bin, "image-config", "f" * 64), "w") as fh:
+        fh.write('{"labels": {"io.mcpgate.npm.package": "theirs"}, "size": 5}\n')
+    # logs: an old audit log, a recent one
+    sessions = os.path.join(p.state, "sessions")
+    os.makedirs(sessions, exist_ok=True)
+    for name, age in (("aaaaaaaaaaaa.jsonl", 40), ("bbbbbbbbbbbb.jsonl", 0)):
+        path = os.path.join(sessions, name)
+        with open(path, "w") as fh:
+            fh.write('{"ts":"x","session":"s","event":"session.start","servers":["pkg-a"]}\n')
+        t0 = time.time() - age * 86400
+        os.utime(path, (t0, t0))
+    before = {"images": p.images(), "archives": p.files(images_dir),
+              "npm": p.files(p.data, "npm"), "reviews": p.files(p.state, "reviews", "sessions")}
+    r = p.run("prune", "--dry-run", "--keep-logs", "30")
+    t.ok(r.returncode == 0 and "would go" in r.stdout and "mcpgate-npm-gone" in r.stdout and
+         "unfinished image archive" in r.stdout and "npm tree" in r.stdout and
+         "an approved manifest it no longer has" in r.stdout and
+         "audit log, older than kept" in r.stdout and
+         "review log of a server not in mcp.toml" in r.stdout and
+         "aaaaaaaaaaaa" in r.stdout and "bbbbbbbbbbbb" not in r.stdout and
+         "theirs" not in r.stdout and "nothing was removed" in r.stdout and
+         before == {"images": p.images(), "archives": p.files(images_dir),
+                    "npm": p.files(p.data, "npm"),
+                    "reviews": p.files(p.state, "reviews", "sessions")},
+         "prune --dry-run shows what no entry uses, with sizes, and removes nothing",
+         r.stdout + r.stderr)
+    r = p.run("prune")
+    t.ok(r.returncode == 0 and "audit and review logs are all kept" in r.stdout and
+         os.path.exists(os.path.join(sessions, "aaaaaaaaaaaa.jsonl")),
+         "without a retention every audit log is kept, and prune says how to set one",
+         r.stdout)
+    p.write(kept_text + "")
+    with open(os.path.join(p.conf, "config.toml"), "a") as fh:
+        fh.write("keep_logs_days = 30\n")
+    r = p.run("prune", "--yes")
+    a_images = [i for i in p.images() if "mcpgate-npm-pkg-a@" in i]
+    t.ok(r.returncode == 0 and p.text() == kept_text and len(a_images) == 1 and
+         foreign in p.images() and not any("-gone@" in i for i in p.images()) and
+         p.files(p.data, "npm") == ["pkg-a"] and
+         len([f for f in p.files(images_dir) if f.endswith(".tar")]) == 1 and
+         "npm-x.tar.new" not in p.files(images_dir) and not os.path.exists(old_pin) and
+         os.path.isdir(os.path.join(p.data, "manifests", "pkg-a")) and
+         p.files(sessions) == ["bbbbbbbbbbbb.jsonl"] and
+         all("gone" not in open(os.path.join(p.state, "reviews", "sessions", f)).read()
+             for f in p.files(p.state, "reviews", "sessions")),
+         "prune removes what no entry uses, keeps what one does, and never an image this "
+         "mcpgate did not make", (r.stdout, r.stderr, p.images(), p.files(images_dir)))
+    r = p.run("prune", "--yes")
+    t.ok(r.returncode == 0 and "nothing goes" in r.stdout, "a second prune finds nothing",
+         r.stdout)
+    r = p.run("prune", "--keep-logs", "0")
+    t.ok(r.returncode == 2 and "--keep-logs" in r.stderr, "--keep-logs 0 is a usage error",
+         r.stderr)
+    p.cleanup()
+
+
 def main():
     test_remove()
     test_shared_image()
     test_remove_while_serving()
     test_forget_secret()
+    test_prune()
     t.done()
 
 

@@ -56,5 +56,6 @@ int cmd_client(int argc, char **argv, struct mg_err **err);
 int cmd_remove(int argc, char **argv, struct mg_err **err);
 int cmd_enable(int argc, char **argv, struct mg_err **err);
 int cmd_disable(int argc, char **argv, struct mg_err **err);
+int cmd_prune(int argc, char **argv, struct mg_err **err);
 
 #endif

@@ -146,6 +146,19 @@ const struct command mg_commands[] = {
      "(stdio or --listen) sees mcp.toml change, stops the server and withdraws its\n"
      "tools (the client hears the list changed). `mcpgate enable NAME` undoes it.\n",
      "config="},
+    {"prune", cmd_prune, "mcpgate prune [--config DIR] [--dry-run] [--yes] [--keep-logs DAYS]",
+     "remove what no entry of mcp.toml uses: images, archives, npm trees, old logs",
+     "  --config DIR     the folder holding mcp.toml and config.toml\n"
+     "  --dry-run        show what would go, with sizes, and remove nothing\n"
+     "  --yes            do not ask first (on a terminal prune asks before it removes)\n"
+     "  --keep-logs DAYS audit and review logs older than this go (default:\n"
+     "                   keep_logs_days in config.toml; unset, every log is kept)\n"
+     "Only what this mcpgate made is looked at: the images whose archives are in its\n"
+     "data folder and that no entry runs (with those archives), unfinished archives,\n"
+     "npm trees, review and approval records of servers not in mcp.toml (and approval\n"
+     "records of pins a server no longer has), and review logs of servers not in\n"
+     "mcp.toml. An image a container still uses stays, and says so.\n",
+     "config= dry-run yes keep-logs="},
     {"pack", cmd_pack,
      "mcpgate pack --output FILE.tar (--binary PATH | --folder DIR | --add SRC:DEST)... [OPTIONS]",
      "build an image archive from a static binary or a folder, without a Dockerfile",

@@ -50,6 +50,7 @@ static void plan_image(struct store_plan *p, const struct cfg *cfg, const struct
 		store_add_kept(p, STORE_IMAGE, "image", s->image, why);
 		return;
 	}
+	long image = -1;
 	if (d == NULL) {
 		store_add_kept(p, STORE_IMAGE, "image", s->image, derr);
 	} else {
@@ -61,13 +62,13 @@ static void plan_image(struct store_plan *p, const struct cfg *cfg, const struct
 		else if (present > 0) {
 			bool sized = image_size(d, s->image, &bytes);
 			cleanup_free char *what = xasprintf("image in %s", d->name);
-			store_add_image(p, what, s->image, bytes, sized);
+			image = store_add_image(p, what, s->image, bytes, sized);
 		}
 		mg_err_free(err);
 	}
 	if (archive != NULL) {
-		store_add_path(p, "image archive", archive);
-		store_add_path(p, "image manifest", manifest);
+		store_add_path_with(p, "image archive", archive, image);
+		store_add_path_with(p, "image manifest", manifest, image);
 	}
 }
 

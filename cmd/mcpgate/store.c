@@ -25,10 +25,16 @@ static struct store_item *add_item(struct store_plan *p, enum store_kind kind, c
 	i->kind = kind;
 	i->what = xstrdup(what);
 	i->target = xstrdup(target);
+	i->with = -1;
 	return i;
 }
 
 void store_add_path(struct store_plan *p, const char *what, const char *path)
+{
+	store_add_path_with(p, what, path, -1);
+}
+
+void store_add_path_with(struct store_plan *p, const char *what, const char *path, long with)
 {
 	struct mg_tree_size size = {0};
 	struct mg_err *err = NULL;
@@ -36,6 +42,7 @@ void store_add_path(struct store_plan *p, const char *what, const char *path)
 		return;
 	int r = mg_tree_size(path, &size, &err);
 	struct store_item *i = add_item(p, STORE_PATH, what, path);
+	i->with = with;
 	if (r < 0) {
 		/* what cannot be walked whole is not removed in part */
 		i->kept = xstrdup(mg_err_msg(err));
@@ -46,12 +53,13 @@ void store_add_path(struct store_plan *p, const char *what, const char *path)
 	i->sized = true;
 }
 
-void store_add_image(struct store_plan *p, const char *what, const char *image, uint64_t bytes,
+long store_add_image(struct store_plan *p, const char *what, const char *image, uint64_t bytes,
                      bool sized)
 {
 	struct store_item *i = add_item(p, STORE_IMAGE, what, image);
 	i->bytes = bytes;
 	i->sized = sized;
+	return (long)(p->n - 1);
 }
 
 void store_add_kept(struct store_plan *p, enum store_kind kind, const char *what,
@@ -146,6 +154,10 @@ void store_carry_out(struct store_plan *p, const struct ctr_driver *d, int64_t w
 		struct store_item *i = &p->v[k];
 		if (i->kept != NULL || i->kind != STORE_PATH)
 			continue;
+		if (i->with >= 0 && p->v[i->with].kept != NULL) {
+			i->kept = xstrdup("its image stays, and prune knows it by this");
+			continue;
+		}
 		struct mg_err *err = NULL;
 		if (mg_tree_remove(i->target, &err) < 0) {
 			cleanup_free char *why = mg_shown(mg_err_msg(err), strlen(mg_err_msg(err)));

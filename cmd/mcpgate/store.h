@@ -26,6 +26,9 @@ struct store_item {
 	uint64_t bytes;
 	bool sized; /* bytes is known */
 	char *kept; /* why it stays (shown), or NULL: it goes */
+	/* the item (an image) it goes with, or -1: an archive stays while its
+	 * image does, so that prune still knows the image for mcpgate's */
+	long with;
 };
 
 struct store_plan {
@@ -37,9 +40,12 @@ struct store_plan {
 
 /* path when it is there (measured, links not followed); nothing when not */
 void store_add_path(struct store_plan *p, const char *what, const char *path);
-/* an image of the runtime's; bytes 0 with sized false when not known */
-void store_add_image(struct store_plan *p, const char *what, const char *image, uint64_t bytes,
+/* an image of the runtime's; bytes 0 with sized false when not known.
+ * Returns its index, for store_add_path_with */
+long store_add_image(struct store_plan *p, const char *what, const char *image, uint64_t bytes,
                      bool sized);
+/* path, which goes only when the item at index with (an image) went */
+void store_add_path_with(struct store_plan *p, const char *what, const char *path, long with);
 /* An item that stays, and why (both shown) */
 void store_add_kept(struct store_plan *p, enum store_kind kind, const char *what,
                     const char *target, const char *why);
