@@ -1,0 +1,133 @@
+/* From a resolved npm package to a pinned image in the runtime: what add
+ * and update share (add.h), each long step said as it goes (progress.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/mcpgate/add.h"
+#include "cmd/mcpgate/progress.h"
+#include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
+#include "internal/base/xalloc.h"
+#include "internal/proc/proc.h"
+
+int add_find_tools(const char *node_opt, char **npm, char **node, struct mg_err **err)
+{
+	*npm = proc_find_in_path("npm", getenv("PATH"));
+	if (*npm == NULL)
+		return mg_err_set(err, "no npm on this machine (PATH): install it, e.g. apt-get "
+		                       "install npm; mcp.toml is left as it was");
+	*node = node_opt != NULL ? realpath(node_opt, NULL) : NULL;
+	if (*node == NULL) {
+		cleanup_free char *found =
+		    node_opt != NULL ? NULL : proc_find_in_path("node", getenv("PATH"));
+		*node = found != NULL ? realpath(found, NULL) : NULL;
+	}
+	if (*node == NULL)
+		return mg_err_set(
+		    err, "no node %s: the image is made with this machine's node (--node PATH)",
+		    node_opt != NULL ? node_opt : "on PATH");
+	return 0;
+}
+
+void add_say_unenforced(const char *cmd, const struct ctr_driver *d, const struct strv *accept)
+{
+	struct ctr_platform p = {0};
+	if (d->ops->platform(d, &p, NULL) < 0) {
+		ctr_platform_free(&p);
+		return;
+	}
+	unsigned accepted = 0;
+	for (size_t i = 0; i < accept->n; i++)
+		for (unsigned b = 0; b < CFG_PROP_COUNT; b++)
+			if (strcmp(accept->v[i], cfg_property_name(1u << b)) == 0)
+				accepted |= 1u << b;
+	for (unsigned b = 0; b < CFG_PROP_COUNT; b++) {
+		if (!(p.unenforced & (1u << b)) || (accepted & (1u << b)))
+			continue;
+		fprintf(stderr,
+		        "mcpgate %s: warning: %s cannot hold a server's %s limit here (%s): the "
+		        "server will not start unless its entry accepts that; give "
+		        "--accept-unenforced %s to accept it (docs/unenforced.md)\n",
+		        cmd, d->name, cfg_property_name(1u << b),
+		        p.why[b] != NULL ? p.why[b] : "the runtime says so",
+		        cfg_property_name(1u << b));
+	}
+	ctr_platform_free(&p);
+}
+
+int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **image, char **archive,
+                  struct mg_err **err)
+{
+	struct strv skipped = STRV_INIT, base = STRV_INIT;
+	cleanup_free char *node_version = NULL, *what = NULL;
+	cleanup_free char *modules = xasprintf("%s/node_modules", b->work);
+	cleanup_free char *packing = xasprintf("%s/images/npm-%s.tar.new", b->data, b->name);
+	struct progress_tree tree = {modules};
+	struct progress_file file = {packing, 0};
+	struct progress_read reading = {NULL, 0};
+	struct stat st;
+	int r = -1;
+	*image = *archive = NULL;
+
+	if (mg_mkdir_p(b->work, 0700, err) < 0)
+		goto out;
+	what = xasprintf("npm install %s@%s, install scripts off", p->name, p->version);
+	progress_begin(b->progress, what, progress_gauge_tree, &tree);
+	r = add_npm_install(b->npm, b->work, p, err);
+	progress_end(b->progress, r == 0);
+	if (r < 0 || (r = add_node_layer(b->node, &base, &node_version, err)) < 0)
+		goto out;
+	add_scripts_skipped(b->work, &skipped);
+	for (size_t i = 0; !b->scripts && i < skipped.n; i++)
+		progress_note("warning: %s has an install script, which was not run (no package "
+		              "code runs on the host; --scripts runs it in a container)",
+		              skipped.v[i]);
+	if (b->scripts && skipped.n > 0) {
+		progress_steps(b->progress, b->steps + 1);
+		progress_begin(b->progress, "the install scripts, in a container", NULL, NULL);
+		r = add_run_scripts(b->cfg, b->d, b->work, b->data, b->name, &base, &skipped,
+		                    b->accept, err);
+		progress_end(b->progress, r == 0);
+		if (r < 0)
+			goto out;
+	}
+	free(what);
+	what = xasprintf("the image of %s@%s", p->name, p->version);
+	progress_begin(b->progress, what, progress_gauge_file, &file);
+	r = add_make_image(b->work, b->data, b->name, p, b->node, &base, node_version, image,
+	                   archive, err);
+	if (r == 0 && stat(*archive, &st) == 0) {
+		progress_made(b->progress, (uint64_t)st.st_size);
+		reading = (struct progress_read){*archive, (uint64_t)st.st_size};
+	}
+	progress_end(b->progress, r == 0);
+	if (r < 0)
+		goto out;
+	free(what);
+	what = xasprintf("the load into %s", b->d->name);
+	progress_begin(b->progress, what, progress_gauge_read, &reading);
+	r = b->d->ops->load(b->d, *archive, err);
+	progress_end(b->progress, r == 0);
+	if (r < 0)
+		goto out;
+	int present = b->d->ops->image_present(b->d, *image, err);
+	if (present == 0)
+		mg_err_set(err,
+		           "%s load took %s, but it holds no image %s: %s names loaded images "
+		           "by their digest only when they come from a registry",
+		           b->d->name, *archive, *image, b->d->name);
+	r = present > 0 ? 0 : -1;
+out:
+	if (r < 0) {
+		free(steal_pointer(image));
+		free(steal_pointer(archive));
+	}
+	strv_free(&skipped);
+	strv_free(&base);
+	return r;
+}
