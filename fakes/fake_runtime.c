@@ -1326,6 +1326,42 @@ static void fake_egress(char **args)
 	_exit(0);
 }
 
+/* The knob probe-args: lines "KEY=VALUE<TAB>ARG<TAB>ARG...": an image
+ * whose kept labels have KEY=VALUE runs the probe with those arguments too
+ * (a newer release of a package whose tools differ) */
+static void probe_args_by_label(const char *image, struct strv *argv)
+{
+	char *path = state_path("probe-args");
+	char *text = read_file(path, MAX_STATE_FILE, NULL), *line;
+	char *found = find_image(image);
+	free(path);
+	for (line = text; found != NULL && line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n'), *tab, *eq, *value;
+		if (nl != NULL)
+			*nl = '\0';
+		tab = strchr(line, '\t');
+		eq = strchr(line, '=');
+		if (tab != NULL && eq != NULL && eq < tab) {
+			*tab = '\0';
+			*eq = '\0';
+			value = image_label(found, line);
+			if (value != NULL && strcmp(value, eq + 1) == 0) {
+				char *arg = tab + 1, *next;
+				for (; arg != NULL; arg = next) {
+					next = strchr(arg, '\t');
+					if (next != NULL)
+						*next++ = '\0';
+					strv_push(argv, pj_xstrdup(arg));
+				}
+			}
+			free(value);
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	free(found);
+	free(text);
+}
+
 static int cmd_run(struct args *a)
 {
 	static const struct opt opts[] = {
@@ -1481,6 +1517,7 @@ static int cmd_run(struct args *a)
 			continue;
 		strv_push(&argv, pj_xstrdup(a->argv[i]));
 	}
+	probe_args_by_label(image, &argv);
 	if (access(probe_path, X_OK) < 0)
 		die(127, "Error: %s: %s", probe_path, strerror(errno));
 

@@ -200,6 +200,21 @@ def test_listener():
     f.cleanup()
 
 
+def test_yes_no_strict():
+    """approve's Y/n takes y, yes, n, no or Enter: "maybe" is asked again"""
+    f = Fixture(server("one", None, tools_on=()))
+    f.mcpgate("review", "one")
+    order = [line.split()[0] for line in f.mcpgate("review", "one").stdout.splitlines()
+             if line.startswith("  ") and "[effect:" in line]
+    answers = "".join("w\nmaybe\nnope\nn\n" if n == "echo" else "\n" for n in order)
+    r = f.mcpgate("approve", "one", "--each", input=answers)
+    t.ok(r.returncode == 0 and '"maybe" is not an answer here' in r.stdout and
+         '"nope" is not an answer here' in r.stdout and
+         '[server.tools.echo]\non = true\neffect = "write"\nconfirm = false\n' in f.mcp_toml(),
+         "Y/n asks again for anything but y, yes, n, no and Enter", (r.stdout, f.mcp_toml()))
+    f.cleanup()
+
+
 def main():
     global PROBE_HASH
     PROBE_HASH = learn_probe_hash()
@@ -207,6 +222,7 @@ def main():
     test_disabled_at_start()
     test_listener()
     test_image_changed_list()
+    test_yes_no_strict()
     t.done()
 
 

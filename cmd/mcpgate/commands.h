@@ -57,5 +57,7 @@ int cmd_remove(int argc, char **argv, struct mg_err **err);
 int cmd_enable(int argc, char **argv, struct mg_err **err);
 int cmd_disable(int argc, char **argv, struct mg_err **err);
 int cmd_prune(int argc, char **argv, struct mg_err **err);
+int cmd_update(int argc, char **argv, struct mg_err **err);
+int cmd_outdated(int argc, char **argv, struct mg_err **err);
 
 #endif

@@ -146,6 +146,30 @@ const struct command mg_commands[] = {
      "(stdio or --listen) sees mcp.toml change, stops the server and withdraws its\n"
      "tools (the client hears the list changed). `mcpgate enable NAME` undoes it.\n",
      "config="},
+    {"update", cmd_update,
+     "mcpgate update [--config DIR] [--workspace DIR] [--yes] [--scripts] [--node PATH] NAME "
+     "[VERSION]",
+     "make server NAME again from a newer release, review it and switch to it",
+     "  VERSION          a version, range or tag (default: the latest)\n"
+     "  --config DIR     the folder holding mcp.toml and config.toml\n"
+     "  --workspace DIR  where its mounts resolve while it is started (default: .)\n"
+     "  --yes            switch without asking (needed when not on a terminal)\n"
+     "  --scripts        run the install scripts npm skipped, contained (as add does)\n"
+     "  --node PATH      the node to put in the image (default: node on PATH)\n"
+     "Where the image came from is in its labels (npm:PACKAGE@VERSION). The new\n"
+     "release is installed and packed as add does, loaded, and started with its\n"
+     "isolation as review does; what changed against the approved manifest is shown,\n"
+     "every tool setting whose tool is unchanged is kept, and the others are turned\n"
+     "off (on a terminal you are asked about each). Only when you say so are the\n"
+     "image and its pin switched in mcp.toml (the checked edit); the old image then\n"
+     "goes, unless another entry runs it. Otherwise the new image goes again.\n",
+     "config= workspace= yes scripts node="},
+    {"outdated", cmd_outdated, "mcpgate outdated [--config DIR] [--json]",
+     "for each server made by add: the version it runs, and the latest",
+     "  --config DIR  the folder holding mcp.toml and config.toml\n"
+     "  --json        a JSON array instead of lines\n"
+     "Asks the registry (npm view) for each package's latest release.\n",
+     "config= json"},
     {"prune", cmd_prune, "mcpgate prune [--config DIR] [--dry-run] [--yes] [--keep-logs DAYS]",
      "remove what no entry of mcp.toml uses: images, archives, npm trees, old logs",
      "  --config DIR     the folder holding mcp.toml and config.toml\n"
