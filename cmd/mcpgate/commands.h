@@ -59,5 +59,6 @@ int cmd_disable(int argc, char **argv, struct mg_err **err);
 int cmd_prune(int argc, char **argv, struct mg_err **err);
 int cmd_update(int argc, char **argv, struct mg_err **err);
 int cmd_outdated(int argc, char **argv, struct mg_err **err);
+int cmd_logs(int argc, char **argv, struct mg_err **err);
 
 #endif

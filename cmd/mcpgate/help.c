@@ -170,6 +170,25 @@ const struct command mg_commands[] = {
      "  --json        a JSON array instead of lines\n"
      "Asks the registry (npm view) for each package's latest release.\n",
      "config= json"},
+    {"logs", cmd_logs,
+     "mcpgate logs [NAME] [--session ID] [--kind K[,K2...]] [--since T] [--until T] "
+     "[--follow] [--json]",
+     "the audit logs, for a person: calls, questions, egress, stderr, failures",
+     "  NAME          only the records of this server\n"
+     "  --session ID  only this session (the start of its id is enough)\n"
+     "  --kind K      call, confirm, egress, stderr (records holding a server's stderr),\n"
+     "                failure (start-up failures, exits, withheld manifests), server,\n"
+     "                session, or an event's name (server.exit); several with commas\n"
+     "  --since T     only records since T: 30s, 10m, 2h or 3d ago, or 2026-12-02, or\n"
+     "                2026-12-02T10:00:00 (UTC)\n"
+     "  --until T     only records until T (the same forms)\n"
+     "  --follow      then print what the sessions write, as they write it\n"
+     "  --json        the records as they are, one JSON object a line\n"
+     "Reads $XDG_STATE_HOME/mcpgate/sessions/ (serve's sessions) and reviews/sessions/\n"
+     "(those review, approve and update started), each session under a line of its\n"
+     "own. A server's text (its stderr, its errors) is shown with every control\n"
+     "character escaped. See docs/audit-log.md.\n",
+     "session= kind= since= until= follow json"},
     {"prune", cmd_prune, "mcpgate prune [--config DIR] [--dry-run] [--yes] [--keep-logs DAYS]",
      "remove what no entry of mcp.toml uses: images, archives, npm trees, old logs",
      "  --config DIR     the folder holding mcp.toml and config.toml\n"

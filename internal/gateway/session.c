@@ -726,8 +726,9 @@ int gw_session_fetch(const struct session_options *opt, struct gw_manifest_fetch
 			r = -1;
 	struct gw_server *srv = &s->servers[0];
 	if (r == 0 && srv->state != GW_READY) {
-		mg_err_set(err, "%s",
-		           srv->reason != NULL ? srv->reason : "the server did not start");
+		/* its stderr, and what the runtime said, are in this session's log */
+		mg_err_set(err, "%s (`mcpgate logs --session %s` shows what it said)",
+		           srv->reason != NULL ? srv->reason : "the server did not start", s->id);
 		r = -1;
 	}
 	if (r == 0) {
