@@ -432,6 +432,22 @@ def test_modern_server_slow():
     f.cleanup()
 
 
+def test_old_server_slow():
+    """A server of the old era that starts slowly (4 s, past the 3 s probe)
+    answers server/discover late, in order, just before initialize: that
+    answer was expected, and no warning is said of it"""
+    f = Fixture(server("sleepy", ("echo",), args=["--start-delay", "4000"]))
+    c = f.start()
+    c.initialize()
+    r = c.call("sleepy__echo", {"text": "late but old"})
+    t.ok(text_of(r) == "late but old", "the slow server of the old era is served", r)
+    c.close()
+    err = f.stderr_text()
+    t.ok("late response" not in err and "sleepy" in err,
+         "its late answer to the probe is dropped without a warning", err)
+    f.cleanup()
+
+
 def test_modern_server_ttl():
     """A server of 2026-07-28 whose tool list says it holds for an hour
     (ttlMs 3600000, cacheScope public) changes it mid-session: mcpgate
@@ -2176,7 +2192,7 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_modern_listen_resources, test_modern_server_ttl, test_modern_server_slow, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_modern_listen_resources, test_modern_server_ttl, test_modern_server_slow, test_old_server_slow, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
