@@ -214,6 +214,7 @@ struct session {
 	char *keychain_error;
 	struct gw_secrets *secrets; /* every stored value's forms, for the scanner */
 	char *config_error;         /* why there is no configuration, or NULL */
+	char *workspace_error;      /* why serve's workspace cannot be used, or NULL */
 
 	struct rpc_peer *client;
 	enum gw_era era;

@@ -41,6 +41,11 @@ struct session_options {
 	 * request with this text, and tells the person once the client is
 	 * initialized (notifications/message, level error). */
 	const char *config_error;
+	/* Not NULL: serve's --workspace cannot be used, and this says why. The
+	 * session is then as with config_error (no server, every request refused
+	 * with it, the person told once), for what a server would be given of
+	 * the workspace is not known */
+	const char *workspace_error;
 	/* Not NULL: a warning told to the person once the client is initialized
 	 * (and logged): serve's workspace is not one a person meant */
 	const char *workspace_note;

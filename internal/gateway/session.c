@@ -72,6 +72,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->state_dir = xstrdup(opt->state_dir);
 	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);
 	s->config_error = opt->config_error != NULL ? xstrdup(opt->config_error) : NULL;
+	s->workspace_error = opt->workspace_error != NULL ? xstrdup(opt->workspace_error) : NULL;
 	s->workspace_note = opt->workspace_note != NULL ? xstrdup(opt->workspace_note) : NULL;
 	if (opt->session_id != NULL) {
 		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
@@ -98,7 +99,8 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->signals_elsewhere = opt->signals_elsewhere;
 	/* what mcp.toml says now: a listener's later client gets the servers
 	 * as the file has them, not as they were when it started */
-	if (opt->watch_config && opt->config_error == NULL && opt->cfg->mcp_path != NULL)
+	if (opt->watch_config && opt->config_error == NULL && opt->workspace_error == NULL &&
+	    opt->cfg->mcp_path != NULL)
 		gw_watch_join(s, opt->host_of);
 
 	size_t n = 0;
@@ -619,6 +621,13 @@ static void session_begin(struct session *s)
 		audit_record(s->audit, "session.config_error",
 		             gw_fields("error", json_new_string(s->config_error), NULL));
 	}
+	if (s->workspace_error != NULL) {
+		mg_error("%s", s->workspace_error);
+		mg_error("until the client's configuration names a workspace that is there and "
+		         "starts mcpgate again, every request is answered with this error");
+		audit_record(s->audit, "session.workspace_error",
+		             gw_fields("error", json_new_string(s->workspace_error), NULL));
+	}
 	/* the sweep and the runtime's info start now, beside the servers */
 	gw_startup_begin(s);
 	bool hosts = false;
@@ -809,5 +818,6 @@ void session_free(struct session *s)
 	free(s->keychain_error);
 	free(s->config_error);
 	free(s->workspace_note);
+	free(s->workspace_error);
 	free(s);
 }

@@ -80,6 +80,7 @@ struct lst_options {
 	const char *data_dir;
 	const char *workspace;
 	const char *config_error;
+	const char *workspace_error; /* session_options' */
 	const char *workspace_note;
 	const char *token_path; /* NULL: STATE_DIR/mcpgate/listener-token */
 	pid_t owner;
