@@ -10,6 +10,7 @@
 
 #include "cmd/mcpgate/add.h"
 #include "cmd/mcpgate/progress.h"
+#include "cmd/mcpgate/setup.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
@@ -122,6 +123,8 @@ int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **ima
 		           "by their digest only when they come from a registry",
 		           b->d->name, *archive, *image, b->d->name);
 	r = present > 0 ? 0 : -1;
+	if (r == 0)
+		setup_remember_runtime(b->d);
 out:
 	if (r < 0) {
 		free(steal_pointer(image));

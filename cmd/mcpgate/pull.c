@@ -83,6 +83,7 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 				           d->name, kept, s->image);
 			goto out;
 		}
+		setup_remember_runtime(d);
 		printf("%s: %s loaded from %s\n", name, s->image, kept);
 		status = EXIT_OK;
 		goto out;
@@ -109,6 +110,7 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 		           d->name, s->image, s->image_digest);
 		goto out;
 	}
+	setup_remember_runtime(d);
 	printf("%s: %s is present\n", name, s->image);
 	status = EXIT_OK;
 out:
