@@ -73,6 +73,10 @@ struct session_options {
 	 * with it; it starts from what the file says now, not cfg, when the
 	 * process has read the file again since (gw_watch_end frees those) */
 	bool watch_config;
+	/* Not NULL (tests and fuzzing only): each server's start thread runs
+	 * this instead of starting it through the driver; it ends with
+	 * gw_server_start_on_fds, and no runtime is needed */
+	void *(*start_thread)(void *srv);
 };
 
 /* Create the session: open its audit log, sweep what dead mcpgate processes

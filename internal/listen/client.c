@@ -97,6 +97,7 @@ struct lst_client *lst_client_new(struct lst *l, bool modern, struct mg_err **er
 	    .signals_elsewhere = true,
 	    .instances = l->instances,
 	    .watch_config = l->opt.watch_config,
+	    .start_thread = l->opt.start_thread,
 	};
 	if (session_new(&so, &c->session, err) < 0) {
 		c->session = NULL;

@@ -84,7 +84,8 @@ struct lst_options {
 	const char *workspace_note;
 	const char *token_path; /* NULL: STATE_DIR/mcpgate/listener-token */
 	pid_t owner;
-	bool watch_config; /* every session follows mcp.toml (session_options') */
+	bool watch_config;                /* every session follows mcp.toml (session_options') */
+	void *(*start_thread)(void *srv); /* session_options' (tests and fuzzing only) */
 };
 
 /* Bind, then serve until SIGTERM, SIGINT or SIGHUP, then end every session
