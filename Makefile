@@ -45,7 +45,7 @@ MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd)
 BASE_SRC = internal/base/err.c internal/base/xalloc.c internal/base/buf.c \
            internal/base/num.c internal/base/log.c internal/base/utf8.c \
            internal/base/strv.c internal/base/fs.c internal/base/suggest.c \
-           internal/base/quote.c
+           internal/base/quote.c internal/base/tree.c
 TESTING_SRC = internal/base/testing.c
 TOML_SRC = internal/toml/toml.c internal/toml/toml_tree.c internal/toml/toml_encode.c \
            internal/toml/toml_change.c
@@ -70,12 +70,15 @@ CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clien
               internal/clients/diff.c
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c \
               internal/gateway/confirm_state.c internal/gateway/era.c internal/gateway/instance.c internal/gateway/methods.c \
-              internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c internal/gateway/waiting.c internal/gateway/pressure.c
+              internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c internal/gateway/waiting.c internal/gateway/pressure.c \
+              internal/gateway/watch.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
              internal/listen/client.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
-          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c
+          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c \
+          cmd/mcpgate/store.c cmd/mcpgate/remove.c cmd/mcpgate/enable.c cmd/mcpgate/prune.c \
+          cmd/mcpgate/progress.c cmd/mcpgate/add_build.c cmd/mcpgate/update.c cmd/mcpgate/logs.c
 
 MCPGATE_SRC = $(CMD_SRC) $(CLIENTS_SRC) $(LISTEN_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(DEBIAN_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
               $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
@@ -157,7 +160,7 @@ LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) inte
 	   $(foreach t,$(UNIT_TESTS),$($(t)_SRC)) $(foreach f,$(FUZZ_TARGETS),$($(f)_SRC)))
 LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal/base/xalloc.h internal/base/buf.h \
 	   internal/base/num.h internal/base/log.h internal/base/utf8.h \
-	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/base/quote.h \
+	   internal/base/cleanup.h internal/base/testing.h internal/base/strv.h internal/base/suggest.h internal/base/fs.h internal/base/quote.h internal/base/tree.h \
 	   internal/toml/toml.h internal/toml/toml-internal.h internal/toml/toml_encode.h \
 	   internal/toml/toml_change.h \
 	   internal/json/json.h internal/json/shape.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
@@ -166,7 +169,7 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   internal/container/container-internal.h internal/audit/audit.h \
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h internal/gateway/confirm_state.h \
 	   internal/gateway/gateway_fakes.h fuzz/session_fuzz.h \
-	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
+	   cmd/mcpgate/setup.h cmd/mcpgate/store.h cmd/mcpgate/progress.h cmd/mcpgate/review.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
 	   internal/debian/debian.h internal/debian/debian-internal.h \
 	   internal/remote/remote.h internal/listen/listen.h internal/listen/listen-internal.h \
 	   internal/clients/clients.h internal/clients/clients-internal.h \
@@ -233,7 +236,7 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
 	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py tests/pressure_test.py \
-	tests/config_write_test.py
+	tests/config_write_test.py tests/daily_test.py tests/store_test.py tests/update_test.py tests/logs_test.py
 # the session fuzzer runs for SESSION_FUZZ_SECONDS (120) in make test, not in make check
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh \
 	tests/session_fuzz_test.sh

@@ -408,6 +408,30 @@ static int flag_value(const char *name, const char *value)
 
 /* ---- images ------------------------------------------------------------- */
 
+static const char *image_hex(const char *line, char **id);
+
+/* Two lines of DIR/images name one image: the same digest (an image loaded
+ * again under another name is one image of two names, as podman keeps it) */
+static int same_image(const char *a, const char *b)
+{
+	const char *x = strstr(a, "@sha256:"), *y = strstr(b, "@sha256:");
+	return x != NULL && y != NULL && strcmp(x, y) == 0;
+}
+
+/* ref is the image id of line: "sha256:ID" or "ID", ID its digest's hex
+ * reversed (image_hex) */
+static int id_names(const char *line, const char *ref)
+{
+	char *id;
+	int same;
+	if (strncmp(ref, "sha256:", 7) == 0)
+		ref += 7;
+	image_hex(line, &id);
+	same = strlen(ref) == 64 && strcmp(id, ref) == 0;
+	free(id);
+	return same;
+}
+
 /* The line of DIR/images that ref names (NAME@sha256:HEX itself, or NAME;
  * the last such line wins), copied; NULL when none. */
 static char *find_image(const char *ref)
@@ -428,9 +452,9 @@ static char *find_image(const char *ref)
 		while (*line == ' ' || *line == '\t')
 			line++;
 		at = strchr(line, '@');
-		if (*line != '\0' &&
-		    (strcmp(line, ref) == 0 || (at != NULL && (size_t)(at - line) == strlen(ref) &&
-		                                strncmp(line, ref, (size_t)(at - line)) == 0))) {
+		if (*line != '\0' && (strcmp(line, ref) == 0 || id_names(line, ref) ||
+		                      (at != NULL && (size_t)(at - line) == strlen(ref) &&
+		                       strncmp(line, ref, (size_t)(at - line)) == 0))) {
 			free(found);
 			found = pj_xstrdup(line);
 		}
@@ -472,19 +496,72 @@ static const char *image_hex(const char *line, char **id)
 	return hex;
 }
 
-/* Every image is the probe: its entrypoint, no Cmd, no volumes */
-static void put_image_config(struct pj_buf *b)
+/* What load kept of an image (DIR/image-config/HEX): {"labels": {...},
+ * "size": N}, the labels of its OCI config and the archive's size; NULL
+ * for an image the test listed or pulled */
+static char *image_record(const char *line, struct pj_span *rec)
+{
+	char *id;
+	const char *hex = image_hex(line, &id);
+	struct pj_buf path = {0};
+	size_t n = 0;
+	char *text;
+	pj_buf_addf(&path, "%s/image-config/%s", state_dir, hex);
+	free(id);
+	text = read_file(path.p, MAX_STATE_FILE, &n);
+	pj_buf_free(&path);
+	if (text != NULL && (pj_parse(text, n, rec) < 0 || pj_kind(*rec) != PJ_OBJECT)) {
+		free(text);
+		text = NULL;
+	}
+	return text;
+}
+
+/* The labels of an image as a JSON object ("{}" when none are kept) */
+static void put_image_labels(struct pj_buf *b, const char *line)
+{
+	struct pj_span rec, labels;
+	char *text = image_record(line, &rec);
+	if (text != NULL && pj_member(rec, "labels", &labels) && pj_kind(labels) == PJ_OBJECT)
+		pj_buf_add(b, labels.p, labels.n);
+	else
+		pj_buf_adds(b, "{}");
+	free(text);
+}
+
+/* The value of label key on the image (allocated), or NULL */
+static char *image_label(const char *line, const char *key)
+{
+	struct pj_span rec, labels, v;
+	char *text = image_record(line, &rec), *value = NULL;
+	if (text != NULL && pj_member(rec, "labels", &labels) && pj_member(labels, key, &v))
+		value = pj_string(v, NULL);
+	free(text);
+	return value;
+}
+
+/* Every image is the probe: its entrypoint, no Cmd, no volumes; the labels
+ * its archive gave it */
+static void put_image_config(struct pj_buf *b, const char *line)
 {
 	pj_buf_adds(b, "{\"Entrypoint\":[\"/mcpgate-probe\"],\"User\":\"\",\"Cmd\":null,"
-	               "\"Env\":null,\"Volumes\":null}");
+	               "\"Env\":null,\"Volumes\":null,\"Labels\":");
+	put_image_labels(b, line);
+	pj_buf_adds(b, "}");
 }
 
 static void put_image_json(struct pj_buf *b, const char *line)
 {
 	struct pj_buf t = {0};
-	char *id;
+	struct pj_span rec, size;
+	char *id, *kept;
 	const char *hex = image_hex(line, &id);
+	long long bytes = 1000;
 
+	kept = image_record(line, &rec);
+	if (kept != NULL && pj_member(rec, "size", &size))
+		pj_integer(size, &bytes);
+	free(kept);
 	pj_buf_adds(b, "{\"Id\":");
 	pj_buf_addf(&t, "sha256:%s", id);
 	pj_put_string(b, t.p, t.len);
@@ -494,8 +571,10 @@ static void put_image_json(struct pj_buf *b, const char *line)
 	pj_put_string(b, t.p, t.len);
 	pj_buf_adds(b, ",\"RepoTags\":[],\"RepoDigests\":[");
 	pj_put_cstring(b, line);
-	pj_buf_adds(b, "],\"Config\":");
-	put_image_config(b);
+	pj_buf_addf(b, "],\"Size\":%lld,\"Labels\":", bytes);
+	put_image_labels(b, line);
+	pj_buf_adds(b, ",\"Config\":");
+	put_image_config(b, line);
 	pj_buf_adds(b, "}");
 	pj_buf_free(&t);
 	free(id);
@@ -534,8 +613,8 @@ static int cmd_image_inspect(struct args *a)
 			char *line = find_image(a->argv[i]);
 			if (line == NULL)
 				image_not_found(a->argv[i]);
+			put_image_config(&b, line);
 			free(line);
-			put_image_config(&b);
 			pj_buf_adds(&b, "\n");
 		}
 		out(&b);
@@ -646,20 +725,121 @@ static int cmd_pull(struct args *a)
 	return 0;
 }
 
+/* The small members of a tar (at most 64 of 1 MiB each): index.json and
+ * blobs/sha256/HEX, which is all an image's labels need */
+struct tar_small {
+	char *name[64];
+	char *text[64];
+	size_t len[64];
+	size_t n;
+	long long size; /* the archive's */
+};
+
+static void tar_small_read(const char *input, struct tar_small *t)
+{
+	char hdr[512];
+	struct stat st;
+	int fd = open(input, O_RDONLY | O_CLOEXEC);
+	memset(t, 0, sizeof *t);
+	if (fd < 0)
+		die(err_status(), "Error: %s: %s", input, strerror(errno));
+	if (fstat(fd, &st) == 0)
+		t->size = (long long)st.st_size;
+	while (read(fd, hdr, sizeof hdr) == (ssize_t)sizeof hdr && hdr[0] != '\0') {
+		char octal[13], name[101];
+		long long size;
+		memcpy(octal, hdr + 124, 12);
+		octal[12] = '\0';
+		memcpy(name, hdr, 100);
+		name[100] = '\0';
+		size = strtoll(octal, NULL, 8);
+		if (size < 0 || size > (1LL << 40))
+			die(err_status(), "Error: %s: a tar header of size %lld", input, size);
+		if (size < (1 << 20) && t->n < 64 &&
+		    (strcmp(name, "index.json") == 0 || strncmp(name, "blobs/sha256/", 13) == 0)) {
+			char *text = pj_xmalloc((size_t)size + 1);
+			if (read(fd, text, (size_t)size) != (ssize_t)size)
+				die(err_status(), "Error: %s: %s is cut short", input, name);
+			text[size] = '\0';
+			t->name[t->n] = pj_xstrdup(name);
+			t->text[t->n] = text;
+			t->len[t->n++] = (size_t)size;
+			if (lseek(fd, (off_t)((size + 511) / 512 * 512 - size), SEEK_CUR) < 0)
+				die(err_status(), "Error: %s: %s", input, strerror(errno));
+		} else if (lseek(fd, (off_t)((size + 511) / 512 * 512), SEEK_CUR) < 0) {
+			die(err_status(), "Error: %s: %s", input, strerror(errno));
+		}
+	}
+	close(fd);
+}
+
+static const char *tar_small_get(const struct tar_small *t, const char *name, size_t *len)
+{
+	size_t i;
+	for (i = 0; i < t->n; i++)
+		if (strcmp(t->name[i], name) == 0) {
+			*len = t->len[i];
+			return t->text[i];
+		}
+	return NULL;
+}
+
+static void tar_small_free(struct tar_small *t)
+{
+	size_t i;
+	for (i = 0; i < t->n; i++) {
+		free(t->name[i]);
+		free(t->text[i]);
+	}
+}
+
+/* DIR/image-config/HEX for the manifest digest: the labels of the config it
+ * names, and the archive's size (what image inspect and images show) */
+static void keep_image_record(const struct tar_small *t, const char *digest)
+{
+	struct pj_buf name = {0}, rec = {0};
+	struct pj_span doc, cfg, v, config, labels;
+	const char *text;
+	char *cdigest = NULL;
+	size_t len = 0;
+	pj_buf_addf(&name, "blobs/sha256/%s", digest + 7);
+	text = tar_small_get(t, name.p, &len);
+	if (text != NULL && pj_parse(text, len, &doc) == 0 && pj_member(doc, "config", &cfg) &&
+	    pj_member(cfg, "digest", &v))
+		cdigest = pj_string(v, NULL);
+	name.len = 0;
+	pj_buf_addf(&name, "blobs/sha256/%s", cdigest != NULL ? cdigest + 7 : "");
+	text = cdigest != NULL ? tar_small_get(t, name.p, &len) : NULL;
+	pj_buf_adds(&rec, "{\"labels\":");
+	if (text != NULL && pj_parse(text, len, &doc) == 0 && pj_member(doc, "config", &config) &&
+	    pj_member(config, "Labels", &labels) && pj_kind(labels) == PJ_OBJECT)
+		pj_buf_add(&rec, labels.p, labels.n);
+	else
+		pj_buf_adds(&rec, "{}");
+	pj_buf_addf(&rec, ",\"size\":%lld}\n", t->size);
+	ensure_dir("image-config");
+	write_state_file("image-config", digest + 7, rec.p, rec.len, 0);
+	free(cdigest);
+	pj_buf_free(&name);
+	pj_buf_free(&rec);
+}
+
 /* load -i ARCHIVE: an OCI archive as mcpgate pack writes it; its
  * index.json names the manifest digest and the image's NAME:TAG, and the
  * image is recorded as localhost/NAME@DIGEST (podman's name for a loaded
- * image without a registry). Nothing else of the archive is read. */
+ * image without a registry), with the labels of its config kept. Nothing
+ * else of the archive is read. */
 static int cmd_load(struct args *a)
 {
 	static const struct opt opts[] = {{"input", 'i', 1}, {"quiet", 'q', 0}, {NULL, 0, 0}};
-	const char *name, *value, *input = NULL;
-	char hdr[512], *index = NULL, *digest = NULL, *full = NULL, *colon, *path;
-	long long size = 0;
+	const char *name, *value, *input = NULL, *index;
+	char *digest = NULL, *full = NULL, *colon, *path;
+	size_t size = 0;
 	int fd;
 	struct pj_span doc, manifests, k, m, v, ann;
 	struct pj_iter it;
 	struct pj_buf b = {0};
+	struct tar_small t;
 
 	while (next_opt(a, opts, &name, &value))
 		if (strcmp(name, "input") == 0)
@@ -670,28 +850,9 @@ static int cmd_load(struct args *a)
 		print_knob_file("load-fails");
 		return err_status();
 	}
-	fd = open(input, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		die(err_status(), "Error: %s: %s", input, strerror(errno));
-	while (index == NULL && read(fd, hdr, sizeof hdr) == (ssize_t)sizeof hdr &&
-	       hdr[0] != '\0') {
-		char octal[13];
-		memcpy(octal, hdr + 124, 12);
-		octal[12] = '\0';
-		size = strtoll(octal, NULL, 8);
-		if (size < 0 || size > (1LL << 40))
-			die(err_status(), "Error: %s: a tar header of size %lld", input, size);
-		if (strncmp(hdr, "index.json", 100) == 0 && size < (1 << 20)) {
-			index = pj_xmalloc((size_t)size + 1);
-			if (read(fd, index, (size_t)size) != (ssize_t)size)
-				die(err_status(), "Error: %s: index.json is cut short", input);
-			index[size] = '\0';
-		} else if (lseek(fd, (off_t)((size + 511) / 512 * 512), SEEK_CUR) < 0) {
-			die(err_status(), "Error: %s: %s", input, strerror(errno));
-		}
-	}
-	close(fd);
-	if (index == NULL || pj_parse(index, (size_t)size, &doc) < 0 ||
+	tar_small_read(input, &t);
+	index = tar_small_get(&t, "index.json", &size);
+	if (index == NULL || pj_parse(index, size, &doc) < 0 ||
 	    !pj_member(doc, "manifests", &manifests))
 		die(err_status(), "Error: %s holds no OCI index.json", input);
 	pj_iter_init(&it, manifests);
@@ -705,6 +866,7 @@ static int cmd_load(struct args *a)
 	pj_buf_addf(&b, "localhost/%s@%s", full, digest);
 	if (!is_digest_ref(b.p))
 		die(err_status(), "Error: %s: %s is no image reference", input, b.p);
+	keep_image_record(&t, digest);
 	pj_buf_adds(&b, "\n");
 	path = state_path("images");
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -714,9 +876,9 @@ static int cmd_load(struct args *a)
 	close(fd);
 	printf("Loaded image: %s", b.p);
 	free(path);
-	free(index);
 	free(digest);
 	free(full);
+	tar_small_free(&t);
 	pj_buf_free(&b);
 	return 0;
 }
@@ -865,6 +1027,17 @@ static int filter_match(const struct record *r, const char *filter, int is_conta
 	}
 	if (strncmp(filter, "name=", 5) == 0)
 		return strstr(r->name, filter + 5) != NULL;
+	if (is_container && strncmp(filter, "ancestor=", 9) == 0) {
+		struct pj_span v;
+		char *image = pj_member(r->v, "image", &v) ? pj_string(v, NULL) : NULL;
+		char *its = image != NULL ? find_image(image) : NULL;
+		char *want = find_image(filter + 9);
+		int ok = its != NULL && want != NULL && same_image(its, want);
+		free(image);
+		free(its);
+		free(want);
+		return ok;
+	}
 	if (is_container && strncmp(filter, "status=", 7) == 0) {
 		const char *state = container_running(r) ? "running" : "exited";
 		return strcmp(state, filter + 7) == 0;
@@ -1161,6 +1334,42 @@ static void fake_egress(char **args)
 	_exit(0);
 }
 
+/* The knob probe-args: lines "KEY=VALUE<TAB>ARG<TAB>ARG...": an image
+ * whose kept labels have KEY=VALUE runs the probe with those arguments too
+ * (a newer release of a package whose tools differ) */
+static void probe_args_by_label(const char *image, struct strv *argv)
+{
+	char *path = state_path("probe-args");
+	char *text = read_file(path, MAX_STATE_FILE, NULL), *line;
+	char *found = find_image(image);
+	free(path);
+	for (line = text; found != NULL && line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n'), *tab, *eq, *value;
+		if (nl != NULL)
+			*nl = '\0';
+		tab = strchr(line, '\t');
+		eq = strchr(line, '=');
+		if (tab != NULL && eq != NULL && eq < tab) {
+			*tab = '\0';
+			*eq = '\0';
+			value = image_label(found, line);
+			if (value != NULL && strcmp(value, eq + 1) == 0) {
+				char *arg = tab + 1, *next;
+				for (; arg != NULL; arg = next) {
+					next = strchr(arg, '\t');
+					if (next != NULL)
+						*next++ = '\0';
+					strv_push(argv, pj_xstrdup(arg));
+				}
+			}
+			free(value);
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	free(found);
+	free(text);
+}
+
 static int cmd_run(struct args *a)
 {
 	static const struct opt opts[] = {
@@ -1316,6 +1525,7 @@ static int cmd_run(struct args *a)
 			continue;
 		strv_push(&argv, pj_xstrdup(a->argv[i]));
 	}
+	probe_args_by_label(image, &argv);
 	if (access(probe_path, X_OK) < 0)
 		die(127, "Error: %s: %s", probe_path, strerror(errno));
 
@@ -1411,6 +1621,178 @@ static int cmd_run(struct args *a)
 	pj_buf_free(&rec);
 	pj_buf_free(&gen);
 	return code;
+}
+
+/* ---- images, rmi --------------------------------------------------------- */
+
+/* The distinct lines of DIR/images, in order, NULL-terminated */
+static char **image_lines(void)
+{
+	char *path = state_path("images");
+	char *text = read_file(path, MAX_STATE_FILE, NULL), *line;
+	char **lines = pj_xmalloc(sizeof *lines);
+	size_t n = 0, i;
+	free(path);
+	lines[0] = NULL;
+	for (line = text; line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+		int seen = 0;
+		if (nl != NULL)
+			*nl = '\0';
+		for (i = 0; i < n; i++)
+			seen |= strcmp(lines[i], line) == 0;
+		if (*line != '\0' && !seen) {
+			lines = pj_xrealloc(lines, (n + 2) * sizeof *lines);
+			lines[n++] = pj_xstrdup(line);
+			lines[n] = NULL;
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	free(text);
+	return lines;
+}
+
+/* images [--filter label=K[=V]] [--format '{{.ID}}'] [-q] [--no-trunc]:
+ * one id a line ("sha256:ID" with --no-trunc, else its first 12) */
+static int cmd_images(struct args *a)
+{
+	static const struct opt opts[] = {
+	    {"all", 'a', 0},    {"filter", 'f', 1},    {"format", 0, 1},  {"quiet", 'q', 0},
+	    {"no-trunc", 0, 0}, {"noheading", 'n', 0}, {"digests", 0, 0}, {NULL, 0, 0},
+	};
+	const char *name, *value;
+	struct strv filters = {0};
+	struct pj_buf b = {0};
+	char **lines;
+	int full = 0;
+	size_t i, f;
+	while (next_opt(a, opts, &name, &value)) {
+		if (strcmp(name, "filter") == 0)
+			strv_push(&filters, pj_xstrdup(value));
+		else if (strcmp(name, "no-trunc") == 0)
+			full = flag_value(name, value);
+		else if (strcmp(name, "format") == 0 && strcmp(value, "{{.ID}}") != 0)
+			die(125, "fake-runtime: images --format %s is not supported", value);
+	}
+	if (a->i != a->argc)
+		die(125, "fake-runtime: images takes no reference here");
+	lines = image_lines();
+	for (i = 0; lines[i] != NULL; i++) {
+		int ok = 1;
+		char *id;
+		for (f = 0; ok && f < filters.n; f++) {
+			const char *kv = filters.v[f] + 6, *eq;
+			struct pj_buf key = {0};
+			char *got;
+			if (strncmp(filters.v[f], "label=", 6) != 0)
+				die(125, "fake-runtime: unsupported image filter %s", filters.v[f]);
+			eq = strchr(kv, '=');
+			pj_buf_add(&key, kv, eq != NULL ? (size_t)(eq - kv) : strlen(kv));
+			got = image_label(lines[i], key.p);
+			ok = got != NULL && (eq == NULL || strcmp(got, eq + 1) == 0);
+			free(got);
+			pj_buf_free(&key);
+		}
+		if (!ok)
+			continue;
+		image_hex(lines[i], &id);
+		if (full)
+			pj_buf_addf(&b, "sha256:%s\n", id);
+		else
+			pj_buf_addf(&b, "%.12s\n", id);
+		free(id);
+	}
+	out(&b);
+	pj_buf_free(&b);
+	free_names(lines);
+	strv_free(&filters);
+	return 0;
+}
+
+/* The container records that run the image of line, as "NAME, NAME" */
+static void images_users(const char *line, struct pj_buf *users)
+{
+	char **names = record_names("containers");
+	size_t i;
+	for (i = 0; names[i] != NULL; i++) {
+		struct record r;
+		struct pj_span v;
+		char *image, *its;
+		if (record_load("containers", names[i], &r) < 0)
+			continue;
+		image = pj_member(r.v, "image", &v) ? pj_string(v, NULL) : NULL;
+		its = image != NULL ? find_image(image) : NULL;
+		if (its != NULL && same_image(its, line))
+			pj_buf_addf(users, "%s%s", users->len > 0 ? ", " : "", r.name);
+		free(its);
+		free(image);
+		record_free(&r);
+	}
+	free_names(names);
+}
+
+/* rmi [-f] REF... (image rm): every line of DIR/images naming that image
+ * goes, and its kept record; refused while a container (running or not)
+ * uses it, as podman and docker refuse without --force */
+static int cmd_rmi(struct args *a)
+{
+	static const struct opt opts[] = {{"force", 'f', 0}, {"ignore", 'i', 0}, {NULL, 0, 0}};
+	const char *name, *value;
+	int i, ignore = 0;
+	while (next_opt(a, opts, &name, &value))
+		if (strcmp(name, "ignore") == 0)
+			ignore = flag_value(name, value);
+	if (a->i >= a->argc)
+		die(err_status(), "Error: rmi needs an image");
+	for (i = a->i; i < a->argc; i++) {
+		char *line = find_image(a->argv[i]), *path, *text, **lines;
+		struct pj_buf users = {0}, keep = {0};
+		size_t k;
+		int fd;
+		if (line == NULL) {
+			if (ignore)
+				continue;
+			image_not_found(a->argv[i]);
+		}
+		images_users(line, &users);
+		if (users.len > 0) {
+			if (flavor == FLAVOR_DOCKER)
+				die(1,
+				    "Error response from daemon: conflict: unable to delete %s "
+				    "(must be forced) - image is being used by container %s",
+				    a->argv[i], users.p);
+			die(2, "Error: image used by %s: image is in use by a container", users.p);
+		}
+		/* by its ID every name goes; by one of its names, that name only */
+		lines = image_lines();
+		for (k = 0; lines[k] != NULL; k++)
+			if (id_names(line, a->argv[i]) ? !same_image(lines[k], line)
+			                               : strcmp(lines[k], line) != 0)
+				pj_buf_addf(&keep, "%s\n", lines[k]);
+		free_names(lines);
+		path = state_path("images");
+		text = keep.p != NULL ? keep.p : "";
+		fd = open(path, O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			die(125, "fake-runtime: %s: %s", path, strerror(errno));
+		write_all(fd, text, keep.len);
+		close(fd);
+		free(path);
+		{
+			char *id;
+			const char *hex = image_hex(line, &id);
+			struct pj_buf rec = {0};
+			pj_buf_addf(&rec, "%s/image-config/%s", state_dir, hex);
+			unlink(rec.p);
+			pj_buf_free(&rec);
+			printf("Deleted: sha256:%s\n", id);
+			free(id);
+		}
+		pj_buf_free(&keep);
+		pj_buf_free(&users);
+		free(line);
+	}
+	return 0;
 }
 
 /* ---- rm, stop, ps ------------------------------------------------------- */
@@ -2021,6 +2403,10 @@ int main(int argc, char **argv)
 			return cmd_pull(&a);
 		if (strcmp(verb, "load") == 0 && sub == NULL)
 			return cmd_load(&a);
+		if (strcmp(verb, "images") == 0 && sub == NULL)
+			return cmd_images(&a);
+		if ((strcmp(verb, "rmi") == 0 || strcmp(verb, "untag") == 0) && sub == NULL)
+			return strcmp(verb, "rmi") == 0 ? cmd_rmi(&a) : 0;
 		if (strcmp(verb, "run") == 0)
 			return cmd_run(&a);
 		if (strcmp(verb, "rm") == 0)
@@ -2042,6 +2428,12 @@ int main(int argc, char **argv)
 			return cmd_image_exists(&a);
 		if (strcmp(sub, "pull") == 0)
 			return cmd_pull(&a);
+		if (strcmp(sub, "rm") == 0)
+			return cmd_rmi(&a);
+		if (strcmp(sub, "ls") == 0)
+			return cmd_images(&a);
+		if (strcmp(sub, "untag") == 0)
+			return 0;
 		return unsupported(sub);
 	}
 	if (strcmp(sub, "create") == 0)

@@ -5,6 +5,7 @@ it present; list says why whenever it cannot tell whether an image is there.
 Environment: MCPGATE, FAKES.
 """
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
@@ -55,4 +56,34 @@ for runtime in ("podman", "docker"):
          "Is the docker daemon running?" in r.stderr,
          "%s: so does pull" % runtime, r.stderr)
     f.cleanup()
+# podman gone from PATH after the images went into it: docker is found, and
+# what that means is said (not only docker's "Cannot connect to the Docker daemon")
+f = Fixture(gwtest.server("away", None, image="localhost:5000/away@sha256:" + "12" * 32))
+r = f.mcpgate("pull", "away")
+record = os.path.join(f.dir, "data", "mcpgate", "runtime")
+t.ok(r.returncode == 0 and open(record).read() == "podman\n",
+     "a pull records the runtime the image went into", (r.stderr, os.listdir(f.dir)))
+r = f.mcpgate("list")
+t.ok("images mcpgate put in a runtime" not in r.stderr,
+     "the same runtime found again: nothing is said", r.stderr)
+os.rename(os.path.join(f.rt, "podman"), os.path.join(f.rt, "docker"))
+conf_toml = os.path.join(f.conf, "config.toml")
+with open(conf_toml) as fh:
+    auto = fh.read().replace('runtime = "podman"\n', "")
+with open(conf_toml, "w") as fh:
+    fh.write(auto)  # runtime chosen by mcpgate: podman when on PATH, else docker
+env = f.env()
+env["PATH"] = f.rt  # no podman of the machine's either
+r = subprocess.run([gwtest.MCPGATE, "list", "--config", f.conf], env=env, capture_output=True,
+                   text=True, timeout=60)
+t.ok("docker is used (podman is not on PATH)" in r.stderr and
+     "are in podman (as %s records)" % record in r.stderr and
+     'set runtime = "docker" in config.toml' in r.stderr and r.stderr.count("podman is not") == 1,
+     "podman gone: docker is used, and the warning says the images are in podman", r.stderr)
+with open(os.path.join(f.conf, "config.toml"), "w") as fh:
+    fh.write("[mcp]\nruntime = \"docker\"\n")
+r = f.mcpgate("list")
+t.ok("docker is used (runtime in config.toml)" in r.stderr and 'set runtime = "podman"' in r.stderr,
+     "docker chosen in config.toml: said as well", r.stderr)
+f.cleanup()
 sys.exit(t.done())

@@ -432,6 +432,22 @@ def test_modern_server_slow():
     f.cleanup()
 
 
+def test_old_server_slow():
+    """A server of the old era that starts slowly (4 s, past the 3 s probe)
+    answers server/discover late, in order, just before initialize: that
+    answer was expected, and no warning is said of it"""
+    f = Fixture(server("sleepy", ("echo",), args=["--start-delay", "4000"]))
+    c = f.start()
+    c.initialize()
+    r = c.call("sleepy__echo", {"text": "late but old"})
+    t.ok(text_of(r) == "late but old", "the slow server of the old era is served", r)
+    c.close()
+    err = f.stderr_text()
+    t.ok("late response" not in err and "sleepy" in err,
+         "its late answer to the probe is dropped without a warning", err)
+    f.cleanup()
+
+
 def test_modern_server_ttl():
     """A server of 2026-07-28 whose tool list says it holds for an hour
     (ttlMs 3600000, cacheScope public) changes it mid-session: mcpgate
@@ -1870,6 +1886,42 @@ def test_config_error():
         f.cleanup()
 
 
+def test_workspace_error():
+    """A workspace that is not there (or no folder): serve still speaks MCP,
+    starts no server, and says what is wrong in answer to everything"""
+    for what, make, why in (("a missing workspace", None, "No such file or directory"),
+                            ("a file as workspace", "file", "not a folder")):
+        f = Fixture(server("alpha"))
+        bad = os.path.join(f.dir, "no-such-project")
+        if make == "file":
+            open(bad, "w").close()
+        f.ws = bad
+        c = f.start()
+        init = c.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                        "clientInfo": {"name": "t", "version": "1"}})
+        t.ok(init.get("result", {}).get("protocolVersion") == "2025-11-25",
+             "%s: initialize is answered as always" % what, init)
+        c.notify("notifications/initialized")
+        answers = [c.request(m, p) for m, p in (
+            ("tools/list", None), ("tools/call", {"name": "alpha__echo", "arguments": {}}),
+            ("resources/list", None))]
+        t.ok(all(a.get("error", {}).get("code") == -32000 and
+                 bad in a["error"]["message"] and why in a["error"]["message"] and
+                 "--workspace" in a["error"]["message"] for a in answers),
+             "%s: every request is refused with what is wrong, and where" % what, answers)
+        msgs = [n["params"] for n in c.notifications if n["method"] == "notifications/message"]
+        t.ok(len(msgs) == 1 and msgs[0]["level"] == "error" and bad in msgs[0]["data"],
+             "%s: and one notifications/message, level error, says it" % what, msgs)
+        status = c.close()
+        t.ok(status == 1, "%s: the end of input ends it (status 1)" % what, status)
+        t.ok(not any(r["argv"][1:2] == ["run"] for r in f.runtime_log()),
+             "%s: no server is started" % what, f.runtime_log())
+        t.ok(any(e["event"] == "session.workspace_error" and bad in e["error"]
+                 for e in f.audit()), "%s: the audit log records the error" % what)
+        t.ok(why in f.stderr_text(), "%s: stderr says it too" % what, f.stderr_text())
+        f.cleanup()
+
+
 def slow_start(servers, ms, **fixture):
     """a session whose every start is ms slower, initialized: the fake
     runtime's image inspect sleeps, and on docker a start reads its image's
@@ -2218,11 +2270,11 @@ def test_modern_during_start():
 
 
 PROBE_HASH = learn_probe_hash()
-for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_modern_listen_resources, test_modern_server_ttl, test_modern_server_slow, test_confirmation,
+for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_modern_listen_resources, test_modern_server_ttl, test_modern_server_slow, test_old_server_slow, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
              test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_holds_nothing, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
-             test_config_error, test_calls_during_start, test_modern_client,
+             test_config_error, test_workspace_error, test_calls_during_start, test_modern_client,
              test_modern_confirmation, test_old_era_unchanged, test_modern_during_start):
     try:
         case()

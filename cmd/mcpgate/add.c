@@ -23,6 +23,7 @@
 #include "cmd/mcpgate/add.h"
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
+#include "cmd/mcpgate/progress.h"
 #include "cmd/mcpgate/setup.h"
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
@@ -41,15 +42,7 @@ extern char **environ;
 #define NPM_TIMEOUT_MS (15 * 60 * 1000)
 #define NPM_OUTPUT_MAX (8u << 20)
 
-struct npm_pkg {
-	char *name;      /* as the registry spells it */
-	char *version;   /* the exact version resolved */
-	char *integrity; /* dist.integrity, "sha512-..." */
-	char *bin;       /* the entry point, relative to the package's folder */
-	char *spec;      /* what package.json depends on: the version, or file:TARBALL */
-};
-
-static void npm_pkg_free(struct npm_pkg *p)
+void add_npm_pkg_free(struct npm_pkg *p)
 {
 	free(p->name);
 	free(p->version);
@@ -229,8 +222,8 @@ static bool integrity_ok(const char *s)
 	       dash[1] != '\0' && strspn(dash + 1, b64) == strlen(dash + 1) && strlen(s) <= 128;
 }
 
-static int npm_resolve(const char *npm, const char *pkg, const char *version, struct npm_pkg *out,
-                       struct mg_err **err)
+int add_npm_resolve(const char *npm, const char *pkg, const char *version, struct npm_pkg *out,
+                    struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
 	cleanup_free char *spec = xasprintf("%s@%s", pkg, version);
@@ -373,8 +366,7 @@ static bool same_file(const char *path, const char *text, size_t len)
 
 /* node_modules in dir, scripts off: npm ci from the kept lockfile when there
  * is one for this very package.json, else npm install, which writes it */
-static int npm_install(const char *npm, const char *dir, const struct npm_pkg *p,
-                       struct mg_err **err)
+int add_npm_install(const char *npm, const char *dir, const struct npm_pkg *p, struct mg_err **err)
 {
 	cleanup_free char *lock = xasprintf("%s/package-lock.json", dir);
 	cleanup_free char *manifest = xasprintf("%s/package.json", dir);
@@ -397,8 +389,8 @@ static int npm_install(const char *npm, const char *dir, const struct npm_pkg *p
 	const char *args_install[] = {
 	    "--prefix",   dir,         "install",      "--ignore-scripts", "--omit=dev",
 	    "--no-audit", "--no-fund", "--save-exact", "--prefer-offline", NULL};
-	fprintf(stderr, "mcpgate add: npm %s %s@%s, with install scripts off\n",
-	        ci ? "ci (the kept lockfile)" : "install", p->name, p->version);
+	progress_note("npm %s %s@%s, with install scripts off",
+	              ci ? "ci (the kept lockfile)" : "install", p->name, p->version);
 	struct proc_result res;
 	int r = npm_run(npm, ci ? args_ci : args_install, &res, err);
 	if (r == 0 && !(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)) {
@@ -412,7 +404,7 @@ static int npm_install(const char *npm, const char *dir, const struct npm_pkg *p
 }
 
 /* Packages in the lockfile whose install scripts were not run */
-static void scripts_skipped(const char *dir, struct strv *out)
+void add_scripts_skipped(const char *dir, struct strv *out)
 {
 	cleanup_free char *lock = xasprintf("%s/package-lock.json", dir);
 	cleanup_free char *text = NULL;
@@ -523,9 +515,9 @@ int add_pack_kept(struct pack_spec *spec, const char *images, const char *repo,
 
 /* The image of the package installed in work, packed over the node layer
  * (base), kept in DATA/images by its digest; *image is the pin for mcp.toml */
-static int make_image(const char *work, const char *data, const char *name, const struct npm_pkg *p,
-                      const struct add_layers *layers, char **image, char **archive,
-                      struct mg_err **err)
+int add_make_image(const char *work, const char *data, const char *name, const struct npm_pkg *p,
+                   const struct add_layers *layers, char **image, char **archive,
+                   struct mg_err **err)
 {
 	cleanup_free char *entry_file = xasprintf("%s/node_modules/%s/%s", work, p->name, p->bin);
 	struct stat st;
@@ -571,11 +563,11 @@ static int make_image(const char *work, const char *data, const char *name, cons
 	if (r == 0)
 		r = add_layers_keep_locks(layers, *archive, err);
 	if (r == 0)
-		fprintf(stderr,
-		        "mcpgate add: packed %s: %zu layers: Debian base %.19s..., node, %spackage "
-		        "layer %.19s...\n",
-		        *archive, res.n_layers, res.base_digest,
-		        layers->set.blob != NULL ? "Debian packages, " : "", res.layer_digest);
+		progress_note("packed %s: %zu layers: Debian base %.19s..., node, %spackage layer "
+		              "%.19s...",
+		              *archive, res.n_layers, res.base_digest,
+		              layers->set.blob != NULL ? "Debian packages, " : "",
+		              res.layer_digest);
 	pack_result_free(&res);
 	return r;
 }
@@ -803,8 +795,8 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	cleanup_free char *pkg = NULL, *version = NULL, *name = NULL, *data = NULL, *node = NULL;
 	cleanup_free char *work = NULL, *archive = NULL, *image = NULL;
 	cleanup_free char *mcp_path = NULL, *npm = NULL, *what = NULL, *note = NULL;
-	struct strv skipped = STRV_INIT, with = STRV_INIT, native = STRV_INIT;
-	struct add_layers layers = {0};
+	struct strv with = STRV_INIT;
+	struct progress *progress = NULL;
 	bool scripts = false, refresh = false;
 	struct cfg *cfg = NULL;
 	struct ctr_driver *d = NULL;
@@ -904,75 +896,42 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	/* the configuration first: a name taken fails before anything is fetched */
 	if (open_target(dir, name, &mcp_path, &cfg, err) < 0)
 		goto out;
-	npm = proc_find_in_path("npm", getenv("PATH"));
-	if (npm == NULL) {
-		mg_err_set(err, "no npm on this machine (PATH): install it, e.g. apt-get install "
-		                "npm; mcp.toml is left as it was");
+	if (add_find_tools(node_opt, &npm, &node, err) < 0 || setup_driver(cfg, &d, err) < 0)
 		goto out;
+	/* a limit the runtime cannot hold is said now, not first at review */
+	add_say_unenforced("add", d, &o.accept);
+	progress = progress_new("add", tarball ? 4 : 5);
+	if (!tarball) {
+		cleanup_free char *resolving = xasprintf("npm view %s@%s", pkg, version);
+		progress_begin(progress, resolving, NULL, NULL);
+		int resolved = add_npm_resolve(npm, pkg, version, &p, err);
+		progress_end(progress, resolved == 0);
+		if (resolved < 0)
+			goto out;
 	}
-	node = node_opt != NULL ? realpath(node_opt, NULL) : NULL;
-	if (node == NULL) {
-		cleanup_free char *found =
-		    node_opt != NULL ? NULL : proc_find_in_path("node", getenv("PATH"));
-		node = found != NULL ? realpath(found, NULL) : NULL;
-	}
-	if (node == NULL) {
-		mg_err_set(err,
-		           "no node %s: the image is made with this machine's node (--node PATH)",
-		           node_opt != NULL ? node_opt : "on PATH");
-		goto out;
-	}
-
-	if (!tarball && npm_resolve(npm, pkg, version, &p, err) < 0)
-		goto out;
 	fprintf(stderr, "mcpgate add: npm:%s resolves to %s@%s (%s)\n", source + 4, p.name,
 	        p.version, p.integrity);
 	if (cfg_default_data_dir(&data, err) < 0)
 		goto out;
 	work = xasprintf("%s/npm/%s", data, name);
-	if (mg_mkdir_p(work, 0700, err) < 0 || npm_install(npm, work, &p, err) < 0)
+	struct add_build build = {
+	    .cmd = "add",
+	    .cfg = cfg,
+	    .d = d,
+	    .npm = npm,
+	    .node = node,
+	    .data = data,
+	    .name = name,
+	    .work = work,
+	    .scripts = scripts,
+	    .refresh = refresh,
+	    .packages = &o.packages,
+	    .accept = &o.accept,
+	    .progress = progress,
+	    .steps = tarball ? 4 : 5,
+	};
+	if (add_npm_build(&build, &p, &image, &archive, err) < 0)
 		goto out;
-	if (setup_driver(cfg, &d, err) < 0 ||
-	    add_layers_prepare(&layers, data, node, &o.packages, refresh, err) < 0)
-		goto out;
-	scripts_skipped(work, &skipped);
-	add_native_packages(work, &native);
-	for (size_t i = 0; !scripts && i < native.n; i++)
-		fprintf(
-		    stderr,
-		    "mcpgate add: warning: %s builds native code at install, which was not done "
-		    "(--scripts builds it from source in a contained step with a compiler; the "
-		    "server's image gets what it built and no compiler)\n",
-		    native.v[i]);
-	for (size_t i = 0; !scripts && i < skipped.n; i++)
-		if (strv_find(&native, skipped.v[i]) < 0)
-			fprintf(stderr,
-			        "mcpgate add: warning: %s has an install script, which was not run "
-			        "(no package code runs on the host; --scripts runs it in a "
-			        "container)\n",
-			        skipped.v[i]);
-	/* a package whose binding.gyp npm builds without a script of its own */
-	for (size_t i = 0; scripts && i < native.n; i++)
-		if (strv_find(&skipped, native.v[i]) < 0)
-			strv_push(&skipped, native.v[i]);
-	if (scripts && native.n > 0 && add_layers_native(&layers, data, npm, refresh, err) < 0)
-		goto out;
-	if (scripts && skipped.n > 0 &&
-	    add_run_scripts(cfg, d, work, data, name, &layers, &skipped, &o.accept, err) < 0)
-		goto out;
-	if (make_image(work, data, name, &p, &layers, &image, &archive, err) < 0 ||
-	    d->ops->load(d, archive, err) < 0)
-		goto out;
-	int present = d->ops->image_present(d, image, err);
-	if (present < 0)
-		goto out;
-	if (present == 0) {
-		mg_err_set(err,
-		           "%s load took %s, but it holds no image %s: %s names loaded images "
-		           "by their digest only when they come from a registry",
-		           d->name, archive, image, d->name);
-		goto out;
-	}
 	what = tarball ? xasprintf("npm:%s@%s, the tarball %s", p.name, p.version, p.spec + 5)
 	               : xasprintf("npm:%s@%s", p.name, p.version);
 	note = xasprintf("; npm integrity %s", p.integrity);
@@ -985,17 +944,15 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	status = EXIT_OK;
 out:
 	from_json_free(&fj);
-	npm_pkg_free(&p);
+	add_npm_pkg_free(&p);
 	strv_free(&o.args);
 	strv_free(&o.mounts);
 	strv_free(&o.network);
 	strv_free(&o.env);
 	strv_free(&o.accept);
 	strv_free(&o.packages);
-	strv_free(&skipped);
 	strv_free(&with);
-	strv_free(&native);
-	add_layers_free(&layers);
+	progress_free(progress);
 	ctr_driver_free(d);
 	cfg_free(cfg);
 	return status;

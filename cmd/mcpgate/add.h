@@ -11,6 +11,63 @@
 #include "internal/json/json.h"
 #include "internal/pack/pack.h"
 
+struct progress;
+
+/* An npm package as resolved (npm view, or a local tarball's package.json) */
+struct npm_pkg {
+	char *name;      /* as the registry spells it */
+	char *version;   /* the exact version resolved */
+	char *integrity; /* dist.integrity, "sha512-..." */
+	char *bin;       /* the entry point, relative to the package's folder */
+	char *spec;      /* what package.json depends on: the version, or file:TARBALL */
+};
+void add_npm_pkg_free(struct npm_pkg *p);
+
+/* npm view PACKAGE@VERSION (a version, range or tag): the exact version,
+ * its bin and integrity, or an error saying why not */
+int add_npm_resolve(const char *npm, const char *pkg, const char *version, struct npm_pkg *out,
+                    struct mg_err **err);
+/* node_modules of p in dir, scripts off: npm ci from the lockfile kept
+ * there for this very package.json, else npm install, which writes it */
+int add_npm_install(const char *npm, const char *dir, const struct npm_pkg *p, struct mg_err **err);
+/* The packages in dir's lockfile whose install scripts did not run */
+void add_scripts_skipped(const char *dir, struct strv *out);
+struct add_layers;
+/* The image of the package installed in work, over layers (the Debian
+ * base, node, the server's Debian set), kept in DATA/images by its digest;
+ * *image is the pin for mcp.toml */
+int add_make_image(const char *work, const char *data, const char *name, const struct npm_pkg *p,
+                   const struct add_layers *layers, char **image, char **archive,
+                   struct mg_err **err);
+
+/* npm on PATH, and node (node_opt, else the one on PATH) as a real path */
+int add_find_tools(const char *node_opt, char **npm, char **node, struct mg_err **err);
+
+/* On stderr, before the long steps: the limits d cannot hold here that
+ * accept (--accept-unenforced) does not accept, and what to give */
+void add_say_unenforced(const char *cmd, const struct ctr_driver *d, const struct strv *accept);
+
+/* What add and update build a server's image with */
+struct add_build {
+	const char *cmd; /* "add", "update": messages say who speaks */
+	const struct cfg *cfg;
+	struct ctr_driver *d;
+	const char *npm, *node, *data;
+	const char *name;            /* the server's: the image's repository */
+	const char *work;            /* the install folder: DATA/npm/NAME (update: NAME.update) */
+	bool scripts;                /* --scripts: the skipped install scripts run, contained */
+	bool refresh;                /* --refresh-packages: the Debian sets resolved again */
+	const struct strv *packages; /* the Debian packages to put in the image (--with) */
+	const struct strv *accept;   /* --accept-unenforced, for that step */
+	struct progress *progress;   /* where the steps are said */
+	unsigned steps;              /* of the command, before a scripts step */
+};
+/* npm install into b->work, the image built over the node layer, kept and
+ * loaded into the runtime, and found there by its pin (*image; *archive
+ * the kept archive), each step said on b->progress */
+int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **image, char **archive,
+                  struct mg_err **err);
+
 /* "PATH:PATH" for --base-add: the absolute paths ldd lists for binary (its
  * loader and libraries), appended to adds unless already there. */
 int add_ldd_libs(const char *binary, struct strv *adds, struct mg_err **err);

@@ -7,7 +7,7 @@
 #define MCPGATE_VERSION "0.1.0-dev"
 
 /* `mcpgate mcp VERB` is the familiar spelling of these commands */
-#define MCP_USAGE "mcpgate mcp add|list|pull|review|approve ..."
+#define MCP_USAGE "mcpgate mcp add|list|pull|review|approve|remove ..."
 
 /* Exit statuses of every command */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -53,5 +53,12 @@ int cmd_secret(int argc, char **argv, struct mg_err **err);
 int cmd_pack(int argc, char **argv, struct mg_err **err);
 int cmd_add(int argc, char **argv, struct mg_err **err);
 int cmd_client(int argc, char **argv, struct mg_err **err);
+int cmd_remove(int argc, char **argv, struct mg_err **err);
+int cmd_enable(int argc, char **argv, struct mg_err **err);
+int cmd_disable(int argc, char **argv, struct mg_err **err);
+int cmd_prune(int argc, char **argv, struct mg_err **err);
+int cmd_update(int argc, char **argv, struct mg_err **err);
+int cmd_outdated(int argc, char **argv, struct mg_err **err);
+int cmd_logs(int argc, char **argv, struct mg_err **err);
 
 #endif

@@ -128,6 +128,88 @@ const struct command mg_commands[] = {
      "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n",
      "name= arg= mount= network= env= with= scripts refresh-packages accept-unenforced= node= "
      "config= server-json="},
+    {"remove", cmd_remove, "mcpgate remove [--config DIR] [--dry-run] [--forget-secret] NAME",
+     "take server NAME out of mcp.toml, with its image, archive and npm tree",
+     "  --config DIR     the folder holding mcp.toml and config.toml\n"
+     "  --dry-run        show what would go, with sizes, and remove nothing\n"
+     "  --forget-secret  also remove its credential's bindings to its hosts, and the\n"
+     "                   secret itself when no other entry names it\n"
+     "Its [[server]] goes first (with the comment above it), through the same checked\n"
+     "edit as add; then its image in the runtime and the archive add kept (unless\n"
+     "another entry runs the same image), its npm tree (DATA/npm/NAME) and its review\n"
+     "and approval records. A running serve stops the server when mcp.toml changes;\n"
+     "remove waits for that before the image goes. Also `mcpgate mcp remove NAME`.\n",
+     "config= dry-run forget-secret"},
+    {"enable", cmd_enable, "mcpgate enable [--config DIR] NAME",
+     "offer server NAME again: a running serve starts it",
+     "  --config DIR  the folder holding mcp.toml and config.toml\n"
+     "Removes `enabled = false` from its entry (the checked edit). A serve that runs\n"
+     "(stdio or --listen) sees mcp.toml change and starts the server, without the\n"
+     "client being restarted.\n",
+     "config="},
+    {"disable", cmd_disable, "mcpgate disable [--config DIR] NAME",
+     "keep server NAME in mcp.toml but offer it nowhere: a running serve stops it",
+     "  --config DIR  the folder holding mcp.toml and config.toml\n"
+     "Writes `enabled = false` into its entry (the checked edit). A serve that runs\n"
+     "(stdio or --listen) sees mcp.toml change, stops the server and withdraws its\n"
+     "tools (the client hears the list changed). `mcpgate enable NAME` undoes it.\n",
+     "config="},
+    {"update", cmd_update,
+     "mcpgate update [--config DIR] [--workspace DIR] [--yes] [--scripts] [--node PATH] NAME "
+     "[VERSION]",
+     "make server NAME again from a newer release, review it and switch to it",
+     "  VERSION          a version, range or tag (default: the latest)\n"
+     "  --config DIR     the folder holding mcp.toml and config.toml\n"
+     "  --workspace DIR  where its mounts resolve while it is started (default: .)\n"
+     "  --yes            switch without asking (needed when not on a terminal)\n"
+     "  --scripts        run the install scripts npm skipped, contained (as add does)\n"
+     "  --node PATH      the node to put in the image (default: node on PATH)\n"
+     "Where the image came from is in its labels (npm:PACKAGE@VERSION). The new\n"
+     "release is installed and packed as add does, loaded, and started with its\n"
+     "isolation as review does; what changed against the approved manifest is shown,\n"
+     "every tool setting whose tool is unchanged is kept, and the others are turned\n"
+     "off (on a terminal you are asked about each). Only when you say so are the\n"
+     "image and its pin switched in mcp.toml (the checked edit); the old image then\n"
+     "goes, unless another entry runs it. Otherwise the new image goes again.\n",
+     "config= workspace= yes scripts node="},
+    {"outdated", cmd_outdated, "mcpgate outdated [--config DIR] [--json]",
+     "for each server made by add: the version it runs, and the latest",
+     "  --config DIR  the folder holding mcp.toml and config.toml\n"
+     "  --json        a JSON array instead of lines\n"
+     "Asks the registry (npm view) for each package's latest release.\n",
+     "config= json"},
+    {"logs", cmd_logs,
+     "mcpgate logs [NAME] [--session ID] [--kind K[,K2...]] [--since T] [--until T] "
+     "[--follow] [--json]",
+     "the audit logs, for a person: calls, questions, egress, stderr, failures",
+     "  NAME          only the records of this server\n"
+     "  --session ID  only this session (the start of its id is enough)\n"
+     "  --kind K      call, confirm, egress, stderr (records holding a server's stderr),\n"
+     "                failure (start-up failures, exits, withheld manifests), server,\n"
+     "                session, or an event's name (server.exit); several with commas\n"
+     "  --since T     only records since T: 30s, 10m, 2h or 3d ago, or 2026-12-02, or\n"
+     "                2026-12-02T10:00:00 (UTC)\n"
+     "  --until T     only records until T (the same forms)\n"
+     "  --follow      then print what the sessions write, as they write it\n"
+     "  --json        the records as they are, one JSON object a line\n"
+     "Reads $XDG_STATE_HOME/mcpgate/sessions/ (serve's sessions) and reviews/sessions/\n"
+     "(those review, approve and update started), each session under a line of its\n"
+     "own. A server's text (its stderr, its errors) is shown with every control\n"
+     "character escaped. See docs/audit-log.md.\n",
+     "session= kind= since= until= follow json"},
+    {"prune", cmd_prune, "mcpgate prune [--config DIR] [--dry-run] [--yes] [--keep-logs DAYS]",
+     "remove what no entry of mcp.toml uses: images, archives, npm trees, old logs",
+     "  --config DIR     the folder holding mcp.toml and config.toml\n"
+     "  --dry-run        show what would go, with sizes, and remove nothing\n"
+     "  --yes            do not ask first (on a terminal prune asks before it removes)\n"
+     "  --keep-logs DAYS audit and review logs older than this go (default:\n"
+     "                   keep_logs_days in config.toml; unset, every log is kept)\n"
+     "Only what this mcpgate made is looked at: the images whose archives are in its\n"
+     "data folder and that no entry runs (with those archives), unfinished archives,\n"
+     "npm trees, review and approval records of servers not in mcp.toml (and approval\n"
+     "records of pins a server no longer has), and review logs of servers not in\n"
+     "mcp.toml. An image a container still uses stays, and says so.\n",
+     "config= dry-run yes keep-logs="},
     {"pack", cmd_pack,
      "mcpgate pack --output FILE.tar (--binary PATH | --folder DIR | --add SRC:DEST)... [OPTIONS]",
      "build an image archive from a static binary or a folder, without a Dockerfile",
@@ -214,8 +296,8 @@ const char *command_suggest(const char *name)
 int help_print(const char *name)
 {
 	if (name != NULL && strcmp(name, "mcp") == 0) {
-		printf("usage: %s\n\nthe familiar spelling of mcpgate add, list, pull, review and "
-		       "approve; `mcpgate help VERB` shows each one's options.\n",
+		printf("usage: %s\n\nthe familiar spelling of mcpgate add, list, pull, review, "
+		       "approve and remove; `mcpgate help VERB` shows each one's options.\n",
 		       MCP_USAGE);
 		return EXIT_OK;
 	}

@@ -6,7 +6,9 @@
 #include "cmd/mcpgate/opts.h"
 #include "cmd/mcpgate/setup.h"
 #include "internal/base/buf.h"
+#include "internal/base/cleanup.h"
 #include "internal/json/json.h"
+#include "internal/mcp/manifest.h"
 
 /* "present", "missing (mcpgate pull NAME)", "unknown: why" or "-" (remote) */
 /* The limits that do not hold here: "accepted" (in accept_unenforced) and
@@ -29,12 +31,31 @@ static void limits_entry(struct json_value *o, const struct cfg_server *s,
 	json_object_set(o, "unenforced_refused", ref);
 }
 
+/* The image the pin was approved for, as approve kept it: an image that
+ * changed under its entry since (a hand edit) says so */
+static void approved_image(struct json_value *o, const struct cfg_server *s, const char *data)
+{
+	if (s->manifest == NULL || data == NULL)
+		return;
+	cleanup_free char *path = manifest_record_path(data, s->name, s->manifest);
+	struct json_value *rec = manifest_record_load(path, NULL);
+	const char *image = rec != NULL ? json_get_string(rec, "image") : NULL;
+	if (image != NULL) {
+		json_object_set(o, "approved_image", json_new_string(image));
+		json_object_set(o, "image_changed",
+		                json_new_bool(s->image != NULL && strcmp(image, s->image) != 0));
+	}
+	json_free(rec);
+}
+
 static struct json_value *server_entry(const struct cfg_server *s, struct ctr_driver *d,
                                        const char *driver_error, const struct ctr_platform *p,
-                                       const char *platform_error)
+                                       const char *platform_error, const char *data)
 {
 	struct json_value *o = json_new_object();
 	json_object_set(o, "name", json_new_string(s->name));
+	json_object_set(o, "enabled", json_new_bool(s->enabled));
+	approved_image(o, s, data);
 	const char *image_state = "-";
 	char why[512] = "";
 	if (s->transport == CFG_TRANSPORT_CONTAINER) {
@@ -90,9 +111,16 @@ static void print_line(const struct json_value *o)
 		snprintf(image, sizeof(image), "image missing (mcpgate pull %s)", name);
 	else
 		snprintf(image, sizeof(image), "image %s", state);
-	printf("%-16s %-9s %-40s %s, %lld tool%s on", name, transport, image,
-	       manifest != NULL ? "manifest approved" : "manifest unapproved", (long long)on,
-	       on == 1 ? "" : "s");
+	const struct json_value *changed = json_get(o, "image_changed");
+	const struct json_value *enabled = json_get(o, "enabled");
+	const char *pin = manifest == NULL ? "manifest unapproved"
+	                  : changed != NULL && changed->kind == JSON_BOOL && changed->u.boolean
+	                      ? "manifest approved for another image (review it)"
+	                      : "manifest approved";
+	printf("%-16s %-9s %-40s %s%s, %lld tool%s on", name, transport, image,
+	       enabled != NULL && enabled->kind == JSON_BOOL && !enabled->u.boolean ? "disabled; "
+	                                                                            : "",
+	       pin, (long long)on, on == 1 ? "" : "s");
 	const char *const keys[] = {"unenforced_accepted", "unenforced_refused"};
 	for (size_t k = 0; k < 2; k++) {
 		const struct json_value *a = json_get(o, keys[k]);
@@ -137,6 +165,9 @@ int cmd_list(int argc, char **argv, struct mg_err **err)
 	struct cfg *cfg = NULL;
 	if (setup_config(dir, &cfg, err) < 0)
 		return EXIT_FAIL;
+	cleanup_free char *data = NULL;
+	if (cfg_default_data_dir(&data, NULL) < 0)
+		data = NULL;
 	struct ctr_driver *d = NULL;
 	struct mg_err *derr = NULL;
 	bool need_driver = false;
@@ -152,7 +183,7 @@ int cmd_list(int argc, char **argv, struct mg_err **err)
 	struct json_value *all = json_new_array();
 	for (size_t i = 0; i < cfg->nservers; i++)
 		json_array_push(all, server_entry(&cfg->servers[i], d, mg_err_msg(derr), &platform,
-		                                  perr != NULL ? mg_err_msg(perr) : NULL));
+		                                  perr != NULL ? mg_err_msg(perr) : NULL, data));
 	mg_err_free(perr);
 	ctr_platform_free(&platform);
 	int status = EXIT_OK;

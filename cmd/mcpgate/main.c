@@ -14,7 +14,7 @@
 #include "internal/base/suggest.h"
 #include "internal/container/container.h"
 
-static const char *const mcp_verbs[] = {"add", "list", "pull", "review", "approve", NULL};
+static const char *const mcp_verbs[] = {"add", "list", "pull", "review", "approve", "remove", NULL};
 
 static int is_mcp_verb(const char *name)
 {

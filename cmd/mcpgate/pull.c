@@ -2,10 +2,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
+#include "cmd/mcpgate/progress.h"
 #include "cmd/mcpgate/setup.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/xalloc.h"
@@ -34,8 +36,9 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 		return usage_error(self, "which server? (see: mcpgate list)");
 
 	struct cfg *cfg = NULL;
-	cleanup_free char *kept = NULL;
+	cleanup_free char *kept = NULL, *pulling = NULL;
 	struct ctr_driver *d = NULL;
+	struct progress *progress = progress_new("pull", 0);
 	int status = EXIT_FAIL;
 	if (setup_config(dir, &cfg, err) < 0)
 		goto out;
@@ -63,8 +66,14 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 		kept = xasprintf("%s/sha256-%s.tar", d->images_dir, s->image_digest + 7);
 	if (local_only(s->image_name) && kept != NULL && access(kept, R_OK) == 0) {
 		/* one mcpgate made (mcpgate add): its archive is kept by digest */
-		fprintf(stderr, "mcpgate: %s load -i %s\n", d->name, kept);
-		if (d->ops->load(d, kept, err) < 0)
+		struct stat st;
+		struct progress_read reading = {kept,
+		                                stat(kept, &st) == 0 ? (uint64_t)st.st_size : 0};
+		cleanup_free char *what = xasprintf("%s load -i %s", d->name, kept);
+		progress_begin(progress, what, progress_gauge_read, &reading);
+		int loaded = d->ops->load(d, kept, err);
+		progress_end(progress, loaded == 0);
+		if (loaded < 0)
 			goto out;
 		present = d->ops->image_present(d, s->image, err);
 		if (present <= 0) {
@@ -74,6 +83,7 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 				           d->name, kept, s->image);
 			goto out;
 		}
+		setup_remember_runtime(d);
 		printf("%s: %s loaded from %s\n", name, s->image, kept);
 		status = EXIT_OK;
 		goto out;
@@ -86,8 +96,11 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 		           s->image, d->name);
 		goto out;
 	}
-	fprintf(stderr, "mcpgate: %s pull %s\n", d->name, s->image);
-	if (d->ops->pull(d, s->image, err) < 0)
+	pulling = xasprintf("%s pull %s", d->name, s->image);
+	progress_begin_quiet(progress, pulling);
+	int pulled = d->ops->pull(d, s->image, err);
+	progress_end(progress, pulled == 0);
+	if (pulled < 0)
 		goto out;
 	present = d->ops->image_present(d, s->image, err);
 	if (present < 0)
@@ -97,9 +110,11 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 		           d->name, s->image, s->image_digest);
 		goto out;
 	}
+	setup_remember_runtime(d);
 	printf("%s: %s is present\n", name, s->image);
 	status = EXIT_OK;
 out:
+	progress_free(progress);
 	ctr_driver_free(d);
 	cfg_free(cfg);
 	return status;

@@ -12,6 +12,7 @@
 
 #include "cmd/mcpgate/commands.h"
 #include "cmd/mcpgate/opts.h"
+#include "cmd/mcpgate/review.h"
 #include "cmd/mcpgate/setup.h"
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
@@ -25,7 +26,7 @@
 
 /* ---- the files under the data dir -------------------------------------- */
 
-static char *review_path(const char *data, const char *server)
+char *review_path(const char *data, const char *server)
 {
 	return xasprintf("%s/reviews/%s.json", data, server);
 }
@@ -112,7 +113,7 @@ static void show_hints(const struct json_value *a)
 	mg_buf_free(&b);
 }
 
-static void show_tool(const struct cfg_server *s, const struct json_value *t)
+void review_show_tool(const struct cfg_server *s, const struct json_value *t)
 {
 	{
 		const char *name = json_get_string(t, "name");
@@ -145,8 +146,24 @@ static void show_tools(const struct cfg_server *s, const struct json_value *tool
 	struct json_value *m = manifest_of(tools);
 	printf("tools (%zu):\n", m->u.arr.len);
 	for (size_t i = 0; i < m->u.arr.len; i++)
-		show_tool(s, m->u.arr.items[i]);
+		review_show_tool(s, m->u.arr.items[i]);
 	json_free(m);
+}
+
+size_t review_show_diff(const struct json_value *old_tools, const struct json_value *new_tools)
+{
+	struct mg_buf diff = MG_BUF_INIT(1 << 20);
+	size_t n = manifest_diff(old_tools, new_tools, &diff);
+	printf("changes since the approved manifest (%zu):\n", n);
+	for (char *line = diff.data; line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+		size_t ll = nl != NULL ? (size_t)(nl - line) : strlen(line);
+		cleanup_free char *shown_line = mg_shown(line, ll);
+		printf("  %s\n", shown_line);
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	mg_buf_free(&diff);
+	return n;
 }
 
 /* ---- shared start -------------------------------------------------------- */
@@ -284,17 +301,7 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 			       mg_err_msg(lerr));
 			mg_err_free(lerr);
 		} else {
-			struct mg_buf diff = MG_BUF_INIT(1 << 20);
-			size_t n = manifest_diff(json_get(old, "tools"), f.tools, &diff);
-			printf("changes since the approved manifest (%zu):\n", n);
-			for (char *line = diff.data; line != NULL && *line != '\0';) {
-				char *nl = strchr(line, '\n');
-				size_t ll = nl != NULL ? (size_t)(nl - line) : strlen(line);
-				cleanup_free char *shown_line = mg_shown(line, ll);
-				printf("  %s\n", shown_line);
-				line = nl != NULL ? nl + 1 : NULL;
-			}
-			mg_buf_free(&diff);
+			review_show_diff(json_get(old, "tools"), f.tools);
 			json_free(old);
 		}
 	}
@@ -344,7 +351,7 @@ static const char *ask(const char *question, char *buf, size_t len)
 /* approve on a terminal, tool by tool: each tool shown as review shows it,
  * then read, write (asked or not), off, or kept as it is. Returns the number
  * of changes, or -1 when the person stopped (nothing is written then). */
-static ssize_t walk_tools(const struct cfg_server *s, const struct json_value *tools,
+ssize_t review_walk_tools(const struct cfg_server *s, const struct json_value *tools,
                           struct cfg_tool_change *changes, size_t cap, struct strv *names)
 {
 	struct json_value *m = manifest_of(tools);
@@ -356,7 +363,7 @@ static ssize_t walk_tools(const struct cfg_server *s, const struct json_value *t
 	for (size_t i = 0; r == 0 && i < m->u.arr.len && n < cap; i++) {
 		const struct json_value *t = m->u.arr.items[i];
 		printf("\n[%zu/%zu]\n", i + 1, m->u.arr.len);
-		show_tool(s, t);
+		review_show_tool(s, t);
 		if (cfg_check_tool_name(json_get_string(t, "name"), "its name", NULL) < 0) {
 			printf("  its name cannot be written in mcp.toml (letters, digits, _ . - "
 			       "only): it stays off\n");
@@ -380,10 +387,19 @@ static ssize_t walk_tools(const struct cfg_server *s, const struct json_value *t
 			} else if (strcmp(a, "w") == 0 || strcmp(a, "write") == 0) {
 				c.on = 1;
 				c.effect = CFG_EFFECT_WRITE;
-				const char *q =
-				    ask("  ask before each call (a client that cannot ask "
-				        "never gets it)? Y/n ",
-				        buf, sizeof(buf));
+				const char *q = NULL;
+				for (;;) {
+					q = ask("  ask before each call (a client that cannot ask "
+					        "never gets it)? Y/n ",
+					        buf, sizeof(buf));
+					if (q == NULL || q[0] == '\0' || strcmp(q, "y") == 0 ||
+					    strcmp(q, "yes") == 0 || strcmp(q, "n") == 0 ||
+					    strcmp(q, "no") == 0)
+						break;
+					printf(
+					    "  \"%s\" is not an answer here: y (or Enter) or n\n",
+					    q);
+				}
 				if (q == NULL) {
 					r = -1;
 					break;
@@ -524,8 +540,8 @@ int cmd_approve(int argc, char **argv, struct mg_err **err)
 		}
 	}
 	if (each) {
-		ssize_t got = walk_tools(t.server, f.tools, changes,
-		                         sizeof(changes) / sizeof(changes[0]), &names);
+		ssize_t got = review_walk_tools(t.server, f.tools, changes,
+		                                sizeof(changes) / sizeof(changes[0]), &names);
 		if (got < 0) {
 			mg_err_set(err, "stopped: nothing was written to %s", t.cfg->mcp_path);
 			goto out;

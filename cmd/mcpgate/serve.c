@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/mcpgate/commands.h"
@@ -15,6 +16,7 @@
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/log.h"
+#include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway.h"
 #include "internal/listen/listen.h"
@@ -66,6 +68,26 @@ static char *workspace_note(const struct cfg *cfg, const char *ws)
 	return text;
 }
 
+/* Why serve's workspace (the current folder without --workspace) cannot be
+ * used, or NULL with its real path in ws */
+static char *workspace_problem(const char *workspace, char ws[PATH_MAX])
+{
+	const char *given = workspace != NULL ? workspace : ".";
+	const char *how = workspace != NULL ? "serve --workspace" : "the folder serve started in";
+	cleanup_free char *shown = mg_shown(given, strlen(given));
+	struct stat st;
+	if (realpath(given, ws) == NULL || stat(ws, &st) < 0) {
+		int e = errno;
+		ws[0] = '/', ws[1] = '\0';
+		return xasprintf("workspace \"%s\" (%s): %s", shown, how, strerror(e));
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		ws[0] = '/', ws[1] = '\0';
+		return xasprintf("workspace \"%s\" (%s): not a folder", shown, how);
+	}
+	return NULL;
+}
+
 int cmd_serve(int argc, char **argv, struct mg_err **err)
 {
 	const struct command *self = command_find("serve");
@@ -91,9 +113,10 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	if (listen != NULL && lst_address_parse(listen, listen_any, &address, err) < 0)
 		return EXIT_USAGE;
 	char ws[PATH_MAX];
-	if (realpath(workspace != NULL ? workspace : ".", ws) == NULL)
-		return mg_err_sys(err, errno, "workspace %s", workspace != NULL ? workspace : "."),
-		       EXIT_FAIL;
+	/* a workspace that cannot be used: the client still gets an MCP server,
+	 * one that says what is wrong in answer to everything it asks, as for a
+	 * broken configuration (ending here, it would see its connection close) */
+	cleanup_free char *workspace_error = workspace_problem(workspace, ws);
 
 	struct cfg *cfg = NULL;
 	struct ctr_driver *driver = NULL;
@@ -103,7 +126,10 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	cleanup_free char *config_error = NULL;
 	cleanup_free char *note = NULL;
 	int status = EXIT_FAIL;
-	if (setup_config(dir, &cfg, err) < 0) {
+	if (workspace_error != NULL) {
+		if (cfg_parse("", 0, NULL, NULL, 0, NULL, &cfg, err) < 0)
+			goto out;
+	} else if (setup_config(dir, &cfg, err) < 0) {
 		/* the client still gets an MCP server, one that says what to fix
 		 * in answer to everything it asks: ending here, it would see only
 		 * its connection close */
@@ -124,7 +150,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 		mg_warn("%s", mg_err_msg(derr));
 		mg_err_free(derr);
 	}
-	if (workspace == NULL)
+	if (workspace == NULL && workspace_error == NULL)
 		note = workspace_note(cfg, ws);
 	if (listen != NULL) {
 		/* stdout is no MCP channel here: clients come over HTTP */
@@ -136,10 +162,12 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 		    .data_dir = data,
 		    .workspace = ws,
 		    .config_error = config_error,
+		    .workspace_error = workspace_error,
 		    .workspace_note = note,
 		    .owner = getpid(),
+		    .watch_config = true,
 		};
-		if (lst_run(&lo, err) == 0 && config_error == NULL)
+		if (lst_run(&lo, err) == 0 && config_error == NULL && workspace_error == NULL)
 			status = EXIT_OK;
 		goto out;
 	}
@@ -156,15 +184,19 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	    .client_out = outfd,
 	    .owner = getpid(),
 	    .config_error = config_error,
+	    .workspace_error = workspace_error,
 	    .workspace_note = note,
+	    .watch_config = true,
 	};
 	if (session_new(&opt, &s, err) < 0)
 		goto out;
 	mg_info("session %s: audit log %s", session_id(s), session_audit_path(s));
-	if (session_run(s, err) == 0 && config_error == NULL)
+	if (session_run(s, err) == 0 && config_error == NULL && workspace_error == NULL)
 		status = EXIT_OK;
 out:
 	session_free(s);
+	/* the configurations read since the start live until every session ended */
+	gw_watch_end();
 	ctr_driver_free(driver);
 	cfg_free(cfg);
 	return status;

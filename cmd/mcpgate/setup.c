@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
+#include "internal/base/log.h"
 #include "internal/base/xalloc.h"
 
 int setup_config(const char *dir, struct cfg **out, struct mg_err **err)
@@ -17,6 +19,63 @@ int setup_config(const char *dir, struct cfg **out, struct mg_err **err)
 		dir = def;
 	}
 	return cfg_load(dir, out, err);
+}
+
+/* DATA/runtime: the runtime mcpgate last put an image in (add, update,
+ * pull), a word on one line */
+static char *runtime_record(const char *data)
+{
+	return xasprintf("%s/runtime", data);
+}
+
+/* Said once a process: the runtime found is not the one that holds the
+ * images mcpgate put in one, so every server will be missing its image, and
+ * the runtime's own error (docker's "Cannot connect to the Docker daemon")
+ * would not say why */
+static void warn_other_runtime(const struct cfg *cfg, const struct ctr_driver *d, const char *data)
+{
+	static bool said;
+	cleanup_free char *path = runtime_record(data);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	struct mg_err *rerr = NULL;
+	if (said || mg_read_file(path, 64, &text, &len, &rerr) < 0) {
+		mg_err_free(rerr);
+		return;
+	}
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+		text[--len] = '\0';
+	if (len == 0 || strcmp(text, d->name) == 0 ||
+	    (strcmp(text, "podman") != 0 && strcmp(text, "docker") != 0))
+		return;
+	said = true;
+	if (cfg->mcp.runtime == CFG_RUNTIME_UNSET)
+		mg_warn("%s is used (%s), but the images mcpgate put in a runtime are in %s (as "
+		        "%s records): install %s again, or set runtime = \"%s\" in config.toml "
+		        "and add or pull the servers again with it",
+		        d->name,
+		        strcmp(text, "podman") == 0 ? "podman is not on PATH"
+		                                    : "podman, found on PATH, comes first",
+		        text, path, text, d->name);
+	else
+		mg_warn("%s is used (runtime in config.toml), but the images mcpgate put in a "
+		        "runtime are in %s (as %s records): set runtime = \"%s\", or add or pull "
+		        "the servers again with %s",
+		        d->name, text, path, text, d->name);
+}
+
+void setup_remember_runtime(const struct ctr_driver *d)
+{
+	cleanup_free char *data = NULL;
+	struct mg_err *err = NULL;
+	if (cfg_default_data_dir(&data, &err) == 0 && mg_mkdir_p(data, 0700, &err) == 0) {
+		cleanup_free char *path = runtime_record(data);
+		cleanup_free char *line = xasprintf("%s\n", d->name);
+		if (mg_write_file_atomic(path, line, strlen(line), 0600, &err) == 0)
+			return;
+	}
+	mg_info("cannot record the runtime the image is in: %s", mg_err_msg(err));
+	mg_err_free(err);
 }
 
 int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err **err)
@@ -32,6 +91,7 @@ int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err *
 	if (cfg_default_data_dir(&data, &derr) == 0) {
 		ctr_driver_use_seccomp(*out, data);
 		(*out)->images_dir = xasprintf("%s/images", data);
+		warn_other_runtime(cfg, *out, data);
 	} else
 		(*out)->seccomp_error = xstrdup(mg_err_msg(derr));
 	mg_err_free(derr);

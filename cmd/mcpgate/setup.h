@@ -12,6 +12,10 @@ int setup_config(const char *dir, struct cfg **out, struct mg_err **err);
 /* The runtime that config.toml names, or podman when on PATH, else docker. */
 int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err **err);
 
+/* DATA/runtime says d holds the images mcpgate put in a runtime: setup_driver
+ * warns when it finds another (podman gone, so docker found) */
+void setup_remember_runtime(const struct ctr_driver *d);
+
 /* The server NAME, which must exist. */
 const struct cfg_server *setup_server(const struct cfg *cfg, const char *name, struct mg_err **err);
 

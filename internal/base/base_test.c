@@ -15,6 +15,7 @@
 #include "internal/base/strv.h"
 #include "internal/base/suggest.h"
 #include "internal/base/testing.h"
+#include "internal/base/tree.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 
@@ -389,6 +390,63 @@ static void test_suggest(void)
 	T_STR(mg_suggest("confg", options), "config", "confg: config");
 }
 
+/* A tree's size and removal: links are never followed, what they point at
+ * stays whole */
+static void test_tree(void)
+{
+	char dir[] = "/tmp/mg-base-tree-XXXXXX";
+	if (mkdtemp(dir) == NULL) {
+		T_OK(0, "mkdtemp");
+		return;
+	}
+	char *outside = xasprintf("%s/outside", dir);
+	char *keep = xasprintf("%s/outside/keep", dir);
+	char *tree = xasprintf("%s/tree", dir);
+	char *deep = xasprintf("%s/tree/a/b", dir);
+	char *file = xasprintf("%s/tree/a/b/file", dir);
+	char *link_dir = xasprintf("%s/tree/a/to-outside", dir);
+	char *link_file = xasprintf("%s/tree/to-keep", dir);
+	mg_mkdir_p(deep, 0700, NULL);
+	mg_mkdir_p(outside, 0700, NULL);
+	char big[9000];
+	memset(big, 'x', sizeof(big));
+	mg_write_file_atomic(file, big, sizeof(big), 0600, NULL);
+	mg_write_file_atomic(keep, "the person's", 12, 0600, NULL);
+	T_OK(symlink(outside, link_dir) == 0 && symlink(keep, link_file) == 0, "links made");
+	struct mg_tree_size sz = {0}, out_sz = {0};
+	T_INT(mg_tree_size(tree, &sz, NULL), 0, "a tree is measured");
+	mg_tree_size(outside, &out_sz, NULL);
+	T_OK(sz.files == 3 && sz.bytes >= 9000 && sz.bytes < 9000 + out_sz.bytes + 64 * 1024,
+	     "three entries (a file and two links), what they point at not counted (%llu files, "
+	     "%llu bytes)",
+	     (unsigned long long)sz.files, (unsigned long long)sz.bytes);
+	struct mg_tree_size none = {1, 1};
+	char *absent = xasprintf("%s/absent", dir);
+	T_OK(mg_tree_size(absent, &none, NULL) == 0 && none.bytes == 0 && none.files == 0,
+	     "a path that is not there is nothing");
+	T_INT(mg_tree_remove(absent, NULL), 0, "and its removal is done");
+	T_INT(mg_tree_remove(tree, NULL), 0, "a tree is removed");
+	struct stat st;
+	T_OK(lstat(tree, &st) < 0 && errno == ENOENT && stat(keep, &st) == 0 && st.st_size == 12,
+	     "all of it, and nothing a link of it pointed at");
+	char buf[32];
+	T_STR(mg_size_text(512, buf, sizeof(buf)), "512 B", "bytes");
+	T_STR(mg_size_text(1500000, buf, sizeof(buf)), "1.5 MB", "megabytes");
+	T_STR(mg_size_text(911000000, buf, sizeof(buf)), "911 MB", "hundreds of megabytes");
+	rmdir(keep);
+	unlink(keep);
+	rmdir(outside);
+	rmdir(dir);
+	free(outside);
+	free(keep);
+	free(tree);
+	free(deep);
+	free(file);
+	free(link_dir);
+	free(link_file);
+	free(absent);
+}
+
 int main(void)
 {
 	test_strv();
@@ -403,5 +461,6 @@ int main(void)
 	test_cleanup();
 	test_suggest();
 	test_write_atomic();
+	test_tree();
 	return t_done();
 }

@@ -161,7 +161,7 @@ struct key_spec {
 	enum scope scope;
 };
 
-#define KEYS_MAX 28
+#define KEYS_MAX 32
 
 /* the keys of one table: kv[i] is set when spec i was written with the
  * right type; written[i] when it was written at all (present[i]) */
@@ -303,6 +303,7 @@ enum server_key {
 	K_START,
 	K_PACKAGES,
 	K_HOME,
+	K_ENABLED,
 	K_ENV,
 	K_TOOLS,
 	K_SERVER_COUNT,
@@ -334,9 +335,12 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_START] = {"start", TOML_STRING, "a string", SCOPE_ANY},
     [K_PACKAGES] = {"packages", TOML_ARRAY, "an array of strings", SCOPE_CONTAINER},
     [K_HOME] = {"home", TOML_STRING, "a string", SCOPE_CONTAINER},
+    [K_ENABLED] = {"enabled", TOML_BOOL, "a boolean", SCOPE_ANY},
     [K_ENV] = {"env", TOML_TABLE, "a table of strings", SCOPE_CONTAINER},
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
+
+_Static_assert(K_SERVER_COUNT <= KEYS_MAX, "struct keys holds every key of a [[server]]");
 
 enum tool_key { T_ON, T_EFFECT, T_CONFIRM, T_TOOL_COUNT };
 
@@ -1087,6 +1091,7 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 	s->pos = pos_of(t->pos);
 	s->memory = CFG_MEMORY_DEFAULT;
 	s->pids = CFG_PIDS_DEFAULT;
+	s->enabled = true;
 	match_keys(c, t, server_keys, K_SERVER_COUNT, "in [[server]]", &k);
 
 	check_name(c, &k, t, s);
@@ -1115,9 +1120,14 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 		     "missing required key \"url\" in [[server]]: a remote server is reached at "
 		     "an https:// URL");
 
+	if (k.kv[K_ENABLED] != NULL) {
+		s->enabled = k.kv[K_ENABLED]->value->u.boolean;
+		s->enabled_pos = pos_of(k.kv[K_ENABLED]->keypos);
+	}
 	if (k.kv[K_IMAGE] != NULL) {
 		const struct toml_value *v = k.kv[K_IMAGE]->value;
 		const char *image = str_of(c, "image", v);
+		s->image_pos = pos_of(k.kv[K_IMAGE]->keypos);
 		if (image != NULL &&
 		    cfg_parse_image(image, "\"image\"", &s->image_name, &s->image_digest, &e) < 0)
 			diag_err(c, v->pos, &e);
@@ -1278,6 +1288,7 @@ enum mcp_key {
 	M_LISTEN_BODY,
 	M_LISTEN_IDLE,
 	M_START_MODE,
+	M_KEEP_LOGS,
 	M_CLIENT_QUEUE,
 	M_MCP_COUNT
 };
@@ -1294,6 +1305,7 @@ static const struct key_spec mcp_keys[M_MCP_COUNT] = {
     [M_LISTEN_BODY] = {"listen_body_max", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_LISTEN_IDLE] = {"listen_idle_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_START_MODE] = {"start", TOML_STRING, "a string", SCOPE_ANY},
+    [M_KEEP_LOGS] = {"keep_logs_days", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_CLIENT_QUEUE] = {"client_queue_max", TOML_INTEGER, "an integer", SCOPE_ANY},
 };
 
@@ -1385,6 +1397,9 @@ static void check_config_file(struct ctx *c, const struct toml_value *root, stru
 	if (k.kv[M_LISTEN_IDLE] != NULL &&
 	    int_in(c, k.kv[M_LISTEN_IDLE], " seconds", 1, CFG_LISTEN_IDLE_MAX, &n))
 		m->listen_idle_timeout = (unsigned)n;
+	if (k.kv[M_KEEP_LOGS] != NULL &&
+	    int_in(c, k.kv[M_KEEP_LOGS], " days", 1, CFG_KEEP_LOGS_MAX, &n))
+		m->keep_logs_days = (unsigned)n;
 	/* a body is one JSON-RPC line for the session: never more than it takes */
 	if (m->listen_body_max > m->line_max)
 		m->listen_body_max = m->line_max;

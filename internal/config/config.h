@@ -51,6 +51,7 @@
 #define CFG_LISTEN_BODY_DEFAULT     (4ull << 20)
 #define CFG_LISTEN_IDLE_DEFAULT     1800
 #define CFG_LISTEN_IDLE_MAX         604800
+#define CFG_KEEP_LOGS_MAX           36500
 
 /* The largest mcp.toml or config.toml cfg_load reads. */
 #define CFG_FILE_MAX (4u << 20)
@@ -172,10 +173,11 @@ struct cfg_server {
 	struct cfg_pos pos; /* its [[server]] header */
 
 	/* container servers (NULL, 0 or defaults on a remote one) */
-	char *image;            /* as written: NAME@sha256:<64 hex> */
-	char *image_name;       /* NAME, with its registry if any */
-	char *image_digest;     /* sha256:<64 hex> */
-	struct cfg_host *hosts; /* empty: --network=none */
+	char *image;              /* as written: NAME@sha256:<64 hex> */
+	struct cfg_pos image_pos; /* the "image" key */
+	char *image_name;         /* NAME, with its registry if any */
+	char *image_digest;       /* sha256:<64 hex> */
+	struct cfg_host *hosts;   /* empty: --network=none */
 	size_t nhosts;
 	struct cfg_mount *mounts;
 	size_t nmounts;
@@ -229,6 +231,10 @@ struct cfg_server {
 	/* start: its own, when start_set; else [mcp]'s */
 	enum cfg_start start;
 	bool start_set;
+	/* enabled = false: kept in mcp.toml, offered nowhere, never started;
+	 * a running serve stops it and withdraws its tools (mcpgate disable) */
+	bool enabled;
+	struct cfg_pos enabled_pos; /* the "enabled" key, {0, 0} when absent */
 };
 
 /* config.toml's [mcp] table */
@@ -250,6 +256,9 @@ struct cfg_mcp {
 	uint64_t listen_body_max;     /* bytes, never above line_max */
 	unsigned listen_idle_timeout; /* seconds */
 	enum cfg_start start;         /* the servers' default */
+	/* keep_logs_days: prune removes audit logs (and review logs) older than
+	 * this; 0 (unset): it keeps every one */
+	unsigned keep_logs_days;
 };
 
 struct cfg {

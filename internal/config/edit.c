@@ -264,18 +264,70 @@ static char *tool_table_text(const struct cfg_tool_change *c, struct mg_err **er
 	return mg_buf_steal(&b, NULL);
 }
 
+/* enabled = true is the default: the key's line goes when it holds only
+ * the key and its value (the file is as it was before disable), else the
+ * value becomes true. *removed says which. */
+static int enable_line(const struct cfg *cfg, const struct cfg_server *s, struct lines *l,
+                       bool *removed, struct mg_err **err)
+{
+	char *line = l->v[s->enabled_pos.line - 1];
+	const char *p = line + strspn(line, " \t");
+	*removed = false;
+	if (strncmp(p, "enabled", 7) == 0) {
+		p += 7 + strspn(p + 7, " \t");
+		if (*p == '=') {
+			p++;
+			p += strspn(p, " \t");
+			size_t word = strspn(p, "abcdefghijklmnopqrstuvwxyz");
+			p += word;
+			p += strspn(p, " \t\r\n");
+			if (word > 0 && *p == '\0') {
+				line[0] = '\0'; /* joined, an empty line is no line */
+				*removed = true;
+				return 0;
+			}
+		}
+	}
+	if (replace_value(&l->v[s->enabled_pos.line - 1], s->enabled_pos.col, "true", err) < 0)
+		return mg_err_wrap(err, "%s:%u", cfg->mcp_path, s->enabled_pos.line);
+	return 0;
+}
+
 /* Values replaced where they stand, lines inserted last */
 static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines *l,
-                 const char *manifest, const struct cfg_tool_change *changes, size_t n,
-                 struct mg_err **err)
+                 const struct cfg_server_change *ch, bool *enabled_removed, struct mg_err **err)
 {
+	const char *manifest = ch->manifest;
+	const struct cfg_tool_change *changes = ch->tools;
+	size_t n = ch->ntools;
 	size_t start, main_end, end;
 	server_ranges(cfg, s, l, &start, &main_end, &end);
 	struct inserts ins = {0};
 	int r = 0;
+	*enabled_removed = false;
+
+	if (ch->image != NULL) {
+		struct mg_buf q = MG_BUF_INIT(4096);
+		if (s->image_pos.line == 0)
+			r = mg_err_set(err, "server %s has no image to change", s->name);
+		else if (toml_encode_string(&q, ch->image, strlen(ch->image), err) < 0)
+			r = mg_err_wrap(err, "the image");
+		else if (replace_value(&l->v[s->image_pos.line - 1], s->image_pos.col,
+		                       mg_buf_str(&q), err) < 0)
+			r = mg_err_wrap(err, "%s:%u", cfg->mcp_path, s->image_pos.line);
+		mg_buf_free(&q);
+	}
+	if (r == 0 && ch->enabled == 0 && s->enabled_pos.line != 0 &&
+	    replace_value(&l->v[s->enabled_pos.line - 1], s->enabled_pos.col, "false", err) < 0)
+		r = mg_err_wrap(err, "%s:%u", cfg->mcp_path, s->enabled_pos.line);
+	else if (r == 0 && ch->enabled == 0 && s->enabled_pos.line == 0)
+		insert_at(&ins, after_last_content(l, start, main_end),
+		          xasprintf("enabled = false\n"));
+	else if (r == 0 && ch->enabled == 1 && s->enabled_pos.line != 0)
+		r = enable_line(cfg, s, l, enabled_removed, err);
 
 	/* the pin first: a new tool table may go in at the same line, after it */
-	if (manifest != NULL) {
+	if (r == 0 && manifest != NULL) {
 		struct mg_buf q = MG_BUF_INIT(4096);
 		if (toml_encode_string(&q, manifest, strlen(manifest), err) < 0)
 			r = mg_err_wrap(err, "the manifest hash");
@@ -363,21 +415,36 @@ static void meant_set(struct meant *m, const char *server, struct toml_value *va
 	m->v[m->n++] = (struct toml_change){TOML_CHANGE_SET, steps, k, value};
 }
 
-/* The manifest set, and each tool's settings: a new tool's table as a
- * whole, an existing one's keys one by one. The steps borrow server and
- * the tools' names, not s. */
-static void approval_meant(const struct cfg_server *s, const char *server, const char *manifest,
-                           const struct cfg_tool_change *changes, size_t n, struct meant *m)
+/* The changes ch means, as apply() made them (enabled_removed: the key
+ * went rather than became true): the image, enabled, the manifest set, and
+ * each tool's settings: a new tool's table as a whole, an existing one's
+ * keys one by one. The steps borrow server and the tools' names, not s. */
+static void change_meant(const struct cfg_server *s, const char *server,
+                         const struct cfg_server_change *ch, bool enabled_removed, struct meant *m)
 {
-	size_t cap = 1 + 3 * n;
+	size_t n = ch->ntools;
+	size_t cap = 3 + 3 * n;
 	m->n = 0;
 	m->v = xcalloc(cap, sizeof(*m->v));
 	m->steps = xcalloc(cap * STEPS_PER_CHANGE, sizeof(*m->steps));
 	m->values = xcalloc(cap, sizeof(*m->values));
-	if (manifest != NULL)
-		meant_set(m, server, toml_new_string(manifest), "manifest", NULL);
+	if (ch->image != NULL)
+		meant_set(m, server, toml_new_string(ch->image), "image", NULL);
+	if (ch->enabled == 0)
+		meant_set(m, server, toml_new_bool(false), "enabled", NULL);
+	else if (ch->enabled == 1 && s->enabled_pos.line != 0 && !enabled_removed)
+		meant_set(m, server, toml_new_bool(true), "enabled", NULL);
+	else if (ch->enabled == 1 && s->enabled_pos.line != 0) {
+		struct toml_step *steps = &m->steps[m->n * STEPS_PER_CHANGE];
+		steps[0] = (struct toml_step){"server", "name", server};
+		steps[1] = (struct toml_step){"enabled", NULL, NULL};
+		m->values[m->n] = NULL;
+		m->v[m->n++] = (struct toml_change){TOML_CHANGE_REMOVE, steps, 2, NULL};
+	}
+	if (ch->manifest != NULL)
+		meant_set(m, server, toml_new_string(ch->manifest), "manifest", NULL);
 	for (size_t k = 0; k < n; k++) {
-		const struct cfg_tool_change *c = &changes[k];
+		const struct cfg_tool_change *c = &ch->tools[k];
 		if (tool_of(s, c->tool) == NULL) {
 			meant_set(m, server, new_tool_table(c), "tools", c->tool, NULL);
 			continue;
@@ -396,23 +463,23 @@ static void approval_meant(const struct cfg_server *s, const char *server, const
 }
 
 /* The edited text and what it is meant to change; nothing checked yet */
-static int compose_approval(const char *text, size_t len, const char *name, const char *server,
-                            const char *manifest, const struct cfg_tool_change *changes, size_t n,
-                            char **out, size_t *out_len, struct meant *m, struct mg_err **err)
+static int compose_change(const char *text, size_t len, const char *name, const char *server,
+                          const struct cfg_server_change *ch, char **out, size_t *out_len,
+                          struct meant *m, struct mg_err **err)
 {
 	struct cfg *before = NULL;
 	*m = (struct meant){0};
-	for (size_t k = 0; k < n; k++) {
-		if (cfg_check_tool_name(changes[k].tool, "the tool's name", err) < 0)
+	for (size_t k = 0; k < ch->ntools; k++) {
+		if (cfg_check_tool_name(ch->tools[k].tool, "the tool's name", err) < 0)
 			return mg_err_wrap(
 			    err,
 			    "server %s offers a tool whose name mcp.toml cannot hold "
 			    "(it stays off)",
 			    server);
-		if (changes[k].effect >= 0 &&
-		    effect_text((enum cfg_effect)changes[k].effect) == NULL)
+		if (ch->tools[k].effect >= 0 &&
+		    effect_text((enum cfg_effect)ch->tools[k].effect) == NULL)
 			return mg_err_set(err, "tool %s: an effect is read or write",
-			                  changes[k].tool);
+			                  ch->tools[k].tool);
 	}
 	if (cfg_parse(text, len, name, NULL, 0, NULL, &before, err) < 0)
 		return -1;
@@ -423,13 +490,14 @@ static int compose_approval(const char *text, size_t len, const char *name, cons
 	}
 	struct lines l;
 	lines_split(text, len, &l);
-	int r = apply(before, s, &l, manifest, changes, n, err);
+	bool enabled_removed = false;
+	int r = apply(before, s, &l, ch, &enabled_removed, err);
 	struct mg_buf b = MG_BUF_INIT((size_t)CFG_FILE_MAX * 2);
 	for (size_t i = 0; r == 0 && i < l.n; i++)
 		r = mg_buf_puts(&b, l.v[i], err);
 	lines_free(&l);
 	if (r == 0)
-		approval_meant(s, server, manifest, changes, n, m);
+		change_meant(s, server, ch, enabled_removed, m);
 	cfg_free(before);
 	if (r < 0) {
 		mg_buf_free(&b);
@@ -456,13 +524,12 @@ static int check_edit(const char *name, const char *before, size_t before_len, c
 	return r;
 }
 
-int cfg_edit_server(const char *text, size_t len, const char *name, const char *server,
-                    const char *manifest, const struct cfg_tool_change *changes, size_t n,
-                    char **out, size_t *out_len, struct mg_err **err)
+int cfg_change_server_text(const char *text, size_t len, const char *name, const char *server,
+                           const struct cfg_server_change *ch, char **out, size_t *out_len,
+                           struct mg_err **err)
 {
 	struct meant m;
-	if (compose_approval(text, len, name, server, manifest, changes, n, out, out_len, &m, err) <
-	    0)
+	if (compose_change(text, len, name, server, ch, out, out_len, &m, err) < 0)
 		return -1;
 	int r = check_edit(name, text, len, *out, *out_len, m.v, m.n, err);
 	meant_free(&m);
@@ -474,20 +541,105 @@ int cfg_edit_server(const char *text, size_t len, const char *name, const char *
 	return 0;
 }
 
-int cfg_approve(const char *path, const char *server, const char *manifest,
-                const struct cfg_tool_change *changes, size_t n, struct mg_err **err)
+int cfg_edit_server(const char *text, size_t len, const char *name, const char *server,
+                    const char *manifest, const struct cfg_tool_change *changes, size_t n,
+                    char **out, size_t *out_len, struct mg_err **err)
+{
+	struct cfg_server_change ch = CFG_SERVER_CHANGE_INIT;
+	ch.manifest = manifest;
+	ch.tools = changes;
+	ch.ntools = n;
+	return cfg_change_server_text(text, len, name, server, &ch, out, out_len, err);
+}
+
+int cfg_change_server(const char *path, const char *server, const struct cfg_server_change *ch,
+                      struct mg_err **err)
 {
 	cleanup_free char *text = NULL, *edited = NULL;
 	size_t len = 0, out_len = 0;
 	struct meant m;
 	if (mg_read_file(path, CFG_FILE_MAX, &text, &len, err) < 0)
 		return -1;
-	if (compose_approval(text, len, path, server, manifest, changes, n, &edited, &out_len, &m,
-	                     err) < 0)
+	if (compose_change(text, len, path, server, ch, &edited, &out_len, &m, err) < 0)
 		return mg_err_wrap(err, "nothing was written to %s", path);
 	int r = cfg_write_checked(path, text, len, edited, out_len, m.v, m.n, err);
 	meant_free(&m);
 	return r;
+}
+
+int cfg_approve(const char *path, const char *server, const char *manifest,
+                const struct cfg_tool_change *changes, size_t n, struct mg_err **err)
+{
+	struct cfg_server_change ch = CFG_SERVER_CHANGE_INIT;
+	ch.manifest = manifest;
+	ch.tools = changes;
+	ch.ntools = n;
+	return cfg_change_server(path, server, &ch, err);
+}
+
+/* ---- remove: one [[server]] fewer ---------------------------------------- */
+
+static bool is_comment(const char *line)
+{
+	line += strspn(line, " \t");
+	return *line == '#';
+}
+
+static bool is_blank(const char *line)
+{
+	return line[strspn(line, " \t\r\n")] == '\0';
+}
+
+/* The first line (0-based) of the comment lines right above header line h
+ * (h itself when there are none): a server's own note, as add writes it */
+static size_t note_start(const struct lines *l, size_t h, size_t floor)
+{
+	while (h > floor && is_comment(l->v[h - 1]))
+		h--;
+	return h;
+}
+
+int cfg_remove_server_text(const char *text, size_t len, const char *name, const char *server,
+                           char **out, size_t *out_len, unsigned *first, unsigned *last,
+                           struct mg_err **err)
+{
+	struct cfg *cfg = NULL;
+	if (cfg_parse(text, len, name, NULL, 0, NULL, &cfg, err) < 0)
+		return mg_err_wrap(err, "%s is left as it was", name);
+	const struct cfg_server *s = cfg_find_server(cfg, server);
+	if (s == NULL) {
+		cfg_free(cfg);
+		return mg_err_set(err, "no server \"%s\" in %s", server, name);
+	}
+	struct lines l;
+	lines_split(text, len, &l);
+	size_t start, main_end, end;
+	server_ranges(cfg, s, &l, &start, &main_end, &end);
+	/* from its note above its header to the next server's note, or the end */
+	size_t from = note_start(&l, start, 0);
+	size_t to = end < l.n ? note_start(&l, end, start + 1) : l.n;
+	if (to == l.n)
+		while (from > 0 && is_blank(l.v[from - 1]))
+			from--; /* the last one: no blank lines left at the end */
+	*first = (unsigned)from + 1;
+	*last = (unsigned)to;
+	struct mg_buf b = MG_BUF_INIT((size_t)CFG_FILE_MAX * 2);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < l.n; i++)
+		if (i < from || i >= to)
+			r = mg_buf_puts(&b, l.v[i], err);
+	lines_free(&l);
+	cfg_free(cfg);
+	const struct toml_step step = {"server", "name", server};
+	const struct toml_change change = {TOML_CHANGE_REMOVE, &step, 1, NULL};
+	if (r == 0)
+		r = check_edit(name, text, len, b.data, b.len, &change, 1, err);
+	if (r < 0) {
+		mg_buf_free(&b);
+		return mg_err_wrap(err, "%s is left as it was", name);
+	}
+	*out = mg_buf_steal(&b, out_len);
+	return 0;
 }
 
 /* ---- add: one [[server]] more ---------------------------------------------- */

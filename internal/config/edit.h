@@ -20,6 +20,33 @@ struct cfg_tool_change {
 	int confirm; /* 0: no question for this write tool; 1: asked (the default) */
 };
 
+/* What to change in one server; NULL, -1 and 0 tools leave a thing as it is */
+struct cfg_server_change {
+	const char *manifest; /* the pin */
+	const char *image;    /* NAME@sha256:<64 hex>, replacing the one written */
+	/* 0: enabled = false; 1: enabled again (the key's line goes when it
+	 * holds only that key, else it becomes true) */
+	int enabled;
+	const struct cfg_tool_change *tools;
+	size_t ntools;
+};
+#define CFG_SERVER_CHANGE_INIT          \
+	{                               \
+		NULL, NULL, -1, NULL, 0 \
+	}
+
+/* The text of mcp.toml (named name in messages) with server changed as ch
+ * says (*out, allocated), checked as cfg_write_checked() checks. A tool
+ * whose name mcp.toml cannot hold (cfg_check_tool_name) is an error. */
+int cfg_change_server_text(const char *text, size_t len, const char *name, const char *server,
+                           const struct cfg_server_change *ch, char **out, size_t *out_len,
+                           struct mg_err **err);
+
+/* cfg_change_server_text() on the file at path, written by
+ * cfg_write_checked() */
+int cfg_change_server(const char *path, const char *server, const struct cfg_server_change *ch,
+                      struct mg_err **err);
+
 /* The text of mcp.toml (named name in messages) with server's manifest set
  * (NULL: unchanged) and the tool changes made (*out, allocated), checked as
  * cfg_write_checked() checks. A tool whose name mcp.toml cannot hold
@@ -38,6 +65,16 @@ int cfg_approve(const char *path, const char *server, const char *manifest,
  * change: entry appended to server. */
 int cfg_append_server(const char *path, const char *const *comment, size_t ncomment,
                       const struct toml_value *entry, struct mg_err **err);
+
+/* The text of mcp.toml (named name) without server's [[server]]: its
+ * header, keys and tool tables, and the comment lines right above its
+ * header (its note, as add writes it), checked as cfg_write_checked()
+ * checks (the one change: that element of server removed). *first and
+ * *last are the 1-based lines of the text that went. cfg_write_checked()
+ * with that change writes it. */
+int cfg_remove_server_text(const char *text, size_t len, const char *name, const char *server,
+                           char **out, size_t *out_len, unsigned *first, unsigned *last,
+                           struct mg_err **err);
 
 /* Write after to path when it loads as mcp.toml and is before (the text
  * read; NULL: there was no file) with exactly the changes made

@@ -232,6 +232,156 @@ static void test_append(const char *dir)
 	toml_free(entry);
 }
 
+/* disable, enable, a new image: keys of one server, each change checked */
+static void test_server_keys(void)
+{
+	struct mg_err *e = NULL;
+	char *out = NULL, *back = NULL;
+	size_t out_len = 0, back_len = 0;
+	struct cfg_server_change off = CFG_SERVER_CHANGE_INIT;
+	off.enabled = 0;
+	int r = cfg_change_server_text(base_text, strlen(base_text), "m.toml", "a", &off, &out,
+	                               &out_len, &e);
+	struct cfg *cfg = NULL;
+	T_OK(r == 0 && strstr(out, "image = \"" IMAGE "\"\nenabled = false\n\n[server.tools") &&
+	         cfg_parse(out, out_len, "m.toml", NULL, 0, NULL, &cfg, NULL) == 0 &&
+	         !cfg->servers[0].enabled,
+	     "disable writes enabled = false in the server's own table (%s)", mg_err_msg(e));
+	cfg_free(cfg);
+	mg_err_clear(&e);
+	struct cfg_server_change on = CFG_SERVER_CHANGE_INIT;
+	on.enabled = 1;
+	r = cfg_change_server_text(out, out_len, "m.toml", "a", &on, &back, &back_len, &e);
+	T_OK(r == 0 && back_len == strlen(base_text) && memcmp(back, base_text, back_len) == 0,
+	     "enable takes the line away: the file is as it was before disable (%s)",
+	     mg_err_msg(e));
+	mg_err_clear(&e);
+	free(back);
+	back = NULL;
+	/* a comment on the line stays: the value becomes true */
+	const char *at = strstr(out, "enabled = false\n");
+	char *noted = xasprintf("%.*senabled = false # broken on Tuesday\n%s", (int)(at - out), out,
+	                        at + strlen("enabled = false\n"));
+	r = cfg_change_server_text(noted, strlen(noted), "m.toml", "a", &on, &back, &back_len, &e);
+	T_OK(r == 0 && strstr(back, "enabled = true # broken on Tuesday\n") != NULL,
+	     "enable keeps a comment on the key's line and sets it true (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+	free(back);
+	free(noted);
+	r = cfg_change_server_text(out, out_len, "m.toml", "a", &off, &back, &back_len, &e);
+	T_OK(r == 0 && back_len == out_len && memcmp(back, out, out_len) == 0,
+	     "disable of a disabled server changes nothing (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+	free(back);
+	free(out);
+
+	static const char *const image2 =
+	    "example.org/x@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+	struct cfg_server_change img = CFG_SERVER_CHANGE_INIT;
+	struct cfg_tool_change read_off = {"read", 0, -1, -1};
+	img.image = image2;
+	img.manifest = MANIFEST;
+	img.tools = &read_off;
+	img.ntools = 1;
+	r = cfg_change_server_text(base_text, strlen(base_text), "m.toml", "a", &img, &out,
+	                           &out_len, &e);
+	T_OK(r == 0 && strstr(out, "image = \"") != NULL && strstr(out, image2) != NULL &&
+	         strstr(out, IMAGE "\"") == NULL && strstr(out, "manifest = \"" MANIFEST "\"\n"),
+	     "a new image and its pin in one checked edit (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+	free(out);
+	/* an image that is not pinned is refused by the load, nothing written */
+	img.image = "example.org/x:latest";
+	r = cfg_change_server_text(base_text, strlen(base_text), "m.toml", "a", &img, &out,
+	                           &out_len, &e);
+	T_OK(r < 0 && strstr(mg_err_msg(e), "left as it was") != NULL,
+	     "an image by tag is refused (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+	/* a value that would be structure stays one string, or is refused */
+	img.image = IMAGE "\"\n[[server]]\nname = \"evil";
+	r = cfg_change_server_text(base_text, strlen(base_text), "m.toml", "a", &img, &out,
+	                           &out_len, &e);
+	T_OK(r < 0, "an image holding TOML is never written as TOML (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+}
+
+static const char three_text[] = "# mcp.toml: the servers\n"
+                                 "\n"
+                                 "# added by `mcpgate add npm:a@1`.\n"
+                                 "# Every tool is off.\n"
+                                 "[[server]]\n"
+                                 "name = \"a\"\n"
+                                 "transport = \"container\"\n"
+                                 "image = \"" IMAGE "\"\n"
+                                 "[server.tools.read]\n"
+                                 "on = true\n"
+                                 "\n"
+                                 "# added by `mcpgate add npm:b@1`.\n"
+                                 "[[server]]\n"
+                                 "name = \"b\"\n"
+                                 "transport = \"container\"\n"
+                                 "image = \"" IMAGE "\"\n"
+                                 "\n"
+                                 "[[server]]\n"
+                                 "name = \"c\"\n"
+                                 "transport = \"remote\"\n"
+                                 "url = \"https://example.org/mcp\"\n";
+
+static void test_remove(void)
+{
+	struct mg_err *e = NULL;
+	char *out = NULL;
+	size_t len = 0;
+	unsigned first = 0, last = 0;
+	int r = cfg_remove_server_text(three_text, strlen(three_text), "m.toml", "a", &out, &len,
+	                               &first, &last, &e);
+	static const char head[] = "# mcp.toml: the servers\n\n# added by `mcpgate add npm:b@1`";
+	T_OK(r == 0 && strncmp(out, head, strlen(head)) == 0 && strstr(out, "npm:a@1") == NULL &&
+	         strstr(out, "[server.tools.read]") == NULL && first == 3 && last == 11,
+	     "the first server goes with its note and its tool tables (%s, lines %u-%u)",
+	     mg_err_msg(e), first, last);
+	mg_err_clear(&e);
+	free(out);
+	r = cfg_remove_server_text(three_text, strlen(three_text), "m.toml", "b", &out, &len,
+	                           &first, &last, &e);
+	T_OK(r == 0 && strstr(out, "npm:b@1") == NULL && strstr(out, "name = \"b\"") == NULL &&
+	         strstr(out, "on = true\n\n[[server]]\nname = \"c\"") != NULL,
+	     "a middle one goes, the next one's header stays where it was (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+	free(out);
+	r = cfg_remove_server_text(three_text, strlen(three_text), "m.toml", "c", &out, &len,
+	                           &first, &last, &e);
+	T_OK(r == 0 && len > 2 && strstr(out, "name = \"c\"") == NULL && out[len - 1] == '\n' &&
+	         out[len - 2] == '"',
+	     "the last one goes without leaving blank lines (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+	free(out);
+	r = cfg_remove_server_text(base_text, strlen(base_text), "m.toml", "a", &out, &len, &first,
+	                           &last, &e);
+	struct cfg *cfg = NULL;
+	T_OK(r == 0 && len == 0 && cfg_parse(out, len, "m.toml", NULL, 0, NULL, &cfg, NULL) == 0 &&
+	         cfg->nservers == 0,
+	     "the only one goes, its comment with it: an empty file (%s)", mg_err_msg(e));
+	cfg_free(cfg);
+	mg_err_clear(&e);
+	free(out);
+	r = cfg_remove_server_text(three_text, strlen(three_text), "m.toml", "nope", &out, &len,
+	                           &first, &last, &e);
+	T_OK(r < 0 && strstr(mg_err_msg(e), "no server \"nope\"") != NULL,
+	     "a server that is not there is an error (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+	/* a server written as an inline table element cannot be cut as lines:
+	 * the check refuses what the text cut would be */
+	static const char inline_text[] =
+	    "server = [{name = \"a\", transport = \"remote\", url = \"https://a.example/mcp\"},\n"
+	    "          {name = \"b\", transport = \"remote\", url = \"https://b.example/mcp\"}]\n";
+	r = cfg_remove_server_text(inline_text, strlen(inline_text), "m.toml", "a", &out, &len,
+	                           &first, &last, &e);
+	T_OK(r < 0 && strstr(mg_err_msg(e), "left as it was") != NULL,
+	     "what a line cut cannot remove is refused, not half-removed (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/mcpgate-edit-test-XXXXXX";
@@ -240,6 +390,8 @@ int main(void)
 		return 1;
 	test_approve();
 	test_append(dir);
+	test_server_keys();
+	test_remove();
 	cleanup_free char *path = xasprintf("%s/mcp.toml", dir);
 	unlink(path);
 	rmdir(dir);

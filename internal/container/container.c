@@ -532,6 +532,50 @@ void ctr_image_config_free(struct ctr_image_config *c)
 	strv_free(&c->labels);
 }
 
+void ctr_image_info_free(struct ctr_image_info *i)
+{
+	free(i->id);
+	free(i->digest);
+	strv_free(&i->tags);
+	strv_free(&i->digests);
+	strv_free(&i->labels);
+	memset(i, 0, sizeof(*i));
+}
+
+void ctr_images_free(struct ctr_images *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		ctr_image_info_free(&l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+const char *ctr_image_label(const struct ctr_image_info *i, const char *key)
+{
+	for (size_t k = 0; k + 1 < i->labels.n; k += 2)
+		if (strcmp(i->labels.v[k], key) == 0)
+			return i->labels.v[k + 1];
+	return NULL;
+}
+
+bool ctr_image_is(const struct ctr_driver *d, const struct ctr_image_info *i, const char *image)
+{
+	const char *at = strstr(image, "@sha256:");
+	if (at == NULL)
+		return false;
+	const char *digest = at + 1;
+	if (i->digest != NULL && strcmp(i->digest, digest) == 0)
+		return true;
+	for (size_t k = 0; k < i->digests.n; k++) {
+		const char *d_at = strstr(i->digests.v[k], "@sha256:");
+		if (d_at != NULL && strcmp(d_at + 1, digest) == 0)
+			return true;
+	}
+	char id[CTR_ID_LEN + 1];
+	return ctr_local_image_id(d, image, id) != NULL && strcmp(id, i->id) == 0;
+}
+
 /* ---- the launcher's block (launch/launch.h) ----------------------------- */
 
 char *ctr_launch_block(const struct ctr_env *vars, size_t n, size_t *len, struct mg_err **err)

@@ -182,6 +182,32 @@ int ctr_forward_problem(const char *ifname, char **problem, struct mg_err **err)
 /* the decision from `iptables -S` and the br_netfilter sysctl (tests) */
 char *ctr_forward_verdict(const char *iptables_s, bool bridge_nf, const char *ifname);
 
+/* The labels that say mcpgate made an image (add's, and the contained step
+ * of its install scripts): what prune looks for in the runtime's store */
+#define CTR_IMAGE_LABEL_NPM     "io.mcpgate.npm.package"
+#define CTR_IMAGE_LABEL_SCRIPTS "io.mcpgate.npm.scripts"
+
+/* An image in the runtime's store, as image_list finds it */
+struct ctr_image_info {
+	char *id;            /* "sha256:" and 64 hex, whatever the runtime writes */
+	char *digest;        /* podman's manifest digest ("Digest"), or NULL */
+	struct strv tags;    /* RepoTags */
+	struct strv digests; /* RepoDigests: NAME@sha256:... */
+	struct strv labels;  /* key, value, key, value... */
+	uint64_t size;       /* bytes, as the runtime counts them */
+};
+struct ctr_images {
+	struct ctr_image_info *v;
+	size_t n;
+};
+void ctr_image_info_free(struct ctr_image_info *i);
+void ctr_images_free(struct ctr_images *l);
+/* The value of label key on image i, or NULL */
+const char *ctr_image_label(const struct ctr_image_info *i, const char *key);
+/* image (a pin NAME@sha256:..., as mcp.toml writes it) is i: its digest is
+ * i's, or (docker, an image mcpgate loaded) its kept manifest names i's ID */
+bool ctr_image_is(const struct ctr_driver *d, const struct ctr_image_info *i, const char *image);
+
 struct ctr_ops {
 	/* argv and environment of `run` for spec; argv[0] is the runtime's path */
 	int (*run_command)(const struct ctr_driver *d, const struct ctr_run_spec *spec,
@@ -198,6 +224,15 @@ struct ctr_ops {
 	int (*pull)(const struct ctr_driver *d, const char *image, struct mg_err **err);
 	/* load an image archive (mcpgate pack's) into the runtime's store */
 	int (*load)(const struct ctr_driver *d, const char *archive, struct mg_err **err);
+	/* the images that carry label (any value), each once */
+	int (*image_list)(const struct ctr_driver *d, const char *label, struct ctr_images *out,
+	                  struct mg_err **err);
+	/* remove image (a pin, or an ID) from the store, every name of it: 1
+	 * when it went, 0 when it was not there. A container (running or not)
+	 * that uses it keeps it: an error naming the container, *in_use set,
+	 * and nothing removed; nothing is ever forced. */
+	int (*image_remove)(const struct ctr_driver *d, const char *image, bool *in_use,
+	                    struct mg_err **err);
 	/* remove a container now, whatever it is doing; absent is fine */
 	int (*remove)(const struct ctr_driver *d, const char *name, struct mg_err **err);
 	/* A server's egress topology, in the order of its life. Nothing above

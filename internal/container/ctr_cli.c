@@ -211,6 +211,159 @@ static int cli_load(const struct ctr_driver *d, const char *archive, struct mg_e
 	return r < 0 ? mg_err_wrap(err, "loading %s", archive) : 0;
 }
 
+/* "sha256:HEX" whatever the runtime wrote (podman writes the hex alone) */
+static char *full_id(const char *id)
+{
+	return strncmp(id, "sha256:", 7) == 0 ? xstrdup(id) : xasprintf("sha256:%s", id);
+}
+
+/* One object of `image inspect`'s array into i; false when it is not one */
+static bool image_info_of(const struct json_value *o, struct ctr_image_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	const char *id = json_get_string(o, "Id");
+	if (id == NULL)
+		return false;
+	i->id = full_id(id);
+	const char *digest = json_get_string(o, "Digest");
+	if (digest != NULL && strncmp(digest, "sha256:", 7) == 0)
+		i->digest = xstrdup(digest);
+	if (string_list(json_get(o, "RepoTags"), &i->tags) < 0)
+		strv_free(&i->tags);
+	if (string_list(json_get(o, "RepoDigests"), &i->digests) < 0)
+		strv_free(&i->digests);
+	const struct json_value *lab = json_get(o, "Labels");
+	if (lab == NULL || lab->kind != JSON_OBJECT)
+		lab = json_get(json_get(o, "Config"), "Labels");
+	for (size_t k = 0; lab != NULL && lab->kind == JSON_OBJECT && k < lab->u.obj.len; k++)
+		if (lab->u.obj.items[k].value->kind == JSON_STRING) {
+			strv_push(&i->labels, lab->u.obj.items[k].key);
+			strv_push(&i->labels, lab->u.obj.items[k].value->u.str.ptr);
+		}
+	int64_t size = 0;
+	if (json_number_int64(json_get(o, "Size"), &size) == 0 && size > 0)
+		i->size = (uint64_t)size;
+	return true;
+}
+
+static int cli_image_list(const struct ctr_driver *d, const char *label, struct ctr_images *out,
+                          struct mg_err **err)
+{
+	memset(out, 0, sizeof(*out));
+	cleanup_free char *filter = xasprintf("label=%s", label);
+	const char *args[] = {"images",   "--filter", filter, "--no-trunc",
+	                      "--format", "{{.ID}}",  NULL};
+	struct proc_result res;
+	if (run_checked(d, "images", args, &res, err) < 0)
+		return -1;
+	struct strv ids = STRV_INIT;
+	strv_push(&ids, "image");
+	strv_push(&ids, "inspect");
+	for (char *line = res.out.data; line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		bool seen = false;
+		for (size_t k = 2; k < ids.n; k++)
+			seen |= strcmp(ids.v[k], line) == 0;
+		if (*line != '\0' && !seen)
+			strv_push(&ids, line); /* an image of several names is listed once a name */
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	proc_result_free(&res);
+	int r = 0;
+	if (ids.n > 2) {
+		struct json_value *v = NULL;
+		if (run_checked(d, "image inspect", (const char *const *)strv_array(&ids), &res,
+		                err) < 0)
+			r = -1;
+		else if (json_parse(res.out.data, res.out.len, NULL, &v, err) < 0)
+			r = mg_err_wrap(err, "%s image inspect", d->name), proc_result_free(&res);
+		else {
+			proc_result_free(&res);
+			if (v->kind == JSON_ARRAY && v->u.arr.len > 0)
+				out->v = xcalloc(v->u.arr.len, sizeof(*out->v));
+			for (size_t k = 0; v->kind == JSON_ARRAY && k < v->u.arr.len; k++)
+				if (image_info_of(v->u.arr.items[k], &out->v[out->n]))
+					out->n++;
+		}
+		json_free(v);
+	}
+	strv_free(&ids);
+	return r;
+}
+
+static int cli_image_remove(const struct ctr_driver *d, const char *image, bool *in_use,
+                            struct mg_err **err)
+{
+	*in_use = false;
+	char local[CTR_ID_LEN + 1];
+	const char *ref = strstr(image, "@sha256:") != NULL ? ctr_run_ref(d, image, local) : image;
+	const char *inspect[] = {"image", "inspect", ref, NULL};
+	struct proc_result res;
+	if (runtime_run(d, inspect, &res, err) < 0)
+		return -1;
+	if (!exited_ok(&res)) {
+		int r =
+		    says_missing(&res) ? 0 : (runtime_failed(d, "image inspect", &res, err), -1);
+		proc_result_free(&res);
+		return r;
+	}
+	struct json_value *v = NULL;
+	struct ctr_image_info info = {0};
+	bool ok = json_parse(res.out.data, res.out.len, NULL, &v, NULL) == 0 &&
+	          v->kind == JSON_ARRAY && v->u.arr.len == 1 &&
+	          image_info_of(v->u.arr.items[0], &info);
+	json_free(v);
+	proc_result_free(&res);
+	if (!ok) {
+		ctr_image_info_free(&info);
+		return mg_err_set(err, "%s image inspect %s: not one image", d->name, ref);
+	}
+	/* never forced: a container of it (a session that runs now, or one
+	 * that ended and was kept) keeps it, and says so */
+	cleanup_free char *ancestor = xasprintf("ancestor=%s", info.id);
+	const char *ps[] = {"ps", "-a", "--filter", ancestor, "--format", "{{.Names}}", NULL};
+	int r = run_checked(d, "ps", ps, &res, err);
+	if (r == 0) {
+		size_t n = res.out.len;
+		while (n > 0 && res.out.data[n - 1] == '\n')
+			n--;
+		for (size_t k = 0; k < n; k++)
+			if (res.out.data[k] == '\n')
+				res.out.data[k] = ' ';
+		if (n > 0) {
+			*in_use = true;
+			r = mg_err_set(err, "image %s is in use by %s container %.*s: it stays",
+			               image, d->name, (int)(n > 200 ? 200 : n), res.out.data);
+		}
+		proc_result_free(&res);
+	}
+	/* each name, then the image by its ID if it is still there */
+	struct strv rmi = STRV_INIT;
+	strv_push(&rmi, "rmi");
+	for (size_t k = 0; k < info.tags.n; k++)
+		if (strstr(info.tags.v[k], "<none>") == NULL)
+			strv_push(&rmi, info.tags.v[k]);
+	if (r == 0 && rmi.n > 1)
+		r = run_checked(d, "rmi", (const char *const *)strv_array(&rmi), &res, err) < 0
+		        ? -1
+		        : (proc_result_free(&res), 0);
+	strv_free(&rmi);
+	if (r == 0) {
+		const char *by_id[] = {"rmi", info.id, NULL};
+		if (runtime_run(d, by_id, &res, err) < 0)
+			r = -1;
+		else {
+			if (!exited_ok(&res) && !says_missing(&res))
+				r = (runtime_failed(d, "rmi", &res, err), -1);
+			proc_result_free(&res);
+		}
+	}
+	ctr_image_info_free(&info);
+	return r < 0 ? -1 : 1;
+}
+
 static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err **err)
 {
 	if (strstr(image, "@sha256:") == NULL)
@@ -621,6 +774,8 @@ const struct ctr_ops ctr_cli_ops = {
     .image_config = cli_image_config,
     .pull = cli_pull,
     .load = cli_load,
+    .image_list = cli_image_list,
+    .image_remove = cli_image_remove,
     .remove = cli_remove,
     .sweep = cli_sweep,
 };

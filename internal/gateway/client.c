@@ -1005,6 +1005,12 @@ static void initialize(struct session *s, const struct rpc_msg *msg)
  * broken: the words of `mcpgate check`, which the person can act on */
 static char *config_error_text(const struct session *s)
 {
+	if (s->config_error == NULL)
+		return xasprintf(
+		    "mcpgate offers nothing: the workspace it was started in cannot be "
+		    "used (fix the client's configuration of mcpgate, then restart "
+		    "it):\n%s",
+		    s->workspace_error);
 	return xasprintf("mcpgate offers nothing: its configuration is not valid (fix it, then "
 	                 "restart mcpgate; `mcpgate check` shows the same):\n%s",
 	                 s->config_error);
@@ -1055,7 +1061,7 @@ static bool lazy_list_waits(struct session *s, const struct gw_client_method *h,
 static void serve_request(struct session *s, struct rpc_msg *msg)
 {
 	const struct gw_client_method *h = gw_client_method(msg->method);
-	if (s->config_error != NULL) {
+	if (s->config_error != NULL || s->workspace_error != NULL) {
 		cleanup_free char *text = config_error_text(s);
 		gw_client_error(s, msg->id, RPC_SERVER_ERROR, "%s", text);
 	} else if (h == NULL)
@@ -1160,7 +1166,7 @@ static void cancel_call(struct session *s, const struct json_value *params)
 void gw_client_initialized(struct session *s, struct rpc_msg *msg)
 {
 	(void)msg;
-	if (s->config_error != NULL && !s->client_initialized) {
+	if ((s->config_error != NULL || s->workspace_error != NULL) && !s->client_initialized) {
 		cleanup_free char *text = config_error_text(s);
 		send_notice_now(s, "error", text);
 	}

@@ -32,6 +32,9 @@ enum gw_state {
 	GW_EXITED,      /* ended on its own: reason holds the exit status */
 	GW_IDLE,        /* start = "lazy": not started until its first use; its
 	                 * approved tools are offered from the pin meanwhile */
+	GW_DISABLED,    /* enabled = false, or no longer in mcp.toml, or its
+	                 * entry changed and it is on its way to starting again
+	                 * with it (watch.c): reason says which */
 };
 
 struct gw_call;
@@ -169,6 +172,14 @@ struct gw_server {
 	 * answered then; overdue once it passed with the start still running */
 	struct loop_timer *start_timer;
 	bool start_overdue;
+	/* watch.c: its entry as mcp.toml has it now. disabled: enabled =
+	 * false (or removed: gone from mcp.toml); next_cfg: a changed entry
+	 * it starts with next; start_wanted: it starts once its stop is done;
+	 * down_on_start: taken down once the start under way ends */
+	bool disabled, removed, start_wanted, down_on_start;
+	const struct cfg_server *next_cfg;
+	/* its end is a job not yet done (gw_server_stop to stop_done) */
+	bool stop_pending;
 };
 
 /* A tool offered to the client */
@@ -225,6 +236,7 @@ struct session {
 	char *keychain_error;
 	struct gw_secrets *secrets; /* every stored value's forms, for the scanner */
 	char *config_error;         /* why there is no configuration, or NULL */
+	char *workspace_error;      /* why serve's workspace cannot be used, or NULL */
 
 	struct rpc_peer *client;
 	enum gw_era era;
@@ -286,6 +298,11 @@ struct session {
 	/* gw_session_fetch: the session starts its one server to read its
 	 * manifest (review), and ends once that is read */
 	bool fetching;
+	/* watch.c: the session follows mcp.toml (joined the process's watch);
+	 * gen is the configuration its servers' entries come from */
+	bool watching;
+	size_t gen;
+	unsigned watch_errors; /* the reads that failed, as far as told */
 };
 
 /* server.c: the phases as the audit log's object (those a start had) */
@@ -693,6 +710,34 @@ void gw_session_settled(struct gw_server *srv);
 /* Stop a server mcpgate has no use for (withheld, no tool on); its tools are
  * no longer offered */
 void gw_server_retire(struct gw_server *srv, const char *why);
+/* A server is offered in this session's workspace */
+bool gw_offered_here(const struct cfg_server *c, const char *workspace);
+/* srv starts as a session begins it: not when never approved (said), from
+ * its pin when lazy, else now. After a stop (watch.c: enabled again, or its
+ * entry changed) it starts anew, with next_cfg when there is one; while a
+ * start or a stop of it is under way it starts once that is over. */
+void gw_server_bring_up(struct gw_server *srv);
+/* srv is disabled, removed from mcp.toml, or its entry changed (watch.c):
+ * its tools withdrawn, it stopped (a start under way first ends); a
+ * changed one then starts again with its new entry */
+void gw_server_take_down(struct gw_server *srv);
+/* server.c: what a start left is let go, so the start thread finds srv as
+ * session_new made it (its stderr tail and reason stay, for the person) */
+void gw_server_reset_for_start(struct gw_server *srv);
+
+/* watch.c: mcp.toml followed while the session runs
+ * (docs/2026-12-02-daily-use.md). join: s->cfg becomes the newest
+ * configuration the process loaded (a listener's later clients get what
+ * mcp.toml says now; an instance, host_of's), s->gen its generation, and
+ * s hears of every change from now on; leave: no more. */
+void gw_watch_join(struct session *s, const struct cfg_server *host_of);
+void gw_watch_leave(struct session *s);
+/* a and b are one entry: the same, or entries of one name that differ in
+ * nothing in the files they were read from (an instance made for one
+ * serves the other) */
+bool gw_watch_same_entry(const struct cfg_server *a, const struct cfg_server *b);
+/* The changes since s->gen applied to s's servers (on its loop) */
+void gw_watch_apply(struct loop *loop, void *data);
 struct json_value *gw_fields(const char *key, ...); /* key, json_value*, ..., NULL */
 
 #endif

@@ -41,6 +41,11 @@ struct session_options {
 	 * request with this text, and tells the person once the client is
 	 * initialized (notifications/message, level error). */
 	const char *config_error;
+	/* Not NULL: serve's --workspace cannot be used, and this says why. The
+	 * session is then as with config_error (no server, every request refused
+	 * with it, the person told once), for what a server would be given of
+	 * the workspace is not known */
+	const char *workspace_error;
 	/* Not NULL: a warning told to the person once the client is initialized
 	 * (and logged): serve's workspace is not one a person meant */
 	const char *workspace_note;
@@ -62,6 +67,12 @@ struct session_options {
 	/* Not NULL: the audit log goes under AUDIT_DIR/sessions/ instead of
 	 * STATE_DIR/sessions/ (review's, which are not client sessions) */
 	const char *audit_dir;
+	/* true: the session follows cfg->mcp_path while it runs (serve's):
+	 * a server disabled or removed there stops and its tools are
+	 * withdrawn, one enabled starts, one whose entry changed starts again
+	 * with it; it starts from what the file says now, not cfg, when the
+	 * process has read the file again since (gw_watch_end frees those) */
+	bool watch_config;
 	/* Not NULL (tests and fuzzing only): each server's start thread runs
 	 * this instead of starting it through the driver; it ends with
 	 * gw_server_start_on_fds, and no runtime is needed */
@@ -90,6 +101,10 @@ void session_free(struct session *s);
 struct gw_instances *gw_instances_new(const struct session_options *base);
 /* End every instance and wait for each: after the sessions attached */
 void gw_instances_free(struct gw_instances *ins);
+
+/* The end of the process's watch of mcp.toml (watch.c), after every
+ * session ended: its thread, and the configurations it read */
+void gw_watch_end(void);
 
 /* The session id's form: 12 lower-case hex characters from libsodium */
 #define SESSION_ID_LEN 12

@@ -99,6 +99,7 @@ struct gw_instances {
 	struct ctr_driver *driver;
 	char *state_dir, *data_dir, *workspace;
 	pid_t owner;
+	bool watch_config; /* each instance follows mcp.toml (watch.c) */
 	struct gw_host *hosts;
 };
 
@@ -649,6 +650,7 @@ struct gw_instances *gw_instances_new(const struct session_options *base)
 	ins->data_dir = base->data_dir != NULL ? xstrdup(base->data_dir) : NULL;
 	ins->workspace = xstrdup(base->workspace);
 	ins->owner = base->owner;
+	ins->watch_config = base->watch_config;
 	return ins;
 }
 
@@ -691,6 +693,7 @@ static struct gw_host *host_start(struct gw_instances *ins, const struct cfg_ser
 	    .owner = ins->owner,
 	    .signals_elsewhere = true,
 	    .host_of = c,
+	    .watch_config = ins->watch_config,
 	};
 	struct gw_host *h = xcalloc(1, sizeof(*h));
 	h->ins = ins;
@@ -725,7 +728,7 @@ int gw_instances_attach(struct gw_server *srv, int64_t deadline_ms, struct mg_er
 		return mg_err_sys(err, errno, "socketpair");
 	pthread_mutex_lock(&ins->lock);
 	struct gw_host *h = ins->hosts;
-	while (h != NULL && (h->cfg != srv->cfg || h->ended))
+	while (h != NULL && (!gw_watch_same_entry(h->cfg, srv->cfg) || h->ended))
 		h = h->next;
 	if (h == NULL && (h = host_start(ins, srv->cfg, err)) == NULL) {
 		pthread_mutex_unlock(&ins->lock);

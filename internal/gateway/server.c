@@ -657,7 +657,7 @@ static void on_child_exit(struct loop *loop, pid_t pid, int status, void *data)
 
 /* Everything a start leaves, gone, so the start thread finds a server as
  * session_new made it (its stderr tail and reason stay, for the person) */
-static void reset_for_start(struct gw_server *srv)
+void gw_server_reset_for_start(struct gw_server *srv)
 {
 	gw_launch_free(&srv->launch);
 	srv->launch = (struct gw_launch)GW_LAUNCH_INIT;
@@ -682,7 +682,7 @@ static void on_restart_timer(struct loop *loop, void *data)
 	srv->restart_timer = NULL;
 	if (s->stopping)
 		return;
-	reset_for_start(srv);
+	gw_server_reset_for_start(srv);
 	srv->restarts++;
 	audit_record(s->audit, "server.restart",
 	             gw_fields("server", json_new_string(srv->cfg->name), "attempt",
@@ -786,6 +786,14 @@ void gw_server_started(struct loop *loop, void *data)
 		              gw_start_phases_json(&srv->phases), NULL));
 	}
 	s->starting--;
+	if (srv->down_on_start) {
+		/* disabled, removed or changed in mcp.toml while it started */
+		srv->down_on_start = false;
+		json_free(steal_pointer(&srv->pinned));
+		gw_server_take_down(srv);
+		gw_session_settled(srv);
+		return;
+	}
 	if (srv->state == GW_READY)
 		gw_server_offer(srv); /* its pin checked, its tools offered */
 	else
@@ -851,9 +859,12 @@ static void stop_done(struct loop *loop, void *data)
 	}
 	proc_close(&st->proc);
 	free(st);
+	srv->stop_pending = false;
 	answer_orphans(srv);
 	if (srv->restart_wanted && !s->stopping)
 		schedule_restart(srv);
+	else if (srv->start_wanted && !s->stopping)
+		gw_server_bring_up(srv); /* enabled, or changed, while it stopped */
 }
 
 void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
@@ -881,6 +892,7 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms)
 			                     srv->cfg->name);
 	}
 	gw_egress_end_begin(srv, &st->egress);
+	srv->stop_pending = true;
 	if (st->had_process || st->bridge != NULL || gw_egress_end_pending(&st->egress))
 		loop_job(s->loop, stop_work, stop_done, st);
 	else

@@ -33,7 +33,7 @@ struct json_value *gw_fields(const char *key, ...)
 
 /* ---- which servers this workspace offers -------------------------------- */
 
-static bool offered_here(const struct cfg_server *c, const char *workspace)
+bool gw_offered_here(const struct cfg_server *c, const char *workspace)
 {
 	if (c->workspaces == NULL)
 		return true;
@@ -52,7 +52,7 @@ static bool offered_here(const struct cfg_server *c, const char *workspace)
 static bool offered(const struct session_options *opt, const struct cfg_server *c,
                     const char *workspace)
 {
-	return opt->host_of != NULL ? opt->host_of == c : offered_here(c, workspace);
+	return opt->host_of != NULL ? opt->host_of == c : gw_offered_here(c, workspace);
 }
 
 int session_new(const struct session_options *opt, struct session **out, struct mg_err **err)
@@ -72,6 +72,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->state_dir = xstrdup(opt->state_dir);
 	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);
 	s->config_error = opt->config_error != NULL ? xstrdup(opt->config_error) : NULL;
+	s->workspace_error = opt->workspace_error != NULL ? xstrdup(opt->workspace_error) : NULL;
 	s->start_thread = opt->start_thread;
 	s->workspace_note = opt->workspace_note != NULL ? xstrdup(opt->workspace_note) : NULL;
 	if (opt->session_id != NULL) {
@@ -97,6 +98,11 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	}
 	audit_set_observer(s->audit, opt->on_record, opt->record_data);
 	s->signals_elsewhere = opt->signals_elsewhere;
+	/* what mcp.toml says now: a listener's later client gets the servers
+	 * as the file has them, not as they were when it started */
+	if (opt->watch_config && opt->config_error == NULL && opt->workspace_error == NULL &&
+	    opt->cfg->mcp_path != NULL)
+		gw_watch_join(s, opt->host_of);
 
 	size_t n = 0;
 	s->instances = opt->instances;
@@ -117,6 +123,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 		srv->egress.out_fd = -1;
 		mg_buf_init(&srv->egress.line, 8192);
 		srv->container = ctr_container_name(c->name, s->id);
+		srv->disabled = !c->enabled;
 		pthread_mutex_init(&srv->err_lock, NULL);
 		mg_buf_init(&srv->err_tail, GW_STDERR_KEEP);
 	}
@@ -462,19 +469,108 @@ static bool starts_lazily(struct gw_server *srv)
 	return true;
 }
 
+/* Why srv offers nothing while it is down (watch.c), into its reason */
+static void down_reason(struct gw_server *srv)
+{
+	const char *name = srv->cfg->name;
+	if (srv->removed)
+		gw_server_set_reason(srv, GW_DISABLED,
+		                     "server %s is no longer in mcp.toml: it is stopped and its "
+		                     "tools are withdrawn",
+		                     name);
+	else if (srv->disabled)
+		gw_server_set_reason(srv, GW_DISABLED,
+		                     "server %s is disabled in mcp.toml (enabled = false): its "
+		                     "tools are withdrawn; `mcpgate enable %s` offers it again",
+		                     name, name);
+	else
+		gw_server_set_reason(srv, GW_DISABLED,
+		                     "server %s's entry in mcp.toml changed: it starts again with "
+		                     "it",
+		                     name);
+}
+
+/* A disabled server offers nothing and is not started (said once) */
+static bool disabled(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	if (!srv->disabled || s->fetching || s->host != NULL)
+		return false;
+	down_reason(srv);
+	audit_record(s->audit, "server.disabled",
+	             gw_fields("server", json_new_string(srv->cfg->name), "reason",
+	                       json_new_string(srv->removed ? "removed" : "disabled"), NULL));
+	return true;
+}
+
+static void start_one(struct gw_server *srv)
+{
+	if (disabled(srv) || unapproved(srv)) {
+		gw_session_settled(srv);
+	} else if (starts_lazily(srv)) {
+		gw_server_offer(srv);
+		gw_session_settled(srv);
+	} else {
+		gw_server_start(srv);
+	}
+}
+
 static void start_servers(struct session *s)
 {
-	for (size_t i = 0; i < s->nservers; i++) {
-		struct gw_server *srv = &s->servers[i];
-		if (unapproved(srv)) {
-			gw_session_settled(srv);
-		} else if (starts_lazily(srv)) {
-			gw_server_offer(srv);
-			gw_session_settled(srv);
-		} else {
-			gw_server_start(srv);
-		}
+	for (size_t i = 0; i < s->nservers; i++)
+		start_one(&s->servers[i]);
+}
+
+void gw_server_bring_up(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	if (s->stopping)
+		return;
+	if (srv->thread_started || srv->stop_pending) {
+		srv->start_wanted = true; /* once that is over */
+		return;
 	}
+	srv->start_wanted = false;
+	if (srv->stop_started)
+		gw_server_reset_for_start(srv);
+	if (srv->next_cfg != NULL)
+		srv->cfg = steal_pointer(&srv->next_cfg);
+	srv->restarts = 0;
+	json_free(steal_pointer(&srv->tools));
+	json_free(steal_pointer(&srv->pinned));
+	srv->state = GW_STARTING;
+	start_one(srv);
+}
+
+void gw_server_take_down(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	if (s->stopping)
+		return;
+	loop_timer_cancel(s->loop, srv->restart_timer);
+	srv->restart_timer = NULL;
+	srv->restart_wanted = false;
+	if (srv->thread_started) {
+		srv->down_on_start = true; /* gw_server_started takes it down */
+		return;
+	}
+	bool was_up = srv->state != GW_DISABLED;
+	down_reason(srv);
+	if (was_up)
+		audit_record(s->audit, srv->disabled ? "server.disabled" : "server.changed",
+		             srv->disabled
+		                 ? gw_fields("server", json_new_string(srv->cfg->name), "reason",
+		                             json_new_string(srv->removed ? "removed" : "disabled"),
+		                             NULL)
+		                 : gw_fields("server", json_new_string(srv->cfg->name), NULL));
+	if (was_up && srv->disabled)
+		gw_client_notice(s, "info", srv->reason);
+	gw_server_withdraw(srv);
+	json_free(steal_pointer(&srv->pinned));
+	if (!srv->stop_started)
+		gw_server_stop(srv, proc_now_ms() + (int64_t)s->cfg->mcp.stop_timeout * 1000);
+	if (!srv->disabled)
+		gw_server_bring_up(srv); /* a changed entry: at once, or when its stop is done */
 }
 
 /* Write what the client is still owed, for at most a second more: the loop
@@ -526,6 +622,13 @@ static void session_begin(struct session *s)
 		         "every request is answered with this error");
 		audit_record(s->audit, "session.config_error",
 		             gw_fields("error", json_new_string(s->config_error), NULL));
+	}
+	if (s->workspace_error != NULL) {
+		mg_error("%s", s->workspace_error);
+		mg_error("until the client's configuration names a workspace that is there and "
+		         "starts mcpgate again, every request is answered with this error");
+		audit_record(s->audit, "session.workspace_error",
+		             gw_fields("error", json_new_string(s->workspace_error), NULL));
 	}
 	/* the runtime's info starts now, beside the servers; the sweep once they are up */
 	gw_startup_begin(s);
@@ -636,8 +739,9 @@ int gw_session_fetch(const struct session_options *opt, struct gw_manifest_fetch
 			r = -1;
 	struct gw_server *srv = &s->servers[0];
 	if (r == 0 && srv->state != GW_READY) {
-		mg_err_set(err, "%s",
-		           srv->reason != NULL ? srv->reason : "the server did not start");
+		/* its stderr, and what the runtime said, are in this session's log */
+		mg_err_set(err, "%s (`mcpgate logs --session %s` shows what it said)",
+		           srv->reason != NULL ? srv->reason : "the server did not start", s->id);
 		r = -1;
 	}
 	if (r == 0) {
@@ -668,6 +772,8 @@ void session_free(struct session *s)
 {
 	if (s == NULL)
 		return;
+	/* no change of mcp.toml is posted to its loop from here on */
+	gw_watch_leave(s);
 	/* first: calls waiting on the client learn it is gone and free themselves */
 	s->stopping = true;
 	/* a stop still under way (the loop failed before its end) ends now:
@@ -716,5 +822,6 @@ void session_free(struct session *s)
 	free(s->keychain_error);
 	free(s->config_error);
 	free(s->workspace_note);
+	free(s->workspace_error);
 	free(s);
 }

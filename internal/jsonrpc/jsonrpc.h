@@ -360,5 +360,10 @@ size_t rpc_peer_pending_count(const struct rpc_peer *peer);
  * -1 on a timeout naming the method, a closed peer, or a send failure. */
 int rpc_peer_call_sync(struct rpc_peer *peer, const char *method, const struct json_value *params,
                        int64_t deadline_ms, struct rpc_msg *reply_out, struct mg_err **err);
+/* rpc_peer_call_sync for a probe: an answer that comes after deadline_ms
+ * is expected (a server slow to start answers in order, late) and dropped
+ * without a warning */
+int rpc_peer_probe_sync(struct rpc_peer *p, const char *method, const struct json_value *params,
+                        int64_t deadline_ms, struct rpc_msg *reply_out, struct mg_err **err);
 
 #endif

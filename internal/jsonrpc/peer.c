@@ -81,6 +81,10 @@ struct rpc_peer {
 	size_t nresponse_ends, response_ends_cap;
 
 	int64_t next_id;
+	/* probes whose answer may come after their deadline, and is then
+	 * dropped without a word (rpc_peer_probe_sync) */
+	int64_t let_go[4];
+	unsigned let_go_next;
 	struct rpc_pending **buckets;
 	size_t nbuckets;
 	size_t npending;
@@ -725,11 +729,18 @@ static void unmatched_response(struct rpc_peer *p, struct rpc_msg *msg)
 		p->cfg.on_response(p, msg, p->cfg.data);
 		return;
 	}
+	int64_t id;
+	bool numbered = msg->id->kind == JSON_NUMBER && json_number_int64(msg->id, &id) == 0;
+	for (size_t i = 0; numbered && i < sizeof(p->let_go) / sizeof(p->let_go[0]); i++)
+		if (p->let_go[i] == id && id > 0) {
+			/* a probe's answer after its time: expected, and nothing to do */
+			mg_debug("%s: the answer to probe %" PRId64 " came after its time", p->name,
+			         id);
+			return;
+		}
 	if (!noise_ok(p))
 		return;
-	int64_t id;
-	if (msg->id->kind == JSON_NUMBER && json_number_int64(msg->id, &id) == 0 && id > 0 &&
-	    id < p->next_id)
+	if (numbered && id > 0 && id < p->next_id)
 		mg_warn("%s: dropped a late response to request %" PRId64
 		        " (timed out or cancelled)",
 		        p->name, id);
@@ -1132,8 +1143,25 @@ static int sync_step(struct rpc_peer *p, struct mg_err **err)
 	return 0;
 }
 
+static int call_sync(struct rpc_peer *p, const char *method, const struct json_value *params,
+                     int64_t deadline_ms, bool let_go, struct rpc_msg *reply_out,
+                     struct mg_err **err);
+
 int rpc_peer_call_sync(struct rpc_peer *p, const char *method, const struct json_value *params,
                        int64_t deadline_ms, struct rpc_msg *reply_out, struct mg_err **err)
+{
+	return call_sync(p, method, params, deadline_ms, false, reply_out, err);
+}
+
+int rpc_peer_probe_sync(struct rpc_peer *p, const char *method, const struct json_value *params,
+                        int64_t deadline_ms, struct rpc_msg *reply_out, struct mg_err **err)
+{
+	return call_sync(p, method, params, deadline_ms, true, reply_out, err);
+}
+
+static int call_sync(struct rpc_peer *p, const char *method, const struct json_value *params,
+                     int64_t deadline_ms, bool let_go, struct rpc_msg *reply_out,
+                     struct mg_err **err)
 {
 	memset(reply_out, 0, sizeof(*reply_out));
 	if (p->reading)
@@ -1160,6 +1188,11 @@ int rpc_peer_call_sync(struct rpc_peer *p, const char *method, const struct json
 		mg_err_free(step_err);
 	}
 	if (call.why != NULL) {
+		if (let_go && !p->in_closed) {
+			p->let_go[p->let_go_next] = id;
+			p->let_go_next =
+			    (p->let_go_next + 1) % (sizeof(p->let_go) / sizeof(p->let_go[0]));
+		}
 		mg_err_set(err, "%s", mg_err_msg(call.why));
 		mg_err_free(call.why);
 		return -1;

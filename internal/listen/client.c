@@ -90,11 +90,13 @@ struct lst_client *lst_client_new(struct lst *l, bool modern, struct mg_err **er
 	    .client_out = out,
 	    .owner = l->opt.owner,
 	    .config_error = l->opt.config_error,
+	    .workspace_error = l->opt.workspace_error,
 	    .workspace_note = l->opt.workspace_note,
 	    .on_record = lst_metrics_observe,
 	    .record_data = c->stats,
 	    .signals_elsewhere = true,
 	    .instances = l->instances,
+	    .watch_config = l->opt.watch_config,
 	    .start_thread = l->opt.start_thread,
 	};
 	if (session_new(&so, &c->session, err) < 0) {

@@ -1115,6 +1115,7 @@ int lst_run(const struct lst_options *opt, struct mg_err **err)
 			    .data_dir = opt->data_dir,
 			    .workspace = opt->workspace,
 			    .owner = opt->owner,
+			    .watch_config = opt->watch_config,
 			};
 			l.instances = gw_instances_new(&base);
 		}

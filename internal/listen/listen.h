@@ -80,9 +80,11 @@ struct lst_options {
 	const char *data_dir;
 	const char *workspace;
 	const char *config_error;
+	const char *workspace_error; /* session_options' */
 	const char *workspace_note;
 	const char *token_path; /* NULL: STATE_DIR/mcpgate/listener-token */
 	pid_t owner;
+	bool watch_config;                /* every session follows mcp.toml (session_options') */
 	void *(*start_thread)(void *srv); /* session_options' (tests and fuzzing only) */
 };
 

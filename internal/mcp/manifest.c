@@ -119,6 +119,19 @@ size_t manifest_diff(const struct json_value *old_tools, const struct json_value
 	return n;
 }
 
+bool manifest_tool_same(const struct json_value *old_tools, const struct json_value *new_tools,
+                        const char *name)
+{
+	struct json_value *a = manifest_of(old_tools), *b = manifest_of(new_tools);
+	const struct json_value *x = find_tool(a, name), *y = find_tool(b, name);
+	bool same = x != NULL && y != NULL;
+	for (size_t f = 1; same && f < NFIELDS; f++)
+		same = same_value(json_get(x, pinned_fields[f]), json_get(y, pinned_fields[f]));
+	json_free(a);
+	json_free(b);
+	return same;
+}
+
 /* ---- records ------------------------------------------------------------- */
 
 /* A record holds a whole tools/list: as large as the lists read */

@@ -7,6 +7,8 @@
 #ifndef MG_MCP_MANIFEST_H
 #define MG_MCP_MANIFEST_H
 
+#include <stdbool.h>
+
 #include "internal/base/err.h"
 #include "internal/json/json.h"
 
@@ -29,6 +31,11 @@ int manifest_hash(const struct json_value *tools, char out[MANIFEST_HASH_LEN], s
  * the number of differences; lines are appended to out (one per line). */
 size_t manifest_diff(const struct json_value *old_tools, const struct json_value *new_tools,
                      struct mg_buf *out);
+
+/* Tool name is in both tools/list arrays, every pinned field the same (an
+ * approval of it in the old one holds for it in the new one) */
+bool manifest_tool_same(const struct json_value *old_tools, const struct json_value *new_tools,
+                        const char *name);
 
 /* A manifest record, a file of {"server", "image", "hash", "tools"}: what
  * review read (DATA/reviews/SERVER.json) and what approve approved

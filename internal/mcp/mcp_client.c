@@ -162,14 +162,18 @@ static bool lists(const struct json_value *list, const char *v)
  * it makes it one of the old era, or none came (*answered false), -1 when
  * the server is gone or speaks no version mcpgate does */
 static int discover(struct rpc_peer *peer, const struct json_value *meta, int64_t until_ms,
-                    struct mcp_server_info *info, bool *answered, struct mg_err **err)
+                    bool probe, struct mcp_server_info *info, bool *answered, struct mg_err **err)
 {
 	struct json_value *params = json_new_object();
 	json_object_set(params, "_meta", json_copy(meta));
 	struct rpc_msg reply;
 	memset(&reply, 0, sizeof(reply));
 	struct mg_err *perr = NULL;
-	int r = rpc_peer_call_sync(peer, "server/discover", params, until_ms, &reply, &perr);
+	/* a server of the old era slow to start answers the probe late, in
+	 * order, just before initialize: nothing to warn about */
+	int r = probe
+	            ? rpc_peer_probe_sync(peer, "server/discover", params, until_ms, &reply, &perr)
+	            : rpc_peer_call_sync(peer, "server/discover", params, until_ms, &reply, &perr);
 	json_free(params);
 	*answered = r == 0;
 	if (r < 0 && rpc_peer_closed(peer)) {
@@ -232,8 +236,8 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
 	/* the probe: a server of the old era answers an error, or nothing */
 	int64_t probe_until = rpc_now_ms() + probe_wait_ms;
 	bool answered = false;
-	int r = discover(peer, meta, probe_until < deadline_ms ? probe_until : deadline_ms, info,
-	                 &answered, err);
+	int r = discover(peer, meta, probe_until < deadline_ms ? probe_until : deadline_ms, true,
+	                 info, &answered, err);
 	if (r != 0) {
 		json_free(meta);
 		return r < 0 ? -1 : 0;
@@ -250,7 +254,7 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
 		mcp_server_info_free(info);
 		memset(info, 0, sizeof(*info));
 		struct mg_err *rerr = NULL;
-		r = discover(peer, meta, deadline_ms, info, &answered, &rerr);
+		r = discover(peer, meta, deadline_ms, false, info, &answered, &rerr);
 		mg_err_free(rerr);
 		if (r == 1) {
 			json_free(meta);

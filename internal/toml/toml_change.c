@@ -143,6 +143,10 @@ static int apply_one(struct toml_value *root, const struct toml_change *c, struc
 			i++;
 		if (c->kind == TOML_CHANGE_REMOVE) {
 			toml_array_remove(arr, i);
+			/* an array of tables exists only through its [[headers]]: with
+			 * the last of them gone, so is the key */
+			if (arr->u.array.len == 0 && (arr->flags & TF_AOT))
+				toml_table_remove(t, last->key, strlen(last->key));
 		} else {
 			toml_free(e);
 			arr->u.array.items[i] = toml_copy(c->value);

@@ -31,7 +31,8 @@ enum toml_change_kind {
 	TOML_CHANGE_APPEND, /* value joins the end of the array at path (made when absent) */
 	/* the member at path, or the element it matches, is gone; and so is a
 	 * table on the way that only the headers of what is gone made (the
-	 * text [a.b] alone makes a table a, which goes with it) */
+	 * text [a.b] alone makes a table a, which goes with it), and an array
+	 * of [[tables]] whose last element went */
 	TOML_CHANGE_REMOVE,
 };
 

@@ -279,15 +279,18 @@ static void test_checked_edit(void)
 	      "no such element",
 	      "a change at a server that is not there is an error");
 	free(got);
-	/* remove, as `mcpgate remove` will */
+	/* remove, as `mcpgate remove` does: the last [[server]] gone takes the
+	 * array with it, as a parser reads a file without one */
 	const struct toml_step a_server[] = {{"server", "name", "a"}};
 	const struct toml_change remove = {TOML_CHANGE_REMOVE, a_server, 1, NULL};
-	got = check(before, "# mine\nserver = []\n", &remove, 1);
+	got = check(before, "# mine\n", &remove, 1);
 	T_STR(got, "", "the server removed, and nothing else");
 	free(got);
-	got = check(before, "# mine\n", &remove, 1);
-	T_STR(got, "the edit of m.toml is not the change meant: server would be missing",
-	      "the array itself gone is not the same");
+	got = check(before, "# mine\nserver = []\n", &remove, 1);
+	T_STR(got,
+	      "the edit of m.toml is not the change meant: server would be there (array), which "
+	      "no change meant",
+	      "an empty array written in its place is not the same");
 	free(got);
 	/* a table only headers below it made goes with the last of them; one
 	 * written as [a] itself stays */

@@ -201,15 +201,7 @@ def test_scripts(base):
 
 def test(base):
     s = ct.Session(base, "# my servers, by hand\n")
-    # npm needs what the person's shell gives it to reach the registry
-    for k in ("NODE_EXTRA_CA_CERTS", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
-              "NO_PROXY", "no_proxy", "npm_config_registry"):
-        if k in os.environ:
-            s.env[k] = os.environ[k]
-    # node trusts its own CA list, not the machine's: hand npm the machine's
-    # bundle, as curl and apt use it (a registry behind the machine's own CA)
-    if "NODE_EXTRA_CA_CERTS" not in s.env and os.path.exists("/etc/ssl/certs/ca-certificates.crt"):
-        s.env["NODE_EXTRA_CA_CERTS"] = "/etc/ssl/certs/ca-certificates.crt"
+    ct.npm_env(s.env)
     mcp = os.path.join(s.conf, "mcp.toml")
     ro, rw = os.path.join(s.ws, "ro"), os.path.join(s.ws, "rw")
     with open(os.path.join(ro, "notes.txt"), "w") as fh:

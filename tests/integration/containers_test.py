@@ -165,6 +165,18 @@ class Session:
             return [json.loads(line) for line in fh]
 
 
+def npm_env(env):
+    """What npm needs from the person's shell to reach the registry, into env"""
+    for k in ("NODE_EXTRA_CA_CERTS", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+              "NO_PROXY", "no_proxy", "npm_config_registry"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    # node trusts its own CA list, not the machine's: hand npm the machine's
+    # bundle, as curl and apt use it (a registry behind the machine's own CA)
+    if "NODE_EXTRA_CA_CERTS" not in env and os.path.exists("/etc/ssl/certs/ca-certificates.crt"):
+        env["NODE_EXTRA_CA_CERTS"] = "/etc/ssl/certs/ca-certificates.crt"
+
+
 _unenforced = None
 
 

@@ -189,7 +189,8 @@ def wait_settled(state, timeout=60):
             if not start or any(r["event"] == "session.end" for r in recs):
                 continue
             done = {r.get("server") for r in recs
-                    if r["event"] in ("server.ready", "server.unavailable", "server.idle")}
+                    if r["event"] in ("server.ready", "server.unavailable", "server.idle",
+                                      "server.disabled")}
             waiting |= not all(n in done for n in start[0].get("servers", []))
         if not waiting:
             return True
