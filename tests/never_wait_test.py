@@ -185,6 +185,50 @@ def test_lazy():
     f.cleanup()
 
 
+def test_eager_from_record():
+    """An eager server whose approved manifest is kept is offered from it at
+    once, while it starts: a client that lists once sees its tools, and a call
+    waits for the start; one that lists another manifest at start is withdrawn"""
+    f = Fixture(slow(3000))
+    c = f.start()  # the first session keeps the record (a pin written by hand)
+    c.initialize()
+    f.wait_settled()
+    c.close()
+    c = f.start()
+    c.initialize()
+    first = c.request("tools/list")
+    audit = f.audit()
+    # this session's records: those after its session.start
+    audit = audit[max(i for i, e in enumerate(audit) if e["event"] == "session.start"):]
+    t.ok(names(first) == ["slow__echo"] and not events(audit, "server.ready") and
+         not events(audit, "server.idle"),
+         "an eager server's approved tools are offered from its record while it starts",
+         (first, [e["event"] for e in audit]))
+    r = c.call("slow__echo", {"text": "waited"})
+    t.ok(text_of(r) == "waited", "a call to it waits for its start and is answered", r)
+    c.close()
+    f.cleanup()
+
+    f = Fixture(server("changed", args=["--describe-suffix", " (v2)"]))
+    data = os.path.join(f.dir, "data", "mcpgate", "manifests", "changed")
+    os.makedirs(data)
+    with open(os.path.join(data, PROBE_HASH[7:] + ".json"), "w") as fh:
+        json.dump({"server": "changed", "image": gwtest.IMAGE, "hash": PROBE_HASH,
+                   "tools": json.loads(subprocess_probe_tools())}, fh)
+    c = f.start()
+    c.initialize()
+    first = names(c.request("tools/list"))
+    f.wait_settled()
+    note = wait_note(c, "notifications/tools/list_changed")
+    after = names(c.request("tools/list"))
+    held = events(f.audit(), "server.withheld")
+    t.ok(first == ["changed__echo"] and note is not None and after == [] and held,
+         "when its start lists another manifest, its tools are withdrawn and the client "
+         "told", (first, note, after, held))
+    c.close()
+    f.cleanup()
+
+
 def subprocess_probe_tools():
     """the probe's own tools/list, as a record keeps it"""
     import subprocess
@@ -275,6 +319,7 @@ def main():
     global PROBE_HASH
     PROBE_HASH = learn_probe_hash()
     for name, test in (("never wait", test_never_wait), ("lazy", test_lazy),
+                       ("eager from its record", test_eager_from_record),
                        ("restart", test_restart), ("listener", test_listener_first_request)):
         try:
             test()

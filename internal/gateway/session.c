@@ -439,9 +439,33 @@ static bool unapproved(struct gw_server *srv)
 	return true;
 }
 
-/* start = "lazy": its approved tools, from the record approve kept,
- * offered until its first use starts it. false when it starts now: not
- * lazy, or no record of its approved manifest (said once) */
+/* Its approved tools, from the record approve (or a session that listed
+ * exactly them) kept, made what srv offers until its start lists its own
+ * (GW_IDLE; gw_server_start then serves them while it starts). NULL when
+ * offered; else why not (no pin, no record), which the caller frees. */
+static char *offer_from_record(struct gw_server *srv)
+{
+	struct session *s = srv->sess;
+	const struct cfg_server *c = srv->cfg;
+	if (s->fetching || s->host != NULL || c->manifest == NULL)
+		return xstrdup("no approved manifest");
+	struct mg_err *err = NULL;
+	struct json_value *tools = manifest_approved_tools(s->data_dir, c->name, c->manifest, &err);
+	if (tools == NULL) {
+		char *why = xstrdup(mg_err_msg(err));
+		mg_err_free(err);
+		return why;
+	}
+	srv->tools = tools;
+	snprintf(srv->live_hash, sizeof(srv->live_hash), "%s", c->manifest);
+	srv->state = GW_IDLE;
+	gw_server_offer(srv);
+	return NULL;
+}
+
+/* start = "lazy": its approved tools offered until its first use starts
+ * it. false when it starts now: not lazy, or no record of its approved
+ * manifest (said once) */
 static bool starts_lazily(struct gw_server *srv)
 {
 	struct session *s = srv->sess;
@@ -449,20 +473,15 @@ static bool starts_lazily(struct gw_server *srv)
 	enum cfg_start start = c->start_set ? c->start : s->cfg->mcp.start;
 	if (start != CFG_START_LAZY || s->fetching || s->host != NULL || c->manifest == NULL)
 		return false;
-	struct mg_err *err = NULL;
-	struct json_value *tools = manifest_approved_tools(s->data_dir, c->name, c->manifest, &err);
-	if (tools == NULL) {
+	cleanup_free char *why = offer_from_record(srv);
+	if (why != NULL) {
 		cleanup_free char *text = xasprintf(
 		    "server %s starts now, not at its first use: its approved manifest is not "
 		    "kept here (%s); it is kept from this session on",
-		    c->name, mg_err_msg(err));
-		mg_err_free(err);
+		    c->name, why);
 		gw_client_notice(s, "info", text);
 		return false;
 	}
-	srv->tools = tools;
-	snprintf(srv->live_hash, sizeof(srv->live_hash), "%s", c->manifest);
-	srv->state = GW_IDLE;
 	audit_record(s->audit, "server.idle",
 	             gw_fields("server", json_new_string(c->name), "manifest",
 	                       json_new_string(c->manifest), NULL));
@@ -508,9 +527,13 @@ static void start_one(struct gw_server *srv)
 	if (disabled(srv) || unapproved(srv)) {
 		gw_session_settled(srv);
 	} else if (starts_lazily(srv)) {
-		gw_server_offer(srv);
 		gw_session_settled(srv);
 	} else {
+		/* its approved tools are offered at once where they are kept, as a
+		 * lazy server's are: a client that lists once (a CLI, an agent's
+		 * first look) sees them, and a call waits for the start; a start
+		 * that lists another manifest withdraws them (the client is told) */
+		free(offer_from_record(srv));
 		gw_server_start(srv);
 	}
 }
