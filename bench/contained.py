@@ -1193,7 +1193,7 @@ def lazy_session(setup, rt, mode, what):
     ready = [e for e in recs if e.get("event") == "server.ready" and e.get("server") == LAZY_CALLED]
     if ready:
         out["own_start"] = ready[0].get("start_ms")
-        out["initialize"] = ready[0].get("phases", {}).get("initialize_ms")
+        out["first_byte"] = ready[0].get("phases", {}).get("first_byte_ms")
     want_idle = LAZY_SERVERS if mode == "lazy" else 0
     if out["idle"] != want_idle:
         anomaly("%s: %d servers were idle (server.idle), not %d" % (what, out["idle"], want_idle))
@@ -1236,14 +1236,14 @@ def bench_lazy_start_real(rt):
                 continue
             if r is not None:
                 runs[mode].append(r)
-    keys = ("list", "call", "own_start", "initialize", "started", "rss_kib", "containers_kib",
+    keys = ("list", "call", "own_start", "first_byte", "started", "rss_kib", "containers_kib",
             "end")
     s = {m: {k: summary([r[k] for r in runs[m] if r.get(k) is not None]) for k in keys}
          for m in runs}
     labels = {"list": "spawn to tools/list offering %s__echo" % LAZY_CALLED,
               "call": "spawn to its first tools/call answered",
               "own_start": "%s's own start (server.ready start_ms)" % LAZY_CALLED,
-              "initialize": "  of it: discover/initialize (initialize_ms)",
+              "first_byte": "  of it: run to its first byte (first_byte_ms)",
               "started": "containers started (server.start)",
               "rss_kib": "peak RSS, mcpgate and its runtime clients, KiB",
               "containers_kib": "peak memory of the containers, KiB",
