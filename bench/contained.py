@@ -10,9 +10,10 @@ Three measurements, printed side by side in one run, with medians and ratios
      or docker versus `RUNTIME run --rm -i ... IMAGE` driven directly.
   3. session start: spawn of `mcpgate serve` to the answer of its first
      tools/list, 1 server versus 8 (fake runtime; and real containers against
-     8 bare parallel `RUNTIME run`).
+     8 bare parallel `RUNTIME run`); 3c: 8 real servers all eager versus all
+     lazy (start = "lazy") when the client calls one.
 
-Parts 2 and 3b run only with MCPGATE_BENCH_RUNTIME=podman or docker.
+Parts 2, 3b and 3c run only with MCPGATE_BENCH_RUNTIME=podman or docker.
 Nothing here asserts on time. Every wait has a deadline; every container,
 image, temporary folder and helper daemon the bench made is removed at the
 end, also on failure. Exit status: 0, or 1 when something misbehaved (an
@@ -48,8 +49,8 @@ sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 from mcpclient import Client  # noqa: E402
 from gwtest import UNMATCHED_PIN, wait_settled  # noqa: E402
 from benchlib import (CLOCK_TICK, anomalies, anomaly, first_line, fmt, measure,  # noqa: E402
-                      on_term, pct, process_tree, ratio, report_anomalies, rx, sh, summary,
-                      table, tree_cpu)
+                      on_term, pct, process_tree, ratio, report_anomalies, rx, sh, status_kib,
+                      summary, table, tree_cpu)
 
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", os.path.join(TOP, "mcpgate")))
 MINRELAY = os.path.abspath(os.environ.get("MINRELAY", os.path.join(TOP, "build", "bench",
@@ -57,11 +58,11 @@ MINRELAY = os.path.abspath(os.environ.get("MINRELAY", os.path.join(TOP, "build",
 SOCAT = shutil.which("socat")
 FAKES = os.path.abspath(os.environ.get("FAKES", os.path.join(TOP, "build", "fakes")))
 RUNTIME = os.environ.get("MCPGATE_BENCH_RUNTIME", "").strip()
-# podman, docker, or both ("podman,docker"): parts 2 and 3b for each, and the
+# podman, docker, or both ("podman,docker"): parts 2, 3b and 3c for each, and the
 # aims of issue 25 printed side by side at the end
 RUNTIMES = [x.strip() for x in RUNTIME.split(",") if x.strip()]
 QUICK = "--quick" in sys.argv[1:]
-# --only 1,3b: those parts alone (1, 2, 3a, 3b); every part by default
+# --only 1,3b: those parts alone (1, 2, 3a, 3b, 3c); every part by default
 ONLY = None
 for _i, _a in enumerate(sys.argv[1:]):
     if _a.startswith("--only="):
@@ -307,6 +308,9 @@ class Setup:
             e.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
             e.setdefault("HOME", "/root")
         e["XDG_STATE_HOME"] = self.state
+        # the kept manifests (3c's lazy start reads them) and the seccomp
+        # profile: the setup's own, never the user's data folder
+        e["XDG_DATA_HOME"] = os.path.join(self.dir, "data")
         e["XDG_CONFIG_HOME"] = os.path.join(self.dir, "nowhere")
         return e
 
@@ -395,7 +399,7 @@ def bench_round_trip_fake():
                 raise RuntimeError("the probe (%s) did not answer initialize: %s" % (label, r))
         gw = setup.start()
         gw.initialize()
-        names = [t["name"] for t in gw.request("tools/list", timeout=START_TIMEOUT)["result"]["tools"]]
+        names = wait_listed(gw, ["s1__echo"], time.monotonic() + START_TIMEOUT)
         if names != ["s1__echo"]:
             raise RuntimeError("mcpgate offers %s, not s1__echo" % names)
         sides = [(label, c, "echo") for label, c in clients]
@@ -479,8 +483,32 @@ def children_cpu_ms():
     return (r.ru_utime + r.ru_stime) * 1000.0
 
 
+def wait_listed(c, want, deadline):
+    """tools/list until it offers every tool of want: at once, or again at
+    each notifications/tools/list_changed, as a client does since tools/list
+    answers with the servers already up (docs/2026-12-02-never-wait.md).
+    The names of the last answer; None when the deadline passed first."""
+    while True:
+        r = c.request("tools/list", timeout=max(0.1, deadline - time.monotonic()))
+        names = [t["name"] for t in r.get("result", {}).get("tools", [])]
+        if all(t in names for t in want):
+            return names
+        while not any(n.get("method") == "notifications/tools/list_changed" for n in c.notifications):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            m = c.read_message(left)
+            if m is None:
+                raise EOFError("the gateway closed its output")
+            if "method" in m and "id" not in m:
+                c.notifications.append(m)
+        c.notifications = [n for n in c.notifications
+                           if n.get("method") != "notifications/tools/list_changed"]
+
+
 def timed_session_start(setup, nservers, cpu=None):
-    """Spawn to the answer of the first tools/list, in ms; and the end, in ms.
+    """Spawn to the first tools/list offering every server's tool, in ms; and
+    the end, in ms.
     cpu, a list, gets the CPU time of the session: mcpgate and every process
     under it that was waited for (with the fake runtime: all of them)."""
     c0 = children_cpu_ms()
@@ -491,10 +519,9 @@ def timed_session_start(setup, nservers, cpu=None):
     ok = True
     try:
         c.initialize()
-        r = c.request("tools/list", timeout=START_TIMEOUT)
-        t1 = time.perf_counter()
-        names = [t["name"] for t in r.get("result", {}).get("tools", [])]
         want = ["s%d__echo" % (i + 1) for i in range(nservers)]
+        names = wait_listed(c, want, time.monotonic() + START_TIMEOUT)
+        t1 = time.perf_counter()
         if names != want:
             ok = False
             anomaly("session start with %d servers: tools/list offered %s, not %s" %
@@ -592,8 +619,8 @@ INIT_DELAY_MS = 100   # 3a's second pair: each probe answers initialize after th
 
 
 def bench_session_start_fake():
-    title = ("3a. session start, fake runtime: spawn of mcpgate serve to the answer of its "
-             "first tools/list, %d runs each, ms" % STARTS_FAKE)
+    title = ("3a. session start, fake runtime: spawn of mcpgate serve to the first tools/list "
+             "offering every server's tool, %d runs each, ms" % STARTS_FAKE)
     delay = ["--initialize-delay", str(INIT_DELAY_MS)]
     # (key, servers, probe args, runs)
     variants = [("1", 1, None, STARTS_FAKE), ("8", 8, None, STARTS_FAKE),
@@ -875,8 +902,7 @@ def learn_run_argv(rt):
     c = setup.start()
     try:
         c.initialize()
-        r = c.request("tools/list", timeout=START_TIMEOUT)
-        names = [t["name"] for t in r.get("result", {}).get("tools", [])]
+        names = wait_listed(c, ["s1__echo"], time.monotonic() + START_TIMEOUT)
         if names != ["s1__echo"]:
             raise RuntimeError("mcpgate on %s offers %s, not s1__echo; its stderr: %s" %
                                (rt.kind, names, open(setup.stderr_path).read()[-600:]))
@@ -905,7 +931,7 @@ def bench_round_trip_real(rt, gw_argv):
             raise RuntimeError("the direct container did not answer initialize: %s" % r)
         gw = setup.start()
         gw.initialize()
-        names = [t["name"] for t in gw.request("tools/list", timeout=START_TIMEOUT)["result"]["tools"]]
+        names = wait_listed(gw, ["s1__echo"], time.monotonic() + START_TIMEOUT)
         if names != ["s1__echo"]:
             raise RuntimeError("mcpgate offers %s, not s1__echo" % names)
         out = compare_round_trips([("%s run -i, direct" % rt.kind, direct, "echo"),
@@ -997,8 +1023,8 @@ def bare_parallel_start(rt, gw_argv, env, n, run):
 
 
 def bench_session_start_real(rt, gw_argv):
-    title = ("3b. session start through real %s containers: spawn to the answer of the first "
-             "tools/list, %d runs each, ms" % (rt.kind, STARTS_REAL))
+    title = ("3b. session start through real %s containers: spawn to the first tools/list "
+             "offering every server's tool, %d runs each, ms" % (rt.kind, STARTS_REAL))
     setups = {1: Setup(1, runtime=rt.kind, image=rt.image, fake=False, rt=rt),
               8: Setup(8, runtime=rt.kind, image=rt.image, fake=False, rt=rt)}
     env = {k: v for k, v in setups[1].env().items() if k in RUNTIME_ENV}
@@ -1083,8 +1109,168 @@ def bench_session_start_real(rt, gw_argv):
         "ratio_bare8_bare1": ratio(b[8].get("median"), b[1].get("median"))}
 
 
+# ---- 3c: lazy start --------------------------------------------------------
+
+LAZY_SERVERS = 8
+LAZY_CALLED = "s1"  # the one server the client calls
+
+
+def session_records(setup, pid):
+    """The audit records of the session mcpgate pid ran (by its session.start)"""
+    recs = setup.audit()
+    ids = {e.get("session") for e in recs if e.get("event") == "session.start" and e.get("pid") == pid}
+    return [e for e in recs if e.get("session") in ids]
+
+
+def container_peak_kib(rt, pid):
+    """The summed peak memory of the containers of mcpgate pid, from each
+    container's memory cgroup (v2 memory.peak, v1 max_usage_in_bytes), in
+    KiB; None when any of them cannot be read here"""
+    names = rt.names("label=mcpgate.pid=%d" % pid)
+    if not names:
+        return None
+    r = rt.cmd("inspect", "--format", "{{.State.Pid}}", *names, timeout=60)
+    pids = [int(x) for x in r.stdout.split() if x.isdigit() and int(x) > 0]
+    if r.returncode != 0 or len(pids) != len(names):
+        return None
+    total = 0
+    for p in pids:
+        try:
+            with open("/proc/%d/cgroup" % p) as fh:
+                lines = [ln.rstrip("\n").split(":", 2) for ln in fh]
+        except OSError:
+            return None
+        v1 = [x[2] for x in lines if len(x) == 3 and "memory" in x[1].split(",")]
+        v2 = [x[2] for x in lines if len(x) == 3 and x[0] == "0" and x[1] == ""]
+        files = ([("/sys/fs/cgroup/memory" + v1[0], "memory.max_usage_in_bytes")] if v1 else []) + \
+                ([("/sys/fs/cgroup" + v2[0], "memory.peak"),
+                  ("/sys/fs/cgroup/unified" + v2[0], "memory.peak")] if v2 else [])
+        for d, name in files:
+            try:
+                with open(os.path.join(d, name)) as fh:
+                    total += int(fh.read().strip()) // 1024
+                break
+            except (OSError, ValueError):
+                continue
+        else:
+            return None
+    return total
+
+
+def lazy_session(setup, rt, mode, what):
+    """One session of 3c with every server's start = mode: spawn to the first
+    tools/list offering the called server's tool, spawn to its first
+    tools/call answered, then (once every start ended) memory, then the end.
+    A dict of figures, or None when the session went wrong (an anomaly)."""
+    with open(os.path.join(setup.conf, "config.toml"), "w") as f:
+        f.write('[mcp]\nruntime = "%s"\nstart = "%s"\n' % (rt.kind, mode))
+    tool = LAZY_CALLED + "__echo"
+    out = {}
+    t0 = time.perf_counter()
+    c = setup.start()
+    pid = c.proc.pid
+    try:
+        c.initialize()
+        if wait_listed(c, [tool], time.monotonic() + START_TIMEOUT) is None:
+            anomaly("%s: tools/list never offered %s" % (what, tool))
+            return None
+        out["list"] = (time.perf_counter() - t0) * 1000.0
+        r = c.call(tool, {"text": "lazy-bench"}, timeout=START_TIMEOUT)
+        out["call"] = (time.perf_counter() - t0) * 1000.0
+        if r.get("result", {}).get("content", [{}])[0].get("text") != "lazy-bench":
+            anomaly("%s: %s answered %s" % (what, tool, json.dumps(r)[:300]))
+            return None
+        if not wait_settled(setup.state, START_TIMEOUT):
+            anomaly("%s: the servers' starts did not end within %.0f s" % (what, START_TIMEOUT))
+        out["rss_kib"] = sum(status_kib(p, "VmHWM") for p in process_tree(pid))
+        out["containers_kib"] = container_peak_kib(rt, pid)
+    finally:
+        out["end"] = close_client(c, "mcpgate serve (%s, start = %s)" % (rt.kind, mode)) * 1000.0
+        session_checks(setup, what, rt, pid)
+    recs = session_records(setup, pid)
+    out["started"] = sum(1 for e in recs if e.get("event") == "server.start")
+    out["idle"] = sum(1 for e in recs if e.get("event") == "server.idle")
+    ready = [e for e in recs if e.get("event") == "server.ready" and e.get("server") == LAZY_CALLED]
+    if ready:
+        out["own_start"] = ready[0].get("start_ms")
+        out["first_byte"] = ready[0].get("phases", {}).get("first_byte_ms")
+    want_idle = LAZY_SERVERS if mode == "lazy" else 0
+    if out["idle"] != want_idle:
+        anomaly("%s: %d servers were idle (server.idle), not %d" % (what, out["idle"], want_idle))
+        return None
+    return out
+
+
+def bench_lazy_start_real(rt):
+    title = ("3c. lazy start on %s: %d servers, the client calls one (%s); every server eager, "
+             "then every server lazy, %d runs each, ms" % (rt.kind, LAZY_SERVERS, LAZY_CALLED,
+                                                         STARTS_REAL))
+    setup = Setup(LAZY_SERVERS, runtime=rt.kind, image=rt.image, fake=False, rt=rt)
+    # a lazy server offers its tools from the approved manifest's record
+    # (DATA/manifests/NAME/HEX.json), which approve keeps; the pins here are
+    # written in mcp.toml, so one untimed eager session that lists exactly
+    # them keeps the records (as tests/never_wait_test.py's test_lazy does)
+    c = setup.start()
+    pid = c.proc.pid
+    try:
+        c.initialize()
+        wait_settled(setup.state, START_TIMEOUT)
+    finally:
+        close_client(c, "mcpgate serve (%s, the session that keeps the records)" % rt.kind)
+        session_checks(setup, "3c's record session on %s" % rt.kind, rt, pid)
+    kept = [s for s in ("s%d" % (i + 1) for i in range(LAZY_SERVERS))
+            if glob.glob(os.path.join(setup.env()["XDG_DATA_HOME"], "mcpgate", "manifests", s,
+                                      "*.json"))]
+    if len(kept) != LAZY_SERVERS:
+        raise RuntimeError("the approved manifests' records were kept for %s only, not all %d "
+                           "servers" % (kept, LAZY_SERVERS))
+    setup.old_audit = set(setup.audit_files())
+    runs = {"eager": [], "lazy": []}
+    for run in range(STARTS_REAL):
+        for mode in (("eager", "lazy") if run % 2 == 0 else ("lazy", "eager")):
+            what = "3c on %s, %s, run %d" % (rt.kind, mode, run + 1)
+            try:
+                r = lazy_session(setup, rt, mode, what)
+            except Exception as e:  # noqa: BLE001 - one bad run is reported, the rest go on
+                anomaly("%s: %s: %s" % (what, type(e).__name__, e))
+                continue
+            if r is not None:
+                runs[mode].append(r)
+    keys = ("list", "call", "own_start", "first_byte", "started", "rss_kib", "containers_kib",
+            "end")
+    s = {m: {k: summary([r[k] for r in runs[m] if r.get(k) is not None]) for k in keys}
+         for m in runs}
+    labels = {"list": "spawn to tools/list offering %s__echo" % LAZY_CALLED,
+              "call": "spawn to its first tools/call answered",
+              "own_start": "%s's own start (server.ready start_ms)" % LAZY_CALLED,
+              "first_byte": "  of it: run to its first byte (first_byte_ms)",
+              "started": "containers started (server.start)",
+              "rss_kib": "peak RSS, mcpgate and its runtime clients, KiB",
+              "containers_kib": "peak memory of the containers, KiB",
+              "end": "end: input closed to exit, all stopped"}
+    rows = []
+    for k in keys:
+        e, z = s["eager"][k], s["lazy"][k]
+        if not e["n"] and not z["n"]:
+            continue  # not measurable here (no memory cgroup to read): left out
+        rows.append([labels[k], e.get("median"), z.get("median"),
+                     rx(z.get("median"), e.get("median")), e["n"], z["n"]])
+    table(title, ["", "eager", "lazy", "lazy / eager", "eager n", "lazy n"], rows,
+          digits=[1, 1, 1, 0, 0])
+    print("  (medians; each session lists tools until %s__echo is offered, calls it once, waits\n"
+          "   for every start to end, reads memory, then closes its input. peak RSS: the sum of\n"
+          "   each process's VmHWM in mcpgate's tree; containers: each one's memory cgroup peak)"
+          % LAZY_CALLED)
+    results.setdefault("lazy_start_real", {})[rt.kind] = {
+        "runtime": rt.kind, "servers": LAZY_SERVERS, "called": LAZY_CALLED, "runs": STARTS_REAL,
+        "unit": "ms; memory in KiB", "eager": s["eager"], "lazy": s["lazy"],
+        "ratio_list": ratio(s["lazy"]["list"].get("median"), s["eager"]["list"].get("median")),
+        "ratio_call": ratio(s["lazy"]["call"].get("median"), s["eager"]["call"].get("median")),
+        "ratio_end": ratio(s["lazy"]["end"].get("median"), s["eager"]["end"].get("median"))}
+
+
 def prepare_runtime(kind):
-    """A Runtime ready for parts 2 and 3b, with mcpgate's own run argv; or
+    """A Runtime ready for parts 2, 3b and 3c, with mcpgate's own run argv; or
     (None, None, why)"""
     rt = Runtime(kind)
     print()
@@ -1108,7 +1294,7 @@ def prepare_runtime(kind):
 
 
 def run_all():
-    """1, 3a, then 2 and 3b for each real runtime asked for (podman, docker,
+    """1, 3a, then 2, 3b and 3c for each real runtime asked for (podman, docker,
     or both), one after the other"""
     why = None
     if not RUNTIMES:
@@ -1117,10 +1303,11 @@ def run_all():
         why = ("MCPGATE_BENCH_RUNTIME=%s names something that is neither podman nor docker; "
                "set it to podman, docker or podman,docker" % RUNTIME)
         anomaly("setup: " + why)
-    elif not (wanted("2") or wanted("3b")):
+    elif not (wanted("2") or wanted("3b") or wanted("3c")):
         why = "--only leaves out the parts on a real runtime"
     if why is not None:
-        results["round_trip_real"] = results["session_start_real"] = {"skipped": why}
+        for key in ("round_trip_real", "session_start_real", "lazy_start_real"):
+            results[key] = {"skipped": why}
     try:
         if wanted("1"):
             measure(bench_round_trip_fake)
@@ -1133,6 +1320,7 @@ def run_all():
                 if rwhy is not None:
                     results.setdefault("round_trip_real", {})[kind] = {"skipped": rwhy}
                     results.setdefault("session_start_real", {})[kind] = {"skipped": rwhy}
+                    results.setdefault("lazy_start_real", {})[kind] = {"skipped": rwhy}
                 if wanted("2") and rwhy is None:
                     measure(bench_round_trip_real, rt, gw_argv)
                 elif wanted("2"):
@@ -1141,6 +1329,10 @@ def run_all():
                     measure(bench_session_start_real, rt, gw_argv)
                 elif wanted("3b"):
                     skipped("3b. session start through real %s containers" % kind, rwhy)
+                if wanted("3c") and rwhy is None:
+                    measure(bench_lazy_start_real, rt)
+                elif wanted("3c"):
+                    skipped("3c. lazy start on %s" % kind, rwhy)
             finally:
                 end_gateways()
                 if rt is not None:
@@ -1150,6 +1342,8 @@ def run_all():
                 skipped("2. tools/call round trip through a real container", why)
             if wanted("3b"):
                 skipped("3b. session start through real containers", why)
+            if wanted("3c"):
+                skipped("3c. lazy start on real containers", why)
     finally:
         end_gateways()
 
@@ -1276,7 +1470,18 @@ def ratios_block():
                             rx(med(sr, "gateway_1"), med(sr, "bare_1")),
                             rx(med(sr, "gateway_8"), med(sr, "gateway_1")),
                             rx(med(sr, "bare_8"), med(sr, "bare_1")))])
-    for key in ("round_trip_real", "session_start_real"):
+    for kind, lz in sorted(results.get("lazy_start_real", {}).items()):
+        if not isinstance(lz, dict) or "skipped" in lz:
+            continue
+        add(lambda lz=lz: ["lazy start, %s, %d servers, one called: lazy / eager %s to the tool "
+                           "listed, %s to the call answered, %s to the end; containers started "
+                           "%.0f lazy, %.0f eager" %
+                           (lz["runtime"], lz["servers"],
+                            rx(med(lz["lazy"], "list"), med(lz["eager"], "list")),
+                            rx(med(lz["lazy"], "call"), med(lz["eager"], "call")),
+                            rx(med(lz["lazy"], "end"), med(lz["eager"], "end")),
+                            med(lz["lazy"], "started"), med(lz["eager"], "started"))])
+    for key in ("round_trip_real", "session_start_real", "lazy_start_real"):
         v = results.get(key, {})
         if "skipped" in v:
             lines.append("%s: skipped (%s)" % (key, v["skipped"]))
@@ -1316,6 +1521,8 @@ def aims_block():
     if not kinds:
         return
     figs = {k: aim_figures(k) for k in kinds}
+    if all(v is None for f in figs.values() for v in f.values()):
+        return  # parts 2 and 3b not run (--only)
     rows = []
     for label, key, aim in AIMS:
         row = [label]
