@@ -39,6 +39,12 @@ int cfg_approve(const char *path, const char *server, const char *manifest,
 int cfg_append_server(const char *path, const char *const *comment, size_t ncomment,
                       const struct toml_value *entry, struct mg_err **err);
 
+/* What `mcpgate check` would say of the file at path (none yet: a new
+ * one) with entry appended, read with config.toml at config_path (NULL or
+ * absent: none): 0 when it loads, else its errors. Nothing is written. */
+int cfg_append_check(const char *path, const char *config_path, const struct toml_value *entry,
+                     struct mg_err **err);
+
 /* Write after to path when it loads as mcp.toml and is before (the text
  * read; NULL: there was no file) with exactly the changes made
  * (toml_check_edit), and path still holds before; else nothing is written
