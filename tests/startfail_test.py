@@ -32,14 +32,14 @@ CAUSES = [
      "git` (remove its entry first), which writes packages = [\"git\"] in its entry"),
     ("rofs", ["--stderr-banner", "Error: EROFS: read-only file system, mkdir '/app/.mongodb'",
               "--exit-at-start", "1"], "",
-     "server rofs could not write \"/app/.mongodb\" (a read-only file system): in its "
+     "server rofs could not write a path its stderr names (a read-only file system): in its "
      "container only its home (%s), /tmp and the mounts its entry lists with :write can be "
      "written; point it at its home in its entry (args or env, e.g. a path under %s), or "
      "mount a folder there with :write" % (HOME, HOME)),
     ("denied", ["--stderr-banner",
                 "PermissionError: [Errno 13] Permission denied: '/srv/cache/x.db'",
                 "--exit-at-start", "1"], "",
-     "server denied could not write \"/srv/cache/x.db\" (permission denied): in its "
+     "server denied could not write a path its stderr names (permission denied): in its "
      "container only its home (%s), /tmp and the mounts its entry lists with :write can be "
      "written; point it at its home in its entry (args or env, e.g. a path under %s), or "
      "mount a folder there with :write" % (HOME, HOME)),

@@ -4,8 +4,7 @@
  *
  * The server's stderr is a stranger's text. Its last lines go to the
  * person (mcpgate's log, review's terminal) escaped by mg_shown, never to
- * the model; a fix names only mcpgate's own words, the server's name, and
- * at most a path of plain path characters found in that text. */
+ * the model; a fix names only mcpgate's own words and the server's name. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdlib.h>
@@ -87,33 +86,6 @@ static const char *find_ci(const char *text, size_t len, const char *what)
 	return NULL;
 }
 
-static bool path_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '/' || c == '.' || c == '_' || c == '-' || c == '+' || c == '@' || c == '~';
-}
-
-/* A path quoted on the line around at ('/abs' or "/abs"), of plain path
- * characters only and at most 120 bytes (allocated), or NULL */
-static char *quoted_path(const char *text, size_t len, const char *at)
-{
-	const char *ls = at, *le = at;
-	while (ls > text && ls[-1] != '\n')
-		ls--;
-	while (le < text + len && *le != '\n')
-		le++;
-	for (const char *p = ls; p + 1 < le; p++) {
-		if ((*p != '\'' && *p != '"') || p[1] != '/')
-			continue;
-		const char *q = p + 1;
-		while (q < le && path_char(*q))
-			q++;
-		if (q < le && *q == *p && q - p - 1 <= 120)
-			return xstrndup(p + 1, (size_t)(q - p - 1));
-	}
-	return NULL;
-}
-
 /* node's EROFS/EACCES, Python's Errno 30/13, coreutils' words */
 static char *unwritable_hint(const struct cfg_server *s, const char *text, size_t len)
 {
@@ -129,15 +101,14 @@ static char *unwritable_hint(const struct cfg_server *s, const char *text, size_
 		const char *at = find_ci(text, len, markers[i].marker);
 		if (at == NULL)
 			continue;
-		char *path = quoted_path(text, len, at);
+		/* the path is the server's text: the lines shown to the person
+		 * have it, the reason (which the client hears) does not */
 		char *hint = xasprintf(
-		    "server %s could not write %s%s%s (%s): in its container only its home "
-		    "(" CFG_HOME_PATH "), /tmp and the mounts its entry lists with :write can be "
-		    "written; point it at its home in its entry (args or env, e.g. a path "
+		    "server %s could not write a path its stderr names (%s): in its container only "
+		    "its home (" CFG_HOME_PATH "), /tmp and the mounts its entry lists with :write "
+		    "can be written; point it at its home in its entry (args or env, e.g. a path "
 		    "under " CFG_HOME_PATH "), or mount a folder there with :write",
-		    s->name, path != NULL ? "\"" : "", path != NULL ? path : "a path",
-		    path != NULL ? "\"" : "", markers[i].why);
-		free(path);
+		    s->name, markers[i].why);
 		return hint;
 	}
 	return NULL;

@@ -1671,12 +1671,12 @@ static void test_start_causes(void)
 	    /* an exit after a failed fetch is not a server of HTTP */
 	    {"fetch http://example.org failed", "server/discover: end of input", NULL},
 	    {"Error: EACCES: permission denied, open '/data/db.sqlite'", NULL,
-	     "could not write \"/data/db.sqlite\" (permission denied)"},
+	     "could not write a path its stderr names (permission denied)"},
 	    {"mkdir: cannot create directory '/app/cache': Read-only file system", NULL,
-	     "could not write \"/app/cache\" (a read-only file system)"},
-	    /* a path of other characters is not repeated */
+	     "could not write a path its stderr names (a read-only file system)"},
+	    /* the path is the server's text: never repeated in the reason */
 	    {"EROFS: read-only file system, mkdir '/app/\x1b[2J'", NULL,
-	     "could not write a path (a read-only file system)"},
+	     "could not write a path its stderr names (a read-only file system)"},
 	    {"Error: ENOENT: no such file or directory, open '/data/x.json'", NULL, NULL},
 	    {"", "the server answered protocol version \"1\", which mcpgate does not speak",
 	     "`mcpgate add npm:some-server@VERSION --name s`"},
