@@ -212,8 +212,10 @@ struct probe {
 	const char *echo_name;
 	const char *leak_where;
 	int garbage_first;
-	long long flood;    /* --flood N: N lines that are not JSON, before anything else */
-	int stderr_invalid; /* --stderr-invalid: a line with a byte that is not UTF-8 */
+	long long flood;         /* --flood N: N lines that are not JSON, before anything else */
+	int stderr_invalid;      /* --stderr-invalid: a line with a byte that is not UTF-8 */
+	int stderr_hostile;      /* --stderr-hostile: escapes, U+202E and 50 newlines on stderr */
+	long long exit_at_start; /* --exit-at-start CODE: exit (CODE) after the stderr options */
 	long long huge_first;
 	unsigned char offered[N_TOOLS];
 
@@ -241,7 +243,8 @@ static void usage(const char *why)
 	    "         [--barrier DIR:N] [--barrier-timeout MS] [--initialize-delay MS]\n"
 	    "         [--leak-env NAME:WHERE] [--tool-extra MEMBERS] [--echo-name NAME]\n"
 	    "         [--garbage-first] [--huge-first BYTES] [--resources N] [--modern] "
-	    "[--start-delay MS]\n",
+	    "[--start-delay MS]\n"
+	    "         [--stderr-hostile] [--exit-at-start CODE]\n",
 	    stderr);
 	exit(2);
 }
@@ -2241,6 +2244,11 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->modern = 1;
 		} else if (strcmp(a, "--stderr-invalid") == 0) {
 			p->stderr_invalid = 1;
+		} else if (strcmp(a, "--stderr-hostile") == 0) {
+			p->stderr_hostile = 1;
+		} else if ((v = option_value(argc, argv, &i, "--exit-at-start")) != NULL) {
+			number_option("--exit-at-start", v, 0, 255, &p->exit_at_start);
+			p->exit_at_start += 1; /* 0: not asked */
 		} else if ((v = option_value(argc, argv, &i, "--flood")) != NULL) {
 			number_option("--flood", v, 0, 100000000, &p->flood);
 		} else if ((v = option_value(argc, argv, &i, "--echo-name")) != NULL) {
@@ -2321,6 +2329,20 @@ int main(int argc, char **argv)
 		write_all(1, "this is not json {\n", 19);
 	if (p.stderr_invalid)
 		write_all(2, "before \xff after\n", 15);
+	if (p.stderr_hostile) {
+		/* what a hostile server prints to take over the terminal that
+		 * shows its stderr: clear it, recolour it, retitle it, reverse
+		 * text (U+202E), push everything off screen */
+		static const char head[] = "\x1b[2J\x1b[31mhostile red\x1b[0m\n"
+		                           "reversed \xe2\x80\xae txet\n";
+		static const char tail[] = "\x1b]0;owned title\x07last words\r\n";
+		write_all(2, head, sizeof(head) - 1);
+		for (int k = 0; k < 50; k++)
+			write_all(2, "\n", 1);
+		write_all(2, tail, sizeof(tail) - 1);
+	}
+	if (p.exit_at_start > 0)
+		exit((int)(p.exit_at_start - 1));
 	for (long long k = 0; k < p.flood; k++)
 		write_all(1, "flooding the audit log {\n", 25);
 	if (p.huge_first > 0) {

@@ -36,7 +36,7 @@ FAKE_NPM = r'''#!/usr/bin/env python3
 import json, os, sys
 registry = json.loads(os.environ["FAKE_NPM_REGISTRY"])
 with open(os.environ["FAKE_NPM_LOG"], "a") as fh:
-    fh.write(json.dumps(sys.argv[1:] + ["scripts=" + os.environ.get("npm_config_ignore_scripts", "")]) + "\n")
+    fh.write(json.dumps(sys.argv[1:] + ["cwd=" + os.getcwd(), "scripts=" + os.environ.get("npm_config_ignore_scripts", "")]) + "\n")
 args = sys.argv[1:]
 if args and args[0] == "view":
     spec = args[2]
@@ -189,12 +189,43 @@ def main():
         with open(os.path.join(data, "mcpgate", "npm", "local-pkg", "package.json")) as fh:
             wrote = json.load(fh)
         t.ok(r.returncode != 0 and "resolves to local-pkg@1.2.3 (%s)" % want_integrity in r.stderr
-             and [c[0] if c[0] != "--prefix" else c[2] for c in calls] == ["install"] and
+             and [c[0] for c in calls] == ["install"] and
              wrote.get("dependencies") == {"local-pkg": "file:" + os.path.realpath(path)} and
              unchanged(),
              "a good tarball: its name, version and npm integrity read from it, installed from "
              "file:PATH with scripts off (the fake npm then fails)",
              (r.stderr[-400:], calls, wrote))
+        # the entry add would write is read as `mcpgate check` reads it
+        # before npm is asked anything: a special address, a mount out of
+        # the workspace, one of the workspace root, a network name that is
+        # no host
+        for args, want in (
+                (["--network", "127.0.0.1"], "\"network\" entry \"127.0.0.1\" is refused by the "
+                 "egress proxy: a special address is always refused (127.0.0.0/8 loopback)"),
+                (["--mount", "../up:write"], "\"mounts\" entry \"../up:write\" has a \"..\" "
+                 "component: a mount stays inside the workspace"),
+                (["--network", "example.org", "--mount", "/etc:write"], "\"mounts\" entry "
+                 "\"/etc:write\""),
+                (["--network", "exa mple.org"], "\"network\" entry \"exa mple.org\"")):
+            shutil.rmtree(os.path.join(data, "mcpgate", "npm", "fails-install"),
+                          ignore_errors=True)
+            r = add("npm:fails-install", *args)
+            t.ok(r.returncode != 0 and want in r.stderr and
+                 "the entry add would write is refused, so nothing was fetched or installed"
+                 in r.stderr and unchanged() and npm_calls() == [] and
+                 not os.path.exists(os.path.join(data, "mcpgate", "npm", "fails-install",
+                                                 "package.json")),
+                 "add %s is refused as check refuses it, before npm runs at all" % " ".join(args),
+                 (r.stderr[-400:], npm_calls()))
+        # npm installs in its folder, as a plain `npm install` there does:
+        # no --prefix, which would move npm's global npmrc (and its cafile)
+        r = add("npm:fails-install")
+        installs = [c for c in npm_calls() if "install" in c or "ci" in c]
+        work = os.path.realpath(os.path.join(data, "mcpgate", "npm", "fails-install"))
+        t.ok(installs and all("--prefix" not in c and not any(a.startswith("--prefix=")
+                                                               for a in c) and
+                              "cwd=" + work in c for c in installs),
+             "npm install runs in the server's npm folder, without --prefix", installs)
         r = add("npm:no-bin", "--name", "taken")
         t.ok(r.returncode != 0 and "a server named taken is already in" in r.stderr and
              unchanged() and npm_calls() == [],

@@ -62,7 +62,8 @@ if args and args[0] == "view":
     print(json.dumps(doc))
     sys.exit(0)
 if "install" in args or "ci" in args:
-    prefix = args[args.index("--prefix") + 1]
+    # add runs npm in the project's folder, as a plain `npm install` there
+    prefix = os.getcwd()
     with open(os.path.join(prefix, "package.json")) as fh:
         deps = json.load(fh)["dependencies"]
     for name, spec in deps.items():
@@ -259,13 +260,14 @@ def test_options(p):
     r = p.add("npm:" + path, *args)
     one_new_server(p, r, entry("opt-pkg", pinned(r), args=HOSTILE_VALUES, env=envs),
                    "--arg and --env values with line ends, quotes, ] and \"\"\"")
-    # a mount or a host that is not one: the file after does not load, so
-    # nothing is written
+    # a mount or a host that is not one: the file after would not load, so
+    # it is refused before npm runs, and nothing is written
     for opt, values in (("--mount", HOSTILE_VALUES[:4]),
                         ("--network", HOSTILE_VALUES[:4] + ["host\u2028[x]"])):
         for v in values:
             r = p.add("npm:" + path, opt, v)
-            nothing_written(p, r, "nothing was written", "%s %r" % (opt, v))
+            nothing_written(p, r, "the entry add would write is refused, so nothing was "
+                            "fetched or installed", "%s %r" % (opt, v))
     # a folder whose name holds a line separator is a folder all the same
     odd = "docs\u2028[[server]]\u0085x"
     r = p.add("npm:" + path, "--mount", odd)

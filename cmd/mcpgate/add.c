@@ -137,17 +137,18 @@ static struct strv npm_env(void)
 	return e;
 }
 
-static int npm_run(const char *npm, const char *const *args, struct proc_result *res,
-                   struct mg_err **err)
+/* npm with args, in dir (NULL: where add runs) */
+static int npm_run(const char *npm, const char *dir, const char *const *args,
+                   struct proc_result *res, struct mg_err **err)
 {
 	struct strv argv = STRV_INIT;
 	strv_push(&argv, npm);
 	for (size_t i = 0; args[i] != NULL; i++)
 		strv_push(&argv, args[i]);
 	struct strv env = npm_env();
-	int r =
-	    proc_run((const char *const *)strv_array(&argv), (const char *const *)strv_array(&env),
-	             NPM_TIMEOUT_MS, NPM_OUTPUT_MAX, res, err);
+	int r = proc_run_at((const char *const *)strv_array(&argv),
+	                    (const char *const *)strv_array(&env), dir, NPM_TIMEOUT_MS,
+	                    NPM_OUTPUT_MAX, res, err);
 	strv_free(&argv);
 	strv_free(&env);
 	return r;
@@ -241,7 +242,7 @@ int add_npm_resolve(const char *npm, const char *pkg, const char *version, struc
 	                      exact ? "--prefer-offline" : NULL,
 	                      NULL};
 	struct proc_result res;
-	if (npm_run(npm, args, &res, err) < 0) {
+	if (npm_run(npm, NULL, args, &res, err) < 0) {
 		proc_result_free(&res);
 		return mg_err_wrap(err, "npm view %s", spec);
 	}
@@ -382,17 +383,20 @@ int add_npm_install(const char *npm, const char *dir, const struct npm_pkg *p, s
 	if (add_remove_modules(dir, err) < 0)
 		return -1;
 	/* the version is exact and every tarball is checked by its integrity, so
-	 * what npm's cache holds is used before the network is asked */
-	const char *args_ci[] = {"--prefix",   dir,          "ci",        "--ignore-scripts",
-	                         "--omit=dev", "--no-audit", "--no-fund", "--prefer-offline",
-	                         NULL};
+	 * what npm's cache holds is used before the network is asked. npm runs
+	 * in dir, whose package.json makes it the project, rather than with
+	 * --prefix: a prefix given on its command line moves npm's global
+	 * npmrc to PREFIX/etc/npmrc, so the person's (a cafile, a registry, a
+	 * proxy) would go unread where a plain `npm install` reads it */
+	const char *args_ci[] = {"ci",        "--ignore-scripts", "--omit=dev", "--no-audit",
+	                         "--no-fund", "--prefer-offline", NULL};
 	const char *args_install[] = {
-	    "--prefix",   dir,         "install",      "--ignore-scripts", "--omit=dev",
-	    "--no-audit", "--no-fund", "--save-exact", "--prefer-offline", NULL};
+	    "install",   "--ignore-scripts", "--omit=dev",       "--no-audit",
+	    "--no-fund", "--save-exact",     "--prefer-offline", NULL};
 	progress_note("npm %s %s@%s, with install scripts off",
 	              ci ? "ci (the kept lockfile)" : "install", p->name, p->version);
 	struct proc_result res;
-	int r = npm_run(npm, ci ? args_ci : args_install, &res, err);
+	int r = npm_run(npm, dir, ci ? args_ci : args_install, &res, err);
 	if (r == 0 && !(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)) {
 		cleanup_free char *why = npm_complaint(&res);
 		r = mg_err_set(err, "npm could not install %s@%s: %s", p->name, p->version, why);
@@ -605,6 +609,28 @@ static int open_target(const char *dir, const char *name, char **mcp_path, struc
 		    "a server named %s is already in %s: choose another with --name, or "
 		    "remove that entry first",
 		    name, *mcp_path);
+	return 0;
+}
+
+/* The entry add will write, read with the rest of mcp.toml and config.toml
+ * as `mcpgate check` reads them (network, mounts, names, every rule),
+ * before anything is fetched or installed; the image's digest is not known
+ * yet, and one of the same form stands in for it */
+static int check_entry(const char *mcp_path, const char *name, const struct entry_opts *o,
+                       struct mg_err **err)
+{
+	cleanup_free char *image = xasprintf("localhost/mcpgate-npm-%s@sha256:%064d", name, 0);
+	cleanup_free char *conf_dir = xstrndup(mcp_path, strlen(mcp_path) - strlen("/mcp.toml"));
+	cleanup_free char *config_path = xasprintf("%s/config.toml", conf_dir);
+	struct toml_value *entry = server_entry(name, image, o);
+	int r = cfg_append_check(mcp_path, config_path, entry, err);
+	toml_free(entry);
+	if (r < 0)
+		return mg_err_wrap(err,
+		                   "the entry add would write is refused, so nothing was fetched "
+		                   "or installed and %s is left as it was (a place named is where "
+		                   "the entry would go)",
+		                   mcp_path);
 	return 0;
 }
 
@@ -893,8 +919,10 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	if (cfg_check_server_name(name, "the server's name (--name)", err) < 0)
 		goto out;
 
-	/* the configuration first: a name taken fails before anything is fetched */
-	if (open_target(dir, name, &mcp_path, &cfg, err) < 0)
+	/* the configuration first: a name taken fails before anything is
+	 * fetched, and so does an entry `mcpgate check` would refuse */
+	if (open_target(dir, name, &mcp_path, &cfg, err) < 0 ||
+	    check_entry(mcp_path, name, &o, err) < 0)
 		goto out;
 	if (add_find_tools(node_opt, &npm, &node, err) < 0 || setup_driver(cfg, &d, err) < 0)
 		goto out;

@@ -646,38 +646,70 @@ int cfg_remove_server_text(const char *text, size_t len, const char *name, const
 
 #define NEW_FILE_HEAD "# mcp.toml: the servers mcpgate runs (mcp.toml(5))\n"
 
+/* The text of the file at path with entry appended under comment (its
+ * text read into *before, NULL when there is none) */
+static int compose_append(const char *path, const char *const *comment, size_t ncomment,
+                          const struct toml_value *entry, char **before, size_t *before_len,
+                          struct mg_buf *b, struct mg_err **err)
+{
+	*before = NULL;
+	*before_len = 0;
+	bool exists = mg_read_file(path, CFG_FILE_MAX, before, before_len, NULL) == 0;
+	if (!exists && errno != ENOENT)
+		return mg_err_sys(err, errno, "%s", path);
+	const char *steps_key = "server";
+	int r = 0;
+	if (exists) {
+		r = mg_buf_append(b, *before, *before_len, err);
+		if (r == 0 && *before_len > 0 && (*before)[*before_len - 1] != '\n')
+			r = mg_buf_putc(b, '\n', err);
+	} else {
+		r = mg_buf_puts(b, NEW_FILE_HEAD, err);
+	}
+	if (r == 0)
+		r = mg_buf_putc(b, '\n', err);
+	for (size_t i = 0; r == 0 && i < ncomment; i++)
+		r = toml_encode_comment(b, comment[i], "\n", err);
+	if (r == 0)
+		r = toml_encode_table(b, &steps_key, 1, true, entry, "\n", err);
+	return r;
+}
+
 int cfg_append_server(const char *path, const char *const *comment, size_t ncomment,
                       const struct toml_value *entry, struct mg_err **err)
 {
 	cleanup_free char *text = NULL;
 	size_t len = 0;
-	bool exists = mg_read_file(path, CFG_FILE_MAX, &text, &len, NULL) == 0;
-	if (!exists && errno != ENOENT)
-		return mg_err_sys(err, errno, "%s", path);
 	struct mg_buf b = MG_BUF_INIT((size_t)CFG_FILE_MAX * 2);
 	const char *steps_key = "server";
 	const struct toml_step step = {steps_key, NULL, NULL};
 	const struct toml_change change = {TOML_CHANGE_APPEND, &step, 1, entry};
-	int r = 0;
-	if (exists) {
-		r = mg_buf_append(&b, text, len, err);
-		if (r == 0 && len > 0 && text[len - 1] != '\n')
-			r = mg_buf_putc(&b, '\n', err);
-	} else {
-		r = mg_buf_puts(&b, NEW_FILE_HEAD, err);
-	}
+	int r = compose_append(path, comment, ncomment, entry, &text, &len, &b, err);
 	if (r == 0)
-		r = mg_buf_putc(&b, '\n', err);
-	for (size_t i = 0; r == 0 && i < ncomment; i++)
-		r = toml_encode_comment(&b, comment[i], "\n", err);
-	if (r == 0)
-		r = toml_encode_table(&b, &steps_key, 1, true, entry, "\n", err);
-	if (r == 0)
-		r = cfg_write_checked(path, exists ? text : NULL, len, b.data, b.len, &change, 1,
-		                      err);
+		r = cfg_write_checked(path, text, len, b.data, b.len, &change, 1, err);
 	else
 		mg_err_wrap(err, "the new entry cannot be written: nothing was written to %s",
 		            path);
+	mg_buf_free(&b);
+	return r;
+}
+
+int cfg_append_check(const char *path, const char *config_path, const struct toml_value *entry,
+                     struct mg_err **err)
+{
+	cleanup_free char *text = NULL, *config = NULL;
+	size_t len = 0, config_len = 0;
+	bool has_config = config_path != NULL &&
+	                  mg_read_file(config_path, CFG_FILE_MAX, &config, &config_len, NULL) == 0;
+	if (config_path != NULL && !has_config && errno != ENOENT)
+		return mg_err_sys(err, errno, "%s", config_path);
+	struct mg_buf b = MG_BUF_INIT((size_t)CFG_FILE_MAX * 2);
+	struct cfg *loaded = NULL;
+	int r = compose_append(path, NULL, 0, entry, &text, &len, &b, err);
+	if (r == 0)
+		r = cfg_parse(b.data, b.len, path, has_config ? config : NULL, config_len,
+		              has_config ? config_path : NULL, &loaded, err);
+	cfg_free(loaded);
 	mg_buf_free(&b);
 	return r;
 }

@@ -75,6 +75,11 @@ int cfg_append_server(const char *path, const char *const *comment, size_t ncomm
 int cfg_remove_server_text(const char *text, size_t len, const char *name, const char *server,
                            char **out, size_t *out_len, unsigned *first, unsigned *last,
                            struct mg_err **err);
+/* What `mcpgate check` would say of the file at path (none yet: a new
+ * one) with entry appended, read with config.toml at config_path (NULL or
+ * absent: none): 0 when it loads, else its errors. Nothing is written. */
+int cfg_append_check(const char *path, const char *config_path, const struct toml_value *entry,
+                     struct mg_err **err);
 
 /* Write after to path when it loads as mcp.toml and is before (the text
  * read; NULL: there was no file) with exactly the changes made

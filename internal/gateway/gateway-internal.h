@@ -353,7 +353,6 @@ void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
 void gw_server_stop(struct gw_server *srv, int64_t deadline_ms);
 void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-char *gw_server_stderr_last_line(struct gw_server *srv);
 /* A tool's answer (text) that says a command is missing from the image:
  * the person is told once per server (log, audit, the client's log), with
  * the package and the add line; the answer itself is left as it is */

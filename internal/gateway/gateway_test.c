@@ -1646,10 +1646,69 @@ static void test_missing_command_hint(void)
 	cfg_free(cfg);
 }
 
+/* The usual causes of a failed start: each recognised only where it holds,
+ * a path named only when it is of plain path characters; and the tail of a
+ * stderr escaped, blank lines left out */
+static void test_start_causes(void)
+{
+	static const char mcp[] =
+	    "[[server]]\nname = \"s\"\ntransport = \"container\"\n"
+	    "image = \"localhost/x@sha256:"
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n";
+	struct cfg *cfg = NULL;
+	struct mg_err *err = NULL;
+	if (!T_OK(cfg_parse(mcp, strlen(mcp), "mcp.toml", NULL, 0, NULL, &cfg, &err) == 0,
+	          "the causes' configuration loads"))
+		return;
+	const struct cfg_server *s = &cfg->servers[0];
+	static const char timeout[] =
+	    "timed out after 2000 ms waiting for initialize from server s";
+	static const struct {
+		const char *text, *start_error, *want; /* want: in the fix, or NULL: no fix */
+	} cases[] = {
+	    {"Server listening on port 8080", timeout, "seems to serve MCP over HTTP"},
+	    {"ready at http://0.0.0.0:3000/mcp", timeout, "seems to serve MCP over HTTP"},
+	    /* an exit after a failed fetch is not a server of HTTP */
+	    {"fetch http://example.org failed", "server/discover: end of input", NULL},
+	    {"Error: EACCES: permission denied, open '/data/db.sqlite'", NULL,
+	     "could not write a path its stderr names (permission denied)"},
+	    {"mkdir: cannot create directory '/app/cache': Read-only file system", NULL,
+	     "could not write a path its stderr names (a read-only file system)"},
+	    /* the path is the server's text: never repeated in the reason */
+	    {"EROFS: read-only file system, mkdir '/app/\x1b[2J'", NULL,
+	     "could not write a path its stderr names (a read-only file system)"},
+	    {"Error: ENOENT: no such file or directory, open '/data/x.json'", NULL, NULL},
+	    {"", "the server answered protocol version \"1\", which mcpgate does not speak",
+	     "`mcpgate add npm:some-server@VERSION --name s`"},
+	    {"Error: spawn git ENOENT", "x", "Debian's package git has it"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cleanup_free char *fix =
+		    gw_start_cause(s, "npm:some-server@1.0.0", cases[i].text, strlen(cases[i].text),
+		                   cases[i].start_error);
+		if (cases[i].want == NULL)
+			T_OK(fix == NULL, "no usual cause in \"%s\": %s", cases[i].text,
+			     fix != NULL ? fix : "");
+		else
+			T_OK(fix != NULL && strstr(fix, cases[i].want) != NULL,
+			     "\"%s\" gives a fix with \"%s\": %s", cases[i].text, cases[i].want,
+			     fix != NULL ? fix : "(none)");
+	}
+	static const char noisy[] = "one\n\n\n  \ntwo\x1b[31m\r\n\xe2\x80\xae\n\n\n";
+	size_t n = 0;
+	cleanup_free char *tail = gw_stderr_tail(noisy, strlen(noisy), 2, &n);
+	T_STR(tail, "  | two\\x1b[31m\n  | \\u{202E}",
+	      "the last 2 lines that are not blank, escaped");
+	T_OK(n == 2, "counted: %zu", n);
+	T_OK(gw_stderr_tail("\n\n \n", 4, 8, &n) == NULL && n == 0, "blank lines only: none");
+	cfg_free(cfg);
+}
+
 int main(void)
 {
 	mg_log_set_level(MG_LOG_ERROR);
 	test_missing_command_hint();
+	test_start_causes();
 	test_traceparent();
 	test_routing();
 	test_ids();

@@ -77,6 +77,22 @@ void gw_launch_reap(const struct ctr_driver *d, const char *container, struct pr
 char *gw_missing_command_hint(const struct cfg_server *s, const char *source, const char *text,
                               size_t len);
 
+/* The fix, in one line, for a start that failed (start_error: mcpgate's
+ * reason, or NULL) with text on the server's stderr: a command its image
+ * lacks (gw_missing_command_hint), an MCP revision mcpgate does not speak,
+ * a server that speaks HTTP and never answers on stdio, a path it could not
+ * write. Allocated; NULL when no usual cause is recognised. */
+char *gw_start_cause(const struct cfg_server *s, const char *source, const char *text, size_t len,
+                     const char *start_error);
+
+/* The last max_lines lines of text that are not blank (at most
+ * GW_TAIL_LINES_MAX), each shown by mg_shown (escaped, on one line, cut at
+ * about 200 bytes) after "  | ", joined by newlines; *nshown how many.
+ * Allocated; NULL when there is none. */
+#define GW_TAIL_LINES_MAX 16
+#define GW_TAIL_LINES     8
+char *gw_stderr_tail(const char *text, size_t len, size_t max_lines, size_t *nshown);
+
 /* The last non-empty line of text (at most 300 bytes), allocated; NULL if none */
 char *gw_last_line(const char *text, size_t len);
 

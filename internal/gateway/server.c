@@ -89,19 +89,47 @@ void gw_server_watch_stderr(struct loop *loop, void *data)
 	}
 }
 
-/* The hint for a missing command that its stderr (or extra, the reason
- * mcpgate has) gives, or NULL */
-static char *stderr_hint(struct gw_server *srv, const char *extra)
+/* Its stderr as the person sees it: the reason (said already elsewhere
+ * when lead is NULL), the last lines escaped, and where all of it is */
+static void stderr_show(struct gw_server *srv, const char *lead, const char *text, size_t len)
+{
+	size_t n = 0;
+	cleanup_free char *tail = gw_stderr_tail(text, len, GW_TAIL_LINES, &n);
+	if (tail == NULL)
+		return;
+	const char *log = audit_path(srv->sess->audit);
+	mg_warn("%s%sthe last %zu line%s of server %s's stderr (all of it: %s%s):\n%s",
+	        lead != NULL ? lead : "", lead != NULL ? "\n" : "", n, n == 1 ? "" : "s",
+	        srv->cfg->name, log != NULL ? "the audit log " : "the audit log",
+	        log != NULL ? log : "", tail);
+}
+
+/* Its stderr with the session's secrets out of it (allocated) */
+static char *stderr_clean(struct gw_server *srv)
 {
 	pthread_mutex_lock(&srv->err_lock);
 	char *clean =
 	    gw_secrets_redact_text(srv->sess, mg_buf_str(&srv->err_tail), srv->err_tail.len);
 	pthread_mutex_unlock(&srv->err_lock);
-	char *hint = gw_missing_command_hint(srv->cfg, srv->launch.source, clean, strlen(clean));
-	if (hint == NULL && extra != NULL)
-		hint = gw_missing_command_hint(srv->cfg, srv->launch.source, extra, strlen(extra));
-	free(clean);
-	return hint;
+	return clean;
+}
+
+/* The reason, with where its stderr is and the fix for a usual cause
+ * (gw_start_cause), shown to the person with the last lines of its stderr */
+static void explain_failure(struct gw_server *srv, const char *start_error)
+{
+	cleanup_free char *clean = stderr_clean(srv);
+	size_t len = strlen(clean);
+	cleanup_free char *fix =
+	    gw_start_cause(srv->cfg, srv->launch.source, clean, len, start_error);
+	const char *log = audit_path(srv->sess->audit);
+	bool said = len > 0 && log != NULL;
+	char *r = xasprintf("%s%s%s%s%s", srv->reason, said ? "; all of its stderr is in " : "",
+	                    said ? log : "", fix != NULL ? ". " : "", fix != NULL ? fix : "");
+	free(srv->reason);
+	srv->reason = r;
+	/* review says the reason as its error; a session's log says it here */
+	stderr_show(srv, srv->sess->fetching ? NULL : srv->reason, clean, len);
 }
 
 void gw_server_tool_hint(struct gw_server *srv, const char *text, size_t len)
@@ -118,17 +146,6 @@ void gw_server_tool_hint(struct gw_server *srv, const char *text, size_t len)
 	                       json_new_string(hint), NULL));
 	gw_client_notice(srv->sess, "warning", hint);
 	free(hint);
-}
-
-char *gw_server_stderr_last_line(struct gw_server *srv)
-{
-	pthread_mutex_lock(&srv->err_lock);
-	char *clean =
-	    gw_secrets_redact_text(srv->sess, mg_buf_str(&srv->err_tail), srv->err_tail.len);
-	pthread_mutex_unlock(&srv->err_lock);
-	char *line = gw_last_line(clean, strlen(clean));
-	free(clean);
-	return line;
 }
 
 static struct json_value *stderr_json(struct gw_server *srv)
@@ -594,13 +611,8 @@ static void exit_reason(struct gw_server *srv, int status)
 	proc_status_describe(status, why, sizeof(why));
 	/* its stderr is the server's own text: the person's log and the audit
 	 * log have it, the model does not */
-	cleanup_free char *last = gw_server_stderr_last_line(srv);
-	cleanup_free char *hint = stderr_hint(srv, NULL);
-	if (last != NULL)
-		mg_warn("server %s %s; the last line of its stderr: %s", srv->cfg->name, why, last);
-	gw_server_set_reason(srv, GW_EXITED, "server %s %s%s%s%s", srv->cfg->name, why,
-	                     last != NULL ? "; its stderr is in the audit log" : "",
-	                     hint != NULL ? ". " : "", hint != NULL ? hint : "");
+	gw_server_set_reason(srv, GW_EXITED, "server %s %s", srv->cfg->name, why);
+	explain_failure(srv, NULL);
 }
 
 static void answer_orphans(struct gw_server *srv)
@@ -732,30 +744,16 @@ void gw_server_started(struct loop *loop, void *data)
 	}
 	if (srv->start_error != NULL) {
 		stderr_drain(srv);
-		cleanup_free char *last = gw_server_stderr_last_line(srv);
 		char why[PROC_STATUS_MAX] = "";
 		if (srv->exit_known)
 			proc_status_describe(srv->exit_status, why, sizeof(why));
-		gw_server_set_reason(srv, GW_UNAVAILABLE, "server %s is unavailable: %s%s%s%s%s",
+		gw_server_set_reason(srv, GW_UNAVAILABLE, "server %s is unavailable: %s%s%s%s",
 		                     srv->cfg->name, srv->start_error, why[0] ? " (" : "", why,
-		                     why[0] ? ")" : "", "");
-		if (last != NULL) {
-			/* the server's own text, or its runtime's: for the person
-			 * (mcpgate's log, the audit log), never for the model */
-			mg_warn("%s; the last line of its stderr: %s", srv->reason, last);
-			char *r = xasprintf("%s; its stderr is in mcpgate's log and the audit log",
-			                    srv->reason);
-			free(srv->reason);
-			srv->reason = r;
-		}
-		/* a command its image lacks: which package, and how to add it */
-		char *hint = stderr_hint(srv, srv->start_error);
-		if (hint != NULL) {
-			char *r = xasprintf("%s. %s", srv->reason, hint);
-			free(srv->reason);
-			srv->reason = r;
-			free(hint);
-		}
+		                     why[0] ? ")" : "");
+		/* the server's own text, or its runtime's: for the person
+		 * (mcpgate's log, review's terminal, the audit log), never for
+		 * the model; the reason says where it is and the fix */
+		explain_failure(srv, srv->start_error);
 		audit_record(s->audit, "server.unavailable",
 		             gw_fields("server", json_new_string(srv->cfg->name), "reason",
 		                       json_new_string(srv->reason), "stderr", stderr_json(srv),

@@ -38,6 +38,7 @@ struct proc_spec {
 	const char *const *envp;    /* NULL-terminated; NULL means an empty environment */
 	struct proc_stdio stdio[3]; /* fds 0, 1, 2 of the child */
 	bool new_pgroup;            /* the child leads a new process group (pgid == pid) */
+	const char *cwd;            /* the child's working directory; NULL: the parent's */
 };
 
 /* A started child. The fds are the parent's ends of the pipes (-1 where the
@@ -117,6 +118,10 @@ int proc_run(const char *const argv[], const char *const envp[], int64_t timeout
 /* The same with in_fd (the caller's, left open) as the child's stdin */
 int proc_run_in(const char *const argv[], const char *const envp[], int in_fd, int64_t timeout_ms,
                 size_t out_max, struct proc_result *res, struct mg_err **err);
+
+/* proc_run with dir as the child's working directory */
+int proc_run_at(const char *const argv[], const char *const envp[], const char *dir,
+                int64_t timeout_ms, size_t out_max, struct proc_result *res, struct mg_err **err);
 
 /* Free the buffers; NULL does nothing; safe to call twice. */
 void proc_result_free(struct proc_result *res);

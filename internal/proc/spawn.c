@@ -172,7 +172,8 @@ static int spawn_attrs(const struct proc_spec *spec, posix_spawnattr_t *attr, st
 /* File actions putting src[i] at fd i, then closing everything above 2.
  * Every src is either i itself or above 2 (see proc_spawn), so no dup2
  * overwrites a source a later one still needs. */
-static int spawn_actions(const int src[3], posix_spawn_file_actions_t *fa, struct mg_err **err)
+static int spawn_actions(const int src[3], const char *cwd, posix_spawn_file_actions_t *fa,
+                         struct mg_err **err)
 {
 	int rc = posix_spawn_file_actions_init(fa);
 	if (rc != 0)
@@ -183,6 +184,8 @@ static int spawn_actions(const int src[3], posix_spawn_file_actions_t *fa, struc
 	}
 	if (rc == 0)
 		rc = posix_spawn_file_actions_addclosefrom_np(fa, 3);
+	if (rc == 0 && cwd != NULL)
+		rc = posix_spawn_file_actions_addchdir_np(fa, cwd);
 	if (rc != 0) {
 		posix_spawn_file_actions_destroy(fa);
 		return mg_err_sys(err, rc, "setting spawn file actions");
@@ -262,7 +265,7 @@ int proc_spawn(const struct proc_spec *spec, struct proc *out, struct mg_err **e
 	if (spawn_attrs(spec, &attr, err) < 0)
 		goto fail;
 	posix_spawn_file_actions_t fa;
-	if (spawn_actions(src, &fa, err) < 0) {
+	if (spawn_actions(src, spec->cwd, &fa, err) < 0) {
 		posix_spawnattr_destroy(&attr);
 		goto fail;
 	}
@@ -404,14 +407,31 @@ static int run_kill(struct proc *p, const char *name, int64_t timeout_ms, struct
 	return mg_err_set(err, "%s: timed out after %lld ms", name, (long long)timeout_ms);
 }
 
+static int run_captured(const char *const argv[], const char *const envp[], int in_fd,
+                        const char *dir, int64_t timeout_ms, size_t out_max,
+                        struct proc_result *res, struct mg_err **err);
+
 int proc_run(const char *const argv[], const char *const envp[], int64_t timeout_ms, size_t out_max,
              struct proc_result *res, struct mg_err **err)
 {
-	return proc_run_in(argv, envp, -1, timeout_ms, out_max, res, err);
+	return run_captured(argv, envp, -1, NULL, timeout_ms, out_max, res, err);
+}
+
+int proc_run_at(const char *const argv[], const char *const envp[], const char *dir,
+                int64_t timeout_ms, size_t out_max, struct proc_result *res, struct mg_err **err)
+{
+	return run_captured(argv, envp, -1, dir, timeout_ms, out_max, res, err);
 }
 
 int proc_run_in(const char *const argv[], const char *const envp[], int in_fd, int64_t timeout_ms,
                 size_t out_max, struct proc_result *res, struct mg_err **err)
+{
+	return run_captured(argv, envp, in_fd, NULL, timeout_ms, out_max, res, err);
+}
+
+static int run_captured(const char *const argv[], const char *const envp[], int in_fd,
+                        const char *dir, int64_t timeout_ms, size_t out_max,
+                        struct proc_result *res, struct mg_err **err)
 {
 	memset(res, 0, sizeof(*res));
 	mg_buf_init(&res->out, out_max);
@@ -430,6 +450,7 @@ int proc_run_in(const char *const argv[], const char *const envp[], int in_fd, i
 	              {PROC_STDIO_PIPE, -1, true},
 	              {PROC_STDIO_PIPE, -1, true}},
 	    .new_pgroup = true,
+	    .cwd = dir,
 	};
 	int64_t deadline = proc_now_ms() + timeout_ms;
 	struct proc p;

@@ -16,7 +16,8 @@ FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
 SECCOMP_BASE = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                             "testdata", "seccomp", "base.json"))
 
-# `npm view PKG@SPEC --json FIELDS...` and `npm --prefix DIR install|ci`, from
+# `npm view PKG@SPEC --json FIELDS...` and `npm install|ci` run in the project's
+# folder (add runs npm there, never with --prefix), from
 # the registry in FAKE_NPM_REGISTRY: {name: {"latest": V, "versions": {V: {...}}}}
 FAKE_NPM = r'''#!/usr/bin/env python3
 import json, os, sys, time
@@ -43,7 +44,7 @@ if args and args[0] == "view":
     print(json.dumps(out))
     sys.exit(0)
 if "install" in args or "ci" in args:
-    prefix = args[args.index("--prefix") + 1]
+    prefix = os.getcwd()
     with open(os.path.join(prefix, "package.json")) as fh:
         deps = json.load(fh)["dependencies"]
     delay = float(os.environ.get("FAKE_NPM_DELAY", "0"))
