@@ -60,7 +60,7 @@ AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
-MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c internal/mcp/shapes.c
+MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c internal/mcp/shapes.c internal/mcp/revisions.c
 CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clients/toml_edit.c \
               internal/clients/diff.c
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c \
@@ -210,7 +210,7 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
 	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py \
-	tests/config_write_test.py
+	tests/config_write_test.py tests/revisions_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes

@@ -548,6 +548,11 @@ bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg);
  * it (allocated), when its relay = [...] allows it and caps (the client's
  * capabilities, NULL for none) declare it; else NULL, recorded, with why in
  * *refusal (allocated). The one rule gw_relay_server_request applies too. */
+/* The client's answer to method, asked by srv, made one of srv's MCP
+ * revision in place (a sampling answer: mcp_rev_sampling_answer); NULL, or
+ * why it cannot be (allocated): then the server gets an error instead */
+char *gw_relay_fit_answer(const struct gw_server *srv, const char *method,
+                          struct json_value *answer);
 struct json_value *gw_relay_input_params(const struct gw_server *srv, const struct json_value *caps,
                                          const char *method, const struct json_value *params,
                                          char **refusal);
