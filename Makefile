@@ -50,7 +50,7 @@ TOML_SRC = internal/toml/toml.c internal/toml/toml_tree.c internal/toml/toml_enc
            internal/toml/toml_change.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c internal/json/compare.c internal/json/shape.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
-CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
+CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c internal/config/connect.c \
              internal/config/suffix.c egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
@@ -65,7 +65,8 @@ CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clien
               internal/clients/diff.c
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c \
               internal/gateway/confirm_state.c internal/gateway/era.c internal/gateway/instance.c internal/gateway/methods.c \
-              internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c internal/gateway/waiting.c
+              internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c internal/gateway/waiting.c \
+              internal/gateway/connect.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
              internal/listen/client.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
@@ -210,7 +211,7 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
 	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py \
-	tests/config_write_test.py tests/revisions_test.py
+	tests/config_write_test.py tests/revisions_test.py tests/connect_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes

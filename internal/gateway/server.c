@@ -147,6 +147,8 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	    .network = srv->egress.topo.net_in,
 	    .env = env,
 	    .nenv = gw_egress_env(srv, env, sizeof(env) / sizeof(env[0])),
+	    .connect_hosts = (const char *const *)srv->egress.connect_hosts,
+	    .connect_ports = srv->egress.connect_ports,
 	};
 	/* the value goes on the server's standard input, through mcpgate-launch,
 	 * never to the runtime (which would keep it in its record) */
@@ -378,7 +380,7 @@ void *gw_server_start_thread(void *arg)
 		goto done;
 	}
 	/* what the runtime enforces, before anything is judged or run by it */
-	if (!attach && (c->transport == CFG_TRANSPORT_CONTAINER || c->nhosts > 0) &&
+	if (!attach && (c->transport == CFG_TRANSPORT_CONTAINER || cfg_server_has_egress(c)) &&
 	    gw_startup_platform_wait(s, deadline) < 0) {
 		srv->start_error =
 		    xstrdup("the runtime did not say what it enforces here before the start "
@@ -401,7 +403,7 @@ void *gw_server_start_thread(void *arg)
 			                       accepted, "why", why, NULL));
 		}
 	}
-	int r = (!attach && c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
+	int r = (!attach && cfg_server_has_egress(c) && gw_egress_start(srv, deadline, &err) < 0) ||
 	                (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
 	                 : attach                             ? attach_instance(srv, deadline, &err)
 	                                                      : start_process(srv, &err)) < 0 ||
@@ -518,10 +520,7 @@ static void reset_for_start(struct gw_server *srv)
 	gw_launch_free(&srv->launch);
 	srv->launch = (struct gw_launch)GW_LAUNCH_INIT;
 	gw_egress_free(&srv->egress);
-	memset(&srv->egress, 0, sizeof(srv->egress));
-	srv->egress.proc = (struct proc)PROC_INIT;
-	srv->egress.out_fd = -1;
-	mg_buf_init(&srv->egress.line, 8192);
+	gw_egress_init(&srv->egress);
 	mcp_server_info_free(&srv->info);
 	srv->stop_started = false;
 	srv->output_closed = false;
