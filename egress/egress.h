@@ -42,6 +42,8 @@ struct egr_opts {
 	size_t nallow;
 	struct egr_cidr *deny; /* owned; -deny-address */
 	size_t ndeny;
+	struct egr_cidr *from; /* owned; -from: none means any peer */
+	size_t nfrom;
 	bool lifeline;
 	bool sni_check; /* CONNECT to 443 opens with a ClientHello egr_sni_refusal passes */
 	struct egr_limits lim;
@@ -57,6 +59,12 @@ struct egr_opts {
 int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size_t errsz);
 void egr_opts_free(struct egr_opts *o);
 extern const char egr_usage[];
+
+/* Whether a listener accepts a connection from sa: a unix peer always (its
+ * folder decides), an IPv4 or IPv6 one (mapped forms as IPv4) when nfrom is
+ * 0 or it is inside one of from. text gets the peer's address, for records. */
+bool egr_peer_allowed(const struct egr_cidr *from, size_t nfrom, const struct sockaddr *sa,
+                      char *text, size_t cap);
 
 /* Records: one JSON line each on standard output, always whole lines.
  * Nothing else goes to standard output. method, host and address may be

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <sys/un.h>
 
 #include "egress/egress.h"
 #include "internal/base/testing.h"
@@ -1788,6 +1790,57 @@ static void test_max_bytes_up(void)
 	}
 }
 
+/* -from: a TCP listener's peers, only from the server's own network */
+static void test_from(void)
+{
+	struct egr_opts o;
+	char err[256];
+	static const char *const two[] = {"-forward", "0.0.0.0:5432=db.test:5432",
+	                                  "-from",    "10.89.3.0/24",
+	                                  "-from",    "[fd00:1::]/64",
+	                                  NULL};
+	T_INT(opts(two, &o, err, sizeof(err)), 0, "two -from ranges");
+	T_INT((long long)o.nfrom, 2, "both land in the struct");
+	struct sockaddr_in in4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	char text[64];
+	static const struct {
+		int family;
+		const char *addr;
+		bool ok;
+	} peers[] = {
+	    {4, "10.89.3.7", true},  {4, "10.89.4.7", false}, /* the person's network */
+	    {4, "127.0.0.1", false}, {6, "::ffff:10.89.3.9", true}, {6, "::ffff:10.89.9.9", false},
+	    {6, "fd00:1::5", true},  {6, "fd00:2::5", false},
+	};
+	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+		const struct sockaddr *sa;
+		if (peers[i].family == 4) {
+			inet_pton(AF_INET, peers[i].addr, &in4.sin_addr);
+			sa = (const struct sockaddr *)&in4;
+		} else {
+			inet_pton(AF_INET6, peers[i].addr, &in6.sin6_addr);
+			sa = (const struct sockaddr *)&in6;
+		}
+		bool ok = egr_peer_allowed(o.from, o.nfrom, sa, text, sizeof(text));
+		T_OK(ok == peers[i].ok, "a peer at %s is %s (%s)", peers[i].addr,
+		     peers[i].ok ? "accepted" : "closed", text);
+	}
+	T_OK(egr_peer_allowed(o.from, o.nfrom, (const struct sockaddr *)&un, text, sizeof(text)),
+	     "a unix listener's peer is its folder's to decide");
+	inet_pton(AF_INET, "192.0.2.1", &in4.sin_addr);
+	T_OK(egr_peer_allowed(o.from, 0, (const struct sockaddr *)&in4, text, sizeof(text)) &&
+	         strcmp(text, "192.0.2.1") == 0,
+	     "without -from any peer is accepted, and named: %s", text);
+	egr_opts_free(&o);
+	static const char *const bad[] = {"-forward", "0.0.0.0:1=db.test:1", "-from", "10.0.0.0/33",
+	                                  NULL};
+	T_OK(opts(bad, &o, err, sizeof(err)) == -1 && strstr(err, "-from") != NULL,
+	     "-from with a bad range is refused: %s", err);
+	egr_opts_free(&o);
+}
+
 int main(void)
 {
 	test_max_bytes_up();
@@ -1810,5 +1863,6 @@ int main(void)
 	test_options();
 	test_forward_targets();
 	test_forward_options();
+	test_from();
 	return t_done();
 }

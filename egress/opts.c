@@ -41,6 +41,11 @@ const char egr_usage[] =
     "  -deny-address ADDR[/PREFIX]  always refuse these addresses (repeatable): the\n"
     "                             proxy's networks and gateways; its own interface\n"
     "                             addresses are refused without being named\n"
+    "  -from ADDR[/PREFIX]        accept connections to a TCP listener (-listen, or a\n"
+    "                             -forward's ADDR:PORT) only from these addresses\n"
+    "                             (repeatable; default: any): the server's own network,\n"
+    "                             not another the proxy is on. Others are closed and\n"
+    "                             recorded\n"
     "  -lifeline                  exit when standard input ends\n"
     "  -no-sni-check              on CONNECT to port 443, do not require a TLS\n"
     "                             ClientHello first whose SNI is the host (a name) or\n"
@@ -234,7 +239,8 @@ int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size
 				num = &num_opts[k];
 		bool known = num != NULL || strcmp(opt, "-listen") == 0 ||
 		             strcmp(opt, "-allow") == 0 || strcmp(opt, "-allow-private") == 0 ||
-		             strcmp(opt, "-deny-address") == 0 || strcmp(opt, "-forward") == 0;
+		             strcmp(opt, "-deny-address") == 0 || strcmp(opt, "-forward") == 0 ||
+		             strcmp(opt, "-from") == 0;
 		if (!known)
 			return fail(errbuf, errsz, opt, NULL, "unknown option (see -h)");
 		if (i + 1 >= argc)
@@ -266,6 +272,11 @@ int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size
 			if (egr_cidr_parse(val, strlen(val), &o->deny[o->ndeny], &why) < 0)
 				return fail(errbuf, errsz, opt, val, why);
 			o->ndeny++;
+		} else if (strcmp(opt, "-from") == 0) {
+			o->from = grow(o->from, o->nfrom, sizeof(*o->from));
+			if (egr_cidr_parse(val, strlen(val), &o->from[o->nfrom], &why) < 0)
+				return fail(errbuf, errsz, opt, val, why);
+			o->nfrom++;
 		} else {
 			bool private_ok = strcmp(opt, "-allow-private") == 0;
 			o->allow = grow(o->allow, o->nallow, sizeof(*o->allow));
@@ -294,9 +305,37 @@ void egr_opts_free(struct egr_opts *o)
 {
 	free(o->allow);
 	free(o->deny);
+	free(o->from);
 	free(o->forwards);
 	o->allow = NULL;
 	o->deny = NULL;
+	o->from = NULL;
 	o->forwards = NULL;
 	o->nallow = o->ndeny = o->nforwards = 0;
+}
+
+/* -from's judgement of a listener's peer (egress.h) */
+bool egr_peer_allowed(const struct egr_cidr *from, size_t nfrom, const struct sockaddr *sa,
+                      char *text, size_t cap)
+{
+	struct egr_addr a = {0};
+	if (sa->sa_family == AF_INET) {
+		a.family = 4;
+		memcpy(a.b, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		a.family = 6;
+		memcpy(a.b, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+		egr_addr_unmap(&a);
+	} else {
+		/* a unix listener: who connects is decided by its folder */
+		snprintf(text, cap, "unix");
+		return true;
+	}
+	egr_addr_format(&a, text, cap);
+	if (nfrom == 0)
+		return true;
+	for (size_t i = 0; i < nfrom; i++)
+		if (egr_cidr_match(&from[i], &a))
+			return true;
+	return false;
 }

@@ -1301,7 +1301,11 @@ static void do_accept(struct loop *l, int lfd, const struct egr_forward *fwd)
 	    "Content-Length: 36\r\nConnection: close\r\n\r\n"
 	    "mcpgate-egress: too many tunnels\r\n\r\n";
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer;
+		socklen_t peer_len = sizeof(peer);
+		memset(&peer, 0, sizeof(peer));
+		int fd =
+		    accept4(lfd, (struct sockaddr *)&peer, &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
 				continue;
@@ -1317,6 +1321,20 @@ static void do_accept(struct loop *l, int lfd, const struct egr_forward *fwd)
 					l->next_scan = l->listen_resume;
 			}
 			return;
+		}
+		/* only the server's own network reaches a listener: another
+		 * network the sidecar is on (a person's, for a connect
+		 * destination) holds containers that were granted nothing */
+		char peer_text[64];
+		if (!egr_peer_allowed(l->o->from, l->o->nfrom, (struct sockaddr *)&peer, peer_text,
+		                      sizeof(peer_text))) {
+			close(fd);
+			char why[128];
+			snprintf(why, sizeof(why), "a connection from %s, outside -from",
+			         peer_text);
+			egr_log_attempt(fwd != NULL ? "TCP" : NULL, NULL, -1, peer_text, false,
+			                why);
+			continue;
 		}
 		/* a tunnel whose client has left is on its way out (2 s at most):
 		 * it does not count against the cap, but no more than the cap of

@@ -151,6 +151,14 @@ def test_connect(runtime):
          "%s: the sidecar joins the person's network" % runtime, connects)
     t.ok(args.count("-deny-address") >= 4,
          "%s: the person's network's gateway is refused too" % runtime, args)
+    frm = [args[i + 1] for i, a in enumerate(args) if a == "-from"]
+    # the inner network's subnet is the one subnet it refuses as a destination
+    inner = [args[i + 1] for i, a in enumerate(args) if a == "-deny-address" and
+             "/" in args[i + 1]]
+    t.ok(len(frm) == 1 and re.fullmatch(r"10\.99\.\d+\.0/24", frm[0]) is not None and
+         frm == inner,
+         "%s: its listeners accept only the server's own network (-from its subnet), not "
+         "the person's network it joined" % runtime, (frm, args))
 
     v = list(srv.values())[0] if srv else {"argv": [], "env": {}}
     m = re.search(r"postgres://(10\.99\.\d+\.\d+):(\d+)/app", " ".join(v["argv"]))

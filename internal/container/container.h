@@ -136,7 +136,10 @@ struct ctr_topology {
 	char *net_out;    /* the sidecar's way out */
 	char *sidecar;    /* the sidecar's container */
 	struct strv deny; /* never a destination: the inner network whole, both gateways */
-	bool joined;      /* the sidecar is on both networks */
+	/* the inner network's subnets: the only peers the sidecar's listeners
+	 * accept (a network of the person's it joins holds others) */
+	struct strv from;
+	bool joined; /* the sidecar is on both networks */
 	/* networks of the person's the sidecar joins too (connect entries'
 	 * "network"), joined by sidecar_ready; never made or removed by mcpgate */
 	struct strv join;

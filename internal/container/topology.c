@@ -19,7 +19,8 @@ void ctr_topology_free(struct ctr_topology *t)
 	free(t->sidecar);
 	strv_free(&t->deny);
 	strv_free(&t->join);
-	*t = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT};
+	strv_free(&t->from);
+	*t = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT, .from = STRV_INIT};
 }
 
 bool ctr_cli_starts_on_networks(const struct ctr_driver *d)
@@ -44,7 +45,7 @@ static int check_forward(const struct ctr_driver *d, const char *net, struct mg_
 int ctr_cli_topology_create(const struct ctr_driver *d, const struct ctr_topology_spec *spec,
                             struct ctr_topology *out, struct mg_err **err)
 {
-	*out = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT};
+	*out = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT, .from = STRV_INIT};
 	const char *server = spec->server->name;
 	char *in = xasprintf("%s-in", spec->container);
 	if (ctr_cli_network_create(d, in, true, spec->session, server, spec->owner, err) < 0) {
@@ -71,6 +72,9 @@ int ctr_cli_topology_create(const struct ctr_driver *d, const struct ctr_topolog
 		strv_free(&out_addrs);
 		return -1;
 	}
+	for (size_t i = 0; i < out->deny.n; i++)
+		if (strchr(out->deny.v[i], '/') != NULL)
+			strv_push(&out->from, out->deny.v[i]);
 	/* a network of the person's is reached for one destination on it: its
 	 * gateway is the host, as the outer one's is */
 	for (size_t i = 0; spec->join != NULL && spec->join[i] != NULL; i++) {

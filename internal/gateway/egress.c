@@ -35,7 +35,7 @@ void gw_egress_init(struct gw_egress *e)
 	e->host.proc = (struct proc)PROC_INIT;
 	e->host.out_fd = -1;
 	mg_buf_init(&e->host.line, EGRESS_LINE_MAX);
-	e->topo = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT};
+	e->topo = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT, .from = STRV_INIT};
 }
 
 int gw_egress_prepare(struct session *s, struct mg_err **err)
@@ -106,8 +106,10 @@ static int wait_ready(struct gw_server *srv, int64_t deadline, struct mg_err **e
 /* The proxy's arguments: the listed hosts (an HTTP proxy only for them),
  * the connect destinations, what it must refuse (from the topology), the
  * cap on bytes sent, the lifeline */
-static void proxy_args(const struct cfg_server *c, const struct strv *deny, struct strv *args)
+static void proxy_args(const struct cfg_server *c, const struct ctr_topology *topo,
+                       struct strv *args)
 {
+	const struct strv *deny = &topo->deny;
 	if (c->nhosts > 0) {
 		strv_push(args, "-listen");
 		strv_pushf(args, "0.0.0.0:%d", EGRESS_PORT);
@@ -120,6 +122,11 @@ static void proxy_args(const struct cfg_server *c, const struct strv *deny, stru
 			strv_pushf(args, "%s:%u", h->host, h->port);
 		else
 			strv_push(args, h->host);
+	}
+	/* its listeners: for the server's network alone */
+	for (size_t i = 0; i < topo->from.n; i++) {
+		strv_push(args, "-from");
+		strv_push(args, topo->from.v[i]);
 	}
 	/* its own networks' subnets and gateways: never a destination */
 	for (size_t i = 0; i < deny->n; i++) {
@@ -166,7 +173,7 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 		return -1;
 
 	struct strv args = STRV_INIT;
-	proxy_args(c, &e->topo.deny, &args);
+	proxy_args(c, &e->topo, &args);
 	struct ctr_sidecar_spec spec = {
 	    .server = c,
 	    .session = s->id,
@@ -360,7 +367,7 @@ void gw_egress_end_begin(struct gw_server *srv, struct gw_egress_end *end)
 	end->proc.in_fd = steal_fd(&e->proc.in_fd);
 	e->proc.pid = -1;
 	end->topo = e->topo;
-	e->topo = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT};
+	e->topo = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT, .from = STRV_INIT};
 	end->host = (struct proc)PROC_INIT;
 	end->host.pid = e->host.proc.pid;
 	end->host.pidfd = steal_fd(&e->host.proc.pidfd);
