@@ -198,9 +198,9 @@ def test_scripts(base):
     t.ok(left == [], "%s: no container of the install step is left" % RT, left)
 
 
-def test(base):
-    s = ct.Session(base, "# my servers, by hand\n")
-    # npm needs what the person's shell gives it to reach the registry
+def npm_env(s):
+    """What npm needs of the person's shell to reach the registry, in the
+    session's environment"""
     for k in ("NODE_EXTRA_CA_CERTS", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
               "NO_PROXY", "no_proxy", "npm_config_registry"):
         if k in os.environ:
@@ -209,6 +209,11 @@ def test(base):
     # bundle, as curl and apt use it (a registry behind the machine's own CA)
     if "NODE_EXTRA_CA_CERTS" not in s.env and os.path.exists("/etc/ssl/certs/ca-certificates.crt"):
         s.env["NODE_EXTRA_CA_CERTS"] = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def test(base):
+    s = ct.Session(base, "# my servers, by hand\n")
+    npm_env(s)
     mcp = os.path.join(s.conf, "mcp.toml")
     ro, rw = os.path.join(s.ws, "ro"), os.path.join(s.ws, "rw")
     with open(os.path.join(ro, "notes.txt"), "w") as fh:
