@@ -256,7 +256,8 @@ static int scripts_limits(const struct ctr_driver *d, const struct cfg_server *s
 {
 	struct ctr_platform platform;
 	struct mg_err *perr = NULL;
-	int pr = d->ops->platform(d, &platform, &perr);
+	bool kept = false;
+	int pr = ctr_platform_get(d, &platform, &kept, &perr);
 	cleanup_free char *refusal =
 	    gw_unenforced_refusal(&platform, pr < 0 ? mg_err_msg(perr) : NULL, s);
 	mg_err_free(perr);

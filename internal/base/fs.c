@@ -36,26 +36,10 @@ int mg_mkdir_p(const char *path, mode_t mode, struct mg_err **err)
 	return r;
 }
 
-int mg_read_file(const char *path, size_t max, char **text, size_t *len, struct mg_err **err)
+/* The rest of fd, a regular file already checked, into *text */
+static int read_all(int fd, const char *path, size_t max, char **text, size_t *len,
+                    struct mg_err **err)
 {
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		int saved = errno;
-		mg_err_sys(err, saved, "cannot read %s", path);
-		errno = saved;
-		return -1;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		mg_err_sys(err, saved, "cannot read %s", path);
-		errno = saved;
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		errno = EINVAL;
-		return mg_err_set(err, "cannot read %s: not a regular file", path);
-	}
 	struct mg_buf b = MG_BUF_INIT(max);
 	char chunk[8192];
 	for (;;) {
@@ -79,6 +63,74 @@ int mg_read_file(const char *path, size_t max, char **text, size_t *len, struct 
 	}
 	*text = mg_buf_steal(&b, len);
 	return 0;
+}
+
+/* path opened for reading (with flags added) and found a regular file: its
+ * fd, *st filled; -1 with errno and *err set */
+static int open_regular(const char *path, int flags, struct stat *st, struct mg_err **err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
+	if (fd < 0 || fstat(fd, st) < 0) {
+		int saved = errno;
+		if (saved == ELOOP && (flags & O_NOFOLLOW))
+			mg_err_set(err, "%s is a symbolic link", path);
+		else
+			mg_err_sys(err, saved, "cannot read %s", path);
+		if (fd >= 0)
+			close(fd);
+		errno = saved;
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return mg_err_set(err, "cannot read %s: not a regular file", path);
+	}
+	return fd;
+}
+
+int mg_read_file(const char *path, size_t max, char **text, size_t *len, struct mg_err **err)
+{
+	struct stat st;
+	cleanup_close int fd = open_regular(path, 0, &st, err);
+	if (fd < 0)
+		return -1;
+	return read_all(fd, path, max, text, len, err);
+}
+
+int mg_read_own_file(const char *path, size_t max, mode_t open_bits, char **text, size_t *len,
+                     struct mg_err **err)
+{
+	uid_t me = geteuid();
+	cleanup_free char *copy = xstrdup(path);
+	const char *folder = dirname(copy);
+	struct stat st;
+	if (stat(folder, &st) < 0) {
+		int saved = errno;
+		mg_err_sys(err, saved, "cannot read %s", path);
+		errno = saved;
+		return -1;
+	}
+	if (st.st_uid != me || (st.st_mode & 022) != 0) {
+		mg_err_set(err, "%s is not this user's own folder (uid %u, mode %04o)", folder,
+		           (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		errno = EPERM;
+		return -1;
+	}
+	cleanup_close int fd = open_regular(path, O_NOFOLLOW, &st, err);
+	if (fd < 0)
+		return -1;
+	if (st.st_uid != me || (st.st_mode & open_bits) != 0) {
+		if (st.st_uid != me)
+			mg_err_set(err, "%s belongs to another user (uid %u, not %u)", path,
+			           (unsigned)st.st_uid, (unsigned)me);
+		else
+			mg_err_set(err, "%s is open to others (mode %04o)", path,
+			           (unsigned)(st.st_mode & 07777));
+		errno = EPERM;
+		return -1;
+	}
+	return read_all(fd, path, max, text, len, err);
 }
 
 int mg_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,

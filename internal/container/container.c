@@ -169,7 +169,7 @@ void ctr_driver_use_seccomp(struct ctr_driver *d, const char *data_dir)
 	free(d->seccomp_error);
 	d->seccomp = d->seccomp_error = NULL;
 	struct mg_err *err = NULL;
-	if (ctr_seccomp_prepare(data_dir, &d->seccomp, &err) < 0)
+	if (ctr_seccomp_prepare(d, data_dir, &d->seccomp, &err) < 0)
 		d->seccomp_error = xstrdup(mg_err_msg(err));
 	mg_err_free(err);
 }
@@ -181,6 +181,7 @@ void ctr_driver_free(struct ctr_driver *d)
 	free(d->seccomp);
 	free(d->seccomp_error);
 	free(d->images_dir);
+	free(d->cache_dir);
 	free(d->path);
 	strv_free(&d->env);
 	free(d);

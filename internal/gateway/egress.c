@@ -140,19 +140,14 @@ static void proxy_args(const struct cfg_server *c, const struct ctr_topology *to
 	strv_push(args, "-lifeline");
 }
 
-int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err)
+int gw_egress_topology(struct gw_server *srv, struct mg_err **err)
 {
 	struct session *s = srv->sess;
 	const struct cfg_server *c = srv->cfg;
 	const struct ctr_driver *d = s->driver;
-	struct gw_egress *e = &srv->egress;
 	if (s->egress_binary == NULL)
 		return mg_err_set(err, "%s",
 		                  s->egress_error != NULL ? s->egress_error : "no egress proxy");
-	/* the host's loopback is reached from the host: that side first, so
-	 * its sockets are there to mount */
-	if (gw_connect_host_start(srv, deadline, err) < 0)
-		return -1;
 	/* the networks of the person's that destinations are on, each once */
 	struct strv join = STRV_INIT;
 	for (size_t i = 0; i < c->nconnect; i++)
@@ -166,12 +161,25 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 	    .rootless = s->platform.rootless,
 	    .join = (const char *const *)strv_array(&join),
 	};
+	int64_t t0 = proc_now_ms();
 	/* what was made before a failure is in e->topo: the end removes it */
-	int made = d->ops->topology_create(d, &topo, &e->topo, err);
+	int r = d->ops->topology_create(d, &topo, &srv->egress.topo, err);
 	strv_free(&join);
-	if (made < 0)
-		return -1;
+	srv->phases.egress_topology_ms = proc_now_ms() - t0;
+	return r;
+}
 
+int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **err)
+{
+	struct session *s = srv->sess;
+	const struct cfg_server *c = srv->cfg;
+	const struct ctr_driver *d = s->driver;
+	struct gw_egress *e = &srv->egress;
+	int64_t t0 = proc_now_ms();
+	/* the host's loopback is reached from the host: that side first, so
+	 * its sockets are there to mount */
+	if (gw_connect_host_start(srv, deadline, err) < 0)
+		return -1;
 	struct strv args = STRV_INIT;
 	proxy_args(c, &e->topo, &args);
 	struct ctr_sidecar_spec spec = {
@@ -211,7 +219,9 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 	                       json_new_string(e->topo.sidecar), "argv", jargv, NULL));
 	/* its records and stderr go to the loop once the server is ready
 	 * (gw_egress_watch, on the loop thread); until then they wait in the pipe */
-	return wait_ready(srv, deadline, err);
+	r = wait_ready(srv, deadline, err);
+	srv->phases.sidecar_ready_ms = proc_now_ms() - t0;
+	return r;
 }
 
 /* The server's variables: every client that honours them goes through the

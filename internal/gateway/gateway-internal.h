@@ -111,6 +111,24 @@ struct gw_egress_end {
 	char *host_dir;           /* its folder, to remove */
 };
 
+/* How a server's start spent its time, by phase (milliseconds; the audit
+ * log's server.ready has them, docs/audit-log.md). Each phase is set by the
+ * code that runs it, on the server's start thread. */
+struct gw_start_phases {
+	int64_t platform_wait_ms; /* waiting for what the runtime enforces here */
+	int64_t platform_ms;      /* finding it: kept (a read) or asked (info) */
+	bool platform_kept;
+	int64_t image_check_ms;     /* a failed start's check of its image */
+	int64_t image_wait_ms;      /* waiting for that check's answer */
+	int64_t egress_topology_ms; /* its networks (hosts only) */
+	int64_t sidecar_ready_ms;   /* its proxy's run until it has an address */
+	int64_t run_prepare_ms;     /* the image's configuration, mounts, argv */
+	int64_t first_byte_ms;      /* the run spawned to the server's first output */
+	int64_t initialize_ms;      /* that first output to the end of initialize */
+	int64_t tools_list_ms;
+	int64_t manifest_hash_ms;
+};
+
 struct gw_server {
 	struct session *sess;
 	const struct cfg_server *cfg;
@@ -139,6 +157,7 @@ struct gw_server {
 	char live_hash[MANIFEST_HASH_LEN];
 	bool relisting; /* a tools/list after list_changed is under way */
 	int64_t start_ms, ready_ms;
+	struct gw_start_phases phases;
 	int exit_status; /* when the thread saw it end */
 	bool exit_known;
 	char *start_error;
@@ -162,7 +181,8 @@ struct gw_server {
 	 * timer of the next */
 	unsigned restarts;
 	struct loop_timer *restart_timer;
-	bool restart_wanted; /* its end is being cleaned, then it starts again */
+	bool restart_wanted;    /* its end is being cleaned, then it starts again */
+	uint64_t pressure_mark; /* pressure.c: bytes read from it when all was calm */
 	/* its start's deadline (plus GW_START_GRACE_MS): what waits for it is
 	 * answered then; overdue once it passed with the start still running */
 	struct loop_timer *start_timer;
@@ -198,6 +218,7 @@ struct gw_call {
 	char *traceparent;         /* the client's W3C trace context, when well formed */
 	bool cancelled;            /* the client cancelled it while we asked */
 	unsigned asks;             /* questions its server put to the client in it (asks.c) */
+	int64_t seq;               /* its number in the audit log (tool.call.start), 0: none yet */
 	struct gw_call *next, *prev;
 };
 
@@ -252,6 +273,12 @@ struct session {
 
 	struct gw_call *calls;
 	int64_t next_token;
+	int64_t next_call; /* the calls' numbers in the audit log */
+	/* pressure.c: servers not read while the way to the client is full,
+	 * and the lines shed to it that a record counted */
+	size_t paused_servers;
+	uint64_t shed_told;
+	bool told_audit; /* the person was told the audit log fails */
 	/* asks.c: the questions servers may still put to the client now, and
 	 * when the bucket last refilled */
 	int64_t asks_tokens;
@@ -267,9 +294,7 @@ struct session {
 	int64_t stop_deadline; /* from the session's end: stop_timeout from then */
 	int signal;
 	bool signals_elsewhere; /* session_options' */
-	/* Not NULL (internal/gateway/gateway_test.c only): each server's start
-	 * thread runs this instead of gw_server_start_thread, and no runtime
-	 * is needed; it ends with gw_server_start_on_fds */
+	/* session_options' start_thread (tests and fuzzing only), or NULL */
 	void *(*start_thread)(void *srv);
 	/* instance.c: the listener's instances, where this session attaches its
 	 * shared and exclusive servers (or NULL); and, in the session that is
@@ -281,21 +306,30 @@ struct session {
 	bool fetching;
 };
 
-/* startup.c: the sweep, the platform and the image checks, found once per
- * session and beside the starts. begin counts the sweep in s->starting
- * (start-up ends after it) and starts it and the platform's probe; end
- * waits for both; free also frees what they found. */
+/* server.c: the phases as the audit log's object (those a start had) */
+struct json_value *gw_start_phases_json(const struct gw_start_phases *p);
+
+/* startup.c: what the starts share, found once per session: the platform
+ * (kept or asked) on a thread from begin on, the image checks on demand (one
+ * per distinct image), the sweep, a job of the loop begun once no start is
+ * under way. end waits for the thread; free also frees what was found. */
 struct gw_startup;
 void gw_startup_begin(struct session *s);
 void gw_startup_end(struct session *s);
 void gw_startup_free(struct session *s);
+/* loop_post callback, after a start ends: the sweep begins when none is
+ * under way any more (s->starting is 0) */
+void gw_startup_sweep_when_idle(struct loop *loop, void *data);
 /* on a start thread: 0 once s->platform and s->platform_error are set, -1
- * when deadline_ms (proc_now_ms's clock) passed first */
-int gw_startup_platform_wait(struct session *s, int64_t deadline_ms);
+ * when deadline_ms (proc_now_ms's clock) passed first; phases (or NULL)
+ * gets the wait and how the platform was found */
+int gw_startup_platform_wait(struct session *s, int64_t deadline_ms,
+                             struct gw_start_phases *phases);
 /* image_present for image, asked of the runtime once per session: the
- * first server of an image checks it, the others wait for its answer */
+ * first start that asks checks it for all, the others wait for its answer
+ * until deadline_ms */
 int gw_startup_image_present(struct session *s, const char *image, int64_t deadline_ms,
-                             struct mg_err **err);
+                             struct gw_start_phases *phases, struct mg_err **err);
 
 /* server.c */
 /* The peer of a server of srv's (a container's pipes, a remote bridge, an
@@ -305,11 +339,12 @@ struct rpc_peer_config gw_server_peer_config(struct gw_server *srv, const char *
 void *gw_server_start_thread(void *arg);
 void gw_server_started(struct loop *loop, void *data); /* loop_post callback */
 void gw_server_watch_stderr(struct loop *loop, void *data);
-/* What a start thread that succeeded leaves, with no runtime (for
- * gateway_test.c's start_thread): srv's MCP peer on in_fd and out_fd (owned
- * from here, also on failure), info and tools as its initialize and
- * tools/list answered (both taken), its live hash; then the start is handed
- * to the loop as gw_server_start_thread hands it. */
+/* What a start thread that succeeded leaves, with no runtime (for the
+ * start_thread of gateway_test.c and the session fuzzer): srv's MCP peer on
+ * in_fd and out_fd (owned from here, also on failure), info and tools as its
+ * initialize and tools/list answered (both taken), its live hash, and for a
+ * server of 2026-07-28 (info's version) the request meta naming it; then
+ * the start is handed to the loop as gw_server_start_thread hands it. */
 void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
                             struct mcp_server_info *info, struct json_value *tools);
 /* On the loop's thread: close its input and hand the rest of its end to a
@@ -343,9 +378,13 @@ int gw_egress_prepare(struct session *s, struct mg_err **err);
  * mcpgate) in DATA/folder, named by its content hash (binaries.c) */
 int gw_binary_prepare(struct session *s, const char *name, const char *configured,
                       const char *folder, char **out, struct mg_err **err);
+/* A server's way out, in two steps on its start thread: its networks (what
+ * is made is in srv->egress.topo, which the end removes, also after a
+ * failure), then its proxy's sidecar, run and waited for until deadline */
+int gw_egress_topology(struct gw_server *srv, struct mg_err **err);
+int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **err);
 /* A server's egress as session_new makes it: nothing started */
 void gw_egress_init(struct gw_egress *e);
-int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err);
 /* connect.c: the sidecar's port for connect entry i of c (its
  * destination's own port where no other entry or the proxy has it) */
 unsigned gw_connect_port(const struct cfg_server *c, size_t i);
@@ -440,8 +479,12 @@ struct gw_waiting {
 };
 /* msg (moved from) waits for srv's start to end, a lazy srv being started
  * now; srv NULL: a list that waits for every server's first start, at
- * most GW_LIST_WAIT_MS. Refused (answered) when GW_WAITING_MAX wait. */
-void gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv);
+ * most GW_LIST_WAIT_MS. Refused (answered; false) when GW_WAITING_MAX
+ * wait. */
+bool gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv);
+/* msg (moved from) waits for the starts under way (lazy servers its list
+ * started) to end, at most start_timeout */
+void gw_wait_starts(struct session *s, struct rpc_msg *msg);
 /* srv's start ended (ready or not): what waited for it is dispatched again,
  * and once every server's first start ended, the lists too */
 void gw_waiting_settled(struct session *s, struct gw_server *srv);
@@ -472,6 +515,12 @@ void gw_listens_free(struct session *s);
  * resources/subscribe (or unsubscribe) when that server is of 2025-11-25
  * and offers subscriptions; false when no server can take it */
 bool gw_relay_listen_subscribe(struct session *s, const char *uri, bool subscribe);
+
+/* pressure.c: the way to the client full, the servers feeding it are not
+ * read, the noisiest first; read again once it drained (every turn of the
+ * loop). _end: what the client did not get, recorded at the session's end */
+void gw_pressure(struct session *s);
+void gw_pressure_end(struct session *s);
 
 /* asks.c: questions servers put to the client (elicitation, sampling,
  * roots; either era, every way of asking): at most GW_ASKS_PER_CALL within

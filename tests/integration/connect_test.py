@@ -182,12 +182,9 @@ def test_real_servers(base, svc):
         t.ok(r.returncode == 0 and s.pinned(name), "%s: approve %s" % (RT, name), r.stderr[-400:])
     c = s.serve()
     c.initialize()
-    names = []
-    for _ in range(300):
-        names = tool_names(c)
-        if "pg__query" in names and "redis__get" in names:
-            break
-        time.sleep(0.2)
+    # tools/list answers at once with the servers that are up: wait for both
+    ct.wait_settled(s.state, timeout=300)
+    names = tool_names(c)
     t.ok("pg__query" in names and "redis__get" in names,
          "%s: both servers start behind their sidecars and offer their tools" % RT, names)
     r = c.call("pg__query", {"sql": "SELECT name, kind FROM pets ORDER BY name"}, timeout=120)
@@ -254,11 +251,9 @@ def test_attacks(base, svc, probe_image, busybox_image):
          (rv.stdout + rv.stderr)[-800:] + r.stderr[-400:])
     c = s.serve()
     c.initialize()
-    for _ in range(300):
-        names = tool_names(c)
-        if "probe__raw" in names:
-            break
-        time.sleep(0.2)
+    ct.wait_settled(s.state, timeout=300)
+    names = tool_names(c)
+    t.ok("probe__raw" in names, "%s: the probe starts behind its sidecar" % RT, names)
     sid = session_of(s)
     cache_at = text_of(c.call("probe__env", {"name": "CACHE_AT"}))
     web_at = text_of(c.call("probe__env", {"name": "WEB_AT"}))

@@ -72,6 +72,7 @@ def test(base, probe_image, busybox_image):
 
         c = s.serve()
         c.initialize()
+        ct.wait_settled(s.state)
         c.request("tools/list", timeout=120)
         got = text_of(c.call("reader__read_file", {"path": "/workspace/shared/sub/marker"}))
         w = c.call("reader__write_file", {"path": "/workspace/shared/sub/x"})
@@ -103,6 +104,7 @@ def test(base, probe_image, busybox_image):
         for _ in range(SESSIONS):
             c = s.serve()
             c.initialize()
+            ct.wait_settled(s.state)
             names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
             if not names:
                 refused += 1
@@ -160,6 +162,7 @@ def test_root(base, probe_image):
     t.ok(r.returncode == 0, "%s: a server with the root read-only is approved" % RT, r.stderr)
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     c.request("tools/list", timeout=120)
     got = text_of(c.call("whole__read_file", {"path": "/workspace/README"}))
     w_root = c.call("whole__write_file", {"path": "/workspace/planted"})
@@ -198,6 +201,7 @@ def test_image_volume(base):
     before = set(ct.rt("volume", "ls", "-q").stdout.split())
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     c.request("tools/list", timeout=120)
     w = c.call("vol__write_file", {"path": "/data/big"})
     sid = s.session_ids()[-1]
