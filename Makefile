@@ -54,6 +54,7 @@ JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonr
 # a package name, the base set, the hints: what config and the gateway need of internal/debian
 DEB_NAMES_SRC = internal/debian/deb_name.c internal/debian/deb_hint.c
 CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c $(DEB_NAMES_SRC) \
+             internal/config/connect.c \
              internal/config/suffix.c egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
@@ -65,13 +66,14 @@ PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c inter
 DEBIAN_SRC = internal/debian/deb_lock.c internal/debian/deb_file.c internal/debian/deb_apt.c \
              internal/debian/deb_fixups.c internal/debian/deb_layer.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
-MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c internal/mcp/shapes.c
+MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c internal/mcp/shapes.c internal/mcp/revisions.c
 CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clients/toml_edit.c \
               internal/clients/diff.c
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/causes.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c \
               internal/gateway/confirm_state.c internal/gateway/era.c internal/gateway/instance.c internal/gateway/methods.c \
               internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c internal/gateway/waiting.c internal/gateway/pressure.c \
-              internal/gateway/watch.c
+              internal/gateway/watch.c \
+              internal/gateway/connect.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
              internal/listen/client.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
@@ -236,7 +238,8 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	fakes/fakes_test.sh tests/serve_test.py tests/startfail_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/add_npmrc_test.py tests/client_test.sh \
 	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py tests/pressure_test.py \
-	tests/config_write_test.py tests/daily_test.py tests/store_test.py tests/update_test.py tests/logs_test.py
+	tests/config_write_test.py tests/daily_test.py tests/store_test.py tests/update_test.py tests/logs_test.py \
+	tests/revisions_test.py tests/connect_test.py
 # the session fuzzer runs for SESSION_FUZZ_SECONDS (120) in make test, not in make check
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh \
 	tests/session_fuzz_test.sh

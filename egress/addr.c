@@ -658,6 +658,57 @@ int egr_allow_parse(const char *s, bool private_ok, struct egr_allow *out, const
 	return -1;
 }
 
+bool egr_addr_is_loopback(const struct egr_addr *a)
+{
+	struct egr_addr u = *a;
+	egr_addr_unmap(&u);
+	if (u.family == 4)
+		return u.b[0] == 127;
+	static const unsigned char one[16] = {[15] = 1};
+	return memcmp(u.b, one, 16) == 0;
+}
+
+int egr_forward_target_parse(const char *s, size_t n, bool loopback_ok, struct egr_host *host,
+                             uint16_t *port, const char **range, const char **why)
+{
+	*range = NULL;
+	if (memchr(s, '*', n) != NULL) {
+		*why = "a wildcard: name one host";
+		return -1;
+	}
+	if (egr_authority_parse(s, n, 0, host, port, why) < 0)
+		return -1;
+	switch (host->kind) {
+	case EGR_HOST_NUMERIC:
+		*why = "numeric-looking name (write an IPv4 address as a.b.c.d)";
+		return -1;
+	case EGR_HOST_NAME:
+		if (egr_name_always_refused(host->name)) {
+			*why = "the runtime's host alias and localhost are refused (the host's "
+			       "loopback is 127.0.0.1)";
+			return -1;
+		}
+		return 0;
+	case EGR_HOST_IPV4:
+	case EGR_HOST_IPV6:
+		switch (egr_addr_classify(&host->addr, range)) {
+		case EGR_ADDR_PLATFORM:
+			*why = "a cloud platform's metadata or service address is always refused";
+			return -1;
+		case EGR_ADDR_SPECIAL:
+			if (loopback_ok && egr_addr_is_loopback(&host->addr))
+				return 0;
+			*why = "a special address is always refused";
+			return -1;
+		case EGR_ADDR_PRIVATE:
+		case EGR_ADDR_PUBLIC:
+			return 0;
+		}
+	}
+	*why = "bad host";
+	return -1;
+}
+
 /* Whether entry e names host h, ports aside */
 static bool entry_names(const struct egr_allow *e, const struct egr_host *h)
 {

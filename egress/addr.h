@@ -137,6 +137,24 @@ enum egr_match {
 enum egr_match egr_allow_match(const struct egr_allow *list, size_t n, const struct egr_host *h,
                                uint16_t port, bool *private_ok);
 
+/* Whether a is the host's own loopback: 127.0.0.0/8, ::1, or either
+ * IPv4-mapped */
+bool egr_addr_is_loopback(const struct egr_addr *a);
+
+/* A TCP destination a person named (mcp.toml's "connect", the proxy's
+ * -forward): HOST:PORT, the port required. A name is judged when it is
+ * looked up, every address it resolves to by the table: a platform or
+ * special address refused, a private one allowed (the person named it). A
+ * literal is judged here: a platform address refused; a special one
+ * refused, but the host's loopback when loopback_ok (mcpgate's host side,
+ * whose only way there it is); private and public allowed. A
+ * numeric-looking name, a wildcard, the runtime's host aliases and
+ * localhost (which mcpgate writes as 127.0.0.1) are refused. *range names
+ * a literal's row (egr_addr_classify) when there is one. Returns 0 or -1
+ * with *why. */
+int egr_forward_target_parse(const char *s, size_t n, bool loopback_ok, struct egr_host *host,
+                             uint16_t *port, const char **range, const char **why);
+
 /* The policy an address must pass after the name was allowed. */
 struct egr_policy {
 	const struct egr_cidr *deny; /* -deny-address entries */

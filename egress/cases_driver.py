@@ -15,7 +15,7 @@ tunnels at once, a large transfer.
 Usage: cases_driver.py EGRESS CASES_DIR UPSTREAM_DIR
 Environment: EGRESS_WRAPPER (e.g. "valgrind --error-exitcode=99") runs the
 proxy under a tool; EGRESS_CASES (a glob) picks cases; EGRESS_CHECKS (words
-among scripted, reset, churn, cap) runs those checks after them (all of them after
+among scripted, reset, churn, cap, forward) runs those checks after them (all of them after
 all the cases by default).
 """
 import codecs
@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -663,13 +664,100 @@ def byte_cap():
     ok(clean_exit(rc, junk, err), "max-bytes-up: clean exit", err)
 
 
+def forward():
+    """-forward: a named destination reached as bytes, a private address
+    allowed (the person named it); a destination whose address is special,
+    a platform's or the proxy's own refused and closed without a byte; the
+    host side's unix: listener reaching a loopback service, and the hop to
+    it recording nothing but its failure; the HTTP side granting none of
+    them"""
+    sock_dir = "/tmp/mcpgate-egress-forward-%d" % os.getpid()
+    os.makedirs(sock_dir, exist_ok=True)
+    host_sock = os.path.join(sock_dir, "h.sock")
+    lsock = socket.socket()
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("127.0.0.1", 7100))
+    lsock.listen(8)
+
+    def local_echo():
+        while True:
+            try:
+                conn, _ = lsock.accept()
+            except OSError:
+                return
+            with conn:
+                data = conn.recv(65536)
+                conn.sendall(b"loopback:" + data)
+    threading.Thread(target=local_echo, daemon=True).start()
+    fwds = {7000: "upstream.test:8007", 7001: "metadata.test:80", 7002: "self.test:8007",
+            7003: "mixed.test:8007", 7004: "azure-wireserver.test:80",
+            7005: "unix:" + host_sock, 7006: "unix:" + os.path.join(sock_dir, "none.sock")}
+    args = [x for port, target in fwds.items()
+            for x in ("-forward", "10.233.0.1:%d=%s" % (port, target))]
+    args += ["-forward", "unix:%s=127.0.0.1:7100" % host_sock]
+    p = start_proxy(args)
+
+    def talk(port, data=b"ping"):
+        got = b""
+        try:
+            with socket.create_connection(("10.233.0.1", port), timeout=5 * SLOW) as s:
+                s.sendall(data)
+                s.shutdown(socket.SHUT_WR)
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+        except OSError as e:
+            got += ("<client: %s>" % e).encode()
+        return got
+    up_reset()
+    got = {port: talk(port) for port in fwds}
+    http = client(b"CONNECT upstream.test:8007 HTTP/1.1\r\nHost: upstream.test:8007\r\n\r\n")
+    rc, records, junk, err = stop_proxy(p)
+    lsock.close()
+    shutil.rmtree(sock_dir, ignore_errors=True)
+    ok(got[7000] == b"ping", "forward: a named destination (a private address) is reached as "
+       "bytes", got[7000])
+    ok(all(got[port] == b"" or got[port].startswith(b"<client: ")
+           for port in (7001, 7002, 7003, 7004, 7006)),
+       "forward: special, own, mixed and platform addresses, and a missing host side, are "
+       "closed (or reset) without a byte", got)
+    ok(got[7005] == b"loopback:ping", "forward: the host side reaches a loopback service "
+       "through its unix: listener", got[7005])
+    ok(http.startswith(b"HTTP/1.1 403 "), "forward: the HTTP side grants nothing a forward "
+       "names", http)
+    attempts = {(r.get("host"), r.get("port")): r for r in records
+                if r["event"] == "attempt" and r.get("method") == "TCP"}
+    want = {("upstream.test", 8007): (True, "ok"),
+            ("metadata.test", 80): (False, "platform address (169.254.169.254/32"),
+            ("self.test", 8007): (False, "own address"),
+            ("mixed.test", 8007): (False, "special address (127.0.0.0/8"),
+            ("azure-wireserver.test", 80): (False, "platform address"),
+            ("127.0.0.1", 7100): (True, "ok"),
+            ("unix:" + os.path.join(sock_dir, "none.sock"), 0):
+                (False, "connect: mcpgate's host side")}
+    bad = [(k, v) for k, v in want.items() if k not in attempts or
+           attempts[k].get("allowed") != v[0] or
+           not str(attempts[k].get("reason")).startswith(v[1])]
+    ok(not bad, "forward: one TCP attempt record each, allowed or refused with its reason",
+       (bad, records))
+    hop = [r for r in records if str(r.get("host")).startswith("unix:" + host_sock)]
+    closes = {(r["host"], r["port"]): r for r in records if r["event"] == "close"}
+    ok(hop == [] and closes.get(("upstream.test", 8007), {}).get("bytes_up") == 4 and
+       closes.get(("127.0.0.1", 7100), {}).get("bytes_down") == 13,
+       "forward: close records count the bytes; the hop to the host side records nothing",
+       records)
+    ok(clean_exit(rc, junk, err), "forward: clean exit", err)
+
+
 def main():
     for d in sorted(os.listdir(CASES)):
         path = os.path.join(CASES, d)
         if os.path.isdir(path) and fnmatch.fnmatch(d, PICK):
             run_case(path)
     checks = {"scripted": scripted, "reset": reset_mid_tunnel, "churn": records_under_churn,
-              "cap": byte_cap}
+              "cap": byte_cap, "forward": forward}
     if PICK == "*" or CHECKS:
         for name, fn in checks.items():
             if not CHECKS or name in CHECKS:

@@ -12,14 +12,38 @@
 #include "egress/addr.h"
 #include "egress/parse.h"
 
+/* Where the proxy listens or connects: an address and port, or a Unix
+ * socket's path */
+#define EGR_UNIX_PATH_MAX 107
+struct egr_endpoint {
+	bool is_unix;
+	char path[EGR_UNIX_PATH_MAX + 1]; /* is_unix */
+	struct egr_host host;             /* !is_unix: for a listen address, a literal */
+	uint16_t port;
+	const char *range; /* a target literal's row, for messages */
+};
+
+/* One -forward LISTEN=TARGET: every connection to LISTEN is relayed, as
+ * bytes, to TARGET and nowhere else (egr_forward_target_parse judges it; a
+ * loopback target only from a Unix listener: mcpgate's host side) */
+struct egr_forward {
+	struct egr_endpoint listen, target;
+	bool loopback; /* the target is the host's loopback literal */
+};
+#define EGR_FORWARDS_MAX 64
+
 struct egr_opts {
 	struct sockaddr_storage listen;
 	socklen_t listen_len;
 	bool have_listen;
+	struct egr_forward *forwards; /* owned; -forward in order */
+	size_t nforwards;
 	struct egr_allow *allow; /* owned; -allow and -allow-private in order */
 	size_t nallow;
 	struct egr_cidr *deny; /* owned; -deny-address */
 	size_t ndeny;
+	struct egr_cidr *from; /* owned; -from: none means any peer */
+	size_t nfrom;
 	bool lifeline;
 	bool sni_check; /* CONNECT to 443 opens with a ClientHello egr_sni_refusal passes */
 	struct egr_limits lim;
@@ -35,6 +59,12 @@ struct egr_opts {
 int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size_t errsz);
 void egr_opts_free(struct egr_opts *o);
 extern const char egr_usage[];
+
+/* Whether a listener accepts a connection from sa: a unix peer always (its
+ * folder decides), an IPv4 or IPv6 one (mapped forms as IPv4) when nfrom is
+ * 0 or it is inside one of from. text gets the peer's address, for records. */
+bool egr_peer_allowed(const struct egr_cidr *from, size_t nfrom, const struct sockaddr *sa,
+                      char *text, size_t cap);
 
 /* Records: one JSON line each on standard output, always whole lines.
  * Nothing else goes to standard output. method, host and address may be
@@ -82,9 +112,17 @@ int egr_tls_sni(const unsigned char *buf, size_t len, const char **name, size_t 
  * is refused); an address takes no SNI, or exactly its canonical text. */
 const char *egr_sni_refusal(const struct egr_host *host, const char *sni, size_t sni_len);
 
+/* Parse an endpoint: "unix:PATH" (absolute), or ADDR:PORT (a literal, for
+ * a listener: listen_addr) or HOST:PORT (egr_forward_target_parse, for a
+ * target; loopback_ok as there). Returns 0 or -1 with *why. */
+int egr_endpoint_parse(const char *s, bool listen_addr, bool loopback_ok, struct egr_endpoint *out,
+                       const char **why);
+
 /* The event loop: listens, serves until a signal or (with -lifeline) the end
- * of standard input. Returns the exit status. `own` are the proxy's own
- * interface addresses, refused like -deny-address entries. */
-int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own, size_t nown);
+ * of standard input. Returns the exit status. listen_fd is the HTTP proxy's
+ * socket (-1: none); forward_fds[i] listens for o->forwards[i]. `own` are
+ * the proxy's own interface addresses, refused like -deny-address entries. */
+int egr_run(const struct egr_opts *o, int listen_fd, const int *forward_fds,
+            const struct egr_cidr *own, size_t nown);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <sys/un.h>
 
 #include "egress/egress.h"
 #include "internal/base/testing.h"
@@ -1657,6 +1659,108 @@ static void test_options(void)
 	}
 }
 
+/* A TCP destination a person named (connect, -forward): private allowed,
+ * special and platform refused, the host's loopback only where loopback_ok
+ * (mcpgate's host side) */
+static void test_forward_targets(void)
+{
+	static const struct {
+		const char *target;
+		bool loopback_ok;
+		const char *why; /* NULL: accepted */
+	} cases[] = {
+	    {"db.example:5432", false, NULL},
+	    {"10.1.2.3:5432", false, NULL},
+	    {"100.64.0.9:6379", false, "a special address is always refused"},
+	    {"[fd00:1::5]:5432", false, NULL},
+	    {"93.184.215.14:5432", false, NULL},
+	    {"127.0.0.1:5432", true, NULL},
+	    {"127.9.9.9:5432", true, NULL},
+	    {"[::1]:6379", true, NULL},
+	    {"[::ffff:127.0.0.1]:6379", true, NULL},
+	    {"127.0.0.1:5432", false, "a special address is always refused"},
+	    {"[::1]:6379", false, "a special address is always refused"},
+	    {"169.254.169.254:80", true, "a cloud platform's metadata"},
+	    {"[fd00:ec2::254]:80", true, "a cloud platform's metadata"},
+	    {"168.63.129.16:80", false, "a cloud platform's metadata"},
+	    {"0.0.0.0:5432", true, "a special address is always refused"},
+	    {"224.0.0.1:5432", true, "a special address is always refused"},
+	    {"localhost:5432", true, "localhost are refused"},
+	    {"host.containers.internal:5432", true, "localhost are refused"},
+	    {"host.docker.internal:5432", true, "localhost are refused"},
+	    {"2130706433:5432", true, "numeric-looking name"},
+	    {"127.1:5432", true, "numeric-looking name"},
+	    {"*.example.com:5432", false, "a wildcard"},
+	    {"db.example", false, "port missing"},
+	    {"db.example:0", false, "port"},
+	    {"user@db.example:5432", false, "userinfo"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct egr_host h;
+		uint16_t port = 0;
+		const char *range = NULL, *why = NULL;
+		int r = egr_forward_target_parse(cases[i].target, strlen(cases[i].target),
+		                                 cases[i].loopback_ok, &h, &port, &range, &why);
+		if (cases[i].why == NULL)
+			T_OK(r == 0 && port != 0, "forward target %s%s accepted", cases[i].target,
+			     cases[i].loopback_ok ? " (host side)" : "");
+		else
+			T_OK(r == -1 && why != NULL && strstr(why, cases[i].why) != NULL,
+			     "forward target %s%s refused: %s", cases[i].target,
+			     cases[i].loopback_ok ? " (host side)" : "", why ? why : "(accepted)");
+	}
+	struct egr_addr a = {.family = 4, .b = {127, 0, 0, 1}};
+	struct egr_addr b = {.family = 4, .b = {128, 0, 0, 1}};
+	struct egr_addr c = {.family = 6, .b = {[15] = 1}};
+	struct egr_addr d = {.family = 6, .b = {[14] = 1}};
+	T_OK(egr_addr_is_loopback(&a) && !egr_addr_is_loopback(&b) && egr_addr_is_loopback(&c) &&
+	         !egr_addr_is_loopback(&d),
+	     "loopback: 127/8 and ::1 only");
+}
+
+/* -forward LISTEN=TARGET: -listen not required with it; a loopback target
+ * from a unix: listener alone; at most 64, never two on one listener */
+static void test_forward_options(void)
+{
+	struct egr_opts o;
+	char err[256];
+	static const char *const good[] = {
+	    "-forward",  "0.0.0.0:5432=unix:/mcpgate-connect/pg.sock",
+	    "-forward",  "0.0.0.0:6379=redis.lan:6379",
+	    "-forward",  "unix:/run/x/pg.sock=127.0.0.1:5432",
+	    "-lifeline", NULL};
+	T_INT(opts(good, &o, err, sizeof(err)), 0, "-forward without -listen: %s", err);
+	T_OK(o.nforwards == 3 && !o.have_listen && o.forwards[0].target.is_unix &&
+	         strcmp(o.forwards[0].target.path, "/mcpgate-connect/pg.sock") == 0 &&
+	         o.forwards[1].target.port == 6379 &&
+	         strcmp(o.forwards[1].target.host.name, "redis.lan") == 0 &&
+	         o.forwards[2].listen.is_unix && o.forwards[2].loopback && !o.forwards[1].loopback,
+	     "the forwards land in the struct");
+	egr_opts_free(&o);
+	struct bad {
+		const char *args[5];
+		const char *names;
+	};
+	static const struct bad bad[] = {
+	    {{"-lifeline", NULL}, "-listen: is required (or -forward)"},
+	    {{"-forward", "0.0.0.0:5432", NULL}, "want LISTEN=TARGET"},
+	    {{"-forward", "0.0.0.0:5432=127.0.0.1:5432", NULL},
+	     "the host's loopback is reached only from a unix: listener"},
+	    {{"-forward", "db:5432=db:5432", NULL}, "want an IP address"},
+	    {{"-forward", "unix:pg.sock=127.0.0.1:5432", NULL}, "want unix:/PATH"},
+	    {{"-forward", "0.0.0.0:1=169.254.169.254:80", NULL}, "metadata"},
+	    {{"-forward", "0.0.0.0:1=localhost:80", NULL}, "localhost"},
+	    {{"-forward", "0.0.0.0:1=db:1", "-forward", "0.0.0.0:1=db:2", NULL},
+	     "listens where another -forward does"},
+	    {{"-listen", "unix:/x", NULL}, "-listen unix:/x: want an IP address"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = opts(bad[i].args, &o, err, sizeof(err));
+		T_OK(r == -1 && strstr(err, bad[i].names) != NULL, "bad -forward #%zu: %s", i, err);
+		egr_opts_free(&o);
+	}
+}
+
 /* -max-bytes-up: off by default, a decimal byte count from 1 */
 static void test_max_bytes_up(void)
 {
@@ -1685,6 +1789,57 @@ static void test_max_bytes_up(void)
 	}
 }
 
+/* -from: a TCP listener's peers, only from the server's own network */
+static void test_from(void)
+{
+	struct egr_opts o;
+	char err[256];
+	static const char *const two[] = {"-forward", "0.0.0.0:5432=db.test:5432",
+	                                  "-from",    "10.89.3.0/24",
+	                                  "-from",    "[fd00:1::]/64",
+	                                  NULL};
+	T_INT(opts(two, &o, err, sizeof(err)), 0, "two -from ranges");
+	T_INT((long long)o.nfrom, 2, "both land in the struct");
+	struct sockaddr_in in4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	char text[64];
+	static const struct {
+		int family;
+		const char *addr;
+		bool ok;
+	} peers[] = {
+	    {4, "10.89.3.7", true},  {4, "10.89.4.7", false}, /* the person's network */
+	    {4, "127.0.0.1", false}, {6, "::ffff:10.89.3.9", true}, {6, "::ffff:10.89.9.9", false},
+	    {6, "fd00:1::5", true},  {6, "fd00:2::5", false},
+	};
+	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+		const struct sockaddr *sa;
+		if (peers[i].family == 4) {
+			inet_pton(AF_INET, peers[i].addr, &in4.sin_addr);
+			sa = (const struct sockaddr *)&in4;
+		} else {
+			inet_pton(AF_INET6, peers[i].addr, &in6.sin6_addr);
+			sa = (const struct sockaddr *)&in6;
+		}
+		bool ok = egr_peer_allowed(o.from, o.nfrom, sa, text, sizeof(text));
+		T_OK(ok == peers[i].ok, "a peer at %s is %s (%s)", peers[i].addr,
+		     peers[i].ok ? "accepted" : "closed", text);
+	}
+	T_OK(egr_peer_allowed(o.from, o.nfrom, (const struct sockaddr *)&un, text, sizeof(text)),
+	     "a unix listener's peer is its folder's to decide");
+	inet_pton(AF_INET, "192.0.2.1", &in4.sin_addr);
+	T_OK(egr_peer_allowed(o.from, 0, (const struct sockaddr *)&in4, text, sizeof(text)) &&
+	         strcmp(text, "192.0.2.1") == 0,
+	     "without -from any peer is accepted, and named: %s", text);
+	egr_opts_free(&o);
+	static const char *const bad[] = {"-forward", "0.0.0.0:1=db.test:1", "-from", "10.0.0.0/33",
+	                                  NULL};
+	T_OK(opts(bad, &o, err, sizeof(err)) == -1 && strstr(err, "-from") != NULL,
+	     "-from with a bad range is refused: %s", err);
+	egr_opts_free(&o);
+}
+
 int main(void)
 {
 	test_max_bytes_up();
@@ -1705,5 +1860,8 @@ int main(void)
 	test_sni_rule();
 	test_records();
 	test_options();
+	test_forward_targets();
+	test_forward_options();
+	test_from();
 	return t_done();
 }

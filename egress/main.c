@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "egress/egress.h"
@@ -86,17 +88,58 @@ static struct egr_cidr *own_addresses(size_t *n)
 	return own;
 }
 
-static int listen_on(const struct egr_opts *o)
+static int listen_on(const struct sockaddr_storage *ss, socklen_t len)
 {
-	int fd = socket(o->listen.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* accepted sockets inherit it: no call per connection */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (bind(fd, (const struct sockaddr *)&o->listen, o->listen_len) < 0 ||
-	    listen(fd, 256) < 0) {
+	if (ss->ss_family != AF_UNIX) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* accepted sockets inherit it: no call per connection */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 256) < 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+/* A -forward's listener. A unix: one replaces a socket left at its path
+ * (never any other file) and is made 0666: who may connect is decided by
+ * the folder it is in, which mcpgate makes and mounts into its sidecar
+ * alone. */
+static int forward_listen(const struct egr_endpoint *e)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	memset(&ss, 0, sizeof(ss));
+	if (e->is_unix) {
+		struct sockaddr_un *sun = (struct sockaddr_un *)&ss;
+		struct stat st;
+		if (lstat(e->path, &st) == 0 && S_ISSOCK(st.st_mode))
+			unlink(e->path);
+		sun->sun_family = AF_UNIX;
+		memcpy(sun->sun_path, e->path, strlen(e->path) + 1);
+		len = (socklen_t)sizeof(*sun);
+	} else if (e->host.kind == EGR_HOST_IPV4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(e->port);
+		memcpy(&sin->sin_addr, e->host.addr.b, 4);
+		len = (socklen_t)sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(e->port);
+		memcpy(&sin6->sin6_addr, e->host.addr.b, 16);
+		len = (socklen_t)sizeof(*sin6);
+	}
+	int fd = listen_on(&ss, len);
+	if (fd >= 0 && e->is_unix && chmod(e->path, 0666) < 0) {
 		int saved = errno;
 		close(fd);
 		errno = saved;
@@ -131,18 +174,41 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	raise_fd_limit(&o);
-	int fd = listen_on(&o);
-	if (fd < 0) {
+	int fd = o.have_listen ? listen_on(&o.listen, o.listen_len) : -1;
+	if (o.have_listen && fd < 0) {
 		fprintf(stderr, "mcpgate-egress: -listen: %s\n", strerror(errno));
 		egr_opts_free(&o);
 		return 1;
 	}
+	int forward_fds[EGR_FORWARDS_MAX];
+	for (size_t i = 0; i < o.nforwards; i++) {
+		forward_fds[i] = forward_listen(&o.forwards[i].listen);
+		if (forward_fds[i] < 0) {
+			fprintf(stderr, "mcpgate-egress: -forward %s%s: %s\n",
+			        o.forwards[i].listen.is_unix ? "unix:" : "",
+			        o.forwards[i].listen.is_unix ? o.forwards[i].listen.path
+			                                     : o.forwards[i].listen.host.name,
+			        strerror(errno));
+			while (i > 0)
+				close(forward_fds[--i]);
+			if (fd >= 0)
+				close(fd);
+			egr_opts_free(&o);
+			return 1;
+		}
+	}
 	size_t nown;
 	struct egr_cidr *own = own_addresses(&nown);
-	if (o.nallow == 0)
+	if (o.have_listen && o.nallow == 0)
 		fputs("mcpgate-egress: no -allow entry: every destination is refused\n", stderr);
-	r = egr_run(&o, fd, own, nown);
-	close(fd);
+	r = egr_run(&o, fd, forward_fds, own, nown);
+	if (fd >= 0)
+		close(fd);
+	for (size_t i = 0; i < o.nforwards; i++) {
+		close(forward_fds[i]);
+		if (o.forwards[i].listen.is_unix)
+			unlink(o.forwards[i].listen.path);
+	}
 	free(own);
 	egr_opts_free(&o);
 	return r;

@@ -10,12 +10,23 @@
 
 const char egr_usage[] =
     "usage: mcpgate-egress -listen ADDR:PORT [-allow HOST[:PORT]]... [options]\n"
+    "       mcpgate-egress -forward LISTEN=TARGET... [options]\n"
     "\n"
     "The static allowlisting HTTP proxy of mcpgate: CONNECT host:port and plain\n"
-    "http://host[:port]/path requests to listed destinations only. One JSON line\n"
-    "per attempt and per closed tunnel on standard output; diagnostics on stderr.\n"
+    "http://host[:port]/path requests to listed destinations only, and plain TCP\n"
+    "forwarding to named destinations. One JSON line per attempt and per closed\n"
+    "tunnel on standard output; diagnostics on stderr.\n"
     "\n"
-    "  -listen ADDR:PORT          where to listen: a.b.c.d:PORT or [IPv6]:PORT (required)\n"
+    "  -listen ADDR:PORT          where the HTTP proxy listens: a.b.c.d:PORT or\n"
+    "                             [IPv6]:PORT (required without -forward)\n"
+    "  -forward LISTEN=TARGET     relay every connection to LISTEN (ADDR:PORT, or\n"
+    "                             unix:/PATH) as bytes to TARGET (HOST:PORT, or\n"
+    "                             unix:/PATH) and nowhere else (repeatable, at most\n"
+    "                             64): a name is looked up for each connection and\n"
+    "                             every address judged (private allowed, special and\n"
+    "                             platform refused); a literal is judged at start; the\n"
+    "                             host's loopback (127.0.0.0/8, [::1]) only from a\n"
+    "                             unix: listener; a unix: listener is made 0666\n"
     "  -allow HOST[:PORT]         allow a destination (repeatable): a bare host means\n"
     "                             ports 80 and 443, host:port exactly that port; names\n"
     "                             match exactly; *.NAME matches one label under NAME\n"
@@ -30,6 +41,11 @@ const char egr_usage[] =
     "  -deny-address ADDR[/PREFIX]  always refuse these addresses (repeatable): the\n"
     "                             proxy's networks and gateways; its own interface\n"
     "                             addresses are refused without being named\n"
+    "  -from ADDR[/PREFIX]        accept connections to a TCP listener (-listen, or a\n"
+    "                             -forward's ADDR:PORT) only from these addresses\n"
+    "                             (repeatable; default: any): the server's own network,\n"
+    "                             not another the proxy is on. Others are closed and\n"
+    "                             recorded\n"
     "  -lifeline                  exit when standard input ends\n"
     "  -no-sni-check              on CONNECT to port 443, do not require a TLS\n"
     "                             ClientHello first whose SNI is the host (a name) or\n"
@@ -71,30 +87,103 @@ static int fail(char *errbuf, size_t errsz, const char *opt, const char *val, co
 	return -1;
 }
 
-static int parse_listen(const char *s, struct egr_opts *o, const char **why)
+int egr_endpoint_parse(const char *s, bool listen_addr, bool loopback_ok, struct egr_endpoint *out,
+                       const char **why)
 {
-	struct egr_host h;
-	uint16_t port;
-	if (egr_authority_parse(s, strlen(s), 0, &h, &port, why) < 0)
+	memset(out, 0, sizeof(*out));
+	if (strncmp(s, "unix:", 5) == 0) {
+		size_t n = strlen(s + 5);
+		if (s[5] != '/' || n > EGR_UNIX_PATH_MAX) {
+			*why = "want unix:/PATH, an absolute path of at most 107 bytes";
+			return -1;
+		}
+		out->is_unix = true;
+		memcpy(out->path, s + 5, n + 1);
+		return 0;
+	}
+	if (!listen_addr)
+		return egr_forward_target_parse(s, strlen(s), loopback_ok, &out->host, &out->port,
+		                                &out->range, why);
+	if (egr_authority_parse(s, strlen(s), 0, &out->host, &out->port, why) < 0)
 		return -1;
-	memset(&o->listen, 0, sizeof(o->listen));
-	if (h.kind == EGR_HOST_IPV4) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&o->listen;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		memcpy(&sin->sin_addr, h.addr.b, 4);
-		o->listen_len = sizeof(*sin);
-	} else if (h.kind == EGR_HOST_IPV6) {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o->listen;
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		memcpy(&sin6->sin6_addr, h.addr.b, 16);
-		o->listen_len = sizeof(*sin6);
-	} else {
+	if (out->host.kind != EGR_HOST_IPV4 && out->host.kind != EGR_HOST_IPV6) {
 		*why = "want an IP address: a.b.c.d:PORT or [IPv6]:PORT";
 		return -1;
 	}
+	return 0;
+}
+
+static int parse_listen(const char *s, struct egr_opts *o, const char **why)
+{
+	struct egr_endpoint e;
+	if (egr_endpoint_parse(s, true, false, &e, why) < 0)
+		return -1;
+	if (e.is_unix) {
+		*why = "want an IP address: a.b.c.d:PORT or [IPv6]:PORT";
+		return -1;
+	}
+	memset(&o->listen, 0, sizeof(o->listen));
+	if (e.host.kind == EGR_HOST_IPV4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&o->listen;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(e.port);
+		memcpy(&sin->sin_addr, e.host.addr.b, 4);
+		o->listen_len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o->listen;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(e.port);
+		memcpy(&sin6->sin6_addr, e.host.addr.b, 16);
+		o->listen_len = sizeof(*sin6);
+	}
 	o->have_listen = true;
+	return 0;
+}
+
+/* LISTEN=TARGET: a loopback target only from a unix: listener, two
+ * listeners never the same */
+static int parse_forward(const char *s, struct egr_opts *o, const char **why)
+{
+	const char *eq = strchr(s, '=');
+	if (eq == NULL) {
+		*why = "want LISTEN=TARGET";
+		return -1;
+	}
+	if (o->nforwards == EGR_FORWARDS_MAX) {
+		*why = "more than 64 -forward";
+		return -1;
+	}
+	char listen[EGR_UNIX_PATH_MAX + 64];
+	if ((size_t)(eq - s) >= sizeof(listen)) {
+		*why = "LISTEN is too long";
+		return -1;
+	}
+	memcpy(listen, s, (size_t)(eq - s));
+	listen[eq - s] = '\0';
+	o->forwards = grow(o->forwards, o->nforwards, sizeof(*o->forwards));
+	struct egr_forward *f = &o->forwards[o->nforwards];
+	memset(f, 0, sizeof(*f));
+	if (egr_endpoint_parse(listen, true, false, &f->listen, why) < 0)
+		return -1;
+	if (egr_endpoint_parse(eq + 1, false, f->listen.is_unix, &f->target, why) < 0) {
+		if (strcmp(*why, "a special address is always refused") == 0 &&
+		    egr_addr_is_loopback(&f->target.host.addr))
+			*why = "the host's loopback is reached only from a unix: listener "
+			       "(mcpgate's host side)";
+		return -1;
+	}
+	f->loopback = !f->target.is_unix && f->target.host.kind != EGR_HOST_NAME &&
+	              egr_addr_is_loopback(&f->target.host.addr);
+	for (size_t i = 0; i < o->nforwards; i++) {
+		const struct egr_endpoint *a = &o->forwards[i].listen, *b = &f->listen;
+		if (a->is_unix == b->is_unix &&
+		    (a->is_unix ? strcmp(a->path, b->path) == 0
+		                : a->port == b->port && strcmp(a->host.name, b->host.name) == 0)) {
+			*why = "listens where another -forward does";
+			return -1;
+		}
+	}
+	o->nforwards++;
 	return 0;
 }
 
@@ -150,7 +239,8 @@ int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size
 				num = &num_opts[k];
 		bool known = num != NULL || strcmp(opt, "-listen") == 0 ||
 		             strcmp(opt, "-allow") == 0 || strcmp(opt, "-allow-private") == 0 ||
-		             strcmp(opt, "-deny-address") == 0;
+		             strcmp(opt, "-deny-address") == 0 || strcmp(opt, "-forward") == 0 ||
+		             strcmp(opt, "-from") == 0;
 		if (!known)
 			return fail(errbuf, errsz, opt, NULL, "unknown option (see -h)");
 		if (i + 1 >= argc)
@@ -174,11 +264,19 @@ int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size
 		} else if (strcmp(opt, "-listen") == 0) {
 			if (parse_listen(val, o, &why) < 0)
 				return fail(errbuf, errsz, opt, val, why);
+		} else if (strcmp(opt, "-forward") == 0) {
+			if (parse_forward(val, o, &why) < 0)
+				return fail(errbuf, errsz, opt, val, why);
 		} else if (strcmp(opt, "-deny-address") == 0) {
 			o->deny = grow(o->deny, o->ndeny, sizeof(*o->deny));
 			if (egr_cidr_parse(val, strlen(val), &o->deny[o->ndeny], &why) < 0)
 				return fail(errbuf, errsz, opt, val, why);
 			o->ndeny++;
+		} else if (strcmp(opt, "-from") == 0) {
+			o->from = grow(o->from, o->nfrom, sizeof(*o->from));
+			if (egr_cidr_parse(val, strlen(val), &o->from[o->nfrom], &why) < 0)
+				return fail(errbuf, errsz, opt, val, why);
+			o->nfrom++;
 		} else {
 			bool private_ok = strcmp(opt, "-allow-private") == 0;
 			o->allow = grow(o->allow, o->nallow, sizeof(*o->allow));
@@ -195,8 +293,8 @@ int egr_opts_parse(int argc, char **argv, struct egr_opts *o, char *errbuf, size
 			o->nallow++;
 		}
 	}
-	if (!o->have_listen)
-		return fail(errbuf, errsz, "-listen", NULL, "is required");
+	if (!o->have_listen && o->nforwards == 0)
+		return fail(errbuf, errsz, "-listen", NULL, "is required (or -forward)");
 	if (o->lim.max_request_line + 4 > o->lim.max_header_bytes)
 		return fail(errbuf, errsz, "-max-request-line", NULL,
 		            "must be smaller than -max-header-bytes");
@@ -207,7 +305,37 @@ void egr_opts_free(struct egr_opts *o)
 {
 	free(o->allow);
 	free(o->deny);
+	free(o->from);
+	free(o->forwards);
 	o->allow = NULL;
 	o->deny = NULL;
-	o->nallow = o->ndeny = 0;
+	o->from = NULL;
+	o->forwards = NULL;
+	o->nallow = o->ndeny = o->nforwards = 0;
+}
+
+/* -from's judgement of a listener's peer (egress.h) */
+bool egr_peer_allowed(const struct egr_cidr *from, size_t nfrom, const struct sockaddr *sa,
+                      char *text, size_t cap)
+{
+	struct egr_addr a = {0};
+	if (sa->sa_family == AF_INET) {
+		a.family = 4;
+		memcpy(a.b, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		a.family = 6;
+		memcpy(a.b, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+		egr_addr_unmap(&a);
+	} else {
+		/* a unix listener: who connects is decided by its folder */
+		snprintf(text, cap, "unix");
+		return true;
+	}
+	egr_addr_format(&a, text, cap);
+	if (nfrom == 0)
+		return true;
+	for (size_t i = 0; i < nfrom; i++)
+		if (egr_cidr_match(&from[i], &a))
+			return true;
+	return false;
 }

@@ -4,6 +4,10 @@
  *   HEAD -> (DNS) -> CONNECT -> (SNI) -> RELAY
  *        \-> ANSWER -> LINGER        (a refusal or an error)
  *
+ * A -forward connection has no head: its destination is its listener's,
+ * so it goes to (DNS) -> CONNECT -> RELAY at once, and a refusal closes it
+ * (it speaks no HTTP).
+ *
  * Name lookups run in a short detached thread each (getaddrinfo has no
  * timeout of its own that we control); the thread hands its job back
  * through a pipe, and a job whose connection gave up is just freed.
@@ -27,6 +31,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +66,8 @@
 #define TAG_SIGNAL   0x20u
 #define TAG_LIFELINE 0x30u
 #define TAG_DNS      0x40u
+/* TAG_FORWARD + i: the listener of -forward i */
+#define TAG_FORWARD 0x100u
 
 enum state { S_HEAD, S_DNS, S_CONNECT, S_SNI, S_RELAY, S_ANSWER, S_LINGER };
 
@@ -129,12 +136,14 @@ struct conn {
 	struct dir up, down;
 	size_t linger_bytes;
 	char reason[512];
+	const struct egr_forward *fwd; /* a -forward connection: its forward */
 };
 
 struct loop {
 	const struct egr_opts *o;
 	struct egr_policy pol;
-	int ep, lfd, sfd, dns_r;
+	int ep, lfd, sfd, dns_r; /* lfd: the HTTP proxy's listener, or -1 */
+	const int *forward_fds;  /* o->nforwards listeners */
 	struct conn *conns, *dead;
 	size_t nconns;
 	size_t nhalf; /* of nconns, tunnels whose client has sent its end */
@@ -170,11 +179,21 @@ static void set_deadline(struct loop *l, struct conn *c, uint64_t ms_from_now)
 		l->next_scan = c->deadline;
 }
 
+/* A forward to a unix: target is a hop to mcpgate's host side, which
+ * records the connection to its destination: this side records only the
+ * hop's failure */
+static bool hop_quiet(const struct conn *c)
+{
+	return c->fwd != NULL && c->fwd->target.is_unix;
+}
+
 static void log_attempt(struct conn *c, bool allowed, const char *reason)
 {
 	if (c->attempt_logged)
 		return;
 	c->attempt_logged = true;
+	if (allowed && hop_quiet(c))
+		return;
 	egr_log_attempt(c->have_method ? c->method : NULL, c->have_host ? c->host.name : NULL,
 	                c->have_host ? c->port : -1, c->have_address ? c->address : NULL, allowed,
 	                reason);
@@ -241,7 +260,7 @@ static void conn_close(struct loop *l, struct conn *c, const char *why)
 		return;
 	if (!c->attempt_logged && (c->head_len > 0 || c->state != S_HEAD))
 		log_attempt(c, false, why);
-	if (c->established) {
+	if (c->established && !hop_quiet(c)) {
 		uint64_t up =
 		    c->up.bytes - (c->up.uncounted < c->up.bytes ? c->up.uncounted : c->up.bytes);
 		uint64_t down =
@@ -342,6 +361,10 @@ static void answer(struct loop *l, struct conn *c, int status, const char *reaso
 static void refuse(struct loop *l, struct conn *c, int status, const char *reason)
 {
 	log_attempt(c, false, reason);
+	if (c->fwd != NULL) {
+		conn_close(l, c, reason); /* a byte stream: no answer to give */
+		return;
+	}
 	answer(l, c, status, reason);
 }
 
@@ -717,8 +740,9 @@ static void connected(struct loop *l, struct conn *c)
 {
 	int one = 1;
 	/* (the client's socket has it from the listening one) */
-	setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (!c->is_connect) {
+	if (c->fwd == NULL || !c->fwd->target.is_unix)
+		setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!c->is_connect || c->fwd != NULL) {
 		start_relay(l, c);
 		return;
 	}
@@ -756,6 +780,35 @@ static void connect_failed(struct loop *l, struct conn *c)
 	}
 	snprintf(c->reason, sizeof(c->reason), "connect: %s", strerror(c->last_err));
 	refuse(l, c, 502, c->reason);
+}
+
+/* A forward's hop to a unix: socket (mcpgate's host side) */
+static void connect_unix(struct loop *l, struct conn *c)
+{
+	struct sockaddr_un sun;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, c->fwd->target.path, strlen(c->fwd->target.path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		/* a unix socket connects at once, or not at all (EAGAIN: its
+		 * backlog is full) */
+		snprintf(c->reason, sizeof(c->reason), "connect: mcpgate's host side: %s",
+		         strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		refuse(l, c, 502, c->reason);
+		return;
+	}
+	c->ufd = fd;
+	c->u_rd = c->u_wr = false;
+	if (add_fd(l, fd, (uint64_t)(uintptr_t)c | 1u, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) <
+	    0) {
+		close_fd(&c->ufd);
+		refuse(l, c, 502, "connect: mcpgate's host side: epoll");
+		return;
+	}
+	connected(l, c);
 }
 
 static void try_connect(struct loop *l, struct conn *c)
@@ -836,8 +889,11 @@ static void check_and_connect(struct loop *l, struct conn *c)
 {
 	size_t bad;
 	const char *reason, *range;
-	if (egr_addrs_check(&l->pol, c->private_ok, c->addrs, c->naddrs, &bad, &reason, &range) <
-	    0) {
+	/* the host's loopback, judged at start: mcpgate's host side is the
+	 * one way there */
+	bool loopback = c->fwd != NULL && c->fwd->loopback;
+	if (!loopback && egr_addrs_check(&l->pol, c->private_ok, c->addrs, c->naddrs, &bad, &reason,
+	                                 &range) < 0) {
 		egr_addr_format(&c->addrs[bad], c->address, sizeof(c->address));
 		c->have_address = true;
 		snprintf(c->reason, sizeof(c->reason), "%s (%s)", reason, range);
@@ -1151,7 +1207,44 @@ static void on_upstream(struct loop *l, struct conn *c, uint32_t events)
 	}
 }
 
-static void conn_new(struct loop *l, int fd)
+/* A -forward connection goes to its listener's destination at once, judged
+ * as a listed host's is, a private address allowed: the person named it */
+static void forward_start(struct loop *l, struct conn *c, const struct egr_forward *f)
+{
+	c->fwd = f;
+	c->is_connect = true; /* a tunnel: bytes both ways until both ends */
+	c->private_ok = true;
+	memcpy(c->method, "TCP", 4);
+	c->have_method = true;
+	head_put(l, c);
+	if (f->target.is_unix) {
+		c->host.kind = EGR_HOST_NAME;
+		snprintf(c->host.name, sizeof(c->host.name), "unix:%s", f->target.path);
+		c->have_host = true;
+	} else {
+		c->host = f->target.host;
+		c->port = f->target.port;
+		c->have_host = true;
+	}
+	if (l->o->max_bytes_up != 0 && l->sent_up >= l->o->max_bytes_up) {
+		refuse(l, c, 403, "the session has sent its -max-bytes-up");
+		return;
+	}
+	if (f->target.is_unix) {
+		connect_unix(l, c);
+		return;
+	}
+	if (c->host.kind == EGR_HOST_NAME) {
+		start_dns(l, c);
+		return;
+	}
+	c->addrs[0] = c->host.addr;
+	c->naddrs = 1;
+	check_and_connect(l, c);
+}
+
+/* The new connection, or NULL when it could not be watched (closed) */
+static struct conn *conn_new(struct loop *l, int fd)
 {
 	struct conn *c = l->nspare > 0 ? l->spare[--l->nspare] : xmalloc(sizeof(*c));
 	memset(c, 0, sizeof(*c));
@@ -1170,7 +1263,9 @@ static void conn_new(struct loop *l, int fd)
 	if (add_fd(l, fd, (uint64_t)(uintptr_t)c, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
 		fprintf(stderr, "mcpgate-egress: epoll: %s\n", strerror(errno));
 		conn_close(l, c, "epoll");
+		return NULL;
 	}
+	return c;
 }
 
 /* Close the oldest tunnel whose client has sent its end (new connections
@@ -1186,14 +1281,31 @@ static void evict_half_closed(struct loop *l)
 		conn_close(l, oldest, "evicted");
 }
 
-static void do_accept(struct loop *l)
+/* Every listener watched for new connections again, or paused (events 0) */
+static void listeners_watch(struct loop *l, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.u64 = TAG_LISTEN};
+	if (l->lfd >= 0)
+		epoll_ctl(l->ep, EPOLL_CTL_MOD, l->lfd, &ev);
+	for (size_t i = 0; i < l->o->nforwards; i++) {
+		ev.data.u64 = TAG_FORWARD + i;
+		epoll_ctl(l->ep, EPOLL_CTL_MOD, l->forward_fds[i], &ev);
+	}
+}
+
+/* From listening socket lfd: the HTTP proxy's (fwd NULL) or a forward's */
+static void do_accept(struct loop *l, int lfd, const struct egr_forward *fwd)
 {
 	static const char busy[] =
 	    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
 	    "Content-Length: 36\r\nConnection: close\r\n\r\n"
 	    "mcpgate-egress: too many tunnels\r\n\r\n";
 	for (;;) {
-		int fd = accept4(l->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer;
+		socklen_t peer_len = sizeof(peer);
+		memset(&peer, 0, sizeof(peer));
+		int fd =
+		    accept4(lfd, (struct sockaddr *)&peer, &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
 				continue;
@@ -1202,14 +1314,27 @@ static void do_accept(struct loop *l)
 				/* the backlog stays readable: stop watching it for a moment
 				 * rather than spin */
 				fprintf(stderr, "mcpgate-egress: accept: %s\n", strerror(errno));
-				struct epoll_event ev = {.events = 0, .data.u64 = TAG_LISTEN};
-				epoll_ctl(l->ep, EPOLL_CTL_MOD, l->lfd, &ev);
+				listeners_watch(l, 0);
 				l->listen_paused = true;
 				l->listen_resume = now_ms() + 100;
 				if (l->listen_resume < l->next_scan)
 					l->next_scan = l->listen_resume;
 			}
 			return;
+		}
+		/* only the server's own network reaches a listener: another
+		 * network the sidecar is on (a person's, for a connect
+		 * destination) holds containers that were granted nothing */
+		char peer_text[64];
+		if (!egr_peer_allowed(l->o->from, l->o->nfrom, (struct sockaddr *)&peer, peer_text,
+		                      sizeof(peer_text))) {
+			close(fd);
+			char why[128];
+			snprintf(why, sizeof(why), "a connection from %s, outside -from",
+			         peer_text);
+			egr_log_attempt(fwd != NULL ? "TCP" : NULL, NULL, -1, peer_text, false,
+			                why);
+			continue;
 		}
 		/* a tunnel whose client has left is on its way out (2 s at most):
 		 * it does not count against the cap, but no more than the cap of
@@ -1222,7 +1347,10 @@ static void do_accept(struct loop *l)
 			evict_half_closed(l);
 		if (l->nconns - l->nhalf >= l->o->max_tunnels ||
 		    l->nconns >= 2 * (size_t)l->o->max_tunnels) {
-			ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			/* a forward's client speaks no HTTP: it is closed */
+			ssize_t w = fwd != NULL ? 0
+			                        : send(fd, busy, sizeof(busy) - 1,
+			                               MSG_NOSIGNAL | MSG_DONTWAIT);
 			(void)w;
 			close(fd);
 			/* refused before a byte was read: still an attempt on the record */
@@ -1236,7 +1364,9 @@ static void do_accept(struct loop *l)
 			}
 			continue;
 		}
-		conn_new(l, fd);
+		struct conn *c = conn_new(l, fd);
+		if (c != NULL && fwd != NULL)
+			forward_start(l, c, fwd);
 	}
 }
 
@@ -1299,8 +1429,7 @@ static void scan_deadlines(struct loop *l)
 	}
 	if (l->listen_paused) {
 		if (now >= l->listen_resume) {
-			struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
-			epoll_ctl(l->ep, EPOLL_CTL_MOD, l->lfd, &ev);
+			listeners_watch(l, EPOLLIN);
 			l->listen_paused = false;
 		} else {
 			l->next_scan = l->listen_resume;
@@ -1341,7 +1470,8 @@ static int stop(struct loop *l, int status)
 	return status;
 }
 
-int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own, size_t nown)
+int egr_run(const struct egr_opts *o, int listen_fd, const int *forward_fds,
+            const struct egr_cidr *own, size_t nown)
 {
 	static struct loop loop; /* static: reachable for leak checkers at exit */
 	struct loop *l = &loop;
@@ -1352,6 +1482,7 @@ int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own,
 	l->pol.own = own;
 	l->pol.nown = nown;
 	l->lfd = listen_fd;
+	l->forward_fds = forward_fds;
 	l->next_scan = UINT64_MAX;
 	l->ep = epoll_create1(EPOLL_CLOEXEC);
 	int dp[2];
@@ -1369,7 +1500,12 @@ int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own,
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGQUIT);
 	l->sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (l->sfd < 0 || add_fd(l, l->lfd, TAG_LISTEN, EPOLLIN) < 0 ||
+	for (size_t i = 0; i < o->nforwards; i++)
+		if (add_fd(l, forward_fds[i], TAG_FORWARD + i, EPOLLIN) < 0) {
+			fprintf(stderr, "mcpgate-egress: %s\n", strerror(errno));
+			return 1;
+		}
+	if (l->sfd < 0 || (l->lfd >= 0 && add_fd(l, l->lfd, TAG_LISTEN, EPOLLIN) < 0) ||
 	    add_fd(l, l->sfd, TAG_SIGNAL, EPOLLIN) < 0 ||
 	    add_fd(l, l->dns_r, TAG_DNS, EPOLLIN) < 0) {
 		fprintf(stderr, "mcpgate-egress: %s\n", strerror(errno));
@@ -1398,7 +1534,10 @@ int egr_run(const struct egr_opts *o, int listen_fd, const struct egr_cidr *own,
 		for (int i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64;
 			if (tag == TAG_LISTEN) {
-				do_accept(l);
+				do_accept(l, l->lfd, NULL);
+			} else if (tag >= TAG_FORWARD && tag < TAG_FORWARD + o->nforwards) {
+				do_accept(l, forward_fds[tag - TAG_FORWARD],
+				          &o->forwards[tag - TAG_FORWARD]);
 			} else if (tag == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
 				if (read(l->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {

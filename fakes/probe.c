@@ -183,10 +183,16 @@ struct reader {
 	size_t cap, len, scan;
 	int discarding; /* dropping the rest of a line over MAX_LINE */
 	int eof;
+	int record_fd; /* --record-input: every line read is appended here; -1: none */
 };
 
 struct probe {
 	const char *protocol; /* --protocol, or NULL to echo the client's */
+	/* the revision it speaks once initialized: what it lists and declares
+	 * is that revision's (no tool annotations before 2025-03-26, no
+	 * completions capability before 2025-03-26) */
+	const char *version;
+	int no_complete; /* --no-complete: completion/complete is not a method */
 	long long page_size;
 	long long crash_after; /* 0: never */
 	int ignore_eof;
@@ -229,7 +235,8 @@ struct probe {
 	char *log_level;           /* the last logging/setLevel, or NULL */
 	char **subs;               /* subscribed URIs */
 	size_t nsubs;
-	char *client_caps; /* raw JSON of initialize's capabilities, or NULL */
+	char *client_caps;   /* raw JSON of initialize's capabilities, or NULL */
+	char *last_complete; /* raw JSON of the last completion/complete's params, or NULL */
 };
 
 static void usage(const char *why)
@@ -244,7 +251,8 @@ static void usage(const char *why)
 	    "         [--leak-env NAME:WHERE] [--tool-extra MEMBERS] [--echo-name NAME]\n"
 	    "         [--garbage-first] [--huge-first BYTES] [--resources N] [--modern] "
 	    "[--start-delay MS]\n"
-	    "         [--stderr-hostile] [--exit-at-start CODE]\n",
+	    "         [--stderr-hostile] [--exit-at-start CODE]\n"
+	    "         [--no-complete] [--record-input FILE]\n",
 	    stderr);
 	exit(2);
 }
@@ -1105,6 +1113,10 @@ static int next_line(struct reader *r, char **line, size_t *n)
 				(*line)[end] = '\0';
 				*n = end;
 			}
+			if (!dropped && r->record_fd >= 0) {
+				write_all(r->record_fd, r->buf, end);
+				write_all(r->record_fd, "\n", 1);
+			}
 			memmove(r->buf, nl + 1, r->len - end - 1);
 			r->len -= end + 1;
 			r->scan = 0;
@@ -1455,6 +1467,8 @@ static void tool_state(const struct probe *p, struct pj_span id, struct pj_span 
 	pj_buf_adds(&b, p->client_caps != NULL ? p->client_caps : "null");
 	pj_buf_adds(&b, ",\"listen\":");
 	pj_buf_adds(&b, p->listen != NULL ? p->listen : "null");
+	pj_buf_adds(&b, ",\"completion\":");
+	pj_buf_adds(&b, p->last_complete != NULL ? p->last_complete : "null");
 	pj_buf_adds(&b, "}");
 	send_tool_text(&id, b.p, b.len, 0);
 	pj_buf_free(&b);
@@ -1777,9 +1791,16 @@ static void barrier_wait(const struct probe *p)
 	}
 }
 
+/* Whether the revision the probe speaks is at least version (the names are
+ * dates, so they compare as text) */
+static int speaks_since(const struct probe *p, const char *version)
+{
+	return strcmp(p->version != NULL ? p->version : DEFAULT_PROTOCOL, version) >= 0;
+}
+
 static void method_initialize(struct probe *p, struct pj_span id, struct pj_span params)
 {
-	static const char *const known[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+	static const char *const known[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 	const char *version = DEFAULT_PROTOCOL;
 	struct pj_span v;
 	struct pj_buf b = {0};
@@ -1807,12 +1828,16 @@ static void method_initialize(struct probe *p, struct pj_span id, struct pj_span
 		memcpy(p->client_caps, v.p, v.n);
 		p->client_caps[v.n] = '\0';
 	}
+	p->version = version;
 	pj_buf_adds(&b, "{\"protocolVersion\":");
 	pj_put_cstring(&b, version);
 	pj_buf_adds(&b, ",\"capabilities\":{\"tools\":{\"listChanged\":true},\"resources\":{"
 	                "\"subscribe\":true,\"listChanged\":true},\"prompts\":{\"listChanged\":"
-	                "true},\"logging\":{},\"completions\":{}},"
-	                "\"serverInfo\":{\"name\":");
+	                "true},\"logging\":{}");
+	/* 2024-11-05 had completion/complete, but no capability naming it */
+	if (speaks_since(p, "2025-03-26") && !p->no_complete)
+		pj_buf_adds(&b, ",\"completions\":{}");
+	pj_buf_adds(&b, "},\"serverInfo\":{\"name\":");
 	pj_put_cstring(&b, p->leak_where != NULL && strcmp(p->leak_where, "name") == 0
 	                       ? p->leak_value
 	                       : "mcpgate-probe");
@@ -1849,7 +1874,7 @@ static void put_tool(const struct probe *p, struct pj_buf *b, const struct tool 
 	}
 	pj_buf_adds(b, ",\"inputSchema\":");
 	pj_buf_adds(b, t->input_schema);
-	if (t->annotations != NULL) {
+	if (t->annotations != NULL && speaks_since(p, "2025-03-26")) {
 		pj_buf_adds(b, ",\"annotations\":");
 		pj_buf_adds(b, t->annotations);
 	}
@@ -2125,7 +2150,10 @@ static void handle_line(struct probe *p, const char *line, size_t n)
 		method_prompts_list(p, id, params);
 	} else if (pj_string_eq(method, "prompts/get")) {
 		method_prompts_get(id, params);
-	} else if (pj_string_eq(method, "completion/complete")) {
+	} else if (pj_string_eq(method, "completion/complete") && !p->no_complete) {
+		p->last_complete = pj_xrealloc(p->last_complete, params.n + 1);
+		memcpy(p->last_complete, params.p, params.n);
+		p->last_complete[params.n] = '\0';
 		method_complete(id, params);
 	} else if (pj_string_eq(method, "logging/setLevel")) {
 		method_set_level(p, id, params);
@@ -2242,6 +2270,15 @@ static void parse_args(struct probe *p, int argc, char **argv)
 			p->describe_caps = 1;
 		} else if (strcmp(a, "--modern") == 0) {
 			p->modern = 1;
+		} else if (strcmp(a, "--no-complete") == 0) {
+			p->no_complete = 1;
+		} else if ((v = option_value(argc, argv, &i, "--record-input")) != NULL) {
+			p->in.record_fd = open(v, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			if (p->in.record_fd < 0) {
+				fprintf(stderr, "mcpgate-probe: --record-input %s: %s\n", v,
+				        strerror(errno));
+				exit(2);
+			}
 		} else if (strcmp(a, "--stderr-invalid") == 0) {
 			p->stderr_invalid = 1;
 		} else if (strcmp(a, "--stderr-hostile") == 0) {
@@ -2312,6 +2349,7 @@ int main(int argc, char **argv)
 	size_t i;
 
 	memset(&p, 0, sizeof p);
+	p.in.record_fd = -1;
 	for (i = 0; i < N_TOOLS; i++)
 		p.offered[i] = 1;
 	p.barrier_timeout_ms = 30000;

@@ -52,7 +52,7 @@ CAUSES = [
      "[\"--stdio\"] or [\"stdio\"] in its entry"),
     ("old", ["--protocol", "1999-01-01"], "",
      "server old speaks an MCP revision mcpgate does not (mcpgate speaks 2025-11-25, "
-     "2025-06-18, 2025-03-26): add a release of it that speaks one of those, `mcpgate add "
+     "2025-06-18, 2025-03-26, 2024-11-05): add a release of it that speaks one of those, `mcpgate add "
      "npm:PACKAGE@VERSION --name old` (remove its entry first)"),
 ]
 

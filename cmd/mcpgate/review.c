@@ -239,7 +239,16 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 	const struct cfg_server *s = t.server;
 	printf("server %s: %s\n", s->name, s->image);
 	printf("runs in: a %s container, network: %s\n", t.driver->name,
-	       s->nhosts == 0 ? "none" : "its listed hosts, through the egress proxy");
+	       s->nhosts > 0     ? "its listed hosts, through the egress proxy"
+	       : s->nconnect > 0 ? "its connect destinations alone, through its sidecar"
+	                         : "none");
+	for (size_t i = 0; i < s->nconnect; i++) {
+		const struct cfg_connect *d = &s->connect[i];
+		printf("connect: %s = %s:%u%s%s%s\n", d->name, d->host, d->port,
+		       d->loopback ? " (the host's loopback, through mcpgate's host side)" : "",
+		       d->network != NULL ? " on network " : "",
+		       d->network != NULL ? d->network : "");
+	}
 	for (size_t i = 0; i < s->nmounts; i++) {
 		bool root = strcmp(s->mounts[i].path, ".") == 0;
 		if (s->mounts[i].home) {

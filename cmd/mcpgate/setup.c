@@ -110,7 +110,7 @@ void setup_warn_forward(const struct cfg *cfg, const struct ctr_driver *d, const
 {
 	bool hosts = false;
 	for (size_t i = 0; i < cfg->nservers; i++)
-		hosts |= cfg->servers[i].nhosts > 0 &&
+		hosts |= cfg_server_has_egress(&cfg->servers[i]) &&
 		         (only == NULL || strcmp(cfg->servers[i].name, only) == 0);
 	/* only root reads the host's chains, and only rootful podman uses them */
 	if (!hosts || geteuid() != 0)

@@ -305,6 +305,7 @@ enum server_key {
 	K_HOME,
 	K_ENABLED,
 	K_ENV,
+	K_CONNECT,
 	K_TOOLS,
 	K_SERVER_COUNT,
 };
@@ -337,6 +338,7 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
     [K_HOME] = {"home", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_ENABLED] = {"enabled", TOML_BOOL, "a boolean", SCOPE_ANY},
     [K_ENV] = {"env", TOML_TABLE, "a table of strings", SCOPE_CONTAINER},
+    [K_CONNECT] = {"connect", TOML_TABLE, "a table of HOST:PORT strings", SCOPE_CONTAINER},
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
 
@@ -514,10 +516,11 @@ static void check_send_max(struct ctx *c, struct keys *k, struct cfg_server *s)
 		diag_err(c, v->pos, &e);
 		return;
 	}
-	if (k->kv[K_NETWORK] == NULL || k->kv[K_NETWORK]->value->u.array.len == 0)
+	if ((k->kv[K_NETWORK] == NULL || k->kv[K_NETWORK]->value->u.array.len == 0) &&
+	    (k->kv[K_CONNECT] == NULL || k->kv[K_CONNECT]->value->u.table.len == 0))
 		diag(c, v->pos,
 		     "\"network_send_max\" is set on a server with no network: nothing goes out to "
-		     "cap (list its hosts in \"network\")");
+		     "cap (list its hosts in \"network\", or its destinations in \"connect\")");
 }
 
 static void check_network(struct ctx *c, struct keys *k, struct cfg_server *s)
@@ -775,6 +778,129 @@ static void check_env(struct ctx *c, const struct toml_kv *kv, struct cfg_server
 		s->env[s->nenv].pos = (struct cfg_pos){e->keypos.line, e->keypos.col};
 		s->nenv++;
 	}
+}
+
+/* connect: NAME = "HOST:PORT", or NAME = { to = "HOST:PORT", network =
+ * "NET" } for a destination on a network of the person's */
+static void check_connect(struct ctx *c, const struct toml_kv *kv, struct cfg_server *s)
+{
+	const struct toml_value *t = kv->value;
+	cleanup_err struct mg_err *e = NULL;
+	s->connect = xcalloc(t->u.table.len + 1, sizeof(*s->connect));
+	if (t->u.table.len > CFG_CONNECT_MAX)
+		diag(c, kv->keypos, "\"connect\" holds more than %d destinations", CFG_CONNECT_MAX);
+	for (size_t i = 0; i < t->u.table.len && s->nconnect < CFG_CONNECT_MAX; i++) {
+		const struct toml_kv *x = &t->u.table.items[i];
+		const struct toml_value *v = x->value;
+		if (strlen(x->key) != x->keylen || !cfg_connect_name_valid(x->key)) {
+			diag(c, x->keypos,
+			     "\"connect\" key \"%s\" is not a destination's name: 1-%d of "
+			     "[A-Za-z0-9_-], starting with a letter or digit",
+			     x->key, CFG_CONNECT_NAME_MAX);
+			continue;
+		}
+		const char *to = NULL, *network = NULL;
+		struct toml_pos at = v->pos;
+		if (v->kind == TOML_STRING) {
+			to = str_of(c, "connect", v);
+		} else if (v->kind == TOML_TABLE) {
+			bool bad = false;
+			for (size_t j = 0; j < v->u.table.len; j++) {
+				const struct toml_kv *m = &v->u.table.items[j];
+				bool is_to = strcmp(m->key, "to") == 0;
+				if ((!is_to && strcmp(m->key, "network") != 0) ||
+				    m->value->kind != TOML_STRING) {
+					diag(c, m->keypos,
+					     "\"connect\" entry %s: a table holds to = "
+					     "\"HOST:PORT\" and "
+					     "network = \"NAME\" (strings), and nothing else",
+					     x->key);
+					bad = true;
+					continue;
+				}
+				const char *val = str_of(c, m->key, m->value);
+				if (is_to) {
+					to = val;
+					at = m->value->pos;
+				} else {
+					network = val;
+				}
+			}
+			if (!bad && to == NULL)
+				diag(c, v->pos, "\"connect\" entry %s has no to = \"HOST:PORT\"",
+				     x->key);
+			if (bad || to == NULL)
+				continue;
+		} else {
+			diag(c, v->pos,
+			     "\"connect\" entry %s must be a string \"HOST:PORT\" or a table, not "
+			     "%s",
+			     x->key, toml_kind_name(v->kind));
+			continue;
+		}
+		if (to == NULL)
+			continue;
+		struct cfg_connect *d = &s->connect[s->nconnect];
+		if (cfg_parse_connect(to, network, d, &e) < 0) {
+			diag(c, at, "\"connect\" entry %s: %s", x->key, mg_err_msg(e));
+			mg_err_clear(&e);
+			continue;
+		}
+		d->name = xstrdup(x->key);
+		d->pos = (struct cfg_pos){x->keypos.line, x->keypos.col};
+		s->nconnect++;
+	}
+}
+
+/* Every {connect.NAME} in command, args and env names an entry, and every
+ * entry is named somewhere: that is how the server learns where to connect */
+static void check_connect_refs(struct ctx *c, const struct keys *k, const struct cfg_server *s)
+{
+	cleanup_err struct mg_err *e = NULL;
+	/* a reference to an entry that is wrong itself is not wrong again */
+	const struct toml_kv *table = k->kv[K_CONNECT];
+	size_t n = table != NULL ? table->value->u.table.len : 0;
+	const char **names = xcalloc(n + 1, sizeof(*names));
+	for (size_t i = 0; i < n; i++)
+		names[i] = table->value->u.table.items[i].key;
+	bool *used = xcalloc(n + 1, sizeof(*used));
+	static const enum server_key arrays[] = {K_COMMAND, K_ARGS};
+	for (size_t a = 0; a < sizeof(arrays) / sizeof(arrays[0]); a++) {
+		const struct toml_kv *kv = k->kv[arrays[a]];
+		for (size_t i = 0; kv != NULL && i < kv->value->u.array.len; i++) {
+			const struct toml_value *v = kv->value->u.array.items[i];
+			if (v->kind == TOML_STRING &&
+			    cfg_connect_refs(v->u.str.ptr, names, n, used, &e) < 0) {
+				diag(c, v->pos, "\"%s\" entry: %s", server_keys[arrays[a]].name,
+				     mg_err_msg(e));
+				mg_err_clear(&e);
+			}
+		}
+	}
+	const struct toml_kv *env = k->kv[K_ENV];
+	for (size_t i = 0; env != NULL && i < env->value->u.table.len; i++) {
+		const struct toml_kv *x = &env->value->u.table.items[i];
+		if (x->value->kind == TOML_STRING &&
+		    cfg_connect_refs(x->value->u.str.ptr, names, n, used, &e) < 0) {
+			diag(c, x->value->pos, "\"env\" value of %s: %s", x->key, mg_err_msg(e));
+			mg_err_clear(&e);
+		}
+	}
+	/* (an entry that is wrong itself is said once) */
+	for (size_t i = 0, j = 0; i < n; i++) {
+		while (j < s->nconnect && strcmp(s->connect[j].name, names[i]) != 0)
+			j++;
+		bool valid = j < s->nconnect;
+		j = valid ? j : 0;
+		if (valid && !used[i])
+			diag(c, table->value->u.table.items[i].keypos,
+			     "\"connect\" entry %s is named nowhere: put {connect.%s} in args or "
+			     "env, "
+			     "where the server reads the address it is reached at",
+			     names[i], names[i]);
+	}
+	free(used);
+	free(names);
 }
 
 static void check_credential(struct ctx *c, const struct keys *k, enum transport_seen tr,
@@ -1154,6 +1280,9 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 	check_credential(c, &k, tr, s);
 	if (k.kv[K_ENV] != NULL)
 		check_env(c, k.kv[K_ENV], s);
+	if (k.kv[K_CONNECT] != NULL)
+		check_connect(c, k.kv[K_CONNECT], s);
+	check_connect_refs(c, &k, s);
 	for (size_t i = 0; s->position_name != NULL && i < s->nenv; i++)
 		if (strcmp(s->env[i].name, s->position_name) == 0)
 			diag(c, (struct toml_pos){s->env[i].pos.line, s->env[i].pos.col},
@@ -1570,6 +1699,12 @@ void cfg_free(struct cfg *cfg)
 			free(s->env[j].value);
 		}
 		free(s->env);
+		for (size_t j = 0; j < s->nconnect; j++) {
+			free(s->connect[j].name);
+			free(s->connect[j].host);
+			free(s->connect[j].network);
+		}
+		free(s->connect);
 		for (size_t j = 0; j < s->nworkspaces; j++)
 			free(s->workspaces[j]);
 		free(s->workspaces);

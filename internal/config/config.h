@@ -148,6 +148,20 @@ struct cfg_env {
 	struct cfg_pos pos; /* its key */
 };
 
+/* One entry of a server's "connect" (docs/2026-12-02-connect.md): a TCP
+ * destination the person names, which the server reaches through its
+ * sidecar at the address {connect.NAME} becomes in its args and env */
+struct cfg_connect {
+	char *name;
+	char *host;         /* a name (lower case), a.b.c.d or [v6]; localhost is 127.0.0.1 */
+	unsigned port;      /* 1-65535 */
+	char *network;      /* a network of the person's the sidecar joins to reach it, or NULL */
+	bool loopback;      /* the host's own loopback: reached through mcpgate's host side */
+	struct cfg_pos pos; /* its key */
+};
+#define CFG_CONNECT_NAME_MAX 32
+#define CFG_CONNECT_MAX      16
+
 /* The longest value of an env setting */
 #define CFG_ENV_VALUE_MAX (32u << 10)
 
@@ -222,6 +236,9 @@ struct cfg_server {
 	/* env: settings for the server, not secret (passed as --env=NAME) */
 	struct cfg_env *env;
 	size_t nenv;
+	/* connect: TCP destinations reached through the sidecar, in file order */
+	struct cfg_connect *connect;
+	size_t nconnect;
 	/* accept_unenforced: CFG_PROP_* bits the person accepts may not hold
 	 * on this platform; the server starts anyway, and says so */
 	unsigned accept_unenforced;
@@ -346,6 +363,33 @@ int cfg_check_tool_name(const char *s, const char *what, struct mg_err **err);
 int cfg_check_credential_name(const char *s, const char *what, struct mg_err **err);
 /* sha256:<64 lower-case hex> */
 int cfg_check_manifest(const char *s, const char *what, struct mg_err **err);
+
+/* ---- connect (connect.c) ---- */
+
+/* A connect entry's name: 1-32 of [A-Za-z0-9_-], starting with a letter or
+ * digit */
+bool cfg_connect_name_valid(const char *name);
+/* A runtime network's name: [A-Za-z0-9][A-Za-z0-9_.-]*, at most 64 */
+bool cfg_network_name_valid(const char *name);
+/* An entry's destination, HOST:PORT (and the network of the person's it is
+ * on, or NULL), judged by the egress proxy's rule for a forward
+ * (egr_forward_target_parse): a private address allowed, a special or
+ * platform one refused, the host's loopback (127.0.0.0/8, [::1],
+ * localhost) only without a network; a host alias refused with how to name
+ * the host's loopback. out's strings allocated; its name and pos untouched. */
+int cfg_parse_connect(const char *to, const char *network, struct cfg_connect *out,
+                      struct mg_err **err);
+/* Every {connect.NAME}, {connect.NAME.host} and {connect.NAME.port} in text
+ * names one of names (the entries'): 0, each one's used[i] set (used may
+ * be NULL), or -1 with err naming the first that does not */
+int cfg_connect_refs(const char *text, const char *const *names, size_t nnames, bool *used,
+                     struct mg_err **err);
+/* text with each reference replaced by where entry i is reached,
+ * hosts[i]:ports[i] (allocated); hosts NULL: text as it is */
+char *cfg_connect_expand(const char *text, const struct cfg_server *s, const char *const *hosts,
+                         const unsigned *ports);
+/* Whether the server needs its egress topology: listed hosts, or connect */
+bool cfg_server_has_egress(const struct cfg_server *s);
 
 /* A POSIX variable name, [A-Za-z_][A-Za-z0-9_]* */
 bool cfg_env_name_valid(const char *name);

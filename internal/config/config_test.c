@@ -962,6 +962,56 @@ static void test_example(void)
 }
 
 /* network_send_max: bytes a server may send out in a session */
+/* connect: the destinations parsed, the host's loopback known as such,
+ * localhost written as 127.0.0.1, a network kept; references expanded to
+ * where the sidecar forwards each */
+static void test_connect(void)
+{
+	struct cfg *cfg = load("testdata/config/good-connect.toml", NULL);
+	if (cfg == NULL)
+		return;
+	const struct cfg_server *s = &cfg->servers[0];
+	T_INT((long long)s->nconnect, 6, "connect: six destinations");
+	T_OK(cfg_server_has_egress(s) && s->nhosts == 0,
+	     "connect alone makes a server with egress");
+	static const struct {
+		const char *name, *host;
+		unsigned port;
+		bool loopback;
+		const char *network;
+	} want[] = {
+	    {"pg", "127.0.0.1", 5432, true, NULL},      {"cache", "127.0.0.1", 6379, true, NULL},
+	    {"lan", "192.168.1.20", 6379, false, NULL}, {"v6", "[::1]", 5433, true, NULL},
+	    {"named", "db.example", 5432, false, NULL}, {"onnet", "redis", 6379, false, "my_net.1"},
+	};
+	for (size_t i = 0; i < s->nconnect && i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct cfg_connect *d = &s->connect[i];
+		T_OK(strcmp(d->name, want[i].name) == 0 && strcmp(d->host, want[i].host) == 0 &&
+		         d->port == want[i].port && d->loopback == want[i].loopback &&
+		         (want[i].network == NULL
+		              ? d->network == NULL
+		              : d->network != NULL && strcmp(d->network, want[i].network) == 0),
+		     "connect %s: %s:%u%s%s", d->name, d->host, d->port,
+		     d->loopback ? " (the host's loopback)" : "",
+		     d->network ? " on a network" : "");
+	}
+	const char *hosts[] = {"10.89.0.2", "10.89.0.2", "10.89.0.2",
+	                       "10.89.0.2", "10.89.0.2", "10.89.0.2"};
+	const unsigned ports[] = {5432, 6379, 40002, 5433, 40004, 40005};
+	cleanup_free char *a = cfg_connect_expand(s->args[0], s, hosts, ports);
+	T_STR(a, "postgres://10.89.0.2:5432/app", "{connect.NAME} is the address in its network");
+	cleanup_free char *b = cfg_connect_expand(s->args[2], s, hosts, ports);
+	cleanup_free char *c = cfg_connect_expand(s->args[3], s, hosts, ports);
+	T_OK(strcmp(b, "10.89.0.2") == 0 && strcmp(c, "6379") == 0, "and .host and .port apart");
+	cleanup_free char *d =
+	    cfg_connect_expand("{connect.lan}{connect.lan}{x}{connect.", s, hosts, ports);
+	T_STR(d, "10.89.0.2:4000210.89.0.2:40002{x}{connect.",
+	      "each reference, the rest as written");
+	cleanup_free char *e = cfg_connect_expand("{connect.lan}", s, NULL, NULL);
+	T_STR(e, "{connect.lan}", "without addresses, as written");
+	cfg_free(cfg);
+}
+
 static void test_send_max(void)
 {
 	struct cfg *cfg = load("testdata/config/good-send-max.toml", NULL);
@@ -1057,6 +1107,7 @@ int main(void)
 	test_places();
 	test_example();
 	test_send_max();
+	test_connect();
 	free(suffix_list);
 	return t_done();
 }

@@ -322,7 +322,7 @@ static char *memory_arg(uint64_t bytes)
 	return xasprintf("--memory=%llub", (unsigned long long)bytes);
 }
 
-/* A binary of mcpgate's, read-only at target in the container; relabelled
+/* A binary (or a folder) of mcpgate's, read-only at target in the container; relabelled
  * (:z) where SELinux is on */
 static void push_binary_mount(struct strv *a, const char *host, const char *target)
 {
@@ -333,6 +333,13 @@ static void push_binary_mount(struct strv *a, const char *host, const char *targ
 		strv_push(a, "--mount");
 		strv_pushf(a, "type=bind,source=%s,target=%s,readonly", host, target);
 	}
+}
+
+/* A command, argument or setting as the server gets it: each {connect.NAME}
+ * the address its sidecar forwards that destination at (allocated) */
+static char *with_connect(const struct ctr_run_spec *spec, const char *text)
+{
+	return cfg_connect_expand(text, spec->server, spec->connect_hosts, spec->connect_ports);
 }
 
 /* The server's own command under mcpgate-launch: what the runtime would run
@@ -353,13 +360,13 @@ static int push_launcher(const struct ctr_driver *d, const struct ctr_run_spec *
 	struct strv cmd = STRV_INIT;
 	if (s->command != NULL)
 		for (size_t i = 0; i < s->ncommand; i++)
-			strv_push(&cmd, s->command[i]);
+			strv_push_owned(&cmd, with_connect(spec, s->command[i]));
 	else
 		for (size_t i = 0; i < spec->image->entrypoint.n; i++)
 			strv_push(&cmd, spec->image->entrypoint.v[i]);
 	if (s->nargs > 0)
 		for (size_t i = 0; i < s->nargs; i++)
-			strv_push(&cmd, s->args[i]);
+			strv_push_owned(&cmd, with_connect(spec, s->args[i]));
 	else if (s->command == NULL)
 		for (size_t i = 0; i < spec->image->cmd.n; i++)
 			strv_push(&cmd, spec->image->cmd.v[i]);
@@ -390,6 +397,11 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		return mg_err_set(err, "server %s is not started: %s", s->name,
 		                  d->seccomp_error != NULL ? d->seccomp_error
 		                                           : "no seccomp profile was prepared");
+	if (s->nconnect > 0 && (spec->connect_hosts == NULL || spec->connect_ports == NULL))
+		return mg_err_set(err,
+		                  "server %s: where its connect destinations are reached is not "
+		                  "known (it has no sidecar)",
+		                  s->name);
 	struct strv a = STRV_INIT, e = STRV_INIT;
 
 	strv_push(&a, d->path);
@@ -428,7 +440,9 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 			continue; /* through the launcher, never the runtime */
 		/* the value stays in the runtime's environment, never in argv */
 		strv_pushf(&a, "--env=%s", v->name);
-		strv_pushf(&e, "%s=%s", v->name, v->value);
+		cleanup_free char *value =
+		    v->own ? xstrdup(v->value) : with_connect(spec, v->value);
+		strv_pushf(&e, "%s=%s", v->name, value);
 	}
 
 	if (s->nmounts > 0 && (spec->mounts == NULL || spec->mounts->n != s->nmounts)) {
@@ -469,13 +483,15 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		if (push_launcher(d, spec, &a, err) < 0)
 			goto fail;
 	} else {
-		if (s->command != NULL)
-			strv_pushf(&a, "--entrypoint=%s", s->command[0]);
+		if (s->command != NULL) {
+			cleanup_free char *entry = with_connect(spec, s->command[0]);
+			strv_pushf(&a, "--entrypoint=%s", entry);
+		}
 		strv_push(&a, ctr_run_ref(d, s->image, id));
 		for (size_t i = 1; i < s->ncommand; i++)
-			strv_push(&a, s->command[i]);
+			strv_push_owned(&a, with_connect(spec, s->command[i]));
 		for (size_t i = 0; i < s->nargs; i++)
-			strv_push(&a, s->args[i]);
+			strv_push_owned(&a, with_connect(spec, s->args[i]));
 	}
 
 	*argv = a;
@@ -512,6 +528,19 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 	strv_push(&a, spec->topology->sidecar);
 	ctr_push_labels(&a, spec->session, spec->server->name, spec->owner);
 	push_binary_mount(&a, spec->binary, "/mcpgate-egress");
+	/* mcpgate's host side: the sockets it reaches the host's loopback by;
+	 * read-only, since connecting to a socket writes nothing to its folder */
+	if (spec->connect_dir != NULL) {
+		if (strchr(spec->connect_dir, ',') != NULL ||
+		    strchr(spec->connect_dir, ':') != NULL) {
+			strv_free(&a);
+			return mg_err_set(err,
+			                  "the folder of the host side's sockets %s holds a comma "
+			                  "or colon",
+			                  spec->connect_dir);
+		}
+		push_binary_mount(&a, spec->connect_dir, CTR_CONNECT_DIR);
+	}
 	char id[CTR_ID_LEN + 1];
 	strv_push(&a, "--entrypoint=/mcpgate-egress");
 	strv_push(&a, ctr_run_ref(d, spec->server->image, id));

@@ -103,6 +103,12 @@ struct ctr_run_spec {
 	const struct ctr_env *secrets;
 	size_t nsecrets;
 	const char *launcher; /* host path of mcpgate-launch; needed with secrets */
+	/* where each of the server's connect destinations is reached in its
+	 * network (its sidecar's address and port), parallel to
+	 * server->connect: {connect.NAME} in its command, args and env values
+	 * becomes that (cfg_connect_expand). Required when it has any. */
+	const char *const *connect_hosts;
+	const unsigned *connect_ports;
 };
 
 /* What an image declares, as far as the driver needs it */
@@ -130,7 +136,14 @@ struct ctr_topology {
 	char *net_out;    /* the sidecar's way out */
 	char *sidecar;    /* the sidecar's container */
 	struct strv deny; /* never a destination: the inner network whole, both gateways */
-	bool joined;      /* the sidecar is on both networks */
+	/* the inner network's subnets: the only peers the sidecar's listeners
+	 * accept (a network of the person's it joins holds others) */
+	struct strv from;
+	bool joined; /* the sidecar is on both networks */
+	/* networks of the person's the sidecar joins too (connect entries'
+	 * "network"), joined by sidecar_ready; never made or removed by mcpgate */
+	struct strv join;
+	size_t joined_own; /* of join, how many it has joined */
 };
 /* Frees its strings only; topology_remove is what removes it */
 void ctr_topology_free(struct ctr_topology *t);
@@ -142,6 +155,9 @@ struct ctr_topology_spec {
 	pid_t owner;
 	const char *container; /* the server's container: the topology is named after it */
 	bool rootless;         /* the runtime's bridges live in a namespace of its own */
+	/* networks of the person's its sidecar joins, NULL-terminated (NULL:
+	 * none): their gateways are refused like the topology's own */
+	const char *const *join;
 };
 
 /* The egress sidecar of one server (docs/egress.md) */
@@ -152,7 +168,11 @@ struct ctr_sidecar_spec {
 	const struct ctr_topology *topology; /* its networks and its name */
 	const char *binary;                  /* host path of the private copy of mcpgate-egress */
 	const char *const *args;             /* the proxy's arguments, NULL-terminated */
+	/* a folder of mcpgate's host side's sockets (the host's loopback for
+	 * connect), mounted read-only at CTR_CONNECT_DIR; NULL: none */
+	const char *connect_dir;
 };
+#define CTR_CONNECT_DIR "/mcpgate-connect"
 
 /* What the runtime can enforce here (platform.c, docs/unenforced.md) */
 struct ctr_platform {

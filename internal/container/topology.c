@@ -18,7 +18,9 @@ void ctr_topology_free(struct ctr_topology *t)
 	free(t->net_out);
 	free(t->sidecar);
 	strv_free(&t->deny);
-	*t = (struct ctr_topology){.deny = STRV_INIT};
+	strv_free(&t->join);
+	strv_free(&t->from);
+	*t = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT, .from = STRV_INIT};
 }
 
 bool ctr_cli_starts_on_networks(const struct ctr_driver *d)
@@ -43,7 +45,7 @@ static int check_forward(const struct ctr_driver *d, const char *net, struct mg_
 int ctr_cli_topology_create(const struct ctr_driver *d, const struct ctr_topology_spec *spec,
                             struct ctr_topology *out, struct mg_err **err)
 {
-	*out = (struct ctr_topology){.deny = STRV_INIT};
+	*out = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT, .from = STRV_INIT};
 	const char *server = spec->server->name;
 	char *in = xasprintf("%s-in", spec->container);
 	if (ctr_cli_network_create(d, in, true, spec->session, server, spec->owner, err) < 0) {
@@ -70,6 +72,22 @@ int ctr_cli_topology_create(const struct ctr_driver *d, const struct ctr_topolog
 		strv_free(&out_addrs);
 		return -1;
 	}
+	for (size_t i = 0; i < out->deny.n; i++)
+		if (strchr(out->deny.v[i], '/') != NULL)
+			strv_push(&out->from, out->deny.v[i]);
+	/* a network of the person's is reached for one destination on it: its
+	 * gateway is the host, as the outer one's is */
+	for (size_t i = 0; spec->join != NULL && spec->join[i] != NULL; i++) {
+		struct mg_err *e = NULL;
+		if (ctr_cli_network_addresses(d, spec->join[i], &out_addrs, &e) < 0) {
+			mg_err_set(err, "network %s, which a connect entry names: %s",
+			           spec->join[i], mg_err_msg(e));
+			mg_err_free(e);
+			strv_free(&out_addrs);
+			return -1;
+		}
+		strv_push(&out->join, spec->join[i]);
+	}
 	for (size_t i = 0; i < out_addrs.n; i++)
 		if (strchr(out_addrs.v[i], '/') == NULL)
 			strv_push(&out->deny, out_addrs.v[i]);
@@ -93,6 +111,14 @@ int ctr_cli_sidecar_ready(const struct ctr_driver *d, struct ctr_topology *t, ch
 		}
 		t->joined = true;
 	}
+	/* the person's networks, for the destinations on them */
+	for (; t->joined_own < t->join.n; t->joined_own++)
+		if (ctr_cli_network_connect(d, t->join.v[t->joined_own], t->sidecar, &e) < 0) {
+			mg_err_set(err, "connecting the egress sidecar to %s: %s",
+			           t->join.v[t->joined_own], mg_err_msg(e));
+			mg_err_free(e);
+			return -1;
+		}
 	if (ctr_cli_container_address(d, t->sidecar, t->net_in, address, &e) < 0) {
 		mg_err_set(err, "the egress sidecar has no address: %s", mg_err_msg(e));
 		mg_err_free(e);
@@ -108,6 +134,7 @@ int ctr_cli_topology_remove(const struct ctr_driver *d, struct ctr_topology *t, 
 	free(t->sidecar);
 	t->sidecar = NULL;
 	t->joined = false;
+	t->joined_own = 0;
 	/* the networks go last: nothing may be attached to them */
 	int r = 0;
 	char **nets[] = {&t->net_in, &t->net_out};

@@ -150,7 +150,7 @@ static char *revision_hint(const struct cfg_server *s, const char *source, const
 	return xasprintf("server %s speaks an MCP revision mcpgate does not (mcpgate speaks %s): "
 	                 "add a release of it that speaks one of those, `mcpgate add %.*s@VERSION "
 	                 "--name %s` (remove its entry first)",
-	                 s->name, mcp_versions_text(), source != NULL ? (int)pkg : 11,
+	                 s->name, mcp_server_versions_text(), source != NULL ? (int)pkg : 11,
 	                 source != NULL ? source : "npm:PACKAGE", s->name);
 }
 

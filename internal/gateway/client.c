@@ -502,7 +502,7 @@ static char *where_it_runs(const struct session *s, const struct cfg_server *c)
 	struct mg_buf b = MG_BUF_INIT(4096);
 	mg_buf_printf(&b, NULL, "in a %s container, network: ",
 	              s->driver != NULL ? s->driver->name : "container");
-	if (c->nhosts == 0)
+	if (c->nhosts == 0 && c->nconnect == 0)
 		mg_buf_puts(&b, "none", NULL);
 	for (size_t i = 0; i < c->nhosts; i++) {
 		if (c->hosts[i].port != 0)
@@ -511,6 +511,9 @@ static char *where_it_runs(const struct session *s, const struct cfg_server *c)
 		else
 			mg_buf_printf(&b, NULL, "%s%s", i ? ", " : "", c->hosts[i].host);
 	}
+	for (size_t i = 0; i < c->nconnect; i++)
+		mg_buf_printf(&b, NULL, "%s%s:%u (TCP)", i + c->nhosts ? ", " : "",
+		              c->connect[i].host, c->connect[i].port);
 	return mg_buf_steal(&b, NULL);
 }
 

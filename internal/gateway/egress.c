@@ -1,8 +1,9 @@
-/* The host side of egress (docs/egress.md): for a server with hosts, the
- * driver's egress topology (its networks and the sidecar between them), the
- * mcpgate-egress sidecar's process with its standard input held as a
- * lifeline, the proxy's arguments, the proxy variables for the server, and
- * the sidecar's JSON lines into the audit log. */
+/* The host side of egress (docs/egress.md): for a server with hosts or
+ * connect destinations, the driver's egress topology (its networks and the
+ * sidecar between them), the mcpgate-egress sidecar's process with its
+ * standard input held as a lifeline, the proxy's arguments, the proxy
+ * variables for the server, and the sidecar's JSON lines (and those of the
+ * host side of connect, connect.c) into the audit log. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,18 @@
 #define EGRESS_PORT        3128
 #define EGRESS_RECORDS_MAX 1000
 #define EGRESS_LINE_MAX    8192
+
+void gw_egress_init(struct gw_egress *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->proc = (struct proc)PROC_INIT;
+	e->out_fd = -1;
+	mg_buf_init(&e->line, EGRESS_LINE_MAX);
+	e->host.proc = (struct proc)PROC_INIT;
+	e->host.out_fd = -1;
+	mg_buf_init(&e->host.line, EGRESS_LINE_MAX);
+	e->topo = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT, .from = STRV_INIT};
+}
 
 int gw_egress_prepare(struct session *s, struct mg_err **err)
 {
@@ -74,7 +87,9 @@ static int wait_ready(struct gw_server *srv, int64_t deadline, struct mg_err **e
 		char *ip = NULL;
 		struct mg_err *lerr = NULL;
 		if (d->ops->sidecar_ready(d, &e->topo, &ip, &lerr) == 0) {
-			e->proxy_url = xasprintf("http://%s:%d", ip, EGRESS_PORT);
+			if (srv->cfg->nhosts > 0)
+				e->proxy_url = xasprintf("http://%s:%d", ip, EGRESS_PORT);
+			gw_connect_addresses(srv, ip);
 			free(ip);
 			return 0;
 		}
@@ -88,12 +103,18 @@ static int wait_ready(struct gw_server *srv, int64_t deadline, struct mg_err **e
 	}
 }
 
-/* The proxy's arguments: the listed hosts, what it must refuse (from the
- * topology), the cap on bytes sent, the lifeline */
-static void proxy_args(const struct cfg_server *c, const struct strv *deny, struct strv *args)
+/* The proxy's arguments: the listed hosts (an HTTP proxy only for them),
+ * the connect destinations, what it must refuse (from the topology), the
+ * cap on bytes sent, the lifeline */
+static void proxy_args(const struct cfg_server *c, const struct ctr_topology *topo,
+                       struct strv *args)
 {
-	strv_push(args, "-listen");
-	strv_pushf(args, "0.0.0.0:%d", EGRESS_PORT);
+	const struct strv *deny = &topo->deny;
+	if (c->nhosts > 0) {
+		strv_push(args, "-listen");
+		strv_pushf(args, "0.0.0.0:%d", EGRESS_PORT);
+	}
+	gw_connect_forward_args(c, args);
 	for (size_t i = 0; i < c->nhosts; i++) {
 		const struct cfg_host *h = &c->hosts[i];
 		strv_push(args, h->private_ok ? "-allow-private" : "-allow");
@@ -101,6 +122,11 @@ static void proxy_args(const struct cfg_server *c, const struct strv *deny, stru
 			strv_pushf(args, "%s:%u", h->host, h->port);
 		else
 			strv_push(args, h->host);
+	}
+	/* its listeners: for the server's network alone */
+	for (size_t i = 0; i < topo->from.n; i++) {
+		strv_push(args, "-from");
+		strv_push(args, topo->from.v[i]);
 	}
 	/* its own networks' subnets and gateways: never a destination */
 	for (size_t i = 0; i < deny->n; i++) {
@@ -117,20 +143,28 @@ static void proxy_args(const struct cfg_server *c, const struct strv *deny, stru
 int gw_egress_topology(struct gw_server *srv, struct mg_err **err)
 {
 	struct session *s = srv->sess;
+	const struct cfg_server *c = srv->cfg;
 	const struct ctr_driver *d = s->driver;
 	if (s->egress_binary == NULL)
 		return mg_err_set(err, "%s",
 		                  s->egress_error != NULL ? s->egress_error : "no egress proxy");
+	/* the networks of the person's that destinations are on, each once */
+	struct strv join = STRV_INIT;
+	for (size_t i = 0; i < c->nconnect; i++)
+		if (c->connect[i].network != NULL && strv_find(&join, c->connect[i].network) < 0)
+			strv_push(&join, c->connect[i].network);
 	struct ctr_topology_spec topo = {
-	    .server = srv->cfg,
+	    .server = c,
 	    .session = s->id,
 	    .owner = s->owner,
 	    .container = srv->container,
 	    .rootless = s->platform.rootless,
+	    .join = (const char *const *)strv_array(&join),
 	};
 	int64_t t0 = proc_now_ms();
 	/* what was made before a failure is in e->topo: the end removes it */
 	int r = d->ops->topology_create(d, &topo, &srv->egress.topo, err);
+	strv_free(&join);
 	srv->phases.egress_topology_ms = proc_now_ms() - t0;
 	return r;
 }
@@ -142,8 +176,12 @@ int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **e
 	const struct ctr_driver *d = s->driver;
 	struct gw_egress *e = &srv->egress;
 	int64_t t0 = proc_now_ms();
+	/* the host's loopback is reached from the host: that side first, so
+	 * its sockets are there to mount */
+	if (gw_connect_host_start(srv, deadline, err) < 0)
+		return -1;
 	struct strv args = STRV_INIT;
-	proxy_args(c, &e->topo.deny, &args);
+	proxy_args(c, &e->topo, &args);
 	struct ctr_sidecar_spec spec = {
 	    .server = c,
 	    .session = s->id,
@@ -151,6 +189,7 @@ int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **e
 	    .topology = &e->topo,
 	    .binary = s->egress_binary,
 	    .args = (const char *const *)strv_array(&args),
+	    .connect_dir = e->host.sockets,
 	};
 	struct strv argv = STRV_INIT, envp = STRV_INIT;
 	int r = d->ops->sidecar_command(d, &spec, &argv, &envp, err);
@@ -247,34 +286,42 @@ static void record_line(struct gw_server *srv, const char *line, size_t len)
 	                f);
 }
 
-static void drain_records(struct gw_server *srv)
+/* The records of the sidecar (out_fd, line) or of the host side */
+static void drain_from(struct gw_server *srv, int *fd, struct mg_buf *line)
 {
 	struct gw_egress *e = &srv->egress;
 	char chunk[4096];
-	while (e->out_fd >= 0) {
-		ssize_t n = read(e->out_fd, chunk, sizeof(chunk));
+	while (*fd >= 0) {
+		ssize_t n = read(*fd, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n <= 0) {
 			if (e->watched)
-				loop_unwatch(srv->sess->loop, e->out_fd);
-			close(e->out_fd);
-			e->out_fd = -1;
+				loop_unwatch(srv->sess->loop, *fd);
+			close(*fd);
+			*fd = -1;
 			return;
 		}
 		for (ssize_t i = 0; i < n; i++) {
 			if (chunk[i] != '\n') {
 				/* an overlong line is cut; the proxy writes short ones */
-				if (e->line.len < EGRESS_LINE_MAX)
-					mg_buf_putc(&e->line, chunk[i], NULL);
+				if (line->len < EGRESS_LINE_MAX)
+					mg_buf_putc(line, chunk[i], NULL);
 				continue;
 			}
-			record_line(srv, mg_buf_str(&e->line), e->line.len);
-			mg_buf_reset(&e->line);
+			record_line(srv, mg_buf_str(line), line->len);
+			mg_buf_reset(line);
 		}
 	}
+}
+
+static void drain_records(struct gw_server *srv)
+{
+	struct gw_egress *e = &srv->egress;
+	drain_from(srv, &e->out_fd, &e->line);
+	drain_from(srv, &e->host.out_fd, &e->host.line);
 }
 
 static void on_records(struct loop *loop, int fd, uint32_t events, void *data)
@@ -311,6 +358,8 @@ void gw_egress_watch(struct loop *loop, void *data)
 	e->watched = true;
 	if (e->out_fd >= 0)
 		loop_watch(loop, e->out_fd, EPOLLIN, on_records, srv, NULL);
+	if (e->host.out_fd >= 0)
+		loop_watch(loop, e->host.out_fd, EPOLLIN, on_records, srv, NULL);
 	if (e->proc.err_fd >= 0)
 		loop_watch(loop, e->proc.err_fd, EPOLLIN, on_sidecar_stderr, srv, NULL);
 }
@@ -328,7 +377,13 @@ void gw_egress_end_begin(struct gw_server *srv, struct gw_egress_end *end)
 	end->proc.in_fd = steal_fd(&e->proc.in_fd);
 	e->proc.pid = -1;
 	end->topo = e->topo;
-	e->topo = (struct ctr_topology){.deny = STRV_INIT};
+	e->topo = (struct ctr_topology){.deny = STRV_INIT, .join = STRV_INIT, .from = STRV_INIT};
+	end->host = (struct proc)PROC_INIT;
+	end->host.pid = e->host.proc.pid;
+	end->host.pidfd = steal_fd(&e->host.proc.pidfd);
+	end->host.in_fd = steal_fd(&e->host.proc.in_fd);
+	e->host.proc.pid = -1;
+	end->host_dir = steal_pointer(&e->host.dir);
 }
 
 static bool topology_made(const struct ctr_topology *t)
@@ -338,7 +393,24 @@ static bool topology_made(const struct ctr_topology *t)
 
 bool gw_egress_end_pending(const struct gw_egress_end *end)
 {
-	return end->proc.pid > 0 || end->proc.in_fd >= 0 || topology_made(&end->topo);
+	return end->proc.pid > 0 || end->proc.in_fd >= 0 || topology_made(&end->topo) ||
+	       end->host.pid > 0 || end->host_dir != NULL;
+}
+
+/* The host side: its lifeline ends, it unlinks its sockets and exits */
+static void host_end(struct gw_egress_end *end, int64_t deadline_ms)
+{
+	if (end->host.in_fd >= 0) {
+		close(end->host.in_fd);
+		end->host.in_fd = -1;
+	}
+	int status;
+	if (end->host.pid > 0 && proc_wait(&end->host, deadline_ms, &status, NULL) < 0)
+		proc_stop(&end->host, 0, &status);
+	proc_close(&end->host);
+	gw_connect_host_remove_dir(end->host_dir);
+	free(end->host_dir);
+	end->host_dir = NULL;
 }
 
 /* Anywhere but the loop's thread (it waits and runs the runtime): the
@@ -368,6 +440,7 @@ void gw_egress_end_work(struct gw_server *srv, struct gw_egress_end *end, int64_
 		mg_err_free(err);
 	}
 	ctr_topology_free(&end->topo);
+	host_end(end, deadline_ms);
 }
 
 /* Back on the thread that owns the server: what the sidecar wrote before
@@ -382,13 +455,15 @@ void gw_egress_end_done(struct gw_server *srv, struct gw_egress_end *end)
 		e->out_fd = e->proc.out_fd;
 		e->proc.out_fd = -1;
 	}
-	if (e->out_fd >= 0)
-		drain_records(srv);
-	if (e->out_fd >= 0) {
+	drain_records(srv);
+	int *fds[] = {&e->out_fd, &e->host.out_fd};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] < 0)
+			continue;
 		if (e->watched)
-			loop_unwatch(s->loop, e->out_fd);
-		close(e->out_fd);
-		e->out_fd = -1;
+			loop_unwatch(s->loop, *fds[i]);
+		close(*fds[i]);
+		*fds[i] = -1;
 	}
 	if (e->dropped > 0)
 		audit_record(s->audit, "mcp.egress.dropped",
@@ -418,4 +493,17 @@ void gw_egress_free(struct gw_egress *e)
 	ctr_topology_free(&e->topo);
 	free(e->proxy_url);
 	mg_buf_free(&e->line);
+	proc_close(&e->host.proc);
+	if (e->host.out_fd >= 0)
+		close(e->host.out_fd);
+	e->host.out_fd = -1;
+	/* a start that failed before its end took the folder: remove it here */
+	gw_connect_host_remove_dir(e->host.dir);
+	free(e->host.dir);
+	free(e->host.sockets);
+	mg_buf_free(&e->host.line);
+	for (size_t i = 0; e->connect_hosts != NULL && e->connect_hosts[i] != NULL; i++)
+		free(e->connect_hosts[i]);
+	free(e->connect_hosts);
+	free(e->connect_ports);
 }

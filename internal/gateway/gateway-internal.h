@@ -73,7 +73,19 @@ enum gw_era {
 #define GW_RESTART_DELAY_MS     500
 #define GW_RESTART_DELAY_MAX_MS 30000
 
-/* A server's way out, when it lists hosts (egress.c) */
+/* mcpgate's host side of a server's connect destinations on the host's
+ * loopback (connect.c, docs/2026-12-02-connect.md): mcpgate-egress run on
+ * the host, forwarding from a unix socket each to its destination, its
+ * sockets in a folder of mcpgate's that the sidecar alone mounts */
+struct gw_connect_host {
+	struct proc proc; /* stdin is its lifeline */
+	char *dir;        /* the private folder made for it (0700), removed at the end */
+	char *sockets;    /* dir/d (0711): what the sidecar mounts */
+	int out_fd;       /* its records, as the sidecar's */
+	struct mg_buf line;
+};
+
+/* A server's way out, when it lists hosts or connect destinations (egress.c) */
 struct gw_egress {
 	struct ctr_topology topo; /* its networks and the proxy's container, made by the driver */
 	struct proc proc;         /* its runtime process: stdin is the lifeline */
@@ -84,7 +96,12 @@ struct gw_egress {
 	bool watched;
 	struct mg_buf line;
 	unsigned records, dropped;
-	char *proxy_url; /* http://ADDRESS:PORT on the internal network */
+	char *proxy_url; /* http://ADDRESS:PORT on the internal network; NULL without hosts */
+	struct gw_connect_host host;
+	/* where each connect destination is reached in the server's network,
+	 * parallel to its cfg->connect (the sidecar's address and ports) */
+	char **connect_hosts;
+	unsigned *connect_ports;
 };
 
 /* A sidecar's end, in three steps (egress.c): begin on the thread that owns
@@ -93,6 +110,8 @@ struct gw_egress {
 struct gw_egress_end {
 	struct proc proc;         /* the sidecar's runtime process and lifeline */
 	struct ctr_topology topo; /* its container and networks, to remove */
+	struct proc host;         /* the host side's process and lifeline */
+	char *host_dir;           /* its folder, to remove */
 };
 
 /* How a server's start spent its time, by phase (milliseconds; the audit
@@ -385,6 +404,22 @@ int gw_binary_prepare(struct session *s, const char *name, const char *configure
  * failure), then its proxy's sidecar, run and waited for until deadline */
 int gw_egress_topology(struct gw_server *srv, struct mg_err **err);
 int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **err);
+/* A server's egress as session_new makes it: nothing started */
+void gw_egress_init(struct gw_egress *e);
+/* connect.c: the sidecar's port for connect entry i of c (its
+ * destination's own port where no other entry or the proxy has it) */
+unsigned gw_connect_port(const struct cfg_server *c, size_t i);
+/* The proxy's -forward arguments for c's connect entries */
+void gw_connect_forward_args(const struct cfg_server *c, struct strv *args);
+/* The host side, for c's entries on the host's loopback (none: nothing
+ * runs, 0): started with the session's egress binary, and waited for until
+ * its sockets are there */
+int gw_connect_host_start(struct gw_server *srv, int64_t deadline, struct mg_err **err);
+/* Its folder and what is left in it, gone (the end's work) */
+void gw_connect_host_remove_dir(const char *dir);
+/* What the server is told of each destination: address, the sidecar's
+ * port */
+void gw_connect_addresses(struct gw_server *srv, const char *address);
 size_t gw_egress_env(const struct gw_server *srv, struct ctr_env *env, size_t max);
 void gw_egress_watch(struct loop *loop, void *data);
 void gw_egress_end_begin(struct gw_server *srv, struct gw_egress_end *end);
@@ -618,6 +653,11 @@ bool gw_relay_server_request(struct gw_server *srv, struct rpc_msg *msg);
  * it (allocated), when its relay = [...] allows it and caps (the client's
  * capabilities, NULL for none) declare it; else NULL, recorded, with why in
  * *refusal (allocated). The one rule gw_relay_server_request applies too. */
+/* The client's answer to method, asked by srv, made one of srv's MCP
+ * revision in place (a sampling answer: mcp_rev_sampling_answer); NULL, or
+ * why it cannot be (allocated): then the server gets an error instead */
+char *gw_relay_fit_answer(const struct gw_server *srv, const char *method,
+                          struct json_value *answer);
 struct json_value *gw_relay_input_params(const struct gw_server *srv, const struct json_value *caps,
                                          const char *method, const struct json_value *params,
                                          char **refusal);

@@ -588,7 +588,10 @@ static void list_start(struct session *s, enum list_kind kind, const struct json
 
 /* ---- client requests to one server ---------------------------------------- */
 
-enum fwd_kind { FWD_PLAIN, FWD_READ, FWD_PROMPT };
+/* FWD_COMPLETE: completion/complete to a server of 2024-11-05, which has
+ * no capability to say whether it completes: "method not found" means no
+ * suggestions */
+enum fwd_kind { FWD_PLAIN, FWD_READ, FWD_PROMPT, FWD_COMPLETE };
 
 /* A client's request with a server */
 struct fwd {
@@ -651,6 +654,14 @@ static void publish_result(const struct gw_server *srv, enum fwd_kind kind,
 	}
 }
 
+/* What a server that completes nothing suggests */
+static struct json_value *no_completion(void)
+{
+	return gw_fields(
+	    "completion",
+	    gw_fields("values", json_new_array(), "hasMore", json_new_bool(false), NULL), NULL);
+}
+
 static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const struct mg_err *why,
                         void *data)
 {
@@ -692,6 +703,12 @@ static void on_fwd_done(struct rpc_peer *peer, struct rpc_msg *reply, const stru
 			fwd_record(f, "error", refusal);
 			gw_client_error(s, f->client_id, RPC_SERVER_ERROR, "%s", refusal);
 		}
+	} else if (reply->kind == RPC_ERROR && f->kind == FWD_COMPLETE &&
+	           reply->error_code == RPC_METHOD_NOT_FOUND) {
+		fwd_record(f, "ok", "the server completes nothing");
+		struct json_value *none = no_completion();
+		gw_client_result(s, f->client_id, none);
+		json_free(none);
 	} else if (reply->kind == RPC_RESULT) {
 		fwd_record(f, "ok", NULL);
 		/* a result is data: it says where it came from, and changes nothing */
@@ -908,12 +925,12 @@ void gw_relay_complete(struct session *s, struct rpc_msg *msg)
 		                prompt ? "prompt" : "resource", pub);
 		return;
 	}
-	if (server_cap(srv, "completions") == NULL) {
+	/* before 2025-03-26 no capability said so: such a server is asked */
+	enum mcp_rev rev = mcp_rev_of(srv->info.protocol_version);
+	bool declared = mcp_rev_has(rev, MCP_HAS_COMPLETIONS_CAP);
+	if (declared && server_cap(srv, "completions") == NULL) {
 		/* the server completes nothing: no suggestions */
-		struct json_value *none = gw_fields(
-		    "completion",
-		    gw_fields("values", json_new_array(), "hasMore", json_new_bool(false), NULL),
-		    NULL);
+		struct json_value *none = no_completion();
 		gw_client_result(s, msg->id, none);
 		json_free(none);
 		return;
@@ -922,7 +939,9 @@ void gw_relay_complete(struct session *s, struct rpc_msg *msg)
 	struct json_value *r = json_copy(ref);
 	json_object_set(r, field, json_new_string(own));
 	json_object_set(params, "ref", r);
-	forward(s, srv, msg->id, "completion/complete", params, FWD_PLAIN);
+	mcp_rev_complete_params(rev, params);
+	forward(s, srv, msg->id, "completion/complete", params,
+	        declared ? FWD_PLAIN : FWD_COMPLETE);
 }
 
 /* ---- logging/setLevel ------------------------------------------------------ */
@@ -1087,6 +1106,14 @@ static void answered_record(const struct gw_relayed *r, const char *outcome, con
 }
 
 /* The answer goes to the server with its own id */
+char *gw_relay_fit_answer(const struct gw_server *srv, const char *method,
+                          struct json_value *answer)
+{
+	if (strcmp(method, relays[RELAY_SAMPLING].method) != 0)
+		return NULL;
+	return mcp_rev_sampling_answer(mcp_rev_of(srv->info.protocol_version), answer);
+}
+
 static void answer_server(struct gw_relayed *r, const struct rpc_msg *reply,
                           const struct mg_err *why)
 {
@@ -1094,8 +1121,26 @@ static void answer_server(struct gw_relayed *r, const struct rpc_msg *reply,
 	struct rpc_peer *peer = srv->launch.peer;
 	const char *method = relays[r->which].method;
 	if (reply != NULL && reply->kind == RPC_RESULT) {
-		cleanup_free char *leak = gw_secrets_check_leaving(srv, reply->result);
+		/* the answer in the server's revision, or why it cannot be */
+		struct json_value *result = json_copy(reply->result);
+		cleanup_free char *unfit = gw_relay_fit_answer(srv, method, result);
+		if (unfit != NULL) {
+			answered_record(r, "withheld", NULL);
+			audit_record_by(r->s->audit, srv->cfg->name, "server.request.refused",
+			                gw_fields("server", json_new_string(srv->cfg->name),
+			                          "method", json_new_string(method), "reason",
+			                          json_new_string("revision"), "detail",
+			                          json_new_string(unfit), NULL));
+			cleanup_free char *text =
+			    xasprintf("mcpgate withheld the client's answer: %s", unfit);
+			rpc_peer_send_error(peer, r->server_id, RPC_INTERNAL_ERROR, text, NULL,
+			                    NULL);
+			json_free(result);
+			return;
+		}
+		cleanup_free char *leak = gw_secrets_check_leaving(srv, result);
 		if (leak != NULL) {
+			json_free(result);
 			answered_record(r, "withheld", NULL);
 			audit_record_by(r->s->audit, srv->cfg->name, "server.request.refused",
 			                gw_fields("server", json_new_string(srv->cfg->name),
@@ -1109,10 +1154,10 @@ static void answer_server(struct gw_relayed *r, const struct rpc_msg *reply,
 			return;
 		}
 		answered_record(r, "result",
-		                r->which == RELAY_ELICITATION
-		                    ? json_get_string(reply->result, "action")
-		                    : NULL);
-		rpc_peer_send_result(peer, r->server_id, reply->result, NULL);
+		                r->which == RELAY_ELICITATION ? json_get_string(result, "action")
+		                                              : NULL);
+		rpc_peer_send_result(peer, r->server_id, result, NULL);
+		json_free(result);
 	} else if (reply != NULL) {
 		answered_record(r, "error", NULL);
 		cleanup_free char *msg =
@@ -1261,6 +1306,15 @@ static int input_allowed(const struct gw_server *srv, const struct json_value *c
 		return -1;
 	}
 	const struct relay_spec *spec = &relays[w];
+	/* a server asks only what its own revision has */
+	cleanup_free char *off =
+	    mcp_rev_request_refusal(mcp_rev_of(srv->info.protocol_version), method, params);
+	if (off != NULL) {
+		*which = w;
+		*text = xasprintf("mcpgate refused %s from server %s: %s", spec->method, name, off);
+		*reason = "revision";
+		return -1;
+	}
 	bool allowed = w == RELAY_SAMPLING      ? srv->cfg->relay_sampling
 	               : w == RELAY_ELICITATION ? srv->cfg->relay_elicitation
 	                                        : srv->cfg->relay_roots;
@@ -1466,7 +1520,9 @@ void gw_relay_elicitation_complete(struct gw_server *srv, struct rpc_msg *msg)
 {
 	struct session *s = srv->sess;
 	const struct json_value *e = json_get(s->client_caps, "elicitation");
+	/* a server of a revision without url mode asked none to complete */
 	if (s->era == GW_ERA_MODERN || !srv->cfg->relay_elicitation || json_get(e, "url") == NULL ||
+	    !mcp_rev_has(mcp_rev_of(srv->info.protocol_version), MCP_HAS_URL_ELICITATION) ||
 	    msg->params == NULL || msg->params->kind != JSON_OBJECT)
 		return;
 	struct json_value *p = json_copy(msg->params);

@@ -716,22 +716,31 @@ void gw_park_resume(struct gw_call *carrier, const char *public_name,
 			i++;
 			continue;
 		}
-		const struct json_value *answer = json_get(responses, a->key);
-		cleanup_free char *leak =
-		    answer != NULL ? gw_secrets_check_leaving(c->server, answer) : NULL;
-		if (answer == NULL || answer->kind != JSON_OBJECT || leak != NULL) {
+		const struct json_value *given = json_get(responses, a->key);
+		struct json_value *answer =
+		    given != NULL && given->kind == JSON_OBJECT ? json_copy(given) : NULL;
+		/* in the server's revision, and holding no secret it may not have */
+		cleanup_free char *unfit =
+		    answer != NULL ? gw_relay_fit_answer(c->server, a->method, answer) : NULL;
+		cleanup_free char *leak = answer != NULL && unfit == NULL
+		                              ? gw_secrets_check_leaving(c->server, answer)
+		                              : NULL;
+		if (answer == NULL || unfit != NULL || leak != NULL) {
 			round_record(c, "server.request.answered", a->method, a->key,
-			             leak != NULL ? "withheld" : "none");
+			             answer != NULL ? "withheld" : "none");
 			cleanup_free char *why =
-			    leak != NULL
-			        ? xasprintf("mcpgate withheld the client's answer: %s", leak)
+			    answer != NULL
+			        ? xasprintf("mcpgate withheld the client's answer: %s",
+			                    unfit != NULL ? unfit : leak)
 			        : xasprintf("the client gave no answer to %s", a->method);
+			json_free(answer);
 			park_drop(c, i, why);
 			continue;
 		}
 		round_record(c, "server.request.answered", a->method, a->key, "result");
 		if (peer != NULL)
 			rpc_peer_send_result(peer, a->server_id, answer, NULL);
+		json_free(answer);
 		park_drop(c, i, NULL);
 	}
 	/* questions the server asked meanwhile go to the client now */

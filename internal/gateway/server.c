@@ -196,6 +196,8 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	    .network = srv->egress.topo.net_in,
 	    .env = env,
 	    .nenv = gw_egress_env(srv, env, sizeof(env) / sizeof(env[0])),
+	    .connect_hosts = (const char *const *)srv->egress.connect_hosts,
+	    .connect_ports = srv->egress.connect_ports,
 	};
 	/* the value goes on the server's standard input, through mcpgate-launch,
 	 * never to the runtime (which would keep it in its record) */
@@ -511,7 +513,7 @@ void *gw_server_start_thread(void *arg)
 	bool attach = gw_instance_attaches(srv);
 	bool contained = c->transport == CFG_TRANSPORT_CONTAINER && !attach;
 	/* what the runtime enforces, before anything is judged or run by it */
-	if (!attach && (c->transport == CFG_TRANSPORT_CONTAINER || c->nhosts > 0) &&
+	if (!attach && (c->transport == CFG_TRANSPORT_CONTAINER || cfg_server_has_egress(c)) &&
 	    gw_startup_platform_wait(s, deadline, ph) < 0) {
 		srv->start_error =
 		    xstrdup("the runtime did not say what it enforces here before the start "
@@ -537,7 +539,7 @@ void *gw_server_start_thread(void *arg)
 	/* nothing is checked before the run: it names the image by digest with
 	 * --pull=never, so the runtime runs that image or none
 	 * (docs/2026-12-02-start-path.md) */
-	bool hosts = !attach && c->nhosts > 0;
+	bool hosts = !attach && cfg_server_has_egress(c);
 	int r = hosts && (gw_egress_topology(srv, &err) < 0 ||
 	                  gw_egress_sidecar(srv, deadline, &err) < 0)
 	            ? -1
@@ -674,10 +676,7 @@ void gw_server_reset_for_start(struct gw_server *srv)
 	gw_launch_free(&srv->launch);
 	srv->launch = (struct gw_launch)GW_LAUNCH_INIT;
 	gw_egress_free(&srv->egress);
-	memset(&srv->egress, 0, sizeof(srv->egress));
-	srv->egress.proc = (struct proc)PROC_INIT;
-	srv->egress.out_fd = -1;
-	mg_buf_init(&srv->egress.line, 8192);
+	gw_egress_init(&srv->egress);
 	mcp_server_info_free(&srv->info);
 	srv->stop_started = false;
 	srv->output_closed = false;

@@ -119,9 +119,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 		srv->state = GW_STARTING;
 		srv->launch.proc = (struct proc)PROC_INIT;
 		srv->launch.err_fd = -1;
-		srv->egress.proc = (struct proc)PROC_INIT;
-		srv->egress.out_fd = -1;
-		mg_buf_init(&srv->egress.line, 8192);
+		gw_egress_init(&srv->egress);
 		srv->container = ctr_container_name(c->name, s->id);
 		srv->disabled = !c->enabled;
 		pthread_mutex_init(&srv->err_lock, NULL);
@@ -657,7 +655,8 @@ static void session_begin(struct session *s)
 	gw_startup_begin(s);
 	bool hosts = false;
 	for (size_t i = 0; i < s->nservers; i++)
-		hosts |= s->servers[i].cfg->nhosts > 0 && !gw_instance_attaches(&s->servers[i]);
+		hosts |= cfg_server_has_egress(s->servers[i].cfg) &&
+		         !gw_instance_attaches(&s->servers[i]);
 	struct mg_err *eerr = NULL;
 	if (hosts && gw_egress_prepare(s, &eerr) < 0) {
 		/* servers with hosts will be unavailable with this reason */

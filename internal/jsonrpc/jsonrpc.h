@@ -132,7 +132,8 @@ struct rpc_msg {
 
 /* Parse one line (without its newline) as one JSON-RPC 2.0 message: at most
  * len bytes, nesting at most max_depth (0: RPC_MAX_DEPTH_DEFAULT). Batches
- * (JSON arrays) are refused: MCP 2025-06-18 removed them.
+ * (JSON arrays) are refused: MCP 2025-06-18 removed them (a peer takes them
+ * from a server of 2025-03-26: rpc_peer_set_batches).
  *
  * On failure err says what is wrong, and out is still filled as far as it
  * could be: out->root is NULL when the line is not JSON (answer
@@ -309,6 +310,13 @@ int64_t rpc_peer_first_read_ms(const struct rpc_peer *peer);
  * none. */
 void rpc_peer_set_request_meta(struct rpc_peer *peer, const struct json_value *meta);
 const struct json_value *rpc_peer_request_meta(const struct rpc_peer *peer);
+
+/* From now on a line from the other side may be a JSON-RPC batch (an
+ * array of messages, MCP 2025-03-26): each message is dispatched as if it
+ * came alone, and the answers to the batch's requests (rpc_peer_send_result
+ * and rpc_peer_send_error with their ids) are held and sent as one array
+ * once the last is given. Off (the default), a batch is a bad line. */
+void rpc_peer_set_batches(struct rpc_peer *peer, bool on);
 
 /* Send a request with the next id of this peer (1, 2, 3, ...; never reused),
  * record it as pending, queue it and try to write. params is borrowed and may

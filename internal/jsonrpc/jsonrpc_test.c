@@ -840,6 +840,84 @@ static void test_peer_check(void)
 	conn_close_srv(&c);
 }
 
+/* A peer that takes batches (a server of MCP 2025-03-26): each message of
+ * a batch dispatched in order, the answers to its requests held and sent
+ * as one array once the last is given, whatever their order; responses in
+ * a batch reach their requests; a batch in a batch, an empty one and a bad
+ * member are bad lines; an answer to a request of no batch goes at once */
+static void test_peer_batches(void)
+{
+	struct conn c;
+	conn_open(&c, true);
+	struct rpc_peer_config cfg = rec_config();
+	cfg.check = refuse_bad;
+	struct rpc_peer *p = peer_open(&c, &cfg);
+	struct mg_err *err = NULL;
+	rpc_peer_set_batches(p, true);
+	rpc_peer_send_request(p, "tools/list", NULL, 0, rec_done, "list", NULL, &err);
+	free(drain(c.srv_in));
+	write_str(c.srv_out, " [{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"},"
+	                     "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"roots/list\"},"
+	                     "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"},"
+	                     "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"x\",\"params\":{"
+	                     "\"bad\":1}},"
+	                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}},"
+	                     "[{\"jsonrpc\":\"2.0\",\"method\":\"n\"}],"
+	                     "{\"jsonrpc\":\"1.0\",\"id\":8,\"method\":\"ping\"}]\n");
+	rpc_peer_read(p, &err);
+	char *got = take_events();
+	T_OK(has(got, "notification notifications/message\n"
+	              "request roots/list id=\"a\" params=-\n"
+	              "request ping id=7 params=-\n") &&
+	         has(got, "id=\"b\": params of x: bad is not read") &&
+	         has(got, "list id=1 result={\"tools\":[]}") &&
+	         has(got, "a batch inside a batch") && has(got, "\"jsonrpc\" must be \"2.0\""),
+	     "a batch's messages are dispatched in order; its bad members are bad lines");
+	if (!has(got, "inside"))
+		t_note("%s", got);
+	free(got);
+	char *sent = drain(c.srv_in);
+	T_STR(sent, "", "nothing is sent while a request of the batch waits for its answer");
+	free(sent);
+	/* an answer to a request of no batch goes at once */
+	struct json_value *other = parse_json("\"z\"");
+	rpc_peer_send_result(p, other, NULL, &err);
+	json_free(other);
+	sent = drain(c.srv_in);
+	T_STR(sent, "{\"jsonrpc\":\"2.0\",\"id\":\"z\",\"result\":{}}\n",
+	      "an answer to another request goes at once");
+	free(sent);
+	struct json_value *a = parse_json("\"a\"");
+	struct json_value *roots = parse_json("{\"roots\":[]}");
+	rpc_peer_send_result(p, a, roots, &err);
+	json_free(a);
+	json_free(roots);
+	sent = drain(c.srv_in);
+	T_STR(sent,
+	      "[{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}},"
+	      "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"error\":{\"code\":-32602,\"message\":"
+	      "\"params of x: bad is not read\"}},"
+	      "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{\"roots\":[]}}]\n",
+	      "the batch's answers go as one array once the last is given, in the order given");
+	free(sent);
+	write_str(c.srv_out, "[]\n[1\n");
+	rpc_peer_read(p, &err);
+	got = take_events();
+	T_OK(has(got, "bad code=-32600 overflow=0 len=2 id=none: an empty batch") &&
+	         has(got, "bad code=-32700 overflow=0 len=2"),
+	     "an empty batch and a broken one are bad lines");
+	free(got);
+	rpc_peer_set_batches(p, false);
+	write_str(c.srv_out, "[{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}]\n");
+	rpc_peer_read(p, &err);
+	got = take_events();
+	T_OK(has(got, "batches are not supported"), "off again, a batch is refused: %s", got);
+	free(got);
+	T_OK(err == NULL, "no errors from the reads");
+	rpc_peer_free(p);
+	conn_close_srv(&c);
+}
+
 static void test_peer_defaults(void)
 {
 	struct conn c;
@@ -1495,6 +1573,7 @@ int main(void)
 	test_builders();
 	test_peer_requests();
 	test_peer_check();
+	test_peer_batches();
 	test_peer_defaults();
 	test_peer_overflow();
 	test_peer_deadlines();

@@ -42,6 +42,16 @@ struct rpc_pending {
 	size_t heap_pos;          /* index in the deadline heap, or NO_HEAP */
 };
 
+/* A batch the other side sent (MCP 2025-03-26): the keys of its requests
+ * not answered yet and the answers so far, sent as one array once the last
+ * is in (JSON-RPC 2.0, section 6) */
+struct rpc_batch {
+	struct rpc_batch *next;
+	char **keys; /* rpc_id_key() of each request; NULL once answered */
+	size_t nkeys, left;
+	struct mg_buf answers; /* the answers so far, each a JSON object and a comma */
+};
+
 struct rpc_peer {
 	char *name;
 	int in_fd;
@@ -53,8 +63,10 @@ struct rpc_peer {
 	mg_text_filter filter; /* every line sent passes it */
 	void *filter_data;
 	struct json_value *meta; /* merged into every request's params._meta, or NULL */
-	unsigned noise;          /* protocol errors logged so far */
-	int64_t first_read_ms;   /* when its first bytes came, or 0 */
+	bool batches;            /* a line may be a JSON-RPC batch (rpc_peer_set_batches) */
+	struct rpc_batch *open_batches;
+	unsigned noise;        /* protocol errors logged so far */
+	int64_t first_read_ms; /* when its first bytes came, or 0 */
 
 	/* write queue: a ring of qcap bytes, qlen of them queued from qhead */
 	char *q;
@@ -544,18 +556,76 @@ static int send_built(struct rpc_peer *p, struct mg_buf *b, int built, bool resp
 	return r;
 }
 
+static void batch_free(struct rpc_batch *b)
+{
+	for (size_t i = 0; i < b->nkeys; i++)
+		free(b->keys[i]);
+	free(b->keys);
+	mg_buf_free(&b->answers);
+	free(b);
+}
+
+/* An answer to a request that came in a batch waits for the batch's other
+ * answers, and goes with them as one array; any other is sent at once */
+static int send_answer(struct rpc_peer *p, const struct json_value *id, struct mg_buf *b, int built,
+                       struct mg_err **err)
+{
+	if (built < 0 || p->open_batches == NULL)
+		return send_built(p, b, built, true, err);
+	char *key = rpc_id_key(id);
+	for (struct rpc_batch **at = &p->open_batches; key != NULL && *at != NULL;
+	     at = &(*at)->next) {
+		struct rpc_batch *batch = *at;
+		size_t i = 0;
+		while (i < batch->nkeys &&
+		       (batch->keys[i] == NULL || strcmp(batch->keys[i], key) != 0))
+			i++;
+		if (i == batch->nkeys)
+			continue;
+		free(key);
+		free(batch->keys[i]);
+		batch->keys[i] = NULL;
+		/* b is one line: its object, then its newline */
+		int r = mg_buf_append(&batch->answers, b->data, b->len - 1, err) < 0 ||
+		                mg_buf_putc(&batch->answers, ',', err) < 0
+		            ? -1
+		            : 0;
+		mg_buf_free(b);
+		if (r < 0 || --batch->left > 0)
+			return r;
+		*at = batch->next;
+		struct mg_buf line = MG_BUF_INIT(p->cfg.write_queue_max);
+		batch->answers.data[batch->answers.len - 1] = ']';
+		r = mg_buf_putc(&line, '[', err) < 0 ||
+		            mg_buf_append(&line, batch->answers.data, batch->answers.len, err) <
+		                0 ||
+		            mg_buf_putc(&line, '\n', err) < 0
+		        ? -1
+		        : 0;
+		batch_free(batch);
+		return send_built(p, &line, r, true, err);
+	}
+	free(key);
+	return send_built(p, b, built, true, err);
+}
+
 int rpc_peer_send_result(struct rpc_peer *p, const struct json_value *id,
                          const struct json_value *result, struct mg_err **err)
 {
 	struct mg_buf b = MG_BUF_INIT(p->cfg.write_queue_max);
-	return send_built(p, &b, rpc_build_result(id, result, &b, err), true, err);
+	return send_answer(p, id, &b, rpc_build_result(id, result, &b, err), err);
 }
 
 int rpc_peer_send_error(struct rpc_peer *p, const struct json_value *id, int64_t code,
                         const char *message, const struct json_value *data, struct mg_err **err)
 {
 	struct mg_buf b = MG_BUF_INIT(p->cfg.write_queue_max);
-	return send_built(p, &b, rpc_build_error(id, code, message, data, &b, err), true, err);
+	return send_answer(p, id, &b, rpc_build_error(id, code, message, data, &b, err), err);
+}
+
+void rpc_peer_set_batches(struct rpc_peer *p, bool on)
+{
+	p->batches = on;
 }
 
 int rpc_peer_send_notification(struct rpc_peer *p, const char *method,
@@ -829,23 +899,107 @@ static bool admit(struct rpc_peer *p, struct rpc_msg *msg, size_t len)
 	return keep;
 }
 
-static void dispatch_line(struct rpc_peer *p, const char *line, size_t len)
+/* One message of a line: 0, or -1 after telling on_bad_line what is wrong */
+static int parse_message(struct rpc_peer *p, const char *line, size_t len, struct rpc_msg *msg)
 {
-	struct rpc_msg msg;
 	struct mg_err *err = NULL;
-	if (rpc_parse(line, len, p->cfg.max_depth, &msg, &err) < 0) {
+	if (rpc_parse(line, len, p->cfg.max_depth, msg, &err) == 0)
+		return 0;
+	struct rpc_bad_line bad = {
+	    .code = msg->root != NULL ? RPC_INVALID_REQUEST : RPC_PARSE_ERROR,
+	    .reason = mg_err_msg(err),
+	    .id = msg->id,
+	    .len = len,
+	    .overflow = false,
+	};
+	bad_line(p, &bad);
+	mg_err_free(err);
+	rpc_msg_free(msg);
+	return -1;
+}
+
+static void dispatch_message(struct rpc_peer *p, struct rpc_msg *msg, size_t len);
+
+/* A line that is a JSON array, from a peer that may send batches: each of
+ * its messages is dispatched in order, and the answers to its requests go
+ * back together (send_answer). A batch in a batch, or an empty one, is a
+ * bad line, as the messages of the batch that are not valid are. */
+static void dispatch_batch(struct rpc_peer *p, const char *line, size_t len)
+{
+	struct json_limits limits = {
+	    .max_bytes = len,
+	    .max_depth = p->cfg.max_depth > UINT_MAX ? UINT_MAX : (unsigned)p->cfg.max_depth,
+	};
+	struct json_value *root = NULL;
+	struct mg_err *err = NULL;
+	if (json_parse(line, len, &limits, &root, &err) < 0 || root->u.arr.len == 0) {
 		struct rpc_bad_line bad = {
-		    .code = msg.root != NULL ? RPC_INVALID_REQUEST : RPC_PARSE_ERROR,
-		    .reason = mg_err_msg(err),
-		    .id = msg.id,
+		    .code = root != NULL ? RPC_INVALID_REQUEST : RPC_PARSE_ERROR,
+		    .reason = root != NULL ? "an empty batch" : mg_err_msg(err),
 		    .len = len,
-		    .overflow = false,
 		};
 		bad_line(p, &bad);
 		mg_err_free(err);
-		rpc_msg_free(&msg);
+		json_free(root);
 		return;
 	}
+	size_t n = root->u.arr.len;
+	struct rpc_msg *msgs = xcalloc(n, sizeof(*msgs));
+	bool *ok = xcalloc(n, sizeof(*ok));
+	struct rpc_batch *batch = xcalloc(1, sizeof(*batch));
+	batch->keys = xcalloc(n, sizeof(*batch->keys));
+	batch->answers = (struct mg_buf)MG_BUF_INIT(p->cfg.write_queue_max);
+	for (size_t i = 0; i < n; i++) {
+		const struct json_value *one = root->u.arr.items[i];
+		struct mg_buf text = MG_BUF_INIT(len + 1);
+		if (one->kind == JSON_ARRAY) {
+			struct rpc_bad_line bad = {.code = RPC_INVALID_REQUEST,
+			                           .reason = "a batch inside a batch",
+			                           .len = len};
+			bad_line(p, &bad);
+		} else if (json_generate(one, &text, NULL) == 0 &&
+		           parse_message(p, text.data, text.len, &msgs[i]) == 0) {
+			ok[i] = true;
+			if (msgs[i].kind == RPC_REQUEST)
+				batch->keys[batch->nkeys++] = rpc_id_key(msgs[i].id);
+		}
+		mg_buf_free(&text);
+	}
+	json_free(root);
+	batch->left = batch->nkeys;
+	if (batch->nkeys > 0) {
+		batch->next = p->open_batches;
+		p->open_batches = batch;
+	} else {
+		batch_free(batch);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ok[i])
+			dispatch_message(p, &msgs[i], len);
+	free(msgs);
+	free(ok);
+}
+
+static void dispatch_line(struct rpc_peer *p, const char *line, size_t len)
+{
+	size_t skip = 0;
+	while (skip < len && (line[skip] == ' ' || line[skip] == '\t'))
+		skip++;
+	if (p->batches && skip < len && line[skip] == '[') {
+		dispatch_batch(p, line, len);
+		return;
+	}
+	struct rpc_msg msg;
+	if (parse_message(p, line, len, &msg) == 0)
+		dispatch_message(p, &msg, len);
+}
+
+/* Dispatch msg (owned: freed here) to its callback */
+static void dispatch_message(struct rpc_peer *p, struct rpc_msg *m, size_t len)
+{
+	struct rpc_msg msg;
+	rpc_msg_move(&msg, m);
+	struct mg_err *err = NULL;
 	if (p->cfg.check != NULL && !admit(p, &msg, len)) {
 		rpc_msg_free(&msg);
 		return;
@@ -1056,6 +1210,11 @@ void rpc_peer_free(struct rpc_peer *p)
 	free(p->q);
 	free(p->response_ends);
 	json_free(p->meta);
+	while (p->open_batches != NULL) {
+		struct rpc_batch *b = p->open_batches;
+		p->open_batches = b->next;
+		batch_free(b);
+	}
 	free(p->name);
 	free(p);
 }

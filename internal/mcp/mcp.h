@@ -26,10 +26,63 @@ extern const char *const mcp_protocol_versions[]; /* newest first, NULL-terminat
 #define MCP_LIST_PAGES_MAX 1000
 #define MCP_TOOLS_MAX      10000
 
+/* The versions mcpgate answers a client's initialize with */
 bool mcp_version_supported(const char *version);
 
 /* A comma-separated list of the versions, for messages */
 const char *mcp_versions_text(void);
+
+/* ---- a server's revision (revisions.c, docs/2026-12-02-server-revisions.md) */
+
+/* The versions a server's initialize answer may name: mcp_protocol_versions
+ * and the older 2024-11-05. A server is spoken to in its revision; what a
+ * client sees stays mcpgate's. */
+extern const char *const mcp_server_versions[]; /* newest first, NULL-terminated */
+bool mcp_server_version_supported(const char *version);
+const char *mcp_server_versions_text(void);
+
+/* The revisions, oldest first, so that they compare */
+enum mcp_rev {
+	MCP_REV_UNKNOWN,
+	MCP_REV_2024_11_05,
+	MCP_REV_2025_03_26,
+	MCP_REV_2025_06_18,
+	MCP_REV_2025_11_25,
+	MCP_REV_2026_07_28,
+};
+enum mcp_rev mcp_rev_of(const char *version); /* MCP_REV_UNKNOWN for any other text */
+const char *mcp_rev_name(enum mcp_rev rev);
+
+/* What a server's revision may lack, where mcpgate must hold it to it */
+enum mcp_feature {
+	MCP_HAS_AUDIO,              /* 2025-03-26: audio content */
+	MCP_HAS_COMPLETIONS_CAP,    /* 2025-03-26: completion is declared by a capability */
+	MCP_HAS_BATCHES,            /* 2025-03-26 only: JSON-RPC batches */
+	MCP_HAS_ELICITATION,        /* 2025-06-18: elicitation/create (form) */
+	MCP_HAS_COMPLETION_CONTEXT, /* 2025-06-18: completion/complete's context */
+	MCP_HAS_URL_ELICITATION,    /* 2025-11-25: elicitation in url mode */
+	MCP_HAS_SAMPLING_TOOLS,     /* 2025-11-25: tools in sampling, content lists */
+	MCP_FEATURE_COUNT,
+};
+/* MCP_REV_UNKNOWN counts as mcpgate's own revision (2025-11-25) */
+bool mcp_rev_has(enum mcp_rev rev, enum mcp_feature f);
+const char *mcp_feature_name(enum mcp_feature f);
+
+/* Why a server of rev may not put method (with params) to the client: a
+ * request its revision does not have (elicitation before 2025-06-18, url
+ * mode before 2025-11-25, sampling with tools before 2025-11-25); allocated,
+ * or NULL when it is of its revision. */
+char *mcp_rev_request_refusal(enum mcp_rev rev, const char *method,
+                              const struct json_value *params);
+/* The client's sampling/createMessage result, made one a server of rev
+ * reads, in place: before 2025-11-25 a list of one content block becomes
+ * the block. NULL when it now is, else why it cannot be (allocated): several
+ * blocks, or a block of a type its sampling message cannot hold (audio
+ * before 2025-03-26; anything but text, image and audio before 2025-11-25). */
+char *mcp_rev_sampling_answer(enum mcp_rev rev, struct json_value *result);
+/* completion/complete's params for a server of rev, in place: context goes
+ * before 2025-06-18 */
+void mcp_rev_complete_params(enum mcp_rev rev, struct json_value *params);
 
 /* 1-128 characters of [A-Za-z0-9_.-] */
 bool mcp_tool_name_valid(const char *name, size_t len);
@@ -78,8 +131,9 @@ int mcp_start(struct rpc_peer *peer, int64_t deadline_ms, const struct json_valu
               int64_t probe_wait_ms, struct mcp_server_info *info, struct mg_err **err);
 
 /* initialize (asking for MCP_PROTOCOL_LATEST with the given capabilities,
- * borrowed, NULL for none), check the answer's version, then send
- * notifications/initialized. */
+ * borrowed, NULL for none), check the answer's version (one of
+ * mcp_server_versions), then send notifications/initialized. A server of
+ * 2025-03-26 may send JSON-RPC batches: its peer then takes them. */
 int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
                    const struct json_value *capabilities, struct mcp_server_info *info,
                    struct mg_err **err);

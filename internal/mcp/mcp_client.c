@@ -123,19 +123,22 @@ int mcp_initialize(struct rpc_peer *peer, int64_t deadline_ms,
 		rpc_msg_free(&reply);
 		return mg_err_set(err, "initialize: the answer has no protocolVersion");
 	}
-	if (!mcp_version_supported(version)) {
+	if (!mcp_server_version_supported(version)) {
 		size_t n = strlen(version) > 40 ? 40 : strlen(version);
 		char *shown = mg_shown(version, n);
 		mg_err_set(err,
 		           "the server answered protocol version \"%s\", which mcpgate does not "
 		           "speak (it speaks %s)",
-		           shown, mcp_versions_text());
+		           shown, mcp_server_versions_text());
 		free(shown);
 		rpc_msg_free(&reply);
 		return -1;
 	}
 	fill_info(info, version, json_get(reply.result, "serverInfo"), reply.result);
 	rpc_msg_free(&reply);
+	/* 2025-03-26 alone has batches, which its servers may send */
+	rpc_peer_set_batches(peer,
+	                     mcp_rev_has(mcp_rev_of(info->protocol_version), MCP_HAS_BATCHES));
 
 	if (rpc_peer_send_notification(peer, "notifications/initialized", NULL, err) < 0) {
 		mcp_server_info_free(info);
@@ -209,14 +212,16 @@ static int discover(struct rpc_peer *peer, const struct json_value *meta, int64_
 		rpc_peer_set_request_meta(peer, meta);
 		return 1;
 	}
-	bool legacy_listed = lists(supported, MCP_PROTOCOL_LATEST);
+	bool legacy_listed = false;
+	for (size_t i = 0; mcp_server_versions[i] != NULL; i++)
+		legacy_listed |= lists(supported, mcp_server_versions[i]);
 	rpc_msg_free(&reply);
 	if (modern_server && !legacy_listed)
 		return mg_err_set(
 		    err,
 		    "server/discover: the server speaks MCP of the 2026-07-28 era, but "
 		    "not a version mcpgate speaks (it speaks %s and %s)",
-		    MCP_PROTOCOL_MODERN, mcp_versions_text());
+		    MCP_PROTOCOL_MODERN, mcp_server_versions_text());
 	return 0;
 }
 

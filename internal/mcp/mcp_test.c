@@ -6,6 +6,7 @@
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/testing.h"
+#include "internal/base/xalloc.h"
 #include "internal/json/json.h"
 #include "internal/jsonrpc/jsonrpc.h"
 #include "internal/mcp/manifest.h"
@@ -33,6 +34,107 @@ static void hash_of(const struct json_value *tools, char out[MANIFEST_HASH_LEN])
 		mg_err_free(err);
 		out[0] = '\0';
 	}
+}
+
+static char *sampling_fit(enum mcp_rev rev, const char *answer, char **after)
+{
+	struct json_value *v = NULL;
+	json_parse(answer, strlen(answer), NULL, &v, NULL);
+	char *why = mcp_rev_sampling_answer(rev, v);
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	json_generate(v, &b, NULL);
+	*after = xstrdup(mg_buf_str(&b));
+	mg_buf_free(&b);
+	json_free(v);
+	return why;
+}
+
+/* What each revision has, and what a server of it may ask and is given */
+static void test_revisions(void)
+{
+	T_OK(mcp_rev_of("2024-11-05") == MCP_REV_2024_11_05 &&
+	         mcp_rev_of("2026-07-28") == MCP_REV_2026_07_28 &&
+	         mcp_rev_of("2024-10-07") == MCP_REV_UNKNOWN && mcp_rev_of(NULL) == MCP_REV_UNKNOWN,
+	     "revisions by name");
+	T_OK(!mcp_rev_has(MCP_REV_2024_11_05, MCP_HAS_BATCHES) &&
+	         mcp_rev_has(MCP_REV_2025_03_26, MCP_HAS_BATCHES) &&
+	         !mcp_rev_has(MCP_REV_2025_06_18, MCP_HAS_BATCHES) &&
+	         !mcp_rev_has(MCP_REV_2026_07_28, MCP_HAS_BATCHES),
+	     "batches: 2025-03-26 alone");
+	T_OK(!mcp_rev_has(MCP_REV_2025_03_26, MCP_HAS_ELICITATION) &&
+	         mcp_rev_has(MCP_REV_2025_06_18, MCP_HAS_ELICITATION) &&
+	         !mcp_rev_has(MCP_REV_2025_06_18, MCP_HAS_URL_ELICITATION) &&
+	         mcp_rev_has(MCP_REV_UNKNOWN, MCP_HAS_URL_ELICITATION) &&
+	         !mcp_rev_has(MCP_REV_2024_11_05, MCP_HAS_COMPLETIONS_CAP) &&
+	         mcp_rev_has(MCP_REV_2026_07_28, MCP_HAS_SAMPLING_TOOLS),
+	     "elicitation from 2025-06-18, url mode from 2025-11-25, completions from 2025-03-26");
+	struct json_value *url = NULL, *tools = NULL;
+	json_parse("{\"mode\":\"url\"}", 14, NULL, &url, NULL);
+	json_parse("{\"tools\":[]}", 12, NULL, &tools, NULL);
+	cleanup_free char *a =
+	    mcp_rev_request_refusal(MCP_REV_2025_03_26, "elicitation/create", NULL);
+	cleanup_free char *b =
+	    mcp_rev_request_refusal(MCP_REV_2025_06_18, "elicitation/create", url);
+	cleanup_free char *c =
+	    mcp_rev_request_refusal(MCP_REV_2025_06_18, "elicitation/create", NULL);
+	cleanup_free char *d =
+	    mcp_rev_request_refusal(MCP_REV_2025_06_18, "sampling/createMessage", tools);
+	cleanup_free char *e =
+	    mcp_rev_request_refusal(MCP_REV_2025_11_25, "sampling/createMessage", tools);
+	T_STR(a, "it speaks MCP 2025-03-26, which has no elicitation",
+	      "elicitation before 2025-06-18");
+	T_STR(b, "it speaks MCP 2025-06-18, which has no URL-mode elicitation",
+	      "url mode before 2025-11-25");
+	T_OK(c == NULL && e == NULL,
+	     "form elicitation from 2025-06-18, sampling tools from 2025-11-25");
+	T_OK(d != NULL && strstr(d, "tools in sampling") != NULL, "sampling tools before: %s",
+	     d ? d : "");
+	json_free(url);
+	json_free(tools);
+
+	char *after = NULL;
+	char *why = sampling_fit(
+	    MCP_REV_2025_06_18,
+	    "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"model\":\"m\"}", &after);
+	T_OK(why == NULL, "a list of one block fits 2025-06-18");
+	T_STR(after, "{\"content\":{\"type\":\"text\",\"text\":\"x\"},\"model\":\"m\"}",
+	      "as the block");
+	free(after);
+	why = sampling_fit(
+	    MCP_REV_2025_06_18,
+	    "{\"content\":[{\"type\":\"text\",\"text\":\"x\"},{\"type\":\"text\",\"text\":\"y\"}]}",
+	    &after);
+	T_STR(why, "the client answered with 2 content blocks, and MCP 2025-06-18 carries one",
+	      "two blocks do not");
+	free(why);
+	free(after);
+	why = sampling_fit(MCP_REV_2024_11_05, "{\"content\":{\"type\":\"audio\"}}", &after);
+	T_STR(why,
+	      "the client answered with content of type \"audio\", which a sampling message of MCP "
+	      "2024-11-05 cannot hold",
+	      "audio before 2025-03-26");
+	free(why);
+	free(after);
+	why = sampling_fit(MCP_REV_2025_03_26, "{\"content\":{\"type\":\"audio\"}}", &after);
+	T_OK(why == NULL, "audio from 2025-03-26");
+	free(after);
+	why = sampling_fit(MCP_REV_2025_06_18, "{\"content\":{\"type\":\"tool_use\"}}", &after);
+	T_OK(why != NULL, "tool_use before 2025-11-25 does not fit");
+	free(why);
+	free(after);
+	why =
+	    sampling_fit(MCP_REV_2025_11_25, "{\"content\":[{\"type\":\"tool_use\"},{}]}", &after);
+	T_OK(why == NULL && strcmp(after, "{\"content\":[{\"type\":\"tool_use\"},{}]}") == 0,
+	     "2025-11-25 gets the client's answer as it is");
+	free(after);
+
+	struct json_value *p = NULL;
+	json_parse("{\"ref\":{},\"context\":{}}", 23, NULL, &p, NULL);
+	mcp_rev_complete_params(MCP_REV_2025_06_18, p);
+	T_OK(json_get(p, "context") != NULL, "a completion's context stays from 2025-06-18");
+	mcp_rev_complete_params(MCP_REV_2025_03_26, p);
+	T_OK(json_get(p, "context") == NULL && json_get(p, "ref") != NULL, "and goes before");
+	json_free(p);
 }
 
 int main(void)
@@ -81,7 +183,13 @@ int main(void)
 	T_OK(!mcp_tool_name_valid("a b", 3) && !mcp_tool_name_valid("", 0),
 	     "spaces and empty names are not");
 	T_OK(mcp_version_supported("2025-06-18") && !mcp_version_supported("2024-11-05"),
-	     "the versions mcpgate accepts from servers");
+	     "the versions mcpgate answers clients with");
+	T_OK(mcp_server_version_supported("2025-06-18") &&
+	         mcp_server_version_supported("2024-11-05") &&
+	         !mcp_server_version_supported("2024-10-07") &&
+	         !mcp_server_version_supported(MCP_PROTOCOL_MODERN),
+	     "the versions mcpgate accepts from servers' initialize");
+	test_revisions();
 
 	/* a method 2026-07-28 removed is not found in that revision, whatever
 	 * its params: the shape does not answer before the dispatcher does */
