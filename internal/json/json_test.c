@@ -749,92 +749,89 @@ static void test_shape(void)
 	         strchr(why, '\n') == NULL,
 	     "shape: a long key with controls is cut and escaped: %s", why ? why : "(none)");
 	json_free(v);
+}
 
-	/* ---- comparing trees ---------------------------------------------------- */
+/* ---- comparing trees ---------------------------------------------------- */
 
-	/* The first difference of b from a, or "" when they hold the same */
-	static char *difference(const char *a, const char *b)
-	{
-		struct json_value *x = parse_text(a, strlen(a)), *y = parse_text(b, strlen(b));
-		cleanup_err struct mg_err *e = NULL;
-		if (x != NULL && y != NULL)
-			json_compare(x, y, &e);
-		json_free(x);
-		json_free(y);
-		return xstrdup(mg_err_msg(e));
+/* The first difference of b from a, or "" when they hold the same */
+static char *difference(const char *a, const char *b)
+{
+	struct json_value *x = parse_text(a, strlen(a)), *y = parse_text(b, strlen(b));
+	cleanup_err struct mg_err *e = NULL;
+	if (x != NULL && y != NULL)
+		json_compare(x, y, &e);
+	json_free(x);
+	json_free(y);
+	return xstrdup(mg_err_msg(e));
+}
+
+static void test_compare(void)
+{
+	static const struct {
+		const char *a, *b, *want;
+	} cases[] = {
+	    {"{\"a\":1,\"b\":[true,null,\"s\"]}", "{\"b\":[true,null,\"s\"],\"a\":1}", ""},
+	    {"{\"a\":1}", "{\"a\":1.0}", "a would be 1.0, where 1 was meant"},
+	    {"{\"s\":{\"x\":[1,2]}}", "{\"s\":{\"x\":[1,2,3]}}",
+	     "s.x would hold 3 elements, where 2 were meant"},
+	    {"{\"s\":{}}", "{\"s\":{\"evil\":{\"command\":\"/bin/sh\"}}}",
+	     "s.evil would be there (an object), which no change meant"},
+	    {"{\"s\":{\"x\":1}}", "{\"s\":{}}", "s.x would be missing"},
+	    {"{\"a\":\"x\"}", "{\"a\":[\"x\"]}", "a would be an array, where a string was meant"},
+	    {"{\"a\":\"line\\u2028sep\"}", "{\"a\":\"line\"}",
+	     "a would be \"line\", where \"line\\u{2028}sep\" was meant"},
+	    {"[{\"k\":true}]", "[{\"k\":false}]", "[0].k would be false, where true was meant"},
+	};
+	for (size_t i = 0; i < N_ELEMS(cases); i++) {
+		cleanup_free char *got = difference(cases[i].a, cases[i].b);
+		T_STR(got, cases[i].want, "compare case %zu", i);
 	}
+	/* a key written twice (JSONC allows it): matched occurrence by occurrence */
+	struct json_value *x = json_new_object(), *y = json_new_object();
+	json_object_add(x, "k", 1, json_new_int(1));
+	json_object_add(x, "k", 1, json_new_int(2));
+	json_object_add(y, "k", 1, json_new_int(1));
+	json_object_add(y, "k", 1, json_new_int(2));
+	T_INT(json_compare(x, y, NULL), 0, "a key twice, the same twice");
+	json_object_add(y, "k", 1, json_new_int(3));
+	cleanup_err struct mg_err *e = NULL;
+	T_INT(json_compare(x, y, &e), -1, "a third occurrence is found");
+	T_STR(mg_err_msg(e), "k would be there (3), which no change meant", "and named");
+	T_OK(json_object_remove(y, "k") && y->u.obj.len == 2 &&
+	         strcmp(y->u.obj.items[0].value->u.num.ptr, "2") == 0,
+	     "remove takes the first of a key");
+	json_free(x);
+	json_free(y);
+}
 
-	static void test_compare(void)
+int main(void)
+{
+	test_shape();
+	test_parse_errors();
+	test_parse_accepts();
+	test_round_trip();
+	test_generate_errors();
+	test_quote();
+	test_canonical_keys();
+	test_canonical_numbers();
+	test_doc_example();
+	test_golden();
+	test_builders();
+	test_number_int64();
+	test_copy();
+	test_compare();
 	{
-		static const struct {
-			const char *a, *b, *want;
-		} cases[] = {
-		    {"{\"a\":1,\"b\":[true,null,\"s\"]}", "{\"b\":[true,null,\"s\"],\"a\":1}", ""},
-		    {"{\"a\":1}", "{\"a\":1.0}", "a would be 1.0, where 1 was meant"},
-		    {"{\"s\":{\"x\":[1,2]}}", "{\"s\":{\"x\":[1,2,3]}}",
-		     "s.x would hold 3 elements, where 2 were meant"},
-		    {"{\"s\":{}}", "{\"s\":{\"evil\":{\"command\":\"/bin/sh\"}}}",
-		     "s.evil would be there (an object), which no change meant"},
-		    {"{\"s\":{\"x\":1}}", "{\"s\":{}}", "s.x would be missing"},
-		    {"{\"a\":\"x\"}", "{\"a\":[\"x\"]}",
-		     "a would be an array, where a string was meant"},
-		    {"{\"a\":\"line\\u2028sep\"}", "{\"a\":\"line\"}",
-		     "a would be \"line\", where \"line\\u{2028}sep\" was meant"},
-		    {"[{\"k\":true}]", "[{\"k\":false}]",
-		     "[0].k would be false, where true was meant"},
-		};
-		for (size_t i = 0; i < N_ELEMS(cases); i++) {
-			cleanup_free char *got = difference(cases[i].a, cases[i].b);
-			T_STR(got, cases[i].want, "compare case %zu", i);
-		}
-		/* a key written twice (JSONC allows it): matched occurrence by occurrence */
-		struct json_value *x = json_new_object(), *y = json_new_object();
-		json_object_add(x, "k", 1, json_new_int(1));
-		json_object_add(x, "k", 1, json_new_int(2));
-		json_object_add(y, "k", 1, json_new_int(1));
-		json_object_add(y, "k", 1, json_new_int(2));
-		T_INT(json_compare(x, y, NULL), 0, "a key twice, the same twice");
-		json_object_add(y, "k", 1, json_new_int(3));
-		cleanup_err struct mg_err *e = NULL;
-		T_INT(json_compare(x, y, &e), -1, "a third occurrence is found");
-		T_STR(mg_err_msg(e), "k would be there (3), which no change meant", "and named");
-		T_OK(json_object_remove(y, "k") && y->u.obj.len == 2 &&
-		         strcmp(y->u.obj.items[0].value->u.num.ptr, "2") == 0,
-		     "remove takes the first of a key");
-		json_free(x);
-		json_free(y);
+		/* the value cap: a flat array of many small values is refused */
+		const struct json_limits three = {1024, 64, 3};
+		struct json_value *v = NULL;
+		struct mg_err *e = NULL;
+		T_INT(json_parse("[0,0]", 5, &three, &v, &e), 0, "three values fit a cap of three");
+		json_free(v);
+		v = NULL;
+		T_INT(json_parse("[0,0,0]", 7, &three, &v, &e), -1, "a fourth value is refused");
+		T_OK(e != NULL && strstr(e->msg, "more than 3 values") != NULL,
+		     "naming the cap: %s", mg_err_msg(e));
+		mg_err_free(e);
 	}
-
-	int main(void)
-	{
-		test_shape();
-		test_parse_errors();
-		test_parse_accepts();
-		test_round_trip();
-		test_generate_errors();
-		test_quote();
-		test_canonical_keys();
-		test_canonical_numbers();
-		test_doc_example();
-		test_golden();
-		test_builders();
-		test_number_int64();
-		test_copy();
-		test_compare();
-		{
-			/* the value cap: a flat array of many small values is refused */
-			const struct json_limits three = {1024, 64, 3};
-			struct json_value *v = NULL;
-			struct mg_err *e = NULL;
-			T_INT(json_parse("[0,0]", 5, &three, &v, &e), 0,
-			      "three values fit a cap of three");
-			json_free(v);
-			v = NULL;
-			T_INT(json_parse("[0,0,0]", 7, &three, &v, &e), -1,
-			      "a fourth value is refused");
-			T_OK(e != NULL && strstr(e->msg, "more than 3 values") != NULL,
-			     "naming the cap: %s", mg_err_msg(e));
-			mg_err_free(e);
-		}
-		return t_done();
-	}
+	return t_done();
+}
