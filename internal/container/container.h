@@ -152,6 +152,9 @@ struct ctr_sidecar_spec {
 	const struct ctr_topology *topology; /* its networks and its name */
 	const char *binary;                  /* host path of the private copy of mcpgate-egress */
 	const char *const *args;             /* the proxy's arguments, NULL-terminated */
+	/* what the server's image declares (its VOLUMEs, docker), from the
+	 * image_config op; NULL: it declares none */
+	const struct ctr_image_config *image;
 };
 
 /* What the runtime can enforce here (platform.c, docs/unenforced.md) */
