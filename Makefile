@@ -67,7 +67,7 @@ GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gat
               internal/gateway/confirm_state.c internal/gateway/era.c internal/gateway/instance.c internal/gateway/methods.c \
               internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c internal/gateway/waiting.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
-             internal/listen/client.c internal/listen/http.c
+             internal/listen/client.c internal/listen/conns.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
           cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c
@@ -182,7 +182,7 @@ LAUNCH_HDR = launch/launch.h
 
 # ---- targets ---------------------------------------------------------------
 .PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean bench \
-	everything-image bench-egress bench-add bench-listen
+	everything-image bench-egress bench-add bench-listen bench-slow
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
 
@@ -210,7 +210,7 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
 	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py \
-	tests/config_write_test.py
+	tests/config_write_test.py tests/slow_clients_test.py
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
@@ -292,6 +292,12 @@ bench: fakes build/bench/minrelay
 bench-listen: fakes
 	@$(MAKE) --no-print-directory SAN=0 all
 	@MCPGATE=./mcpgate FAKES=build/fakes python3 bench/listen.py $(LISTEN_BENCH_ARGS)
+
+# the token holder's /health p50/p99 under 1,000 slow connections without the
+# token (bench/README.md); the fake runtime only
+bench-slow: fakes
+	@$(MAKE) --no-print-directory SAN=0 all
+	@MCPGATE=./mcpgate FAKES=build/fakes python3 bench/slow_clients.py $(SLOW_BENCH_ARGS)
 
 # the published server-everything as an image in the local registry on 127.0.0.1:5000
 # (tests/e2e/build-everything-image.sh); prints localhost:5000/NAME@sha256:... to pin
