@@ -5,7 +5,8 @@
 #   make test          the README's test command: check, then the runtime integration tests
 #                      (they report skipped unless MCPGATE_CONTAINER_TESTS=1)
 #   make lint          clang-format check and the banned-function check
-#   make fuzz          fuzz targets (clang -fsanitize=fuzzer); make fuzz-run FUZZ_SECONDS=N
+#   make fuzz          fuzz targets (clang -fsanitize=fuzzer); make fuzz-run FUZZ_SECONDS=N;
+#                      make fuzz-session FUZZ_SECONDS=N (a whole session, stdio and listener)
 #   make demo          the demo session
 #   make install PREFIX=/usr/local  (DESTDIR=... for a staged install)
 
@@ -65,7 +66,7 @@ CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clien
               internal/clients/diff.c
 GATEWAY_SRC = internal/gateway/launch.c internal/gateway/binaries.c internal/gateway/egress.c internal/gateway/secrets.c internal/gateway/relist.c internal/gateway/session.c internal/gateway/server.c internal/gateway/startup.c internal/gateway/client.c internal/gateway/relay.c internal/gateway/remote_side.c \
               internal/gateway/confirm_state.c internal/gateway/era.c internal/gateway/instance.c internal/gateway/methods.c \
-              internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c internal/gateway/waiting.c
+              internal/gateway/rounds.c internal/gateway/listens.c internal/gateway/asks.c internal/gateway/waiting.c internal/gateway/pressure.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
              internal/listen/client.c internal/listen/conns.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
@@ -81,7 +82,7 @@ TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 UNIT_TESTS = base_test toml_test toml_encode_test json_test config_test config_edit_test proc_test container_test \
 	     jsonrpc_test mcp_test \
 	     keychain_test pack_test egress_test remote_test clients_test listen_test gateway_test \
-	     confirm_state_test
+	     confirm_state_test session_fuzz_replay
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
 toml_encode_test_SRC = internal/toml/toml_encode_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -114,22 +115,35 @@ listen_test_SRC = internal/listen/listen_test.c internal/listen/address.c intern
 	internal/listen/metrics.c $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 listen_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) -lpthread
 
-gateway_test_SRC = internal/gateway/gateway_test.c $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) \
+gateway_test_SRC = internal/gateway/gateway_test.c internal/gateway/gateway_fakes.c $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) \
 	$(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) \
 	$(BASE_SRC) $(TESTING_SRC)
 gateway_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(CURL_LIBS) $(PSL_LIBS) -lpthread
+# the session fuzzer's seeds and reproducers, each run once: fuzz/replay_main.c
+session_fuzz_replay_SRC = fuzz/replay_main.c $(SESSION_FUZZ_SRC)
+session_fuzz_replay_LIBS = $(SESSION_FUZZ_LIBS)
 confirm_state_test_SRC = internal/gateway/confirm_state_test.c internal/gateway/confirm_state.c \
 	$(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 confirm_state_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
 
 # fuzz targets: name, then sources (built with clang -fsanitize=fuzzer)
-FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz toml_encode_fuzz
+FUZZ_TARGETS = toml_fuzz jsonrpc_fuzz egress_parse_fuzz egress_addr_fuzz clients_fuzz toml_encode_fuzz session_fuzz
 toml_fuzz_SRC = fuzz/toml_fuzz.c $(TOML_SRC) $(BASE_SRC)
 toml_encode_fuzz_SRC = fuzz/toml_encode_fuzz.c $(TOML_SRC) $(BASE_SRC)
 jsonrpc_fuzz_SRC = fuzz/jsonrpc_fuzz.c internal/jsonrpc/frame.c internal/jsonrpc/message.c $(JSON_SRC) $(BASE_SRC)
 jsonrpc_fuzz_LIBS = $(YAJL_LIBS)
 clients_fuzz_SRC = fuzz/clients_fuzz.c $(CLIENTS_SRC) $(TOML_SRC) $(JSON_SRC) $(BASE_SRC)
 clients_fuzz_LIBS = $(YAJL_LIBS)
+# a whole session, on stdio and through the listener's request path (with
+# fake_mhd.c for libmicrohttpd): docs/2026-12-02-session-fuzzer.md
+SESSION_FUZZ_SRC = fuzz/session_fuzz.c fuzz/session_fuzz_program.c fuzz/session_fuzz_listen.c \
+	fuzz/fake_mhd.c \
+	internal/gateway/gateway_fakes.c $(LISTEN_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) \
+	$(REMOTE_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) $(JSONRPC_SRC) $(CONFIG_SRC) \
+	$(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
+SESSION_FUZZ_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(CURL_LIBS) $(PSL_LIBS) -lpthread
+session_fuzz_SRC = $(SESSION_FUZZ_SRC) fuzz/session_fuzz_mutator.c
+session_fuzz_LIBS = $(SESSION_FUZZ_LIBS)
 
 # C files that make lint checks (everything we wrote)
 LINT_SRC = $(sort $(MCPGATE_SRC) $(EGRESS_SRC) $(LAUNCH_SRC) $(TESTING_SRC) internal/toml/toml_decode.c $(FAKES_SRC) $(FAKES_HDR) $(MINRELAY_SRC) $(FLOOR_SRC) \
@@ -144,6 +158,7 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
 	   internal/container/container-internal.h internal/audit/audit.h \
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h internal/gateway/confirm_state.h \
+	   internal/gateway/gateway_fakes.h fuzz/session_fuzz.h \
 	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
 	   internal/remote/remote.h internal/listen/listen.h internal/listen/listen-internal.h \
 	   internal/clients/clients.h internal/clients/clients-internal.h \
@@ -181,7 +196,7 @@ LAUNCH_SRC = launch/main.c
 LAUNCH_HDR = launch/launch.h
 
 # ---- targets ---------------------------------------------------------------
-.PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run demo install clean bench \
+.PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run fuzz-session demo install clean bench \
 	everything-image bench-egress bench-add bench-listen bench-slow
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
@@ -209,9 +224,11 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
 UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/cli_test.sh \
 	fakes/fakes_test.sh tests/serve_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/client_test.sh \
-	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py \
+	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py tests/pressure_test.py \
 	tests/config_write_test.py tests/slow_clients_test.py
-INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh
+# the session fuzzer runs for SESSION_FUZZ_SECONDS (120) in make test, not in make check
+INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh \
+	tests/session_fuzz_test.sh
 
 unit-deps: $(BIN)/mcpgate $(BIN)/toml-decode $(addprefix $(B)/tests/,$(UNIT_TESTS)) fakes
 
@@ -231,11 +248,11 @@ check:
 # the sidecar runs the static release proxy: a sanitized build cannot run in
 # an image that holds nothing but it
 integration:
-	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress
+	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress build/fuzz/session_fuzz
 	@MCPGATE_TESTS_NETWORK=1 $(MAKE) --no-print-directory SAN=1 run-tests TESTS=integration
 
 test:
-	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress
+	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress build/fuzz/session_fuzz
 	@MCPGATE_TESTS_NETWORK=1 $(MAKE) --no-print-directory SAN=1 run-tests TESTS=all
 
 build/fakes/mcpgate-probe: $(PROBE_SRC) $(FAKES_HDR)
@@ -332,6 +349,17 @@ fuzz-run: build/fuzz/$(FUZZ)
 	@mkdir -p build/fuzz/corpus-$(FUZZ) testdata/fuzz/$(FUZZ)
 	build/fuzz/$(FUZZ) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=testdata/fuzz/$(FUZZ)/crash- \
 	  build/fuzz/corpus-$(FUZZ) testdata/fuzz/$(FUZZ)
+
+# the session fuzzer (docs/2026-12-02-session-fuzzer.md), its corpus kept in
+# build/fuzz/corpus-session_fuzz; a finding is written to
+# testdata/fuzz/session_fuzz/crash-*, where it stays as a reproducer
+fuzz-session: build/fuzz/session_fuzz
+	@mkdir -p build/fuzz/corpus-session_fuzz
+	@tmp=$$(mktemp -d /dev/shm/fuzz-session.XXXXXX 2>/dev/null || mktemp -d); \
+	TMPDIR=$$tmp nice -n 10 build/fuzz/session_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=60 \
+	  -rss_limit_mb=4096 -close_fd_mask=2 -print_final_stats=1 \
+	  -artifact_prefix=testdata/fuzz/session_fuzz/crash- build/fuzz/corpus-session_fuzz \
+	  testdata/fuzz/session_fuzz; rc=$$?; rm -rf "$$tmp"; exit $$rc
 
 demo: all
 	@scripts/demo

@@ -348,7 +348,7 @@ static const struct range v4_ranges[] = {
     {{V4(0, 0, 0, 0)}, 8, EGR_ADDR_SPECIAL, "0.0.0.0/8 this network"},
     {{V4(0, 0, 0, 0)}, 32, EGR_ADDR_SPECIAL, "0.0.0.0/32 this host on this network"},
     {{V4(10, 0, 0, 0)}, 8, EGR_ADDR_PRIVATE, "10.0.0.0/8 private"},
-    {{V4(100, 64, 0, 0)}, 10, EGR_ADDR_PRIVATE, "100.64.0.0/10 shared address space"},
+    {{V4(100, 64, 0, 0)}, 10, EGR_ADDR_SPECIAL, "100.64.0.0/10 shared address space"},
     {{V4(127, 0, 0, 0)}, 8, EGR_ADDR_SPECIAL, "127.0.0.0/8 loopback"},
     {{V4(169, 254, 0, 0)}, 16, EGR_ADDR_SPECIAL, "169.254.0.0/16 link-local"},
     {{V4(172, 16, 0, 0)}, 12, EGR_ADDR_PRIVATE, "172.16.0.0/12 private"},

@@ -65,7 +65,7 @@ bool egr_wildcard_covers(const char *base, const char *name);
 /* In order of strictness: an address in several ranges takes the strictest. */
 enum egr_addr_class {
 	EGR_ADDR_PUBLIC,
-	EGR_ADDR_PRIVATE,  /* 10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7: only with
+	EGR_ADDR_PRIVATE,  /* 10/8, 172.16/12, 192.168/16, fc00::/7: only with
 	                    * -allow-private */
 	EGR_ADDR_SPECIAL,  /* IANA's special-purpose, reserved and multicast ranges: always
 	                    * refused */

@@ -189,8 +189,8 @@ static const struct addr_case addr_cases[] = {
     {"0.255.255.255", EGR_ADDR_SPECIAL, "0.0.0.0/8 "},
     {"10.0.0.0", EGR_ADDR_PRIVATE, "10.0.0.0/8 "},
     {"10.255.255.255", EGR_ADDR_PRIVATE, "10.0.0.0/8 "},
-    {"100.64.0.0", EGR_ADDR_PRIVATE, "100.64.0.0/10 "},
-    {"100.127.255.255", EGR_ADDR_PRIVATE, "100.64.0.0/10 "},
+    {"100.64.0.0", EGR_ADDR_SPECIAL, "100.64.0.0/10 "},
+    {"100.127.255.255", EGR_ADDR_SPECIAL, "100.64.0.0/10 "},
     {"127.0.0.0", EGR_ADDR_SPECIAL, "127.0.0.0/8 "},
     {"127.255.255.255", EGR_ADDR_SPECIAL, "127.0.0.0/8 "},
     {"169.254.0.0", EGR_ADDR_SPECIAL, "169.254.0.0/16 "},
@@ -392,7 +392,7 @@ static const struct addr_case addr_cases[] = {
     {"::ffff:168.63.129.16", EGR_ADDR_PLATFORM, "168.63.129.16/32 "},
     {"::ffff:100.100.100.200", EGR_ADDR_PLATFORM, "100.100.100.200/32 "},
     {"::ffff:10.1.2.3", EGR_ADDR_PRIVATE, "10.0.0.0/8 "},
-    {"::ffff:100.64.0.1", EGR_ADDR_PRIVATE, "100.64.0.0/10 "},
+    {"::ffff:100.64.0.1", EGR_ADDR_SPECIAL, "100.64.0.0/10 "},
     {"::ffff:1.1.1.1", EGR_ADDR_PUBLIC, "public"},
 };
 
@@ -581,11 +581,9 @@ static void test_allowlist(void)
 	struct egr_allow e;
 	T_OK(egr_allow_parse("10.0.0.1:80", true, &e, &why) == 0,
 	     "-allow-private takes a private literal");
-	T_OK(egr_allow_parse("100.64.0.5:5432", true, &e, &why) == 0 &&
+	T_OK(egr_allow_parse("100.64.0.5:5432", true, &e, &why) < 0 &&
 	         strncmp(e.range, "100.64.0.0/10 ", 14) == 0,
-	     "-allow-private takes a shared address space literal (%s)", e.range);
-	T_OK(egr_allow_parse("100.64.0.5:5432", false, &e, &why) < 0,
-	     "-allow does not take a shared address space literal");
+	     "-allow-private does not take a shared address space literal either (%s)", e.range);
 	T_OK(egr_allow_parse("api.example.com", false, &e, &why) == 0 && e.range == NULL,
 	     "a name has no range");
 	/* a platform's address, as a literal in any form and in any section of
@@ -772,11 +770,12 @@ static void test_addrs_check(void)
 	    /* -allow-private opens private ranges, never a platform's address
 	     * inside one, nor one outside */
 	    {{"fd00::5", "fd00:ec2::254", NULL}, true, 0, 1, "platform address"},
-	    {{"100.64.0.5", "100.100.100.200", NULL}, true, 0, 1, "platform address"},
+	    {{"10.64.0.5", "100.100.100.200", NULL}, true, 0, 1, "platform address"},
 	    {{"1.1.1.1", "168.63.129.16", NULL}, true, 0, 1, "platform address"},
 	    {{"::ffff:169.254.170.2", NULL, NULL}, true, 0, 0, "platform address"},
-	    {{"100.64.0.5", NULL, NULL}, false, 0, 0, "private address (not -allow-private)"},
-	    {{"100.64.0.5", "fd20:ce::253", NULL}, true, 1, 0, NULL},
+	    {{"10.64.0.5", NULL, NULL}, false, 0, 0, "private address (not -allow-private)"},
+	    {{"100.64.0.5", NULL, NULL}, true, 0, 0, "special address"},
+	    {{"10.64.0.5", "fd20:ce::253", NULL}, true, 1, 0, NULL},
 	};
 	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
 		struct egr_addr a[3];

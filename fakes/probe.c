@@ -109,9 +109,10 @@ static const struct tool tools[] = {
     {"touch", "Sends notifications/resources/updated for uri when it is subscribed.",
      "{\"type\":\"object\",\"properties\":{\"uri\":{\"type\":\"string\"}},\"required\":[\"uri\"]}",
      NULL},
-    {"log", "Sends notifications/message with the given level and text.",
+    {"log", "Sends notifications/message with the given level and text (count times).",
      "{\"type\":\"object\",\"properties\":{\"level\":{\"type\":\"string\"},\"text\":{\"type\":"
-     "\"string\"}},\"required\":[\"level\",\"text\"]}",
+     "\"string\"},\"count\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"level\","
+     "\"text\"]}",
      NULL},
     {"ask_sampling",
      "Asks the client sampling/createMessage; returns the answer as JSON text. With cancel, "
@@ -1452,13 +1453,23 @@ static void tool_log(struct pj_span id, struct pj_span args)
 		bad_argument(&id, "level and text", "strings");
 		return;
 	}
-	pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{"
-	                "\"level\":");
-	pj_put_cstring(&b, level);
-	pj_buf_adds(&b, ",\"logger\":\"probe\",\"data\":");
-	pj_put_cstring(&b, text);
-	pj_buf_adds(&b, "}}");
-	send_line(&b);
+	long long count = 1;
+	if (arg_integer(args, "count", 1, 100000000, &count) < 0) {
+		free(level);
+		free(text);
+		bad_argument(&id, "count", "an integer from 1 to 100000000");
+		return;
+	}
+	/* a flood, when count is large: each a line of its own, in one go */
+	for (long long i = 0; i < count; i++) {
+		pj_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+		                "\"params\":{\"level\":");
+		pj_put_cstring(&b, level);
+		pj_buf_adds(&b, ",\"logger\":\"probe\",\"data\":");
+		pj_put_cstring(&b, text);
+		pj_buf_adds(&b, "}}");
+		send_line(&b);
+	}
 	pj_buf_free(&b);
 	free(level);
 	free(text);

@@ -25,6 +25,11 @@ struct audit {
 	int fd;
 	bool owns_fd;
 	bool warned;
+	/* the last record could not be written (why in error); a torn one
+	 * could not be undone, so the next begins on a line of its own */
+	bool failing;
+	bool torn;
+	char error[256];
 	char *path;
 	char *session;
 	pthread_mutex_t lock;
@@ -140,11 +145,54 @@ static int build_line(struct audit *a, const char *event, const struct json_valu
 	return mg_buf_puts(line, "}\n", err);
 }
 
-void audit_record(struct audit *a, const char *event, struct json_value *fields)
+/* One record, whole or not at all: a write that stops short (a full disk,
+ * a file size limit) is undone by cutting the file back to where it was, so
+ * no torn line is left to merge with the next record; when even that fails,
+ * the next record starts on a line of its own. Under the lock. */
+static int write_whole(struct audit *a, struct mg_buf *line)
+{
+	struct stat st;
+	off_t before = fstat(a->fd, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
+	if (a->torn && before >= 0) {
+		ssize_t w = write(a->fd, "\n", 1);
+		if (w == 1) {
+			a->torn = false;
+			before++;
+		}
+	}
+	size_t off = 0;
+	int e = 0;
+	while (off < line->len) {
+		ssize_t w = write(a->fd, line->data + off, line->len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = w < 0 ? errno : ENOSPC;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (off == line->len && !a->torn) {
+		if (a->failing)
+			mg_info("audit log %s: written again", a->path != NULL ? a->path : "(fd)");
+		a->failing = false;
+		return 0;
+	}
+	if (off > 0 && (before < 0 || ftruncate(a->fd, before) < 0))
+		a->torn = true;
+	snprintf(a->error, sizeof(a->error), "%s", e != 0 ? strerror(e) : "a torn record");
+	if (!a->failing || !a->warned)
+		mg_warn("audit log %s: %s", a->path != NULL ? a->path : "(fd)", a->error);
+	a->warned = true;
+	a->failing = true;
+	return -1;
+}
+
+int audit_record(struct audit *a, const char *event, struct json_value *fields)
 {
 	if (a == NULL) {
 		json_free(fields);
-		return;
+		return 0;
 	}
 	struct mg_buf line = MG_BUF_INIT(AUDIT_RECORD_MAX);
 	struct mg_err *err = NULL;
@@ -173,22 +221,10 @@ void audit_record(struct audit *a, const char *event, struct json_value *fields)
 		mg_buf_append(&line, clean, clean_len, NULL);
 		free(clean);
 	}
-	size_t off = 0;
-	while (off < line.len) {
-		ssize_t w = write(a->fd, line.data + off, line.len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (!a->warned)
-				mg_warn("audit log %s: %s", a->path != NULL ? a->path : "(fd)",
-				        w < 0 ? strerror(errno) : "short write");
-			a->warned = true;
-			break;
-		}
-		off += (size_t)w;
-	}
+	int r = write_whole(a, &line);
 	pthread_mutex_unlock(&a->lock);
 	mg_buf_free(&line);
+	return r;
 }
 
 static struct source *source_of(struct audit *a, const char *who)
@@ -201,6 +237,18 @@ static struct source *source_of(struct audit *a, const char *who)
 	memset(s, 0, sizeof(*s));
 	s->who = xstrdup(who);
 	return s;
+}
+
+bool audit_failing(struct audit *a, char *why, size_t len)
+{
+	if (a == NULL)
+		return false;
+	pthread_mutex_lock(&a->lock);
+	bool failing = a->failing;
+	if (why != NULL && len > 0)
+		snprintf(why, len, "%s", a->error);
+	pthread_mutex_unlock(&a->lock);
+	return failing;
 }
 
 void audit_record_by(struct audit *a, const char *who, const char *event, struct json_value *fields)

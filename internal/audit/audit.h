@@ -24,10 +24,13 @@ struct audit *audit_from_fd(int fd, const char *session);
 /* The file's path (borrowed), or NULL for an fd log */
 const char *audit_path(const struct audit *a);
 
-/* Append one record. Takes ownership of fields (an object, or NULL). A
- * failure to write is logged to stderr once and otherwise ignored: losing
- * the log must not stop the session. */
-void audit_record(struct audit *a, const char *event, struct json_value *fields);
+/* Append one record, whole or not at all (a short write is undone).
+ * Takes ownership of fields (an object, or NULL). -1 when it could not be
+ * written (logged to stderr; audit_failing() says why): what depends on
+ * its record, a call, does not go on (docs/2026-12-02-pressure.md). */
+int audit_record(struct audit *a, const char *event, struct json_value *fields);
+/* The last record could not be written; why gets the reason */
+bool audit_failing(struct audit *a, char *why, size_t len);
 
 /* What one peer (a server) may make the log write in a session, in records
  * and bytes of fields; past either the peer's records are counted, one

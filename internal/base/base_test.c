@@ -284,6 +284,12 @@ static void test_shown(void)
 	char *lines = mg_shown_lines("one\ntwo\r\xe2\x80\xa8", 11);
 	T_STR(lines, "one\ntwo\\r\\u{2028}", "mg_shown_lines keeps \\n and escapes the rest");
 	free(lines);
+	/* what was escaped where it went in is shown as it was: rendered once */
+	char *once = mg_shown("a\nb\\c", 5);
+	char *twice = mg_shown_lines(once, strlen(once));
+	T_STR(twice, "a\\nb\\\\c", "mg_shown_lines leaves mg_shown's text as it is");
+	free(once);
+	free(twice);
 }
 
 /* Both modes escape what ends a string or a line; the text mode also every

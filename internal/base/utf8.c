@@ -101,7 +101,7 @@ bool mg_cp_hidden(uint32_t cp)
 	return false;
 }
 
-static char *shown(const char *s, size_t len, bool keep_lines)
+static char *shown(const char *s, size_t len, bool keep_lines, bool escape_backslash)
 {
 	struct mg_buf b = MG_BUF_INIT(len * 10 + 1);
 	const unsigned char *p = (const unsigned char *)s;
@@ -122,7 +122,7 @@ static char *shown(const char *s, size_t len, bool keep_lines)
 			mg_buf_puts(&b, "\\r", NULL);
 		else if (cp == '\t')
 			mg_buf_puts(&b, "\\t", NULL);
-		else if (cp == '\\')
+		else if (cp == '\\' && escape_backslash)
 			mg_buf_puts(&b, "\\\\", NULL);
 		else if (cp < 0x20 || cp == 0x7f)
 			mg_buf_printf(&b, NULL, "\\x%02x", (unsigned)cp);
@@ -137,12 +137,12 @@ static char *shown(const char *s, size_t len, bool keep_lines)
 
 char *mg_shown(const char *s, size_t len)
 {
-	return shown(s, len, false);
+	return shown(s, len, false, true);
 }
 
 char *mg_shown_lines(const char *s, size_t len)
 {
-	return shown(s, len, true);
+	return shown(s, len, true, false);
 }
 
 char *mg_utf8_lossy(const char *s, size_t len, size_t *out_len)

@@ -26,8 +26,11 @@ size_t mg_utf8_encode(uint32_t cp, char *out);
  * \xNN, and the backslash itself as \\, so that what is seen is all that
  * is there, on one line. */
 char *mg_shown(const char *s, size_t len);
-/* The same, keeping \n as a line break: mcpgate's own text of several
- * lines (an error of check's) with a stranger's parts inside */
+/* What every text shown to a person passes last (errors, notices, log
+ * lines): the same escapes, but \n kept as a line break and the backslash
+ * as it is, so mcpgate's own text of several lines, whose stranger's parts
+ * were escaped with mg_shown where they went in, is shown as it was and
+ * nothing in it can still hide or break a line */
 char *mg_shown_lines(const char *s, size_t len);
 /* What mg_shown writes as an escape rather than as itself (besides \ and
  * invalid bytes): the code points that hide, reorder or break text */

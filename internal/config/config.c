@@ -1190,6 +1190,7 @@ enum mcp_key {
 	M_LISTEN_IDLE,
 	M_LISTEN_READ,
 	M_START_MODE,
+	M_CLIENT_QUEUE,
 	M_MCP_COUNT
 };
 
@@ -1206,6 +1207,7 @@ static const struct key_spec mcp_keys[M_MCP_COUNT] = {
     [M_LISTEN_IDLE] = {"listen_idle_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_LISTEN_READ] = {"listen_read_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_START_MODE] = {"start", TOML_STRING, "a string", SCOPE_ANY},
+    [M_CLIENT_QUEUE] = {"client_queue_max", TOML_INTEGER, "an integer", SCOPE_ANY},
 };
 
 static const struct key_spec config_top_keys[] = {
@@ -1273,6 +1275,9 @@ static void check_config_file(struct ctx *c, const struct toml_value *root, stru
 	if (k.kv[M_LINE_MAX] != NULL &&
 	    int_in(c, k.kv[M_LINE_MAX], " bytes", CFG_LINE_MAX_MIN, CFG_LINE_MAX_MAX, &n))
 		m->line_max = n;
+	if (k.kv[M_CLIENT_QUEUE] != NULL && int_in(c, k.kv[M_CLIENT_QUEUE], " bytes",
+	                                           CFG_CLIENT_QUEUE_MIN, CFG_CLIENT_QUEUE_MAX, &n))
+		m->client_queue_max = n;
 	if (k.kv[M_START] != NULL && int_in(c, k.kv[M_START], " seconds", 1, 600, &n))
 		m->start_timeout = (unsigned)n;
 	if (k.kv[M_CALL] != NULL && int_in(c, k.kv[M_CALL], " seconds", 1, 86400, &n))
@@ -1333,6 +1338,7 @@ int cfg_parse(const char *mcp_text, size_t mcp_len, const char *mcp_name, const 
 	struct cfg *cfg = xcalloc(1, sizeof(*cfg));
 	cfg->mcp.runtime = CFG_RUNTIME_UNSET;
 	cfg->mcp.line_max = CFG_LINE_MAX_DEFAULT;
+	cfg->mcp.client_queue_max = CFG_CLIENT_QUEUE_DEFAULT;
 	cfg->mcp.start_timeout = CFG_START_TIMEOUT_DEFAULT;
 	cfg->mcp.call_timeout = CFG_CALL_TIMEOUT_DEFAULT;
 	cfg->mcp.stop_timeout = CFG_STOP_TIMEOUT_DEFAULT;

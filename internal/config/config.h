@@ -33,9 +33,13 @@
 #define CFG_PIDS_MAX       4096
 #define CFG_PIDS_DEFAULT   128
 
-#define CFG_LINE_MAX_MIN          1024ull
-#define CFG_LINE_MAX_MAX          1073741824ull
-#define CFG_LINE_MAX_DEFAULT      16777216ull
+#define CFG_LINE_MAX_MIN     1024ull
+#define CFG_LINE_MAX_MAX     1073741824ull
+#define CFG_LINE_MAX_DEFAULT 16777216ull
+/* client_queue_max: what may wait to be written to the client */
+#define CFG_CLIENT_QUEUE_MIN      (1ull << 20)
+#define CFG_CLIENT_QUEUE_MAX      (1ull << 30)
+#define CFG_CLIENT_QUEUE_DEFAULT  (64ull << 20)
 #define CFG_START_TIMEOUT_DEFAULT 60
 #define CFG_CALL_TIMEOUT_DEFAULT  300
 #define CFG_STOP_TIMEOUT_DEFAULT  5
@@ -218,8 +222,11 @@ struct cfg_server {
 /* config.toml's [mcp] table */
 struct cfg_mcp {
 	enum cfg_runtime runtime;
-	char *egress;           /* absolute path of the egress proxy binary, or NULL */
-	uint64_t line_max;      /* bytes: the cap on one JSON-RPC line */
+	char *egress;      /* absolute path of the egress proxy binary, or NULL */
+	uint64_t line_max; /* bytes: the cap on one JSON-RPC line */
+	/* bytes that may wait to be written to the client; the servers feeding
+	 * it stop being read long before (docs/2026-12-02-pressure.md) */
+	uint64_t client_queue_max;
 	unsigned start_timeout; /* seconds */
 	unsigned call_timeout;  /* seconds */
 	unsigned stop_timeout;  /* seconds */

@@ -82,9 +82,9 @@ static bool modern_wants(const struct session *s, const char *level)
  * a request asks for messages of its level. */
 void gw_client_notice(struct session *s, const char *level, const char *said)
 {
-	/* one line, as the one renderer shows it: a server's words inside a
-	 * notice cannot break it or pose as another */
-	cleanup_free char *text = mg_shown(said, strlen(said));
+	/* as the one renderer shows it: a server's words inside a notice went
+	 * in escaped, and nothing in it can still hide or break a line */
+	cleanup_free char *text = mg_shown_lines(said, strlen(said));
 	mg_info("%s", text);
 	if (s->answered_initialize || modern_wants(s, level)) {
 		send_notice_now(s, level, text);
@@ -175,6 +175,8 @@ static void call_record(struct gw_call *c, const char *outcome, const char *deta
 	    gw_fields("server", json_new_string(c->server->cfg->name), "tool",
 	              json_new_string(c->tool), "outcome", json_new_string(outcome), "ms",
 	              json_new_int(proc_now_ms() - c->start_ms), NULL);
+	if (c->seq > 0)
+		json_object_set(f, "call", json_new_int(c->seq));
 	if (detail != NULL)
 		json_object_set(f, "detail", json_new_string(detail));
 	if (c->traceparent != NULL) {
@@ -257,6 +259,15 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 		 * (from a server of the old era the member means nothing, and
 		 * goes) */
 		gw_round_result(c, reply);
+		return;
+	}
+	if (reply->kind == RPC_RESULT && reply->result->kind != JSON_OBJECT) {
+		/* a CallToolResult is an object: what else a server sends is its
+		 * fault, and the client is told so */
+		gw_call_finish_error(c, RPC_SERVER_ERROR,
+		                     "tool %s__%s: server %s answered with a result that is not an "
+		                     "object",
+		                     srv->cfg->name, c->tool, srv->cfg->name);
 		return;
 	}
 	call_unlink(c);
@@ -403,11 +414,54 @@ void gw_call_drop(struct gw_call *c, const char *why)
 	gw_call_free(c);
 }
 
+/* A call whose record cannot be written does not run: it is refused with
+ * why, and the person is told once (docs/2026-12-02-pressure.md). True when
+ * r (an audit_record's) says it was written. */
+static bool recorded(struct gw_call *c, int r)
+{
+	struct session *s = c->sess;
+	if (r == 0) {
+		s->told_audit = false;
+		return true;
+	}
+	char why[256] = "";
+	audit_failing(s->audit, why, sizeof(why));
+	cleanup_free char *text = xasprintf(
+	    "mcpgate cannot write its audit log (%s): no tool call runs until it can", why);
+	if (!s->told_audit) {
+		gw_client_notice(s, "error", text);
+		s->told_audit = true;
+	}
+	gw_call_finish_error(c, RPC_SERVER_ERROR, "tool %s__%s refused: %s", c->server->cfg->name,
+	                     c->tool, text);
+	return false;
+}
+
+/* The call's start, recorded before it is forwarded (once: a retry is the
+ * same call), so even a kill -9 leaves its trace */
+static bool call_started(struct gw_call *c)
+{
+	struct session *s = c->sess;
+	if (c->seq > 0)
+		return true;
+	int64_t seq = ++s->next_call;
+	struct json_value *f = gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	                                 json_new_string(c->tool), "call", json_new_int(seq), NULL);
+	if (c->traceparent != NULL)
+		json_object_set(f, "traceparent", json_new_string(c->traceparent));
+	if (!recorded(c, audit_record(s->audit, "tool.call.start", f)))
+		return false;
+	c->seq = seq;
+	return true;
+}
+
 /* Send the call to its server (it is in s->calls already). */
 void gw_call_send(struct gw_call *c, const struct json_value *params)
 {
 	struct gw_server *srv = c->server;
 	struct session *s = c->sess;
+	if (!call_started(c))
+		return; /* refused: its record could not be written */
 	if (srv->state != GW_READY || srv->launch.peer == NULL) {
 		gw_call_finish_error(
 		    c, RPC_SERVER_ERROR, "tool %s__%s is unavailable: %s", srv->cfg->name, c->tool,
@@ -524,12 +578,13 @@ static void on_confirm(struct rpc_peer *peer, struct rpc_msg *reply, const struc
 	const char *action = NULL;
 	if (reply != NULL && reply->kind == RPC_RESULT)
 		action = json_get_string(reply->result, "action");
-	audit_record(s->audit, "tool.confirm",
-	             gw_fields("server", json_new_string(c->server->cfg->name), "tool",
-	                       json_new_string(c->tool), "action",
-	                       json_new_string(action != NULL ? action : "none"), NULL));
+	int r = audit_record(s->audit, "tool.confirm",
+	                     gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	                               json_new_string(c->tool), "action",
+	                               json_new_string(action != NULL ? action : "none"), NULL));
 	if (action != NULL && strcmp(action, "accept") == 0) {
-		gw_call_send(c, c->params);
+		if (recorded(c, r))
+			gw_call_send(c, c->params);
 		return;
 	}
 	cleanup_free char *text =
@@ -673,11 +728,13 @@ static void confirm_by_retry(struct gw_call *c, const struct gw_tool *t,
 		                   "\"].action must be accept, decline or cancel");
 		return;
 	}
-	audit_record(s->audit, "tool.confirm",
-	             gw_fields("server", json_new_string(c->server->cfg->name), "tool",
-	                       json_new_string(c->tool), "action", json_new_string(action), NULL));
+	int r = audit_record(s->audit, "tool.confirm",
+	                     gw_fields("server", json_new_string(c->server->cfg->name), "tool",
+	                               json_new_string(c->tool), "action", json_new_string(action),
+	                               NULL));
 	if (strcmp(action, "accept") == 0) {
-		gw_call_send(c, c->params);
+		if (recorded(c, r))
+			gw_call_send(c, c->params);
 		return;
 	}
 	cleanup_free char *text = declined_text(c, action);
@@ -701,6 +758,14 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 	if (args != NULL && args->kind != JSON_OBJECT) {
 		gw_client_error(s, msg->id, RPC_INVALID_PARAMS,
 		                "tools/call: arguments must be an object");
+		return;
+	}
+	/* a token that is none would be handed to the server as NULL */
+	const struct json_value *asked = json_get(json_get(msg->params, "_meta"), "progressToken");
+	if (asked != NULL && asked->kind != JSON_STRING && asked->kind != JSON_NUMBER) {
+		gw_client_error(
+		    s, msg->id, RPC_INVALID_PARAMS,
+		    "tools/call: params._meta.progressToken must be a string or a number");
 		return;
 	}
 	const struct gw_tool *t = find_tool(s, name);
@@ -795,10 +860,10 @@ void gw_client_tools_call(struct session *s, struct rpc_msg *msg)
 	if (t->cfg->effect == CFG_EFFECT_WRITE && !t->cfg->confirm) {
 		/* the person said this write tool needs no question: each such call
 		 * is recorded as one made without asking */
-		audit_record(s->audit, "tool.unconfirmed",
-		             gw_fields("server", json_new_string(srv->cfg->name), "tool",
-		                       json_new_string(t->name), NULL));
-		gw_call_send(c, c->params);
+		if (recorded(c, audit_record(s->audit, "tool.unconfirmed",
+		                             gw_fields("server", json_new_string(srv->cfg->name),
+		                                       "tool", json_new_string(t->name), NULL))))
+			gw_call_send(c, c->params);
 		return;
 	}
 	/* write and undeclared tools: the person is asked every call */
@@ -957,6 +1022,26 @@ static bool list_waits(const struct session *s, const struct gw_client_method *h
 	return !gw_client_hears_changes(s, (enum gw_listen_kind)h->list);
 }
 
+/* A list of prompts or resources is a use of every lazy server (no
+ * record keeps those lists): each starts now, and the list waits for them
+ * as a call waits for its server. True when it waits. */
+static bool lazy_list_waits(struct session *s, const struct gw_client_method *h,
+                            struct rpc_msg *msg)
+{
+	if ((h->list != GW_LISTEN_PROMPTS && h->list != GW_LISTEN_RESOURCES) || s->no_wait ||
+	    strcmp(msg->method, "subscriptions/listen") == 0)
+		return false;
+	bool started = false;
+	for (size_t i = 0; i < s->nservers; i++)
+		if (s->servers[i].state == GW_IDLE) {
+			gw_server_start(&s->servers[i]);
+			started = true;
+		}
+	if (started)
+		gw_wait_starts(s, msg);
+	return started;
+}
+
 /* What the servers serve: both eras */
 static void serve_request(struct session *s, struct rpc_msg *msg)
 {
@@ -967,6 +1052,8 @@ static void serve_request(struct session *s, struct rpc_msg *msg)
 	} else if (h == NULL)
 		gw_client_error(s, msg->id, RPC_METHOD_NOT_FOUND, "mcpgate does not offer %.64s",
 		                msg->method);
+	else if (lazy_list_waits(s, h, msg))
+		return;
 	else if (list_waits(s, h, msg))
 		gw_wait(s, msg, NULL);
 	else if (h->object_params && msg->params != NULL && msg->params->kind != JSON_OBJECT)
@@ -1039,6 +1126,17 @@ static void cancel_call(struct session *s, const struct json_value *params)
 			    gw_fields("requestId", json_new_int(c->upstream_id), NULL);
 			if (reason != NULL)
 				json_object_set(p, "reason", json_new_string(reason));
+			/* the reason is the client's text for the server, as a call's
+			 * arguments are: a credential not bound for it stays here, and
+			 * the cancel goes without it */
+			cleanup_free char *leak = gw_secrets_check_leaving(srv, p);
+			if (leak != NULL) {
+				mg_warn(
+				    "client: the reason of a cancel for server %s was not sent: %s",
+				    srv->cfg->name, leak);
+				json_free(p);
+				p = gw_fields("requestId", json_new_int(c->upstream_id), NULL);
+			}
 			rpc_peer_send_notification(srv->launch.peer, "notifications/cancelled", p,
 			                           NULL);
 			json_free(p);
@@ -1115,6 +1213,7 @@ int gw_client_open(struct session *s, int in_fd, int out_fd, struct mg_err **err
 	struct rpc_peer_config pc = {
 	    .name = "client",
 	    .line_max = (size_t)s->cfg->mcp.line_max,
+	    .write_queue_max = (size_t)s->cfg->mcp.client_queue_max,
 	    .on_request = on_client_request,
 	    .on_notification = on_client_notification,
 	    .on_bad_line = on_client_bad_line,

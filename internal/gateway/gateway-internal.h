@@ -143,7 +143,8 @@ struct gw_server {
 	 * timer of the next */
 	unsigned restarts;
 	struct loop_timer *restart_timer;
-	bool restart_wanted; /* its end is being cleaned, then it starts again */
+	bool restart_wanted;    /* its end is being cleaned, then it starts again */
+	uint64_t pressure_mark; /* pressure.c: bytes read from it when all was calm */
 	/* its start's deadline (plus GW_START_GRACE_MS): what waits for it is
 	 * answered then; overdue once it passed with the start still running */
 	struct loop_timer *start_timer;
@@ -179,6 +180,7 @@ struct gw_call {
 	char *traceparent;         /* the client's W3C trace context, when well formed */
 	bool cancelled;            /* the client cancelled it while we asked */
 	unsigned asks;             /* questions its server put to the client in it (asks.c) */
+	int64_t seq;               /* its number in the audit log (tool.call.start), 0: none yet */
 	struct gw_call *next, *prev;
 };
 
@@ -233,6 +235,12 @@ struct session {
 
 	struct gw_call *calls;
 	int64_t next_token;
+	int64_t next_call; /* the calls' numbers in the audit log */
+	/* pressure.c: servers not read while the way to the client is full,
+	 * and the lines shed to it that a record counted */
+	size_t paused_servers;
+	uint64_t shed_told;
+	bool told_audit; /* the person was told the audit log fails */
 	/* asks.c: the questions servers may still put to the client now, and
 	 * when the bucket last refilled */
 	int64_t asks_tokens;
@@ -248,9 +256,7 @@ struct session {
 	int64_t stop_deadline; /* from the session's end: stop_timeout from then */
 	int signal;
 	bool signals_elsewhere; /* session_options' */
-	/* Not NULL (internal/gateway/gateway_test.c only): each server's start
-	 * thread runs this instead of gw_server_start_thread, and no runtime
-	 * is needed; it ends with gw_server_start_on_fds */
+	/* session_options' start_thread (tests and fuzzing only), or NULL */
 	void *(*start_thread)(void *srv);
 	/* instance.c: the listener's instances, where this session attaches its
 	 * shared and exclusive servers (or NULL); and, in the session that is
@@ -286,11 +292,12 @@ struct rpc_peer_config gw_server_peer_config(struct gw_server *srv, const char *
 void *gw_server_start_thread(void *arg);
 void gw_server_started(struct loop *loop, void *data); /* loop_post callback */
 void gw_server_watch_stderr(struct loop *loop, void *data);
-/* What a start thread that succeeded leaves, with no runtime (for
- * gateway_test.c's start_thread): srv's MCP peer on in_fd and out_fd (owned
- * from here, also on failure), info and tools as its initialize and
- * tools/list answered (both taken), its live hash; then the start is handed
- * to the loop as gw_server_start_thread hands it. */
+/* What a start thread that succeeded leaves, with no runtime (for the
+ * start_thread of gateway_test.c and the session fuzzer): srv's MCP peer on
+ * in_fd and out_fd (owned from here, also on failure), info and tools as its
+ * initialize and tools/list answered (both taken), its live hash, and for a
+ * server of 2026-07-28 (info's version) the request meta naming it; then
+ * the start is handed to the loop as gw_server_start_thread hands it. */
 void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
                             struct mcp_server_info *info, struct json_value *tools);
 /* On the loop's thread: close its input and hand the rest of its end to a
@@ -405,8 +412,12 @@ struct gw_waiting {
 };
 /* msg (moved from) waits for srv's start to end, a lazy srv being started
  * now; srv NULL: a list that waits for every server's first start, at
- * most GW_LIST_WAIT_MS. Refused (answered) when GW_WAITING_MAX wait. */
-void gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv);
+ * most GW_LIST_WAIT_MS. Refused (answered; false) when GW_WAITING_MAX
+ * wait. */
+bool gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv);
+/* msg (moved from) waits for the starts under way (lazy servers its list
+ * started) to end, at most start_timeout */
+void gw_wait_starts(struct session *s, struct rpc_msg *msg);
 /* srv's start ended (ready or not): what waited for it is dispatched again,
  * and once every server's first start ended, the lists too */
 void gw_waiting_settled(struct session *s, struct gw_server *srv);
@@ -437,6 +448,12 @@ void gw_listens_free(struct session *s);
  * resources/subscribe (or unsubscribe) when that server is of 2025-11-25
  * and offers subscriptions; false when no server can take it */
 bool gw_relay_listen_subscribe(struct session *s, const char *uri, bool subscribe);
+
+/* pressure.c: the way to the client full, the servers feeding it are not
+ * read, the noisiest first; read again once it drained (every turn of the
+ * loop). _end: what the client did not get, recorded at the session's end */
+void gw_pressure(struct session *s);
+void gw_pressure_end(struct session *s);
 
 /* asks.c: questions servers put to the client (elicitation, sampling,
  * roots; either era, every way of asking): at most GW_ASKS_PER_CALL within

@@ -62,6 +62,10 @@ struct session_options {
 	/* Not NULL: the audit log goes under AUDIT_DIR/sessions/ instead of
 	 * STATE_DIR/sessions/ (review's, which are not client sessions) */
 	const char *audit_dir;
+	/* Not NULL (tests and fuzzing only): each server's start thread runs
+	 * this instead of starting it through the driver; it ends with
+	 * gw_server_start_on_fds, and no runtime is needed */
+	void *(*start_thread)(void *srv);
 };
 
 /* Create the session: open its audit log, sweep what dead mcpgate processes

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -27,33 +26,10 @@
 #include "internal/base/testing.h"
 #include "internal/base/xalloc.h"
 #include "internal/gateway/gateway-internal.h"
+#include "internal/gateway/gateway_fakes.h"
 
 #define WAIT_MS 10000
-#define IMAGE   "example.org/fake@sha256:" HEX64
 #define HEX64   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-
-/* ---- JSON in tests: single quotes stand for double ones ------------------ */
-
-static char *unquote(const char *fmt)
-{
-	char *s = xstrdup(fmt);
-	for (char *p = s; *p != '\0'; p++)
-		if (*p == '\'')
-			*p = '"';
-	return s;
-}
-
-static struct json_value *parse_q(const char *text)
-{
-	char *t = unquote(text);
-	struct json_value *v = NULL;
-	if (json_parse(t, strlen(t), NULL, &v, NULL) < 0) {
-		fprintf(stderr, "bad JSON in the test: %s\n", t);
-		abort();
-	}
-	free(t);
-	return v;
-}
 
 /* Strings the checks compare, kept for the next 63 calls */
 static char *ring[64];
@@ -112,81 +88,17 @@ static bool has(const char *hay, const char *needle)
 	return hay != NULL && strstr(hay, needle) != NULL;
 }
 
-/* ---- fakes: the test's end of a socketpair -------------------------------- */
+/* ---- fakes: the test's end of a socketpair (gateway_fakes.h) ------------- */
 
-struct fake {
-	char name[32];     /* its server's name, or "client" */
-	int fd;            /* the test's end */
-	int gw_in;         /* the gateway's ends, until it takes them */
-	int gw_out;        /* (one socket, two fds: the peer watches each alone) */
-	const char *caps;  /* a server's initialize capabilities */
-	const char *tools; /* a server's tools/list array */
-	struct rpc_reader reader;
-	char *last; /* the last line read, for messages */
-	bool eof;
-	int hold_rd, hold_wr; /* a server's start waits for a byte here (fake_hold) */
-};
-
-static void fake_open(struct fake *f, const char *name, const char *caps, const char *tools)
-{
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		abort();
-	memset(f, 0, sizeof(*f));
-	snprintf(f->name, sizeof(f->name), "%s", name);
-	f->fd = sv[1];
-	f->gw_in = sv[0];
-	f->gw_out = fcntl(sv[0], F_DUPFD_CLOEXEC, 3);
-	if (f->gw_out < 0 || fcntl(f->fd, F_SETFL, O_NONBLOCK) < 0)
-		abort();
-	f->caps = caps;
-	f->tools = tools;
-	f->hold_rd = f->hold_wr = -1;
-	rpc_reader_init(&f->reader, 0);
-}
-
-/* The server's start waits until fake_release */
-static void fake_hold(struct fake *f)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		abort();
-	f->hold_rd = p[0];
-	f->hold_wr = p[1];
-}
-
-static void fake_release(struct fake *f)
-{
-	if (f->hold_wr >= 0 && write(f->hold_wr, "", 1) != 1)
-		abort();
-}
-
-static void fake_close(struct fake *f)
-{
-	if (f->fd >= 0)
-		close(f->fd);
-	if (f->gw_in >= 0)
-		close(f->gw_in);
-	if (f->gw_out >= 0)
-		close(f->gw_out);
-	if (f->hold_rd >= 0)
-		close(f->hold_rd);
-	if (f->hold_wr >= 0)
-		close(f->hold_wr);
-	f->fd = f->gw_in = f->gw_out = f->hold_rd = f->hold_wr = -1;
-	rpc_reader_free(&f->reader);
-	free(f->last);
-	f->last = NULL;
-}
-
-static void fake_send(struct fake *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fake_send(struct fake *f, const char *fmt, ...)
+static void fake_send(struct gw_fake *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fake_send(struct gw_fake *f, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	cleanup_free char *text = xvasprintf(fmt, ap);
 	va_end(ap);
-	char *line = unquote(text);
+	char *line = gw_fake_unquote(text);
 	/* every line a fake sends is JSON, unless a test means otherwise: an
 	 * apostrophe in a text would make it a bad line, which proves nothing */
 	struct json_value *check = NULL;
@@ -199,24 +111,13 @@ static void fake_send(struct fake *f, const char *fmt, ...)
 	line = xrealloc(line, n + 2);
 	line[n] = '\n';
 	line[n + 1] = '\0';
-	for (size_t off = 0; off <= n;) {
-		ssize_t w = write(f->fd, line + off, n + 1 - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN) {
-			poll(&(struct pollfd){.fd = f->fd, .events = POLLOUT}, 1, 100);
-			continue;
-		}
-		if (w < 0)
-			break; /* the gateway closed it: what it would have read is lost */
-		off += (size_t)w;
-	}
+	gw_fake_write_all(f, line, n + 1);
 	free(line);
 }
 
 /* The next message from the gateway on f, parsed into out (rpc_msg_free it);
  * false when none came within WAIT_MS or the gateway closed its end */
-static bool fake_next(struct fake *f, struct rpc_msg *out)
+static bool fake_next(struct gw_fake *f, struct rpc_msg *out)
 {
 	memset(out, 0, sizeof(*out));
 	int64_t deadline = rpc_now_ms() + WAIT_MS;
@@ -244,9 +145,7 @@ static bool fake_next(struct fake *f, struct rpc_msg *out)
 		struct pollfd p = {.fd = f->fd, .events = POLLIN};
 		if (poll(&p, 1, (int)left) <= 0)
 			continue;
-		ssize_t r = rpc_reader_read_fd(&f->reader, f->fd, NULL);
-		if (r == 0 || r == -1)
-			f->eof = true;
+		gw_fake_read(f);
 	}
 }
 
@@ -258,8 +157,8 @@ struct fixture {
 	char dir[64]; /* state, data and workspace */
 	struct cfg *cfg;
 	struct session *s;
-	struct fake client;
-	struct fake servers[FAKES_MAX];
+	struct gw_fake client;
+	struct gw_fake servers[FAKES_MAX];
 	size_t nservers;
 	pthread_t thread;
 	int run_result;
@@ -323,24 +222,14 @@ static bool audit_wait(const char *line, const char *other)
 static void *fake_start(void *arg)
 {
 	struct gw_server *srv = arg;
-	struct fake *f = NULL;
+	struct gw_fake *f = NULL;
 	for (size_t i = 0; i < current->nservers && f == NULL; i++)
 		if (strcmp(current->servers[i].name, srv->cfg->name) == 0)
 			f = &current->servers[i];
 	if (f == NULL)
 		abort();
-	struct mcp_server_info info = {
-	    .protocol_version = xstrdup(MCP_PROTOCOL_LATEST),
-	    .name = xstrdup(f->name),
-	    .version = xstrdup("1.0"),
-	    .capabilities = parse_q(f->caps),
-	};
-	char byte;
-	if (f->hold_rd >= 0 && read(f->hold_rd, &byte, 1) != 1)
-		abort();
-	int in = f->gw_in, out = f->gw_out;
-	f->gw_in = f->gw_out = -1;
-	gw_server_start_on_fds(srv, in, out, &info, parse_q(f->tools));
+	gw_fake_await_release(f);
+	gw_fake_hand_over(srv, f);
 	return NULL;
 }
 
@@ -353,17 +242,6 @@ static void *run(void *arg)
 		fprintf(stderr, "session_run: %s\n", mg_err_msg(err));
 	mg_err_free(err);
 	return NULL;
-}
-
-/* The manifest pin of a fake's tool list */
-static char *pin_of(const char *tools)
-{
-	struct json_value *t = parse_q(tools);
-	char hash[MANIFEST_HASH_LEN];
-	if (manifest_hash(t, hash, NULL) < 0)
-		abort();
-	json_free(t);
-	return xstrdup(hash);
 }
 
 /* The client's next message that is not one of mcpgate's own notices
@@ -388,8 +266,8 @@ static bool client_next(struct fixture *x, struct rpc_msg *out)
 
 /* Each expect_* reads the next message and checks its kind (and method);
  * on a mismatch or silence one failing line says what came instead */
-static bool expect_kind(struct fixture *x, struct fake *f, enum rpc_kind kind, const char *method,
-                        struct rpc_msg *out, const char *what)
+static bool expect_kind(struct fixture *x, struct gw_fake *f, enum rpc_kind kind,
+                        const char *method, struct rpc_msg *out, const char *what)
 {
 	bool got = f == &x->client ? client_next(x, out) : fake_next(f, out);
 	if (!got) {
@@ -409,13 +287,13 @@ static bool expect_kind(struct fixture *x, struct fake *f, enum rpc_kind kind, c
 	return ok;
 }
 
-static bool expect_request(struct fixture *x, struct fake *f, const char *method,
+static bool expect_request(struct fixture *x, struct gw_fake *f, const char *method,
                            struct rpc_msg *out, const char *what)
 {
 	return expect_kind(x, f, RPC_REQUEST, method, out, what);
 }
 
-static bool expect_notification(struct fixture *x, struct fake *f, const char *method,
+static bool expect_notification(struct fixture *x, struct gw_fake *f, const char *method,
                                 struct rpc_msg *out, const char *what)
 {
 	return expect_kind(x, f, RPC_NOTIFICATION, method, out, what);
@@ -427,7 +305,7 @@ static bool expect_response(struct fixture *x, struct rpc_msg *out, const char *
 }
 
 /* A fake server's answer to a tools/call: one text item */
-static void answer_text(struct fake *f, const struct json_value *id, const char *text)
+static void answer_text(struct gw_fake *f, const struct json_value *id, const char *text)
 {
 	fake_send(f, "{'jsonrpc':'2.0','id':%s,'result':{'content':[{'type':'text','text':'%s'}]}}",
 	          jat(id, ""), text);
@@ -454,7 +332,7 @@ static void call_tool(struct fixture *x, const char *id, const char *tool, const
 
 /* A log line from a fake server: the marker that shows what it sent before
  * was not passed on (the client's next message is this one) */
-static bool marker_from(struct fixture *x, struct fake *f, const char *text, const char *what)
+static bool marker_from(struct fixture *x, struct gw_fake *f, const char *text, const char *what)
 {
 	fake_send(f,
 	          "{'jsonrpc':'2.0','method':'notifications/message','params':{'level':'info',"
@@ -470,7 +348,7 @@ static bool marker_from(struct fixture *x, struct fake *f, const char *text, con
 
 /* The gateway closed its end of f (it stopped that server) and sent it
  * nothing before */
-static bool expect_closed(struct fake *f, const char *what)
+static bool expect_closed(struct gw_fake *f, const char *what)
 {
 	struct rpc_msg m;
 	bool got = fake_next(f, &m);
@@ -484,7 +362,7 @@ static bool expect_closed(struct fake *f, const char *what)
 
 /* A call from the client that server f must get next: what it had been
  * sent before would have come first */
-static bool call_marker(struct fixture *x, struct fake *f, const char *tool, const char *what)
+static bool call_marker(struct fixture *x, struct gw_fake *f, const char *tool, const char *what)
 {
 	call_tool(x, "'marker'", tool, "{'text':'marker'}");
 	struct rpc_msg m;
@@ -499,24 +377,6 @@ static bool call_marker(struct fixture *x, struct fake *f, const char *tool, con
 		rpc_msg_free(&r);
 	}
 	return ok;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/* mcp.toml's [[server]] for one fake; pin: its live hash, NULL for none, or
- * another one */
-static char *server_toml(const char *name, const char *pin, const char *tools_toml)
-{
-	return xasprintf("[[server]]\nname = \"%s\"\ntransport = \"container\"\nimage = \"%s\"\n"
-	                 "%s%s%s%s\n",
-	                 name, IMAGE, pin != NULL ? "manifest = \"" : "", pin != NULL ? pin : "",
-	                 pin != NULL ? "\"\n" : "", tools_toml);
 }
 
 /* The names of a tools/list result, comma-separated */
@@ -560,7 +420,7 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 		}
 		kc_free(kc);
 	}
-	fake_open(&x->client, "client", NULL, NULL);
+	gw_fake_open(&x->client, "client", NULL, NULL);
 	struct session_options opt = {
 	    .cfg = x->cfg,
 	    .state_dir = x->dir,
@@ -571,6 +431,7 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 	    .owner = getpid(),
 	    .on_record = observe,
 	    .signals_elsewhere = true,
+	    .start_thread = fake_start,
 	};
 	x->client.gw_in = x->client.gw_out = -1; /* the session's now */
 	if (session_new(&opt, &x->s, &err) < 0) {
@@ -578,7 +439,6 @@ static bool gw_start(struct fixture *x, const char *mcp_toml, const char *client
 		mg_err_free(err);
 		return false;
 	}
-	x->s->start_thread = fake_start;
 	current = x;
 	pthread_mutex_lock(&audit_lock);
 	mg_buf_reset(&audit_seen);
@@ -638,19 +498,19 @@ static void gw_end(struct fixture *x)
 {
 	if (x->s != NULL) {
 		for (size_t i = 0; i < x->nservers; i++)
-			fake_release(&x->servers[i]); /* a start the test held ends now */
+			gw_fake_release(&x->servers[i]); /* a start the test held ends now */
 		shutdown(x->client.fd, SHUT_WR);
 		pthread_join(x->thread, NULL);
 		T_INT(x->run_result, 0, "the session ends in order when its client's input ends");
 		session_free(x->s);
 	}
 	for (size_t i = 0; i < x->nservers; i++)
-		fake_close(&x->servers[i]);
-	fake_close(&x->client);
+		gw_fake_close(&x->servers[i]);
+	gw_fake_close(&x->client);
 	cfg_free(x->cfg);
 	free(x->listed);
 	mg_buf_free(&x->notices);
-	nftw(x->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	gw_fake_remove_tree(x->dir);
 	current = NULL;
 	memset(x, 0, sizeof(*x));
 }
@@ -681,13 +541,13 @@ static void gw_end(struct fixture *x)
 /* alpha and beta, both approved, in that order */
 static bool start_two(struct fixture *x, const char *client_caps, const char *secret)
 {
-	fake_open(&x->servers[0], "alpha", ALPHA_CAPS, ALPHA_TOOLS);
-	fake_open(&x->servers[1], "beta", BETA_CAPS, BETA_TOOLS);
+	gw_fake_open(&x->servers[0], "alpha", ALPHA_CAPS, ALPHA_TOOLS);
+	gw_fake_open(&x->servers[1], "beta", BETA_CAPS, BETA_TOOLS);
 	x->nservers = 2;
-	cleanup_free char *pa = pin_of(ALPHA_TOOLS);
-	cleanup_free char *pb = pin_of(BETA_TOOLS);
-	cleanup_free char *a = server_toml("alpha", pa, ALPHA_SETTINGS);
-	cleanup_free char *b = server_toml("beta", pb, BETA_SETTINGS);
+	cleanup_free char *pa = gw_fake_pin(ALPHA_TOOLS);
+	cleanup_free char *pb = gw_fake_pin(BETA_TOOLS);
+	cleanup_free char *a = gw_fake_server_toml("alpha", pa, ALPHA_SETTINGS);
+	cleanup_free char *b = gw_fake_server_toml("beta", pb, BETA_SETTINGS);
 	cleanup_free char *toml = xasprintf("%s%s", a, b);
 	return gw_start(x, toml, client_caps, secret);
 }
@@ -859,7 +719,7 @@ static void test_ids(void)
 	struct rpc_msg up[NIDS];
 	bool got[NIDS];
 	for (size_t i = 0; i < NIDS; i++) {
-		struct json_value *id = parse_q(ids[i]);
+		struct json_value *id = gw_fake_json(ids[i]);
 		want_id[i] = xstrdup(jat(id, ""));
 		json_free(id);
 		cleanup_free char *args = xasprintf("{'text':'%zu'}", i);
@@ -1103,9 +963,42 @@ out:
 	gw_end(&x);
 }
 
+/* A server's answer to a call that is no CallToolResult (once an abort of
+ * the whole process): the call is an error naming the server, and the
+ * session goes on */
+static void test_result_not_object(void)
+{
+	struct fixture x = {0};
+	if (!start_two(&x, ELICIT, NULL))
+		goto out;
+	static const char *const results[] = {"null", "5", "[]", "'text'"};
+	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++) {
+		struct rpc_msg m, r;
+		call_tool(&x, "1", "alpha__echo", "{}");
+		if (!expect_request(&x, &x.servers[0], "tools/call", &m, results[i]))
+			continue;
+		fake_send(&x.servers[0], "{'jsonrpc':'2.0','id':%s,'result':%s}", jat(m.id, ""),
+		          results[i]);
+		rpc_msg_free(&m);
+		if (expect_response(&x, &r, results[i])) {
+			/* refused by the shapes before any handler saw it */
+			T_INT(r.error_code, RPC_INTERNAL_ERROR, "a result of %s is -32603",
+			      results[i]);
+			T_OK(has(r.error_message,
+			         "server alpha answered tools/call with a result "
+			         "that is not valid MCP: result must be an object"),
+			     "naming the server: %s", r.error_message);
+			rpc_msg_free(&r);
+		}
+	}
+	call_marker(&x, &x.servers[0], "alpha__echo", "the session goes on");
+out:
+	gw_end(&x);
+}
+
 /* ---- progress -------------------------------------------------------------- */
 
-static void progress(struct fake *f, const char *token, const char *message)
+static void progress(struct gw_fake *f, const char *token, const char *message)
 {
 	fake_send(f,
 	          "{'jsonrpc':'2.0','method':'notifications/progress','params':{'progressToken':"
@@ -1192,14 +1085,14 @@ out:
 static void test_startup_wait(void)
 {
 	struct fixture x = {0};
-	fake_open(&x.servers[0], "alpha", ALPHA_CAPS, ALPHA_TOOLS);
-	fake_open(&x.servers[1], "beta", BETA_CAPS, BETA_TOOLS);
+	gw_fake_open(&x.servers[0], "alpha", ALPHA_CAPS, ALPHA_TOOLS);
+	gw_fake_open(&x.servers[1], "beta", BETA_CAPS, BETA_TOOLS);
 	x.nservers = 2;
-	fake_hold(&x.servers[0]);
-	cleanup_free char *pa = pin_of(ALPHA_TOOLS);
-	cleanup_free char *pb = pin_of(BETA_TOOLS);
-	cleanup_free char *a = server_toml("alpha", pa, ALPHA_SETTINGS);
-	cleanup_free char *b = server_toml("beta", pb, BETA_SETTINGS);
+	gw_fake_hold(&x.servers[0]);
+	cleanup_free char *pa = gw_fake_pin(ALPHA_TOOLS);
+	cleanup_free char *pb = gw_fake_pin(BETA_TOOLS);
+	cleanup_free char *a = gw_fake_server_toml("alpha", pa, ALPHA_SETTINGS);
+	cleanup_free char *b = gw_fake_server_toml("beta", pb, BETA_SETTINGS);
 	cleanup_free char *toml = xasprintf("%s%s", a, b);
 	if (!gw_start(&x, toml, ELICIT, NULL))
 		goto out;
@@ -1221,7 +1114,7 @@ static void test_startup_wait(void)
 		      "ping is answered while a server starts; a call to it waits");
 		rpc_msg_free(&r);
 	}
-	fake_release(&x.servers[0]);
+	gw_fake_release(&x.servers[0]);
 	if (expect_notification(&x, &x.client, "notifications/tools/list_changed", &r,
 	                        "alpha is ready"))
 		rpc_msg_free(&r);
@@ -1387,6 +1280,42 @@ out:
 	gw_end(&x);
 }
 
+/* A line over line_max from a server fails its calls in flight, but not one
+ * whose question is with the person: it was never sent (once freed while
+ * the client still had the question, whose answer then used it) */
+static void test_long_line_while_asking(void)
+{
+	struct fixture x = {0};
+	x.config = "[mcp]\nline_max = 1024\n";
+	if (!start_two(&x, ELICIT, NULL))
+		goto out;
+	struct rpc_msg ask, m, r;
+	call_tool(&x, "'w'", "alpha__write", "{}");
+	if (!expect_confirm(&x, &ask, "a write call asks"))
+		goto out;
+	char pad[2048];
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	fake_send(&x.servers[0],
+	          "{'jsonrpc':'2.0','method':'notifications/message','params':{"
+	          "'level':'info','data':'%s'}}",
+	          pad);
+	answer_confirm(&x, &ask, "accept");
+	rpc_msg_free(&ask);
+	if (expect_request(&x, &x.servers[0], "tools/call", &m, "accepted after the long line")) {
+		T_STR(sat(m.params, "name"), "write",
+		      "the call asked about still goes once accepted");
+		answer_text(&x.servers[0], m.id, "written");
+		rpc_msg_free(&m);
+	}
+	if (expect_response(&x, &r, "its answer")) {
+		T_STR(jat(r.id, ""), "\"w\"", "and is answered");
+		rpc_msg_free(&r);
+	}
+out:
+	gw_end(&x);
+}
+
 /* A client that cannot ask is not offered what needs asking */
 static void test_no_elicitation(void)
 {
@@ -1425,14 +1354,14 @@ out:
 static void test_manifests(void)
 {
 	struct fixture x = {0};
-	fake_open(&x.servers[0], "alpha", ALPHA_CAPS, ALPHA_TOOLS);
-	fake_open(&x.servers[1], "beta", BETA_CAPS, BETA_TOOLS);
-	fake_open(&x.servers[2], "gamma", BETA_CAPS, BETA_TOOLS);
+	gw_fake_open(&x.servers[0], "alpha", ALPHA_CAPS, ALPHA_TOOLS);
+	gw_fake_open(&x.servers[1], "beta", BETA_CAPS, BETA_TOOLS);
+	gw_fake_open(&x.servers[2], "gamma", BETA_CAPS, BETA_TOOLS);
 	x.nservers = 3;
-	cleanup_free char *pin = pin_of(BETA_TOOLS);
-	cleanup_free char *a = server_toml("alpha", NULL, ALPHA_SETTINGS);
-	cleanup_free char *b = server_toml("beta", "sha256:" HEX64, BETA_SETTINGS);
-	cleanup_free char *c = server_toml("gamma", pin, BETA_SETTINGS);
+	cleanup_free char *pin = gw_fake_pin(BETA_TOOLS);
+	cleanup_free char *a = gw_fake_server_toml("alpha", NULL, ALPHA_SETTINGS);
+	cleanup_free char *b = gw_fake_server_toml("beta", "sha256:" HEX64, BETA_SETTINGS);
+	cleanup_free char *c = gw_fake_server_toml("gamma", pin, BETA_SETTINGS);
 	cleanup_free char *toml = xasprintf("%s%s%s", a, b, c);
 	if (!gw_start(&x, toml, ELICIT, NULL))
 		goto out;
@@ -1685,6 +1614,8 @@ int main(void)
 	test_ids();
 	test_cancel();
 	test_limits();
+	test_result_not_object();
+	test_long_line_while_asking();
 	test_progress();
 	test_startup_wait();
 	test_confirm();

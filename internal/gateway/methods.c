@@ -230,10 +230,12 @@ void gw_server_on_bad_line(struct rpc_peer *peer, const struct rpc_bad_line *bad
 	if (srv->state != GW_READY)
 		return;
 	/* the line may have been any call's answer: none of them can be trusted
-	 * to arrive, so each fails now with the reason */
+	 * to arrive, so each fails now with the reason. A call whose question is
+	 * with the client is not awaited from the server (it is not sent yet, or
+	 * answered with input requests), and that question's answer frees it. */
 	for (struct gw_call *c = s->calls, *next; c != NULL; c = next) {
 		next = c->next;
-		if (c->server != srv)
+		if (c->server != srv || c->awaiting_confirm)
 			continue;
 		cleanup_free char *key = rpc_id_key_int(c->upstream_id);
 		rpc_peer_cancel(srv->launch.peer, key);

@@ -439,6 +439,13 @@ void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
 	if (rpc_peer_new(in_fd, out_fd, &pc, &srv->launch.peer, &err) < 0 ||
 	    manifest_hash(srv->tools, srv->live_hash, &err) < 0)
 		srv->start_error = xstrdup(mg_err_msg(err));
+	if (srv->launch.peer != NULL && gw_server_modern(srv)) {
+		/* as mcp_start leaves a server of 2026-07-28: its requests say so */
+		struct json_value *meta = gw_fields(MCP_META_PROTOCOL_VERSION,
+		                                    json_new_string(MCP_PROTOCOL_MODERN), NULL);
+		rpc_peer_set_request_meta(srv->launch.peer, meta);
+		json_free(meta);
+	}
 	srv->ready_ms = proc_now_ms();
 	mg_err_free(err);
 	loop_post(srv->sess->loop, gw_server_started, srv);

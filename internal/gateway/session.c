@@ -72,6 +72,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->state_dir = xstrdup(opt->state_dir);
 	s->data_dir = xstrdup(opt->data_dir != NULL ? opt->data_dir : opt->state_dir);
 	s->config_error = opt->config_error != NULL ? xstrdup(opt->config_error) : NULL;
+	s->start_thread = opt->start_thread;
 	s->workspace_note = opt->workspace_note != NULL ? xstrdup(opt->workspace_note) : NULL;
 	if (opt->session_id != NULL) {
 		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
@@ -374,6 +375,7 @@ void gw_server_start(struct gw_server *srv)
 	if (srv->state == GW_IDLE) {
 		json_free(srv->pinned); /* offered from here while it starts */
 		srv->pinned = steal_pointer(&srv->tools);
+		srv->settled = false; /* what waits for the starts waits for it */
 	}
 	json_free(steal_pointer(&srv->tools));
 	free(steal_pointer(&srv->start_error));
@@ -586,6 +588,7 @@ static int session_finish(struct session *s, int r, struct mg_err **err)
 	}
 	if (r == 0 && flush_client(s, err) < 0)
 		r = -1;
+	gw_pressure_end(s);
 	audit_report_dropped(s->audit);
 	audit_record(s->audit, "session.end",
 	             gw_fields("reason",
@@ -613,6 +616,7 @@ int session_run(struct session *s, struct mg_err **err)
 		for (size_t i = 0; i < s->nservers; i++)
 			if (s->servers[i].launch.peer != NULL && s->servers[i].state == GW_READY)
 				rpc_peer_expire(s->servers[i].launch.peer, now);
+		gw_pressure(s);
 	}
 	return session_finish(s, r, err);
 }

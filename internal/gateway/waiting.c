@@ -88,13 +88,13 @@ static void arm_list_timer(struct session *s)
 	}
 }
 
-void gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv)
+bool gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv)
 {
 	if (s->nwaiting == GW_WAITING_MAX) {
 		gw_client_error(s, msg->id, RPC_SERVER_ERROR,
 		                "%d requests wait for servers that are starting; ask again",
 		                GW_WAITING_MAX);
-		return;
+		return false;
 	}
 	if (s->waiting == NULL)
 		s->waiting = xcalloc(GW_WAITING_MAX, sizeof(*s->waiting));
@@ -106,6 +106,18 @@ void gw_wait(struct session *s, struct rpc_msg *msg, struct gw_server *srv)
 		arm_list_timer(s);
 	else if (srv->state == GW_IDLE)
 		gw_server_start(srv); /* start = "lazy": its first use starts it */
+	return true;
+}
+
+void gw_wait_starts(struct session *s, struct rpc_msg *msg)
+{
+	if (!gw_wait(s, msg, NULL))
+		return;
+	/* bounded as a call's wait is, by the start deadline */
+	struct gw_waiting *w = &s->waiting[s->nwaiting - 1];
+	w->deadline_ms =
+	    proc_now_ms() + (int64_t)s->cfg->mcp.start_timeout * 1000 + GW_START_GRACE_MS;
+	arm_list_timer(s);
 }
 
 void gw_waiting_settled(struct session *s, struct gw_server *srv)

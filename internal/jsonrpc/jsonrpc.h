@@ -265,6 +265,18 @@ int rpc_peer_attach(struct rpc_peer *peer, struct loop *loop, struct mg_err **er
 /* Attached: read nothing more (in_fd is no longer watched); queued output
  * still goes. */
 void rpc_peer_stop_reading(struct rpc_peer *peer);
+/* Attached: read nothing for now (paused), or again: what the other side
+ * writes waits in its pipe (backpressure; nothing is lost) */
+void rpc_peer_pause_reading(struct rpc_peer *peer, bool paused);
+bool rpc_peer_paused(const struct rpc_peer *peer);
+/* Bytes read from the other side so far */
+uint64_t rpc_peer_bytes_read(const struct rpc_peer *peer);
+/* Lines refused so far because the write queue was full: a response may
+ * take the queue past write_queue_max into as much again, every other line
+ * is refused there (and counted here) */
+uint64_t rpc_peer_shed(const struct rpc_peer *peer);
+/* Responses queued and not wholly written yet */
+size_t rpc_peer_queued_responses(const struct rpc_peer *peer);
 
 const char *rpc_peer_name(const struct rpc_peer *peer);
 int rpc_peer_in_fd(const struct rpc_peer *peer);

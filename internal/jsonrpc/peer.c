@@ -68,6 +68,16 @@ struct rpc_peer {
 	struct loop *loop;
 	uint32_t in_events, out_events;
 	bool no_reading; /* rpc_peer_stop_reading() */
+	bool paused;     /* rpc_peer_pause_reading() */
+
+	/* what went through: bytes read, lines shed, and where each queued
+	 * response ends in the stream of bytes queued (to count those not
+	 * written yet) */
+	uint64_t bytes_read;
+	uint64_t shed;
+	uint64_t queued_total, written_total;
+	uint64_t *response_ends;
+	size_t nresponse_ends, response_ends_cap;
 
 	int64_t next_id;
 	struct rpc_pending **buckets;
@@ -232,26 +242,49 @@ void rpc_peer_set_filter(struct rpc_peer *p, mg_text_filter fn, void *data)
 	p->filter_data = data;
 }
 
-static int queue_raw(struct rpc_peer *p, const char *line, size_t len, struct mg_err **err);
+static int queue_raw(struct rpc_peer *p, const char *line, size_t len, size_t max,
+                     struct mg_err **err);
 
-/* Every line that leaves passes the filter, whichever way it was made */
-static int queue_append(struct rpc_peer *p, const char *line, size_t len, struct mg_err **err)
+/* Every line that leaves passes the filter, whichever way it was made. A
+ * response may go past write_queue_max, into as much again: what the other
+ * side asked for is never dropped while it may still read (its peer's owner
+ * stops feeding the queue long before: the session's backpressure); any
+ * other line past it is refused, and counted as shed. */
+static int queue_append(struct rpc_peer *p, const char *line, size_t len, bool response,
+                        struct mg_err **err)
 {
+	size_t max = p->cfg.write_queue_max;
+	if (response)
+		max = max > SIZE_MAX / 2 ? SIZE_MAX : max * 2;
 	size_t clean_len = 0;
 	char *clean =
 	    p->filter != NULL && len > 0 ? p->filter(line, len, &clean_len, p->filter_data) : NULL;
-	if (clean == NULL)
-		return queue_raw(p, line, len, err);
-	int r = queue_raw(p, clean, clean_len, err);
+	int r = clean == NULL ? queue_raw(p, line, len, max, err)
+	                      : queue_raw(p, clean, clean_len, max, err);
+	size_t queued = clean == NULL ? len : clean_len;
 	free(clean);
-	return r;
+	if (r < 0) {
+		p->shed++;
+		return -1;
+	}
+	p->queued_total += queued;
+	if (response) {
+		if (p->nresponse_ends == p->response_ends_cap) {
+			p->response_ends_cap =
+			    p->response_ends_cap > 0 ? 2 * p->response_ends_cap : 16;
+			p->response_ends = xreallocarray(p->response_ends, p->response_ends_cap,
+			                                 sizeof(*p->response_ends));
+		}
+		p->response_ends[p->nresponse_ends++] = p->queued_total;
+	}
+	return 0;
 }
 
-static int queue_raw(struct rpc_peer *p, const char *line, size_t len, struct mg_err **err)
+static int queue_raw(struct rpc_peer *p, const char *line, size_t len, size_t max,
+                     struct mg_err **err)
 {
 	if (len == 0)
 		return 0;
-	size_t max = p->cfg.write_queue_max;
 	if (len > max || p->qlen > max - len)
 		return mg_err_set(err,
 		                  "the write queue to %s is full (%zu bytes waiting, limit %zu)",
@@ -313,7 +346,7 @@ static void watches_update(struct rpc_peer *p)
 {
 	if (p->loop == NULL)
 		return;
-	uint32_t in = !p->in_closed && !p->no_reading ? EPOLLIN : 0;
+	uint32_t in = !p->in_closed && !p->no_reading && !p->paused ? EPOLLIN : 0;
 	uint32_t out = rpc_peer_wants_write(p) ? EPOLLOUT : 0;
 	if (p->in_fd == p->out_fd) {
 		watch_set(p, p->in_fd, &p->in_events, in | out);
@@ -371,6 +404,37 @@ void rpc_peer_stop_reading(struct rpc_peer *p)
 	watches_update(p);
 }
 
+void rpc_peer_pause_reading(struct rpc_peer *p, bool paused)
+{
+	if (p == NULL || p->paused == paused)
+		return;
+	p->paused = paused;
+	watches_update(p);
+}
+
+bool rpc_peer_paused(const struct rpc_peer *p)
+{
+	return p->paused;
+}
+
+uint64_t rpc_peer_bytes_read(const struct rpc_peer *p)
+{
+	return p->bytes_read;
+}
+
+uint64_t rpc_peer_shed(const struct rpc_peer *p)
+{
+	return p->shed;
+}
+
+size_t rpc_peer_queued_responses(const struct rpc_peer *p)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->nresponse_ends; i++)
+		n += p->response_ends[i] > p->written_total;
+	return n;
+}
+
 /* The output broke: said once, to whoever asked */
 static void write_failed(struct rpc_peer *p)
 {
@@ -419,6 +483,16 @@ static int flush_queue(struct rpc_peer *p, struct mg_err **err)
 		}
 		p->qhead = (p->qhead + (size_t)w) % p->qcap;
 		p->qlen -= (size_t)w;
+		p->written_total += (size_t)w;
+		/* the responses wholly written are no longer waiting */
+		size_t done = 0;
+		while (done < p->nresponse_ends && p->response_ends[done] <= p->written_total)
+			done++;
+		if (done > 0) {
+			memmove(p->response_ends, p->response_ends + done,
+			        (p->nresponse_ends - done) * sizeof(*p->response_ends));
+			p->nresponse_ends -= done;
+		}
 	}
 	p->qhead = 0;
 	if (p->qcap > QUEUE_KEEP) {
@@ -439,21 +513,28 @@ size_t rpc_peer_queued_bytes(const struct rpc_peer *p)
 	return p->qlen;
 }
 
-int rpc_peer_send_line(struct rpc_peer *p, const char *line, size_t len, struct mg_err **err)
+static int send_one(struct rpc_peer *p, const char *line, size_t len, bool response,
+                    struct mg_err **err)
 {
 	if (len == 0 || line[len - 1] != '\n' || memchr(line, '\n', len - 1) != NULL)
 		return mg_err_set(err, "sending to %s: not one line ending in a newline", p->name);
 	if (p->out_broken)
 		return mg_err_sys(err, p->out_errno, "sending to %s", p->name);
-	if (queue_append(p, line, len, err) < 0)
+	if (queue_append(p, line, len, response, err) < 0)
 		return -1;
 	return rpc_peer_flush(p, err);
 }
 
-/* Build into a scratch buffer, then queue. */
-static int send_built(struct rpc_peer *p, struct mg_buf *b, int built, struct mg_err **err)
+int rpc_peer_send_line(struct rpc_peer *p, const char *line, size_t len, struct mg_err **err)
 {
-	int r = built < 0 ? -1 : rpc_peer_send_line(p, b->data, b->len, err);
+	return send_one(p, line, len, false, err);
+}
+
+/* Build into a scratch buffer, then queue. */
+static int send_built(struct rpc_peer *p, struct mg_buf *b, int built, bool response,
+                      struct mg_err **err)
+{
+	int r = built < 0 ? -1 : send_one(p, b->data, b->len, response, err);
 	mg_buf_free(b);
 	return r;
 }
@@ -462,21 +543,21 @@ int rpc_peer_send_result(struct rpc_peer *p, const struct json_value *id,
                          const struct json_value *result, struct mg_err **err)
 {
 	struct mg_buf b = MG_BUF_INIT(p->cfg.write_queue_max);
-	return send_built(p, &b, rpc_build_result(id, result, &b, err), err);
+	return send_built(p, &b, rpc_build_result(id, result, &b, err), true, err);
 }
 
 int rpc_peer_send_error(struct rpc_peer *p, const struct json_value *id, int64_t code,
                         const char *message, const struct json_value *data, struct mg_err **err)
 {
 	struct mg_buf b = MG_BUF_INIT(p->cfg.write_queue_max);
-	return send_built(p, &b, rpc_build_error(id, code, message, data, &b, err), err);
+	return send_built(p, &b, rpc_build_error(id, code, message, data, &b, err), true, err);
 }
 
 int rpc_peer_send_notification(struct rpc_peer *p, const char *method,
                                const struct json_value *params, struct mg_err **err)
 {
 	struct mg_buf b = MG_BUF_INIT(p->cfg.write_queue_max);
-	return send_built(p, &b, rpc_build_notification(method, params, &b, err), err);
+	return send_built(p, &b, rpc_build_notification(method, params, &b, err), false, err);
 }
 
 /* ---- requests ------------------------------------------------------------- */
@@ -530,7 +611,7 @@ int rpc_peer_send_request(struct rpc_peer *p, const char *method, const struct j
 	int r = rpc_build_request(id, method, with_meta != NULL ? with_meta : params, &b, err);
 	json_free(with_meta);
 	json_free(id);
-	if (r < 0 || queue_append(p, b.data, b.len, err) < 0) {
+	if (r < 0 || queue_append(p, b.data, b.len, false, err) < 0) {
 		mg_buf_free(&b);
 		return mg_err_wrap(err, "sending %s to %s", method, p->name);
 	}
@@ -861,6 +942,7 @@ int rpc_peer_read(struct rpc_peer *p, struct mg_err **err)
 			ret = RPC_READ_CLOSED;
 			break;
 		}
+		p->bytes_read += (uint64_t)n;
 		dispatch_lines(p);
 		taken += (size_t)n;
 		if (taken >= READ_BUDGET) {
@@ -953,6 +1035,7 @@ void rpc_peer_free(struct rpc_peer *p)
 	free(p->buckets);
 	free(p->heap);
 	free(p->q);
+	free(p->response_ends);
 	json_free(p->meta);
 	free(p->name);
 	free(p);

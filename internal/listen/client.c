@@ -95,6 +95,7 @@ struct lst_client *lst_client_new(struct lst *l, bool modern, struct mg_err **er
 	    .record_data = c->stats,
 	    .signals_elsewhere = true,
 	    .instances = l->instances,
+	    .start_thread = l->opt.start_thread,
 	};
 	if (session_new(&so, &c->session, err) < 0) {
 		c->session = NULL;

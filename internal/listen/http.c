@@ -696,6 +696,13 @@ static enum MHD_Result post_modern(struct lst *l, struct lst_req *r, struct rpc_
 	if (invalid != NULL)
 		return refuse_request(r, m->id, NULL, MHD_HTTP_BAD_REQUEST, RPC_INVALID_PARAMS,
 		                      "envelope", "%s", invalid);
+	/* the token is replaced by a number of the listener's below, and put
+	 * back on the progress: what is no token must not become one */
+	const struct json_value *asked = json_get(json_get(m->params, "_meta"), "progressToken");
+	if (asked != NULL && asked->kind != JSON_STRING && asked->kind != JSON_NUMBER)
+		return refuse_request(
+		    r, m->id, NULL, MHD_HTTP_BAD_REQUEST, RPC_INVALID_PARAMS, "token",
+		    "%.64s: params._meta.progressToken must be a string or a number", m->method);
 	cleanup_free char *why = modern_headers_mismatch(r, m);
 	if (why == NULL)
 		why = param_headers_mismatch(l, r, m);

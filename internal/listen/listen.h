@@ -83,6 +83,7 @@ struct lst_options {
 	const char *workspace_note;
 	const char *token_path; /* NULL: STATE_DIR/mcpgate/listener-token */
 	pid_t owner;
+	void *(*start_thread)(void *srv); /* session_options' (tests and fuzzing only) */
 };
 
 /* Bind, then serve until SIGTERM, SIGINT or SIGHUP, then end every session

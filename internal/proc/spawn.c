@@ -56,6 +56,10 @@ int proc_block_signals(struct mg_err **err)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGPIPE, &sa, NULL) < 0)
 		return mg_err_sys(err, errno, "ignoring SIGPIPE");
+	/* a file past RLIMIT_FSIZE is a failed write (EFBIG) the audit log
+	 * answers, not the end of the process */
+	if (sigaction(SIGXFSZ, &sa, NULL) < 0)
+		return mg_err_sys(err, errno, "ignoring SIGXFSZ");
 	return 0;
 }
 

@@ -20,7 +20,7 @@
 import { openSync } from "node:fs";
 import path from "node:path";
 
-import { sdkLoader, tap } from "./tap.mjs";
+import { sdkLoader, tap, toolsOnce } from "./tap.mjs";
 
 const o = { mcpgate: null, config: null, workspace: null, modules: null, stderr: null };
 const argv = process.argv.slice(2);
@@ -68,7 +68,9 @@ client.setRequestHandler(ElicitRequestSchema, async (req) => {
 
 try {
 	await client.connect(transport, { timeout: 120_000 });
-	const tools = (await client.listTools(undefined, { timeout: 180_000 })).tools.map((t) => t.name).sort();
+	const wanted = ["files__read_text_file", "files__write_file", "server-memory__read_graph"];
+	const tools = (await toolsOnce(client, (n) => wanted.every((x) => n.includes(x)),
+		{ timeout: 180_000 })).sort();
 	ok(["files__read_text_file", "files__write_file", "server-memory__read_graph"].every((t) => tools.includes(t)),
 		"the SDK client is offered the approved tools, the write tool too (it can ask)", tools);
 

@@ -28,7 +28,7 @@ import { openSync, closeSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { sdkLoader, tap } from "./tap.mjs";
+import { sdkLoader, tap, toolsOnce } from "./tap.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const top = path.resolve(here, "..", "..");
@@ -122,9 +122,9 @@ try {
 		throw e;
 	}
 
-	// the first list waits for every server to start (start_timeout)
-	const listed = await client.listTools(undefined, { timeout: 180_000 });
-	const names = listed.tools.map((t) => t.name);
+	// tools/list is answered with the servers that are ready: until its
+	// server's tools are there
+	const names = await toolsOnce(client, (n) => n.includes(`${S}__echo`), { timeout: 180_000 });
 	if (opts.verbose) note(`tools: ${names.join(", ")}`);
 	for (const tool of ["echo", "get-sum", "trigger-long-running-operation"])
 		ok(names.includes(`${S}__${tool}`), `tools/list offers ${S}__${tool}`, names);

@@ -10,7 +10,7 @@
 // Every request has a deadline; nothing here measures time.
 import { readFileSync } from "node:fs";
 
-import { sdkLoader, tap } from "./tap.mjs";
+import { sdkLoader, tap, toolsOnce } from "./tap.mjs";
 
 const o = { url: null, "token-file": null, modules: null };
 const argv = process.argv.slice(2);
@@ -45,8 +45,7 @@ try {
 	await client.connect(transport, opts);
 	t.ok(typeof transport.sessionId === "string" && transport.sessionId.length === 32,
 		"connected; the listener gave an Mcp-Session-Id", transport.sessionId);
-	const listed = await client.listTools({}, opts);
-	const names = listed.tools.map((x) => x.name);
+	const names = await toolsOnce(client, (n) => n.includes("alpha__echo"), opts, 60_000);
 	t.ok(names.includes("alpha__echo"), "tools/list names alpha__echo", names);
 	const r = await client.callTool({ name: "alpha__echo", arguments: { text: "through HTTP" } },
 		undefined, opts);

@@ -46,6 +46,21 @@ export function tap() {
 	return t;
 }
 
+// The names of the tools the client is offered once want(names) holds:
+// mcpgate answers tools/list at once with the servers that are ready and
+// tells of the rest as they come (docs/2026-12-02-never-wait.md), so a test
+// that wants a server's tools lists again until they are there, as a client
+// does on list_changed; the last list when ms pass first
+export async function toolsOnce(client, want, opts, ms = 180_000) {
+	const deadline = Date.now() + ms;
+	for (;;) {
+		const names = (await client.listTools(undefined, opts)).tools.map((x) => x.name);
+		if (want(names) || Date.now() > deadline)
+			return names;
+		await new Promise((r) => setTimeout(r, 200));
+	}
+}
+
 // import(spec) resolved from the node_modules folder `modules` (its
 // "require" build, the same API)
 export function sdkLoader(modules) {

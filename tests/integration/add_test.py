@@ -187,6 +187,7 @@ def test_scripts(base):
     s.mcpgate("approve", "scripted", "--tool", "built", "--on", "--effect", "read")
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     c.request("tools/list", timeout=180)
     got = text_of(c.call("scripted__built", {}, timeout=60))
     c.close(timeout=60)
@@ -284,6 +285,7 @@ def test(base):
 
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     names = sorted(x["name"] for x in c.request("tools/list", timeout=180)["result"]["tools"])
     t.ok(names == ["files__read_text_file", "files__write_file", "server-memory__read_graph"],
          "%s: a session offers what was approved" % RT, names)

@@ -69,6 +69,7 @@ def test(base, probe_image):
 
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
     notes = unavailable_notes(c)
     c.close(timeout=60)
@@ -91,6 +92,7 @@ def test(base, probe_image):
         t.ok(r.returncode == 0, "and approve", r.stderr)
         c = s.serve()
         c.initialize()
+        ct.wait_settled(s.state)
         names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
         c.close(timeout=60)
         t.ok(names == ["walled__echo"], "with the rule it names, the server starts", names)

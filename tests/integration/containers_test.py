@@ -22,6 +22,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mcpclient import Client, Tap, text_of  # noqa: E402
+from gwtest import wait_settled  # noqa: E402
 import listenclient  # noqa: E402
 
 RT = os.environ.get("MCPGATE_CONTAINER_TEST_RUNTIME", "podman")
@@ -287,6 +288,7 @@ def test_session(base, probe_image, busybox_image):
 
     c = s.serve()
     c.initialize()
+    wait_settled(s.state)
     names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
     t.ok(names == ["probe__echo", "probe__env", "probe__write_file", "probe__connect",
                    "probe__status"], "the contained server's tools are offered", names)
@@ -368,6 +370,7 @@ def test_unenforced(base, probe_image):
          r.stderr)
     c = s.serve()
     c.initialize()
+    wait_settled(s.state)
     names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
     notes = [n["params"]["data"] for n in c.notifications
              if n["method"] == "notifications/message"]
@@ -387,6 +390,7 @@ def test_unenforced(base, probe_image):
     s2.mcpgate("approve", "bare")
     c = s2.serve()
     c.initialize()
+    wait_settled(s2.state)
     names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
     c.close(timeout=60)
     rec = [x for x in s2.audit(s2.session_ids()[-1]) if x["event"] == "server.unenforced"]
@@ -403,6 +407,7 @@ def test_second_build_withheld(base, probe2_image, hash_):
     t.ok(r.returncode == 0, "the second build is pulled", r.stderr[-500:])
     c = s.serve()
     c.initialize()
+    wait_settled(s.state)
     names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
     t.ok(names == [], "a second build whose description differs is withheld", names)
     c.close(timeout=60)
@@ -420,6 +425,7 @@ def test_kill_and_sweep(base, probe_image, hash_):
                                    manifest=hash_))
     c = s.serve()
     c.initialize()
+    wait_settled(s.state)
     c.request("tools/list", timeout=120)
     sid = s.session_ids()[0]
     c.proc.send_signal(signal.SIGKILL)
@@ -431,6 +437,7 @@ def test_kill_and_sweep(base, probe_image, hash_):
          left)
     c2 = s.serve()
     c2.initialize()
+    wait_settled(s.state)
     c2.request("tools/list", timeout=120)
     left = labelled("containers", "mcpgate.session=" + sid)
     t.ok(left == [], "a new mcpgate sweeps what the dead one left", left)

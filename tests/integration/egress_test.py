@@ -212,6 +212,7 @@ def test_egress(base, probe_image, busybox_image):
 
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
     t.ok("probe__raw" in names, "the server with hosts starts behind its proxy", names)
     sid = s.session_ids()[0]
@@ -338,6 +339,7 @@ def test_egress(base, probe_image, busybox_image):
     # lifeline: kill -9 of mcpgate, the proxy goes
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     c.request("tools/list", timeout=120)
     sid2 = [x for x in s.session_ids() if x != sid][0]
     side = "mcpgate-probe-%s-egress" % sid2
@@ -353,6 +355,7 @@ def test_egress(base, probe_image, busybox_image):
     t.ok(gone, "killing mcpgate stops the proxy (its lifeline ends)")
     c2 = s.serve()  # the next mcpgate sweeps the rest (the probe, the networks)
     c2.initialize()
+    ct.wait_settled(s.state)
     c2.request("tools/list", timeout=120)
     c2.close(timeout=60)
     t.ok(ct.labelled("networks", "mcpgate.session=" + sid2) == [] and

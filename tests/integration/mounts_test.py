@@ -26,7 +26,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import containers_test as ct  # noqa: E402
-import gwtest  # noqa: E402
 from mcpclient import text_of  # noqa: E402
 
 t = ct.t
@@ -75,6 +74,7 @@ def test(base, probe_image, busybox_image):
 
         c = s.serve()
         c.initialize()
+        ct.wait_settled(s.state)
         c.request("tools/list", timeout=120)
         got = text_of(c.call("reader__read_file", {"path": "/workspace/shared/sub/marker"}))
         w = c.call("reader__write_file", {"path": "/workspace/shared/sub/x"})
@@ -106,6 +106,7 @@ def test(base, probe_image, busybox_image):
         for _ in range(SESSIONS):
             c = s.serve()
             c.initialize()
+            ct.wait_settled(s.state)
             names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
             if not names:
                 refused += 1
@@ -163,6 +164,7 @@ def test_root(base, probe_image):
     t.ok(r.returncode == 0, "%s: a server with the root read-only is approved" % RT, r.stderr)
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     c.request("tools/list", timeout=120)
     got = text_of(c.call("whole__read_file", {"path": "/workspace/README"}))
     w_root = c.call("whole__write_file", {"path": "/workspace/planted"})
@@ -219,7 +221,7 @@ def test_image_volume(base):
         before = volume_names()
         c = s.serve()
         c.initialize()
-        gwtest.wait_settled(s.state)
+        ct.wait_settled(s.state)
         c.request("tools/list", timeout=120)
         wrote = {v: text_of(c.call("vol__write_file", {"path": v + "/big", "text": big}))
                  for v in VOLUMES}
@@ -234,6 +236,7 @@ def test_image_volume(base):
             # the next mcpgate sweeps what the dead one left
             c2 = s.serve()
             c2.initialize()
+            ct.wait_settled(s.state)
             c2.request("tools/list", timeout=120)
             c2.close(timeout=60)
         else:
@@ -270,7 +273,7 @@ def test_image_volume(base):
         before = volume_names()
         c = s.serve()
         c.initialize()
-        gwtest.wait_settled(s.state)
+        ct.wait_settled(s.state)
         c.request("tools/list", timeout=120)
         notes = " ".join(n["params"]["data"] for n in c.notifications
                          if n["method"] == "notifications/message")

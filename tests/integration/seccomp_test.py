@@ -57,6 +57,7 @@ def test(base, probe_image):
     s.mcpgate("approve", "sc")
     c = s.serve()
     c.initialize()
+    ct.wait_settled(s.state)
     c.request("tools/list", timeout=120)
     b = json.loads(text_of(c.call("sc__syscalls", {}, timeout=60)))
     c.close(timeout=60)

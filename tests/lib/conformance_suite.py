@@ -105,8 +105,11 @@ def server_entry(image, extra="", era=OLD):
     """The fixture's [[server]] in mcp.toml, every tool on as read; it may
     relay what the era's scenarios ask of the client (sampling and
     elicitation; for 2026-07-28's input_required tools, roots too)"""
+    # start = "lazy": the suite lists right after initialize and never
+    # again, so the approved tools are offered from the pin at once, and the
+    # fixture starts at the first call (or list of its prompts or resources)
     s = ('[[server]]\nname = "fixture"\ntransport = "container"\nimage = "%s"\nnetwork = []\n'
-         'relay = [%s]\n' % (image, ", ".join('"%s"' % x for x in era.relay))) + extra
+         'relay = [%s]\nstart = "lazy"\n' % (image, ", ".join('"%s"' % x for x in era.relay))) + extra
     for tool in era.tools:
         s += '\n[server.tools.%s]\non = true\neffect = "read"\n' % tool
     return s

@@ -33,7 +33,7 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 
-import { sdkLoader, tap } from "../tap.mjs";
+import { sdkLoader, tap, toolsOnce } from "../tap.mjs";
 
 const o = {
 	sdk: null, modules: null, label: null, servers: null, negotiation: "default",
@@ -213,8 +213,9 @@ try {
 		}
 	}
 	t.ok(info?.name === "mcpgate", `${L}: the server the client sees is mcpgate`, info);
-	const listed = await client.listTools({}, opts);
-	const tools = listed.tools.map((x) => x.name);
+	const want = [...(servers.includes("sdk2") ? ["sdk2__echo"] : []),
+		...(servers.includes("fixture") ? ["fixture__test_simple_text"] : [])];
+	const tools = await toolsOnce(client, (n) => want.every((x) => n.includes(x)), opts, 120_000);
 	if (servers.includes("sdk2"))
 		await sdk2Server(tools);
 	if (servers.includes("fixture"))
