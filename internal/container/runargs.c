@@ -66,10 +66,11 @@ int ctr_push_mount(struct strv *a, const char *const *fields, size_t n, const ch
 		const char *f = fields[i];
 		const char *why = uncarried(f);
 		if (why != NULL) {
-			/* as it is: whatever shows the error renders it (mg_shown) */
+			/* it may be an image's words: rendered where it goes in */
+			cleanup_free char *shown = mg_shown(f, strlen(f));
 			mg_buf_free(&b);
 			return mg_err_set(err, "%s cannot be given to the runtime (--mount %s): %s",
-			                  what, f, why);
+			                  what, shown, why);
 		}
 		if (i > 0)
 			mg_buf_putc(&b, ',', NULL);
@@ -158,7 +159,8 @@ int ctr_push_volume_covers(const struct ctr_driver *d, struct strv *a,
 		return 0;
 	for (size_t i = 0; i < image->volumes.n; i++) {
 		const char *v = image->volumes.v[i];
-		const char *shown = v; /* as it is: whatever shows the error renders it */
+		/* the image's words, rendered where they go into mcpgate's text */
+		cleanup_free char *shown = mg_shown(v, strlen(v));
 		if (v[0] != '/')
 			return mg_err_set(
 			    err,
