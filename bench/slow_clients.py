@@ -103,8 +103,8 @@ def main():
         lst.stop()
         f.cleanup()
     print("mcpgate: %s" % os.environ["MCPGATE"])
-    print("token holder: %d GET /health, each on a new connection; unanswered: none "
-          "within %.0f s" % (requests, ANSWER_WITHIN))
+    print("token holder: %d GET /health, each on a new connection; unanswered: no "
+          "answer within %.0f s" % (requests, ANSWER_WITHIN))
     print("%-20s %6s %9s %9s %11s %6s %13s" % ("horde", "opened", "p50 ms", "p99 ms",
                                               "unanswered", "wrong", "slow ended"))
     for name, n, (times, unanswered, wrong), ended in rows:
