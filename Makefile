@@ -51,15 +51,19 @@ TOML_SRC = internal/toml/toml.c internal/toml/toml_tree.c internal/toml/toml_enc
            internal/toml/toml_change.c
 JSON_SRC = internal/json/json.c internal/json/canonical.c internal/json/compare.c internal/json/shape.c
 JSONRPC_SRC = internal/jsonrpc/frame.c internal/jsonrpc/message.c internal/jsonrpc/peer.c
-CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c \
+# a package name, the base set, the hints: what config and the gateway need of internal/debian
+DEB_NAMES_SRC = internal/debian/deb_name.c internal/debian/deb_hint.c
+CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/config/edit.c $(DEB_NAMES_SRC) \
              internal/config/suffix.c egress/addr.c
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
 	internal/container/forward.c internal/container/mounts.c internal/container/owner.c internal/container/seccomp.c \
-	internal/container/runargs.c internal/container/topology.c
+	internal/container/runargs.c internal/container/topology.c internal/container/cache.c internal/container/platform_key.c
 AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
+DEBIAN_SRC = internal/debian/deb_lock.c internal/debian/deb_file.c internal/debian/deb_apt.c \
+             internal/debian/deb_fixups.c internal/debian/deb_layer.c
 KEYCHAIN_SRC = internal/keychain/keychain.c internal/keychain/bindings.c
 MCP_SRC = internal/mcp/mcp_client.c internal/mcp/manifest.c internal/mcp/shapes.c
 CLIENTS_SRC = internal/clients/clients.c internal/clients/jsonc.c internal/clients/toml_edit.c \
@@ -71,9 +75,9 @@ LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/m
              internal/listen/client.c internal/listen/conns.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
-          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c
+          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c
 
-MCPGATE_SRC = $(CMD_SRC) $(CLIENTS_SRC) $(LISTEN_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
+MCPGATE_SRC = $(CMD_SRC) $(CLIENTS_SRC) $(LISTEN_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(DEBIAN_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
               $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) $(BASE_SRC)
 MCPGATE_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(PSL_LIBS) $(MHD_LIBS) -lpthread
 TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
@@ -81,7 +85,7 @@ TOML_DECODE_SRC = internal/toml/toml_decode.c $(TOML_SRC) $(BASE_SRC)
 # unit tests: name, then its sources, then the libraries it links
 UNIT_TESTS = base_test toml_test toml_encode_test json_test config_test config_edit_test proc_test container_test \
 	     jsonrpc_test mcp_test \
-	     keychain_test pack_test egress_test remote_test clients_test listen_test gateway_test \
+	     keychain_test pack_test debian_test egress_test remote_test clients_test listen_test gateway_test \
 	     confirm_state_test session_fuzz_replay
 base_test_SRC = internal/base/base_test.c $(BASE_SRC) $(TESTING_SRC)
 toml_test_SRC = internal/toml/toml_test.c $(TOML_SRC) $(BASE_SRC) $(TESTING_SRC)
@@ -105,6 +109,9 @@ keychain_test_SRC = internal/keychain/keychain_test.c $(KEYCHAIN_SRC) $(CONFIG_S
 keychain_test_LIBS = $(SODIUM_LIBS) $(PSL_LIBS)
 pack_test_SRC = internal/pack/pack_test.c $(PACK_SRC) $(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 pack_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
+debian_test_SRC = internal/debian/debian_test.c $(DEBIAN_SRC) $(DEB_NAMES_SRC) $(PACK_SRC) $(PROC_SRC) $(JSON_SRC) \
+	$(BASE_SRC) $(TESTING_SRC)
+debian_test_LIBS = $(ARCHIVE_LIBS) $(SODIUM_LIBS) $(YAJL_LIBS)
 remote_test_SRC = internal/remote/remote_test.c internal/remote/sse.c internal/remote/headers.c \
 	$(JSON_SRC) $(BASE_SRC) $(TESTING_SRC)
 remote_test_LIBS = $(YAJL_LIBS) $(SODIUM_LIBS)
@@ -160,6 +167,7 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h internal/gateway/confirm_state.h \
 	   internal/gateway/gateway_fakes.h fuzz/session_fuzz.h \
 	   cmd/mcpgate/setup.h internal/keychain/keychain.h internal/keychain/keychain-internal.h internal/pack/pack.h internal/pack/pack-internal.h \
+	   internal/debian/debian.h internal/debian/debian-internal.h \
 	   internal/remote/remote.h internal/listen/listen.h internal/listen/listen-internal.h \
 	   internal/clients/clients.h internal/clients/clients-internal.h \
 	   $(EGRESS_HDR)
@@ -381,4 +389,4 @@ install: all
 clean:
 	rm -rf build mcpgate toml-decode mcpgate-egress mcpgate-launch
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -name '*.d' -type f 2>/dev/null)

@@ -5,7 +5,7 @@
  * of every invocation (runtime-log.jsonl), the known images (images), the
  * containers and networks (containers/NAME, networks/NAME, one JSON object
  * each) and the knobs (run-fails, pull-fails, inspect-delay-ms,
- * rm-delay-ms). A container is DIR/mcpgate-probe run as a child with only
+ * rm-delay-ms, ps-hold). A container is DIR/mcpgate-probe run as a child with only
  * the --env variables. The argv[0] basename picks the flavour of messages
  * and exit codes ("docker", or podman for anything else). What is
  * supported is listed in fakes/README.md.
@@ -185,6 +185,14 @@ static long long knob_ms(const char *name)
 	}
 	free(text);
 	return ms;
+}
+
+/* The knob ps-hold: while it is there, ps waits (a minute at most), as a
+ * runtime busy with its store would; a test removes it to let ps go on */
+static void ps_hold(void)
+{
+	for (int i = 0; i < 6000 && file_exists("ps-hold"); i++)
+		sleep_ms(10);
 }
 
 /* Names of containers and networks become file names: podman's own rule. */
@@ -2019,8 +2027,10 @@ int main(int argc, char **argv)
 			return cmd_rm(&a);
 		if (strcmp(verb, "stop") == 0)
 			return cmd_stop(&a);
-		if (strcmp(verb, "ps") == 0 || (strcmp(verb, "ls") == 0 && sub != NULL))
+		if (strcmp(verb, "ps") == 0 || (strcmp(verb, "ls") == 0 && sub != NULL)) {
+			ps_hold();
 			return list_records(&a, "containers", 1);
+		}
 		if (strcmp(verb, "inspect") == 0 && sub != NULL)
 			return cmd_container_inspect(&a);
 		return unsupported(verb);

@@ -116,6 +116,10 @@ def main():
             (["npm:no-bin", "--env", "1BAD=x"], "--env 1BAD=x: give NAME=VALUE", None),
             (["npm:no-bin", "--name", "Bad Name"], "", None),
             (["npm:no-bin"], "no npm on this machine", "/nonexistent"),
+            # Debian's names are checked before npm is asked anything
+            (["npm:no-bin", "--with", "git", "--with", "Git"],
+             "--with \"Git\" is not a Debian package's name", None),
+            (["npm:no-bin", "--with", "git=1:2.39"], "--with \"git=1:2.39\" is not a Debian", None),
         ]
         for args, want, path in cases:
             r = add(*args, path=path)
@@ -195,6 +199,11 @@ def main():
         t.ok(r.returncode != 0 and "a server named taken is already in" in r.stderr and
              unchanged() and npm_calls() == [],
              "a name taken is refused before npm is asked anything", r.stderr[-300:])
+        r = add("npm:no-bin", "--with", "Not.Debian")
+        t.ok(r.returncode != 0 and "is not a Debian package's name" in r.stderr and
+             unchanged() and npm_calls() == [],
+             "a --with that is not a Debian name is refused before npm is asked anything",
+             r.stderr[-300:])
         r = add()
         t.ok(r.returncode == 2 and "what to add?" in r.stderr, "no source: a usage error",
              r.stderr)

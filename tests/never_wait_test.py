@@ -36,10 +36,10 @@ def server(name, tools=("echo",), args=None, extra="", manifest="pin"):
     return gwtest.server(name, PROBE_HASH if manifest == "pin" else manifest, tools, args, extra)
 
 
-def slow(f, ms):
-    """every start of f's servers ms slower (the fake runtime's image inspect)"""
-    with open(os.path.join(f.rt, "inspect-delay-ms"), "w") as fh:
-        fh.write("%d\n" % ms)
+def slow(ms, name="slow"):
+    """a server whose start takes ms longer (the probe reads nothing for
+    that long)"""
+    return server(name, args=["--start-delay", str(ms)])
 
 
 def names(r):
@@ -67,8 +67,7 @@ def wait_note(c, method, timeout=30):
 
 
 def test_never_wait():
-    f = Fixture(server("fast") + server("unapproved", manifest=None) + server("slow"))
-    slow(f, 1500)  # the image check of every start sleeps
+    f = Fixture(server("fast") + server("unapproved", manifest=None) + slow(1500))
     c = f.start()
     c.initialize()
     first = c.request("tools/list")
@@ -104,8 +103,7 @@ def test_never_wait():
 
     # a 2026-07-28 client without a listen: its list waits for the servers, a
     # little; one with a listen open for tools is answered at once
-    f = Fixture(server("fast") + server("slow"))
-    slow(f, 5000)
+    f = Fixture(slow(5000, "also_slow") + slow(5000))
     c = f.start()
     r = c.request("tools/list", modern_params({}))
     audit = f.audit()
@@ -114,8 +112,7 @@ def test_never_wait():
          "(GW_LIST_WAIT_MS), not for the slow servers", (r, [e["event"] for e in audit]))
     c.close()
     f.cleanup()
-    f = Fixture(server("fast") + server("slow"))
-    slow(f, 5000)
+    f = Fixture(slow(5000, "also_slow") + slow(5000))
     c = f.start()
     c.send({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
             "params": modern_params({"notifications": {"toolsListChanged": True}})})
@@ -256,8 +253,7 @@ def test_restart():
 
 
 def test_listener_first_request():
-    f = Fixture(server("fast") + server("slow"))
-    slow(f, 3000)
+    f = Fixture(server("fast") + slow(3000))
     lst = listenclient.Listener(f.argv(), f.env(), f.dir, f.state, "127.0.0.1:0")
     st, sid, init = lst.initialize("first")
     status, listing, _, _ = lst.rpc(sid, "tools/list")

@@ -150,8 +150,107 @@ def test_config_errors():
     f.cleanup()
 
 
+def cache_file(f):
+    return os.path.join(f.state, "mcpgate", "cache", "platform-podman.json")
+
+
+def infos(f):
+    return len([r for r in f.runtime_log() if r["argv"][1:2] == ["info"]])
+
+
+def platform_phase(f):
+    """how the last started server found the platform: kept or asked"""
+    ready = events(f.audit(), "server.ready") + events(f.audit(), "server.unavailable")
+    return ready[-1].get("phases", {}).get("platform") if ready else None
+
+
+def forge(f, mode, owner=None):
+    """the kept facts rewritten to say every limit holds, under their own key"""
+    path = cache_file(f)
+    with open(path) as fh:
+        kept = json.load(fh)
+    kept["body"]["rootless"] = False
+    kept["body"]["cgroup"] = 2
+    kept["body"]["unenforced"] = {}
+    os.unlink(path)
+    with open(path, "w") as fh:
+        json.dump(kept, fh)
+    os.chmod(path, mode)
+    if owner is not None:
+        os.chown(path, owner, owner)
+
+
+def test_kept():
+    """What the runtime enforces is kept between sessions (docs/2026-12-02-start-path.md),
+    keyed by what would change it; a changed containers.conf asks again, and a kept
+    file that is not private to this user is never believed"""
+    f = fixture(server("capped"))
+    names, _ = session(f)
+    t.ok(names == ["capped__echo"] and infos(f) == 1 and platform_phase(f) == "asked",
+         "the first session asks the runtime", (names, infos(f), platform_phase(f)))
+    st = os.stat(cache_file(f))
+    t.ok(st.st_mode & 0o777 == 0o600 and st.st_uid == os.geteuid(),
+         "and keeps its answer, private to the user (0600)", oct(st.st_mode))
+    names, _ = session(f)
+    t.ok(names == ["capped__echo"] and infos(f) == 1 and platform_phase(f) == "kept",
+         "the next session does not ask again", (names, infos(f), platform_phase(f)))
+
+    # the person makes podman rootless on cgroup v1 in their containers.conf
+    with open(os.path.join(f.rt, "info"), "w") as fh:
+        json.dump(ROOTLESS_V1, fh)
+    conf = os.path.join(f.dir, ".config", "containers")
+    os.makedirs(conf)
+    with open(os.path.join(conf, "containers.conf"), "w") as fh:
+        fh.write("[engine]\ncgroup_manager = \"cgroupfs\"\n")
+    names, notes = session(f)
+    t.ok(names == [] and infos(f) == 2 and platform_phase(f) == "asked" and
+         any("cannot hold here" in n for n in notes),
+         "a new containers.conf makes the facts be read again, and the refusal holds",
+         (names, infos(f), notes))
+    os.makedirs(os.path.join(conf, "containers.conf.d"))
+    with open(os.path.join(conf, "containers.conf.d", "50-more.conf"), "w") as fh:
+        fh.write("[containers]\n")
+    names, _ = session(f)
+    t.ok(names == [] and infos(f) == 3, "so does a file added to containers.conf.d",
+         infos(f))
+
+    # kept facts that say every limit holds, where the runtime says they do not
+    forge(f, 0o644)
+    names, notes = session(f)
+    t.ok(names == [] and infos(f) == 4 and platform_phase(f) == "asked",
+         "kept facts that others may read or write are not believed; the runtime is asked",
+         (names, infos(f)))
+    t.ok("is open to others (mode 0644)" in f.stderr_text(),
+         "and mcpgate says which file it did not use, and why", f.stderr_text()[-600:])
+    t.ok(os.stat(cache_file(f)).st_mode & 0o777 == 0o600, "the answer is kept afresh, 0600")
+    if os.geteuid() == 0:
+        forge(f, 0o600, owner=4242)
+        names, _ = session(f)
+        t.ok(names == [] and infos(f) == 5, "nor are kept facts of another user's",
+             (names, infos(f)))
+    else:
+        t.skip("kept facts of another user's", "needs root to make such a file")
+    path = cache_file(f)
+    forge(f, 0o600)
+    os.rename(path, path + ".forged")
+    os.symlink(path + ".forged", path)
+    before = infos(f)
+    names, _ = session(f)
+    t.ok(names == [] and infos(f) == before + 1 and platform_phase(f) == "asked",
+         "nor is a link to a file that says so", (names, infos(f)))
+    os.unlink(path)
+    with open(path, "w") as fh:
+        fh.write("not json")
+    os.chmod(path, 0o600)
+    names, _ = session(f)
+    t.ok(names == [] and infos(f) == before + 2, "and a kept file that is not JSON is asked "
+         "again", infos(f))
+    f.cleanup()
+
+
 PROBE_HASH = learn_probe_hash()
-for case in (test_refused, test_accepted, test_docker_and_unknown, test_config_errors):
+for case in (test_refused, test_accepted, test_docker_and_unknown, test_config_errors,
+             test_kept):
     try:
         case()
     except Exception as e:

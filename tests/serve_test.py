@@ -945,17 +945,21 @@ def test_missing_image():
     un = events(f.audit(), "server.unavailable")
     t.ok(len(un) == 1 and un[0]["server"] == "gone" and "mcpgate pull gone" in un[0]["reason"],
          "server.unavailable gives the reason", un)
-    runs = [r for r in f.runtime_log() if r["argv"][1:2] == ["run"]]
-    t.ok(len(runs) == 1, "nothing is run for it, and nothing is pulled",
-         [r["argv"][:2] for r in f.runtime_log()])
+    runs = [r["argv"] for r in f.runtime_log() if r["argv"][1:2] == ["run"]]
+    t.ok(len(runs) == 2 and all("--pull=never" in a for a in runs),
+         "its run, with --pull=never, fails for want of the image, and only then is the "
+         "image checked (docs/2026-12-02-start-path.md)", [a[:2] for a in runs])
+    t.ok(any(e.get("server") == "gone" for e in events(f.audit(), "server.start")) and
+         not any(e.get("server") == "gone" for e in events(f.audit(), "server.ready")),
+         "so nothing of it is offered", events(f.audit(), "server.ready"))
     t.ok(not any(r["argv"][1:2] == ["pull"] for r in f.runtime_log()), "a session never pulls")
     f.cleanup()
 
 
 def test_shared_start():
-    """servers of one image share its check: one image inspect per distinct
-    image, whatever the number of servers; the sweep and the runtime's info
-    once each, and start-up (the first tools/list) ends after the sweep"""
+    """no image is inspected before its run: only the image whose runs failed
+    is, once for both of its servers; the sweep and the runtime's info once
+    each, and the sweep comes after the starts"""
     other = "localhost:5000/other@sha256:" + "cd" * 32
     missing = "localhost:5000/missing@sha256:" + "ef" * 32
     servers = "".join(server("p%d" % i) for i in range(8))
@@ -974,9 +978,10 @@ def test_shared_start():
     for r in log:
         if r["argv"][1:3] == ["image", "inspect"]:
             inspects[r["argv"][-1]] = inspects.get(r["argv"][-1], 0) + 1
-    t.ok(inspects == {IMAGE: 1, other: 1, missing: 1},
-         "one image inspect per distinct image, for 12 servers", inspects)
-    t.ok(len([r for r in log if r["argv"][1:2] == ["run"]]) == 10, "ten runs",
+    t.ok(inspects == {missing: 1},
+         "one image inspect, of the image whose two runs failed, for 12 servers", inspects)
+    t.ok(len([r for r in log if r["argv"][1:2] == ["run"]]) == 12,
+         "twelve runs, none waiting for a check (two fail for want of their image)",
          [r["argv"][:2] for r in log])
     t.ok(len([r for r in log if r["argv"][1:2] == ["info"]]) == 1 and
          len([r for r in log if r["argv"][1:2] == ["ps"]]) == 1,
@@ -986,8 +991,38 @@ def test_shared_start():
          all("mcpgate pull " + u["server"] in u["reason"] for u in un),
          "each server of the missing image is told its own pull command", un)
     kinds = [e["event"] for e in f.audit()]
-    t.ok(kinds.count("sweep") == 1 and "server.registered" in kinds,
-         "the sweep runs once, beside the starts (no request waits for it)", kinds)
+    t.ok("sweep" in kinds and "server.registered" in kinds and
+         kinds.index("sweep") > kinds.index("server.registered"),
+         "the sweep runs once the starts are over, not before them", kinds)
+    f.cleanup()
+
+
+def test_sweep_holds_nothing():
+    """The sweep is on no start's path and holds no answer: while the
+    runtime's ps (the sweep's first command) does not answer, the first
+    tools/list is answered and a call goes through; the session's end waits
+    for the sweep, which is then recorded"""
+    f = Fixture(server("probe"))
+    hold = os.path.join(f.rt, "ps-hold")
+    open(hold, "w").close()
+    c = f.start()
+    try:
+        c.initialize()
+        f.wait_settled()
+        names = tool_names(c.request("tools/list"))
+        t.ok(names == ["probe__echo"], "the first tools/list is answered while ps is held",
+             names)
+        r = c.call("probe__echo", {"text": "beside the sweep"})
+        t.ok(r.get("result", {}).get("content", [{}])[0].get("text") == "beside the sweep",
+             "and a call goes through", r)
+        t.ok(events(f.audit(), "sweep") == [], "the sweep has not ended yet",
+             events(f.audit(), "sweep"))
+    finally:
+        os.unlink(hold)
+    status = c.close()
+    sweeps = events(f.audit(), "sweep")
+    t.ok(status == 0 and len(sweeps) == 1 and sweeps[0]["error"] is None,
+         "the session ends after the sweep, which is recorded", (status, sweeps))
     f.cleanup()
 
 
@@ -1066,6 +1101,10 @@ def test_sweep():
     c.initialize()
     f.wait_settled()
     c.request("tools/list")
+    # the sweep runs once the starts are over, beside the session
+    deadline = time.monotonic() + 30
+    while not events(f.audit(), "sweep") and time.monotonic() < deadline:
+        time.sleep(0.05)
     left = f.containers()
     t.ok("mcpgate-old-dead" not in left and "mcpgate-old-reboot" not in left,
          "a container of a dead mcpgate is swept (no such process now; another boot)", left)
@@ -1832,8 +1871,10 @@ def test_config_error():
 
 
 def slow_start(servers, ms, **fixture):
-    """a session whose every start is ms slower (the fake runtime's image
-    inspect sleeps), initialized"""
+    """a session whose every start is ms slower, initialized: the fake
+    runtime's image inspect sleeps, and on docker a start reads its image's
+    configuration (its VOLUMEs) before its run, the first time"""
+    fixture.setdefault("runtime", "docker")
     f = Fixture(servers, **fixture)
     with open(os.path.join(f.rt, "inspect-delay-ms"), "w") as fh:
         fh.write("%d\n" % ms)
@@ -2158,7 +2199,8 @@ def test_old_era_unchanged():
 
 def test_modern_during_start():
     """a 2026-07-28 request that comes while servers start waits for them"""
-    f = Fixture(server("alpha"))
+    # docker reads the image's configuration before its run: that is what is slow
+    f = Fixture(server("alpha"), runtime="docker")
     with open(os.path.join(f.rt, "inspect-delay-ms"), "w") as fh:
         fh.write("1500\n")
     c = f.start()
@@ -2179,7 +2221,7 @@ PROBE_HASH = learn_probe_hash()
 for case in (test_stderr_bad_byte, test_audit_cap, test_unpinned_fields, test_review_escapes, test_env_settings, test_workspace_note, test_secret_without_launcher, test_secret_every_path, test_sidecar_run_fails, test_egress_host_side, test_egress_record_cap, test_withheld, test_review_approve, test_review_sees_what_a_session_sees, test_review_one_pipeline, test_trace_context, test_modern_server, test_modern_server_asks, test_old_server_asks_modern_client, test_modern_listen, test_modern_listen_resources, test_modern_server_ttl, test_modern_server_slow, test_confirmation,
              test_list_changed, test_retire_while_rm_runs, test_stop_concurrently, test_basic_session, test_parallel_start, test_registration_order, test_crash,
              test_huge_and_garbage, test_overlong_at_start, test_credentials, test_missing_image, test_shared_start, test_all_tools_off,
-             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
+             test_shutdown_ignores_eof, test_signal, test_sweep, test_sweep_holds_nothing, test_sweep_pid_namespace, test_not_dumpable, test_bad_client_lines,
              test_config_error, test_calls_during_start, test_modern_client,
              test_modern_confirmation, test_old_era_unchanged, test_modern_during_start):
     try:

@@ -441,73 +441,12 @@ static void scripts_skipped(const char *dir, struct strv *out)
 	json_free(v);
 }
 
-/* ---- the node layer ------------------------------------------------------ */
-
-int add_ldd_libs(const char *binary, struct strv *adds, struct mg_err **err)
-{
-	const char *ldd_argv[] = {"/usr/bin/ldd", binary, NULL};
-	const char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
-	struct proc_result res;
-	if (proc_run(ldd_argv, env, 30000, 1 << 20, &res, err) < 0) {
-		proc_result_free(&res);
-		return mg_err_wrap(err, "ldd %s", binary);
-	}
-	int r = 0;
-	size_t had = adds->n;
-	if (!(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0))
-		r = mg_err_set(err, "ldd %s failed: %s", binary, mg_buf_str(&res.err));
-	for (char *line = res.out.data; r == 0 && line != NULL && *line != '\0';) {
-		char *nl = strchr(line, '\n');
-		if (nl != NULL)
-			*nl = '\0';
-		char *arrow = strstr(line, "=> ");
-		char *path = arrow != NULL ? arrow + 3 : line;
-		while (*path == ' ' || *path == '\t')
-			path++;
-		if (*path == '/') {
-			char *end = strchr(path, ' ');
-			if (end != NULL)
-				*end = '\0';
-			strv_pushf(adds, "%s:%s", path, path);
-		}
-		line = nl != NULL ? nl + 1 : NULL;
-	}
-	proc_result_free(&res);
-	if (r == 0 && adds->n == had)
-		r = mg_err_set(err, "ldd %s listed no libraries: is it a program for this machine?",
-		               binary);
-	return r;
-}
-
-/* node and what `ldd` says it loads, each "PATH:PATH" for --base-add. ldd runs
- * the host's loader on the host's node: the person's own programs. */
-static int node_layer(const char *node, struct strv *adds, char **version, struct mg_err **err)
-{
-	const char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
-	struct proc_result res;
-	strv_pushf(adds, "%s:/usr/bin/node", node);
-	if (add_ldd_libs(node, adds, err) < 0)
-		return -1;
-	/* TLS to a listed host needs the CA bundle */
-	if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
-		strv_push(adds,
-		          "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt");
-	const char *v_argv[] = {node, "--version", NULL};
-	if (proc_run(v_argv, env, 30000, 4096, &res, err) < 0 ||
-	    !(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)) {
-		proc_result_free(&res);
-		return mg_err_set(err, "%s --version failed", node);
-	}
-	*version = xstrndup(res.out.data, strcspn(res.out.data, "\n"));
-	proc_result_free(&res);
-	return 0;
-}
-
 /* ---- mcp.toml ------------------------------------------------------------- */
 
 struct entry_opts {
 	struct strv args, mounts, network, env; /* env: "NAME=VALUE" */
 	struct strv accept;                     /* accept_unenforced */
+	struct strv packages;                   /* Debian packages (--with) */
 };
 
 static void string_array(struct toml_value *t, const char *key, const struct strv *v)
@@ -534,6 +473,7 @@ static struct toml_value *server_entry(const char *name, const char *image,
 	string_array(t, "mounts", &o->mounts);
 	string_array(t, "network", &o->network);
 	string_array(t, "accept_unenforced", &o->accept);
+	string_array(t, "packages", &o->packages);
 	if (o->env.n > 0) {
 		struct toml_value *env = toml_new_table();
 		for (size_t i = 0; i < o->env.n; i++) {
@@ -594,8 +534,8 @@ int add_pack_kept(struct pack_spec *spec, const char *images, const char *repo,
 /* The image of the package installed in work, packed over the node layer
  * (base), kept in DATA/images by its digest; *image is the pin for mcp.toml */
 static int make_image(const char *work, const char *data, const char *name, const struct npm_pkg *p,
-                      const char *node, const struct strv *base, const char *node_version,
-                      char **image, char **archive, struct mg_err **err)
+                      const struct add_layers *layers, char **image, char **archive,
+                      struct mg_err **err)
 {
 	cleanup_free char *entry_file = xasprintf("%s/node_modules/%s/%s", work, p->name, p->bin);
 	struct stat st;
@@ -617,13 +557,15 @@ static int make_image(const char *work, const char *data, const char *name, cons
 	strv_pushf(&labels, "io.mcpgate.npm.package=%s", p->name);
 	strv_pushf(&labels, "io.mcpgate.npm.version=%s", p->version);
 	strv_pushf(&labels, "io.mcpgate.npm.integrity=%s", p->integrity);
-	strv_pushf(&labels, "io.mcpgate.node=%s %s", node, node_version);
+	add_layers_labels(layers, &labels);
+	struct pack_lower lower[4];
+	size_t n_lower = add_layers_lower(layers, false, lower);
 	struct pack_spec spec = {
 	    .output = out,
 	    .adds = adds,
 	    .n_adds = 2,
-	    .base_adds = (const char *const *)base->v,
-	    .n_base_adds = base->n,
+	    .lower = lower,
+	    .n_lower = n_lower,
 	    .entrypoint = ep,
 	    .n_entrypoint = 2,
 	    .env = envs,
@@ -637,9 +579,13 @@ static int make_image(const char *work, const char *data, const char *name, cons
 	int r = add_pack_kept(&spec, images, repo, &res, image, archive, err);
 	strv_free(&labels);
 	if (r == 0)
+		r = add_layers_keep_locks(layers, *archive, err);
+	if (r == 0)
 		fprintf(stderr,
-		        "mcpgate add: packed %s: node layer %.19s..., package layer %.19s...\n",
-		        *archive, res.base_digest, res.layer_digest);
+		        "mcpgate add: packed %s: %zu layers: Debian base %.19s..., node, %spackage "
+		        "layer %.19s...\n",
+		        *archive, res.n_layers, res.base_digest,
+		        layers->set.blob != NULL ? "Debian packages, " : "", res.layer_digest);
 	pack_result_free(&res);
 	return r;
 }
@@ -862,14 +808,14 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	const char *dir = NULL, *name_opt = NULL, *source = NULL, *node_opt = NULL;
 	const char *json_file = NULL;
 	struct from_json fj = {0};
-	struct entry_opts o = {STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT};
+	struct entry_opts o = {STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT};
 	struct npm_pkg p = {0};
 	cleanup_free char *pkg = NULL, *version = NULL, *name = NULL, *data = NULL, *node = NULL;
 	cleanup_free char *work = NULL, *archive = NULL, *image = NULL;
 	cleanup_free char *mcp_path = NULL, *npm = NULL, *what = NULL, *note = NULL;
-	struct strv skipped = STRV_INIT, base = STRV_INIT;
-	cleanup_free char *node_version = NULL;
-	bool scripts = false;
+	struct strv skipped = STRV_INIT, with = STRV_INIT, native = STRV_INIT;
+	struct add_layers layers = {0};
+	bool scripts = false, refresh = false;
 	struct cfg *cfg = NULL;
 	struct ctr_driver *d = NULL;
 	int status = EXIT_FAIL;
@@ -884,6 +830,10 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 			r = opt_value(argc, argv, &i, "server-json", &json_file);
 		if (r == 0 && opt_flag(argv, i, "scripts", &scripts))
 			continue;
+		if (r == 0 && opt_flag(argv, i, "refresh-packages", &refresh))
+			continue;
+		if (r == 0 && (r = opt_value(argc, argv, &i, "with", &v)) > 0)
+			strv_push(&with, v);
 		if (r == 0 && (r = opt_value(argc, argv, &i, "arg", &v)) > 0)
 			strv_push(&o.args, v);
 		if (r == 0 && (r = opt_value(argc, argv, &i, "mount", &v)) > 0)
@@ -914,6 +864,10 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 		}
 		source = argv[i];
 	}
+	/* Debian's names, checked before anything is fetched; the entry says
+	 * them sorted, each once */
+	if (deb_set_normalise((const char *const *)with.v, with.n, "--with", &o.packages, err) < 0)
+		goto out;
 	if (json_file != NULL && source != NULL) {
 		status = usage_error(self, "give npm:PACKAGE or --server-json FILE, not both");
 		goto out;
@@ -928,6 +882,11 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	if (source == NULL && fj.image == NULL) {
 		status =
 		    usage_error(self, "what to add? (npm:PACKAGE[@VERSION] or --server-json FILE)");
+		goto out;
+	}
+	if (source == NULL && o.packages.n > 0) {
+		mg_err_set(err, "--with puts Debian packages into the image mcpgate makes; an OCI "
+		                "image from a server.json is used as it is");
 		goto out;
 	}
 	if (source == NULL) {
@@ -983,19 +942,35 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	work = xasprintf("%s/npm/%s", data, name);
 	if (mg_mkdir_p(work, 0700, err) < 0 || npm_install(npm, work, &p, err) < 0)
 		goto out;
-	if (setup_driver(cfg, &d, err) < 0 || node_layer(node, &base, &node_version, err) < 0)
+	if (setup_driver(cfg, &d, err) < 0 ||
+	    add_layers_prepare(&layers, data, node, &o.packages, refresh, err) < 0)
 		goto out;
 	scripts_skipped(work, &skipped);
+	add_native_packages(work, &native);
+	for (size_t i = 0; !scripts && i < native.n; i++)
+		fprintf(
+		    stderr,
+		    "mcpgate add: warning: %s builds native code at install, which was not done "
+		    "(--scripts builds it from source in a contained step with a compiler; the "
+		    "server's image gets what it built and no compiler)\n",
+		    native.v[i]);
 	for (size_t i = 0; !scripts && i < skipped.n; i++)
-		fprintf(stderr,
-		        "mcpgate add: warning: %s has an install script, which was not run (no "
-		        "package code runs on the host; --scripts runs it in a container)\n",
-		        skipped.v[i]);
-	if (scripts && skipped.n > 0 &&
-	    add_run_scripts(cfg, d, work, data, name, &base, &skipped, &o.accept, err) < 0)
+		if (strv_find(&native, skipped.v[i]) < 0)
+			fprintf(stderr,
+			        "mcpgate add: warning: %s has an install script, which was not run "
+			        "(no package code runs on the host; --scripts runs it in a "
+			        "container)\n",
+			        skipped.v[i]);
+	/* a package whose binding.gyp npm builds without a script of its own */
+	for (size_t i = 0; scripts && i < native.n; i++)
+		if (strv_find(&skipped, native.v[i]) < 0)
+			strv_push(&skipped, native.v[i]);
+	if (scripts && native.n > 0 && add_layers_native(&layers, data, npm, refresh, err) < 0)
 		goto out;
-	if (make_image(work, data, name, &p, node, &base, node_version, &image, &archive, err) <
-	        0 ||
+	if (scripts && skipped.n > 0 &&
+	    add_run_scripts(cfg, d, work, data, name, &layers, &skipped, &o.accept, err) < 0)
+		goto out;
+	if (make_image(work, data, name, &p, &layers, &image, &archive, err) < 0 ||
 	    d->ops->load(d, archive, err) < 0)
 		goto out;
 	int present = d->ops->image_present(d, image, err);
@@ -1026,8 +1001,11 @@ out:
 	strv_free(&o.network);
 	strv_free(&o.env);
 	strv_free(&o.accept);
+	strv_free(&o.packages);
 	strv_free(&skipped);
-	strv_free(&base);
+	strv_free(&with);
+	strv_free(&native);
+	add_layers_free(&layers);
 	ctr_driver_free(d);
 	cfg_free(cfg);
 	return status;

@@ -58,20 +58,28 @@ static const char runner[] =
     "process.exit(2); }\n"
     "  const pj = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));\n"
     "  const sc = pj.scripts || {};\n"
+    "  // npm's own rule: a binding.gyp without an install script is built\n"
+    "  if (!sc.install && !sc.preinstall && pj.gypfile !== false &&\n"
+    "      fs.existsSync(path.join(dir, 'binding.gyp'))) {\n"
+    "    if (!fs.existsSync('/usr/local/bin/node-gyp')) {\n"
+    "      console.error(key + ': its binding.gyp needs node-gyp and a compiler, which this "
+    "step does not have');\n"
+    "      process.exit(3);\n"
+    "    }\n"
+    "    sc.install = 'node-gyp rebuild';\n"
+    "  }\n"
     "  const events = ['preinstall', 'install', 'postinstall'].filter((e) => typeof sc[e] === "
     "'string');\n"
-    "  if (!sc.install && !sc.preinstall && fs.existsSync(path.join(dir, 'binding.gyp'))) {\n"
-    "    console.error(key + ': its binding.gyp needs node-gyp and a compiler, which the "
-    "contained step does not have');\n"
-    "    process.exit(3);\n"
-    "  }\n"
     "  const bins = [];\n"
     "  for (let d = dir; d.startsWith(root); d = path.dirname(d)) bins.push(path.join(d, "
     "'node_modules', '.bin'));\n"
     "  for (const e of events) {\n"
     "    console.error('> ' + pj.name + '@' + pj.version + ' ' + e + ': ' + sc[e]);\n"
-    "    const env = { PATH: bins.concat(['/usr/bin', '/bin']).join(':'), HOME: '/tmp', TMPDIR: "
-    "'/tmp',\n"
+    "    const env = { PATH: bins.concat(['/usr/local/bin', '/usr/bin', '/bin']).join(':'), "
+    "HOME: '/tmp', TMPDIR: '/tmp',\n"
+    "      npm_config_nodedir: process.env.npm_config_nodedir || '',\n"
+    "      npm_config_build_from_source: process.env.npm_config_build_from_source || '',\n"
+    "      PYTHON: process.env.PYTHON || '', npm_config_devdir: '/tmp/.node-gyp',\n"
     "      INIT_CWD: root, NODE: '/usr/bin/node', npm_node_execpath: '/usr/bin/node',\n"
     "      npm_lifecycle_event: e, npm_lifecycle_script: sc[e], npm_package_name: pj.name,\n"
     "      npm_package_version: pj.version, npm_package_json: path.join(dir, 'package.json'),\n"
@@ -90,9 +98,8 @@ static const char runner[] =
 /* ---- what the scripts left ------------------------------------------------ */
 
 /* Below dirfd: setuid and setgid bits cleared and a node that is not a file,
- * folder or link removed (remove false), or everything removed (remove
- * true). Links are never followed. */
-static int walk_left(int dirfd, const char *where, unsigned depth, bool remove, unsigned *count,
+ * folder or link removed. Links are never followed. */
+static int walk_left(int dirfd, const char *where, unsigned depth, unsigned *count,
                      struct mg_err **err)
 {
 	if (depth > WALK_DEPTH_MAX)
@@ -116,14 +123,14 @@ static int walk_left(int dirfd, const char *where, unsigned depth, bool remove, 
 		}
 		cleanup_free char *path = xasprintf("%s/%s", where, e->d_name);
 		bool special = !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode);
-		if (!S_ISDIR(st.st_mode) && (remove || special)) {
+		if (!S_ISDIR(st.st_mode) && special) {
 			/* a pipe or socket a script made has no place in an image */
 			if (unlinkat(dirfd, e->d_name, 0) < 0)
 				r = mg_err_sys(err, errno, "removing %s", path);
-			*count += !remove;
+			(*count)++;
 			continue;
 		}
-		if (S_ISLNK(st.st_mode) || (remove && !S_ISDIR(st.st_mode)))
+		if (S_ISLNK(st.st_mode))
 			continue;
 		int child = openat(dirfd, e->d_name,
 		                   O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
@@ -135,16 +142,14 @@ static int walk_left(int dirfd, const char *where, unsigned depth, bool remove, 
 		struct stat cst;
 		if (fstat(child, &cst) < 0 || cst.st_ino != st.st_ino || cst.st_dev != st.st_dev)
 			r = mg_err_set(err, "%s changed while it was read", path);
-		else if (!remove && (cst.st_mode & (S_ISUID | S_ISGID)) != 0) {
+		else if ((cst.st_mode & (S_ISUID | S_ISGID)) != 0) {
 			if (fchmod(child, cst.st_mode & 0777) < 0)
 				r = mg_err_sys(err, errno, "clearing the setuid bit of %s", path);
 			(*count)++;
 		}
 		if (r == 0 && S_ISDIR(cst.st_mode))
-			r = walk_left(child, path, depth + 1, remove, count, err);
+			r = walk_left(child, path, depth + 1, count, err);
 		close(child);
-		if (r == 0 && remove && unlinkat(dirfd, e->d_name, AT_REMOVEDIR) < 0)
-			r = mg_err_sys(err, errno, "removing %s", path);
 	}
 	closedir(dir);
 	return r;
@@ -153,19 +158,7 @@ static int walk_left(int dirfd, const char *where, unsigned depth, bool remove, 
 int add_remove_modules(const char *work, struct mg_err **err)
 {
 	cleanup_free char *modules = xasprintf("%s/node_modules", work);
-	int fd = open(modules, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT)
-		return 0;
-	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
-		return unlink(modules) < 0 ? mg_err_sys(err, errno, "removing %s", modules) : 0;
-	if (fd < 0)
-		return mg_err_sys(err, errno, "%s", modules);
-	unsigned n = 0;
-	int r = walk_left(fd, modules, 0, true, &n, err);
-	close(fd);
-	if (r == 0 && rmdir(modules) < 0)
-		r = mg_err_sys(err, errno, "removing %s", modules);
-	return r;
+	return mg_remove_tree(modules, err);
 }
 
 int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err)
@@ -175,57 +168,58 @@ int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err)
 	int fd = open(modules, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return mg_err_sys(err, errno, "%s", modules);
-	int r = walk_left(fd, modules, 0, false, cleared, err);
+	int r = walk_left(fd, modules, 0, cleared, err);
 	close(fd);
 	return r;
 }
 
 /* ---- the step ------------------------------------------------------------- */
 
-/* The step's image: the node layer, a shell with what it loads, the runner's
- * command. Kept like a server's image, so docker runs it by its ID. */
-static int scripts_image(const char *data, const char *name, const struct strv *base, char **image,
-                         char **archive, struct mg_err **err)
+/* The step's image: the Debian base, node, and where native code is built
+ * the build tools with node's headers and node-gyp; its top a marker of
+ * what it is. Kept like a server's image, so docker runs it by its ID. */
+static int scripts_image(const char *data, const char *name, const struct add_layers *layers,
+                         char **image, char **archive, struct mg_err **err)
 {
-	cleanup_free char *sh = realpath("/bin/sh", NULL);
-	if (sh == NULL)
-		return mg_err_sys(err, errno, "/bin/sh, the shell the install scripts run in");
-	struct strv adds = STRV_INIT;
-	strv_pushf(&adds, "%s:/bin/sh", sh);
-	struct strv libs = STRV_INIT;
-	int r = add_ldd_libs(sh, &libs, err);
-	/* what node's layer holds already stays out of this one */
-	for (size_t i = 0; r == 0 && i < libs.n; i++) {
-		bool have = false;
-		for (size_t k = 0; !have && k < base->n; k++)
-			have = strcmp(base->v[k], libs.v[i]) == 0;
-		if (!have)
-			strv_push(&adds, libs.v[i]);
-	}
-	strv_free(&libs);
 	cleanup_free char *images = xasprintf("%s/images", data);
+	cleanup_free char *marker = xasprintf("%s/install-step", images);
+	const char text[] = "the contained install step of mcpgate add\n";
+	if (mg_mkdir_p(images, 0700, err) < 0 ||
+	    mg_write_file_atomic(marker, text, sizeof(text) - 1, 0644, err) < 0)
+		return -1;
+	cleanup_free char *add = xasprintf("%s:/etc/mcpgate-install-step", marker);
+	const char *adds[] = {add};
 	cleanup_free char *out = xasprintf("%s/npm-scripts-%s.tar.new", images, name);
 	cleanup_free char *ref = xasprintf("mcpgate-npm-scripts:%s", name);
 	const char *ep[] = {"/usr/bin/node", "/workspace/" RUNNER_NAME};
-	const char *labels[] = {"io.mcpgate.npm.scripts=the contained install step of mcpgate add"};
+	struct strv labels = STRV_INIT;
+	strv_push(&labels, "io.mcpgate.npm.scripts=the contained install step of mcpgate add");
+	add_layers_labels(layers, &labels);
+	/* what builds native code finds the headers here (node-gyp's nodedir) */
+	const char *env[] = {"npm_config_nodedir=/usr", "npm_config_build_from_source=true",
+	                     "PYTHON=/usr/bin/python3"};
+	bool native = layers->tools.blob != NULL;
+	struct pack_lower lower[4];
+	size_t n_lower = add_layers_lower(layers, true, lower);
 	struct pack_spec spec = {
 	    .output = out,
-	    .adds = (const char *const *)adds.v,
-	    .n_adds = adds.n,
-	    .base_adds = (const char *const *)base->v,
-	    .n_base_adds = base->n,
+	    .adds = adds,
+	    .n_adds = 1,
+	    .lower = lower,
+	    .n_lower = n_lower,
 	    .entrypoint = ep,
 	    .n_entrypoint = 2,
-	    .labels = labels,
-	    .n_labels = 1,
+	    .env = env,
+	    .n_env = native ? 3 : 0,
+	    .labels = (const char *const *)labels.v,
+	    .n_labels = labels.n,
 	    .workdir = "/workspace",
 	    .name = ref,
 	};
 	struct pack_result res = {0};
-	if (r == 0)
-		r = add_pack_kept(&spec, images, "mcpgate-npm-scripts", &res, image, archive, err);
+	int r = add_pack_kept(&spec, images, "mcpgate-npm-scripts", &res, image, archive, err);
 	pack_result_free(&res);
-	strv_free(&adds);
+	strv_free(&labels);
 	return r;
 }
 
@@ -268,7 +262,8 @@ static int scripts_limits(const struct ctr_driver *d, const struct cfg_server *s
 {
 	struct ctr_platform platform;
 	struct mg_err *perr = NULL;
-	int pr = d->ops->platform(d, &platform, &perr);
+	bool kept = false;
+	int pr = ctr_platform_get(d, &platform, &kept, &perr);
 	cleanup_free char *refusal =
 	    gw_unenforced_refusal(&platform, pr < 0 ? mg_err_msg(perr) : NULL, s);
 	mg_err_free(perr);
@@ -283,9 +278,19 @@ static int scripts_limits(const struct ctr_driver *d, const struct cfg_server *s
 	return 0;
 }
 
-static void show_output(const struct mg_buf *b)
+/* The step's output, its last lines (keep) or all of it (keep 0): a
+ * compiler's warnings fill screens nobody reads when the step succeeded */
+static void show_output(const struct mg_buf *b, size_t keep)
 {
 	const char *p = mg_buf_str(b);
+	size_t lines = 0;
+	for (const char *q = p; *q != '\0'; q++)
+		lines += *q == '\n';
+	for (size_t skip = keep > 0 && lines > keep ? lines - keep : 0; skip > 0; skip--)
+		p = strchr(p, '\n') + 1;
+	if (p != mg_buf_str(b))
+		fprintf(stderr, "mcpgate add: [contained] (%zu lines before these)\n",
+		        lines - keep);
 	while (*p != '\0') {
 		size_t n = strcspn(p, "\n");
 		fprintf(stderr, "mcpgate add: [contained] %.*s\n", (int)n, p);
@@ -294,7 +299,7 @@ static void show_output(const struct mg_buf *b)
 }
 
 int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *work, const char *data,
-                    const char *name, const struct strv *base, const struct strv *pkgs,
+                    const char *name, const struct add_layers *layers, const struct strv *pkgs,
                     const struct strv *accept, struct mg_err **err)
 {
 	cleanup_free char *image = NULL, *archive = NULL, *state = NULL, *stage = NULL;
@@ -313,7 +318,7 @@ int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *wor
 	int r = -1;
 
 	if (mg_write_file_atomic(runner_path, runner, sizeof(runner) - 1, 0644, err) < 0 ||
-	    scripts_image(data, name, base, &image, &archive, err) < 0 ||
+	    scripts_image(data, name, layers, &image, &archive, err) < 0 ||
 	    d->ops->load(d, archive, err) < 0 ||
 	    scripts_server(name, image, accept, &step, err) < 0 ||
 	    scripts_limits(d, &step->servers[0], err) < 0 || cfg_default_state_dir(&state, err) < 0)
@@ -372,9 +377,10 @@ int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *wor
 		mg_err_wrap(err, "the contained install step of %s", name);
 		goto out;
 	}
-	show_output(&res.out);
-	show_output(&res.err);
-	if (!(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)) {
+	bool ok = WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0;
+	show_output(&res.out, ok ? 20 : 0);
+	show_output(&res.err, ok ? 20 : 0);
+	if (!ok) {
 		mg_err_set(err,
 		           "an install script failed in its container (status %d; its output is "
 		           "above); mcp.toml is left as it was",

@@ -95,8 +95,8 @@ const struct command mg_commands[] = {
     {"add", cmd_add,
      "mcpgate add (npm:PACKAGE[@VERSION] | --server-json FILE) [--name NAME] [--arg A]... [--mount "
      "PATH[:write]]... "
-     "[--network HOST]... [--env NAME=VALUE]... [--scripts] [--accept-unenforced L] [--node PATH] "
-     "[--config DIR]",
+     "[--network HOST]... [--env NAME=VALUE]... [--with PKG]... [--scripts] "
+     "[--refresh-packages] [--accept-unenforced L] [--node PATH] [--config DIR]",
      "make an npm package a contained server: a pinned image and an entry, tools off",
      "  npm:PACKAGE[@VERSION]  the package; VERSION a version, range or tag (default latest)\n"
      "  npm:./FILE.tgz         a package from a local tarball (npm pack's output)\n"
@@ -108,18 +108,26 @@ const struct command mg_commands[] = {
      "  --mount PATH[:write]   a workspace folder for it (repeatable; mounts in mcp.toml)\n"
      "  --network HOST         a host it may reach (repeatable; network in mcp.toml)\n"
      "  --env NAME=VALUE       a setting, not secret (repeatable; env in mcp.toml)\n"
+     "  --with PKG             a Debian package in the image, e.g. git (repeatable;\n"
+     "                         packages in mcp.toml): a layer of its own, from Debian's\n"
+     "                         archive, pinned in a lock, no package script run\n"
      "  --scripts              run the install scripts npm skipped, in a container with a\n"
-     "                         server's isolation (no network; only node_modules writable)\n"
+     "                         server's isolation (no network; only node_modules writable);\n"
+     "                         native addons are built there from source, with a compiler\n"
+     "                         that stays out of the server's image\n"
+     "  --refresh-packages     resolve the Debian packages again (newer versions)\n"
      "  --accept-unenforced L  limits this runtime cannot hold, accepted (memory,pids):\n"
      "                         accept_unenforced in the entry, and for the install step\n"
      "  --node PATH            the node to put in the image (default: node on PATH)\n"
      "  --config DIR           the configuration folder (default $XDG_CONFIG_HOME/mcpgate)\n"
      "npm resolves and installs it with every install script off, from a lockfile kept\n"
-     "in DATA/npm/NAME (the same input, the same image); the image is this machine's\n"
-     "node and its libraries (one layer, shared by every such image) and the package;\n"
+     "in DATA/npm/NAME (the same input, the same image); the image is a Debian base\n"
+     "(sh, coreutils, CA certificates), this machine's node and its libraries (one\n"
+     "layer each, shared by every such image), the --with packages, and the package;\n"
      "it is loaded into the runtime and pinned by digest, and mcp.toml gets its\n"
      "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n",
-     "name= arg= mount= network= env= scripts accept-unenforced= node= config= server-json="},
+     "name= arg= mount= network= env= with= scripts refresh-packages accept-unenforced= node= "
+     "config= server-json="},
     {"pack", cmd_pack,
      "mcpgate pack --output FILE.tar (--binary PATH | --folder DIR | --add SRC:DEST)... [OPTIONS]",
      "build an image archive from a static binary or a folder, without a Dockerfile",

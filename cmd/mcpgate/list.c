@@ -146,7 +146,8 @@ int cmd_list(int argc, char **argv, struct mg_err **err)
 		setup_driver(cfg, &d, &derr);
 	struct ctr_platform platform = {0};
 	struct mg_err *perr = NULL;
-	if (d != NULL && d->ops->platform(d, &platform, &perr) < 0)
+	bool kept = false;
+	if (d != NULL && ctr_platform_get(d, &platform, &kept, &perr) < 0)
 		fprintf(stderr, "mcpgate list: %s\n", mg_err_msg(perr));
 	struct json_value *all = json_new_array();
 	for (size_t i = 0; i < cfg->nservers; i++)

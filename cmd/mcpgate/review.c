@@ -225,6 +225,12 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 	       s->nhosts == 0 ? "none" : "its listed hosts, through the egress proxy");
 	for (size_t i = 0; i < s->nmounts; i++) {
 		bool root = strcmp(s->mounts[i].path, ".") == 0;
+		if (s->mounts[i].home) {
+			printf("home: %s/%s at " CFG_HOME_PATH
+			       ", read-write, not executable, kept\n",
+			       t.workspace, s->mounts[i].path);
+			continue;
+		}
 		printf("mount: %s%s%s at /workspace%s%s%s\n", t.workspace, root ? "" : "/",
 		       root ? "" : s->mounts[i].path, root ? "" : "/",
 		       root ? "" : s->mounts[i].path,
@@ -232,6 +238,11 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 		       : s->mounts[i].write ? ", read-write"
 		                            : ", read-only");
 	}
+	if (s->nmounts == 0 || !s->mounts[s->nmounts - 1].home)
+		printf("home: " CFG_HOME_PATH ", a tmpfs of " CFG_HOME_SIZE
+		       ", read-write, not executable, gone with the container\n");
+	for (size_t i = 0; i < s->npackages; i++)
+		printf("Debian package: %s\n", s->packages[i]);
 	for (size_t i = 0; i < s->nenv; i++) {
 		cleanup_free char *v = mg_shown(s->env[i].value, strlen(s->env[i].value));
 		printf("setting (env): %s=%s\n", s->env[i].name, v);

@@ -24,8 +24,11 @@ int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err *
 	if (ctr_driver_new(cfg->mcp.runtime, getenv("PATH"), out, err) < 0)
 		return -1;
 	/* every container it runs gets mcpgate's seccomp profile, or none runs */
-	cleanup_free char *data = NULL;
+	cleanup_free char *data = NULL, *state = NULL;
 	struct mg_err *derr = NULL;
+	/* what the runtime said that stays true is kept here between sessions */
+	if (cfg_default_state_dir(&state, NULL) == 0)
+		(*out)->cache_dir = xasprintf("%s/cache", state);
 	if (cfg_default_data_dir(&data, &derr) == 0) {
 		ctr_driver_use_seccomp(*out, data);
 		(*out)->images_dir = xasprintf("%s/images", data);

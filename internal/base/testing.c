@@ -1,10 +1,13 @@
+#define _GNU_SOURCE
 #include "internal/base/testing.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal/base/xalloc.h"
 
@@ -133,4 +136,20 @@ int t_done(void)
 	printf("1..%u\n", t_passed + t_failed);
 	printf("%u passed, %u failed\n", t_passed, t_failed);
 	return t_failed == 0 ? 0 : 1;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void t_remove_tree(const char *dir)
+{
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }

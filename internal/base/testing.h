@@ -20,6 +20,9 @@ char *t_read_file(const char *path, size_t *len);
  * those starting with '.'; NULL (and *n 0) when there are none or dir cannot
  * be read. The caller frees each name and the array. */
 char **t_list_dir(const char *dir, const char *suffix, size_t *n);
+/* remove dir and everything below it (links are removed, never followed);
+ * for a test's own temporary folder */
+void t_remove_tree(const char *dir);
 int t_done(void);
 
 #define T_OK(cond, ...)       t_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)

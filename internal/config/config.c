@@ -21,6 +21,7 @@
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
 #include "internal/config/config-internal.h"
+#include "internal/debian/debian.h"
 #include "internal/toml/toml.h"
 
 /* errors beyond this many are counted, not listed */
@@ -160,7 +161,7 @@ struct key_spec {
 	enum scope scope;
 };
 
-#define KEYS_MAX 24
+#define KEYS_MAX 28
 
 /* the keys of one table: kv[i] is set when spec i was written with the
  * right type; written[i] when it was written at all (present[i]) */
@@ -300,6 +301,8 @@ enum server_key {
 	K_ACCEPT_UNENFORCED,
 	K_INSTANCE,
 	K_START,
+	K_PACKAGES,
+	K_HOME,
 	K_ENV,
 	K_TOOLS,
 	K_SERVER_COUNT,
@@ -329,6 +332,8 @@ static const struct key_spec server_keys[K_SERVER_COUNT] = {
                              SCOPE_CONTAINER},
     [K_INSTANCE] = {"instance", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_START] = {"start", TOML_STRING, "a string", SCOPE_ANY},
+    [K_PACKAGES] = {"packages", TOML_ARRAY, "an array of strings", SCOPE_CONTAINER},
+    [K_HOME] = {"home", TOML_STRING, "a string", SCOPE_CONTAINER},
     [K_ENV] = {"env", TOML_TABLE, "a table of strings", SCOPE_CONTAINER},
     [K_TOOLS] = {"tools", TOML_TABLE, "a table", SCOPE_ANY},
 };
@@ -618,6 +623,88 @@ static void check_mounts(struct ctx *c, const struct keys *k, struct cfg_server 
 		}
 		s->mounts[s->nmounts++] = m;
 	}
+}
+
+/* packages: Debian package names, each once */
+static void check_packages(struct ctx *c, const struct keys *k, struct cfg_server *s)
+{
+	if (k->kv[K_PACKAGES] == NULL)
+		return;
+	const struct toml_value *arr = k->kv[K_PACKAGES]->value;
+	s->packages = xcalloc(arr->u.array.len + 1, sizeof(*s->packages));
+	for (size_t i = 0; i < arr->u.array.len; i++) {
+		const struct toml_value *v = arr->u.array.items[i];
+		const char *entry = entry_of(c, "packages", v);
+		if (entry == NULL)
+			continue;
+		if (!deb_name_valid(entry)) {
+			diag_value(
+			    c, v->pos, "\"packages\" entry", entry,
+			    "is not a Debian package's name (lower-case letters, digits, + - "
+			    "and ., starting with a letter or digit)");
+			continue;
+		}
+		bool twice = false;
+		for (size_t j = 0; j < s->npackages; j++)
+			twice = twice || strcmp(s->packages[j], entry) == 0;
+		if (twice) {
+			diag_value(c, v->pos, "\"packages\" entry", entry, "is listed twice");
+			continue;
+		}
+		s->packages[s->npackages++] = xstrdup(entry);
+	}
+}
+
+/* home: "session" (a tmpfs, the default) or "workspace:PATH", a folder of
+ * the workspace kept from one session to the next, checked as a write mount
+ * is and added as the last mount */
+static void check_home(struct ctx *c, const struct keys *k, struct cfg_server *s)
+{
+	if (k->kv[K_HOME] == NULL)
+		return;
+	const struct toml_value *v = k->kv[K_HOME]->value;
+	const char *text = str_of(c, "home", v);
+	if (text == NULL || strcmp(text, "session") == 0)
+		return;
+	cleanup_err struct mg_err *e = NULL;
+	const char *pfx = "workspace:";
+	if (strncmp(text, pfx, strlen(pfx)) != 0) {
+		diag_value(c, v->pos, "\"home\"", text,
+		           "is not \"session\" (a writable tmpfs gone with the container) or "
+		           "\"workspace:PATH\" (a folder of the workspace, kept)");
+		return;
+	}
+	const char *path = text + strlen(pfx);
+	struct cfg_mount m;
+	if (path[0] == '\0' || strchr(path, ':') != NULL ||
+	    cfg_parse_mount(path, "\"home\" folder", &m, &e) < 0) {
+		if (e != NULL)
+			diag_err(c, v->pos, &e);
+		else
+			diag_value(c, v->pos, "\"home\"", text,
+			           "names no folder after \"workspace:\" (and takes no :read or "
+			           ":write)");
+		return;
+	}
+	if (strcmp(m.path, ".") == 0) {
+		diag_value(c, v->pos, "\"home\"", text,
+		           "is the workspace itself: name a folder inside it");
+		free(m.path);
+		return;
+	}
+	for (size_t j = 0; j < s->nmounts; j++)
+		if (strcmp(s->mounts[j].path, m.path) == 0) {
+			diag_value(c, v->pos, "\"home\"", text,
+			           "names the same folder as the \"mounts\" entry at %u:%u",
+			           s->mounts[j].pos.line, s->mounts[j].pos.col);
+			free(m.path);
+			return;
+		}
+	m.write = true;
+	m.home = true;
+	m.pos = pos_of(v->pos);
+	s->mounts = xreallocarray(s->mounts, s->nmounts + 1, sizeof(*s->mounts));
+	s->mounts[s->nmounts++] = m;
 }
 
 /* command and args: NULL-terminated copies */
@@ -1043,6 +1130,8 @@ static void check_server(struct ctx *c, const struct toml_value *t, struct cfg_s
 	if (k.kv[K_START] != NULL)
 		s->start_set = start_of(c, k.kv[K_START]->value, &s->start);
 	check_mounts(c, &k, s);
+	check_home(c, &k, s);
+	check_packages(c, &k, s);
 	if (k.kv[K_COMMAND] != NULL) {
 		if (k.kv[K_COMMAND]->value->u.array.len == 0)
 			diag(
@@ -1453,6 +1542,9 @@ void cfg_free(struct cfg *cfg)
 		for (size_t j = 0; j < s->nmounts; j++)
 			free(s->mounts[j].path);
 		free(s->mounts);
+		for (size_t j = 0; j < s->npackages; j++)
+			free(s->packages[j]);
+		free(s->packages);
 		for (size_t j = 0; j < s->ncommand; j++)
 			free(s->command[j]);
 		free(s->command);

@@ -115,8 +115,18 @@ struct cfg_host {
 struct cfg_mount {
 	char *path;
 	bool write; /* false: read-only */
+	/* the server's home ("home" = "workspace:PATH"): written, not
+	 * executable, at CFG_HOME_PATH rather than under /workspace; always the
+	 * last of a server's mounts */
+	bool home;
 	struct cfg_pos pos;
 };
+
+/* Where a contained server's home is (HOME in its environment): a capped,
+ * writable, not executable tmpfs gone with the container, or the folder
+ * "home" = "workspace:PATH" names (the last of its mounts) */
+#define CFG_HOME_PATH "/home/mcpgate"
+#define CFG_HOME_SIZE "64m"
 
 struct cfg_tool {
 	char *name;
@@ -175,6 +185,10 @@ struct cfg_server {
 	size_t ncommand;
 	char **args; /* NULL-terminated; NULL when absent */
 	size_t nargs;
+	/* packages: the Debian packages its image was made with (add --with),
+	 * each a valid name, once; NULL when absent */
+	char **packages;
+	size_t npackages;
 	uint64_t memory;   /* bytes */
 	uint64_t send_max; /* network_send_max in bytes; 0: no cap */
 	unsigned pids;

@@ -585,6 +585,7 @@ int cfg_parse_mount(const char *s, const char *what, struct cfg_mount *out, stru
 	if (o == 0)
 		path[o++] = '.';
 	path[o] = '\0';
+	memset(out, 0, sizeof(*out));
 	out->path = path;
 	out->write = write;
 	return 0;

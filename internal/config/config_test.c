@@ -996,6 +996,25 @@ static void test_send_max(void)
 	}
 }
 
+/* packages and home: the names kept in order; a kept home is the last
+ * mount, written, marked as the home */
+static void test_packages_home(void)
+{
+	struct cfg *cfg = load("testdata/config/good-packages.toml", NULL);
+	if (cfg == NULL)
+		return;
+	const struct cfg_server *g = &cfg->servers[0], *p = &cfg->servers[1];
+	T_OK(g->npackages == 2 && strcmp(g->packages[0], "git") == 0 &&
+	         strcmp(g->packages[1], "openssh-client") == 0 && g->packages[2] == NULL,
+	     "packages: both names, in order");
+	T_OK(g->nmounts == 2 && !g->mounts[0].home && g->mounts[1].home && g->mounts[1].write &&
+	         strcmp(g->mounts[1].path, ".state/git") == 0,
+	     "home = \"workspace:PATH\": the last mount, written, the home");
+	T_OK(p->npackages == 0 && p->packages == NULL && p->nmounts == 0,
+	     "home = \"session\" and no packages: nothing added");
+	cfg_free(cfg);
+}
+
 /* instance: session (the default), shared, exclusive */
 static void test_instance(void)
 {
@@ -1023,6 +1042,7 @@ int main(void)
 	run_bad_dir("testdata/config/bad-config", true, 10);
 	test_minimal();
 	test_instance();
+	test_packages_home();
 	test_full();
 	test_load_dir();
 	test_parse();

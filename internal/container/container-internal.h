@@ -73,4 +73,21 @@ bool ctr_can_unshare(const struct ctr_driver *d);
 int ctr_cli_unshare(const struct ctr_driver *d, const char *const *args, int in_fd,
                     struct mg_err **err);
 
+/* platform_key.c: the key of `info` for podman and docker */
+int ctr_cli_platform_key(const struct ctr_driver *d, struct mg_buf *key);
+
+/* cache.c: d->cache_dir/name holds body under key: 1 with *body (owned by
+ * the caller) when it does, 0 when there is nothing usable (absent, another
+ * key, unreadable, or refused with a warning: not private to this user) */
+int ctr_cache_get(const struct ctr_driver *d, const char *name, const char *key,
+                  struct json_value **body);
+/* keep body (taken) under key, privately; a failure is only logged */
+void ctr_cache_put(const struct ctr_driver *d, const char *name, const char *key,
+                   struct json_value *body);
+/* an image's configuration (its `inspect` .Config) kept by its pinned name,
+ * or NULL; and keeping it */
+struct json_value *ctr_cache_image_config(const struct ctr_driver *d, const char *image);
+void ctr_cache_keep_image_config(const struct ctr_driver *d, const char *image,
+                                 const struct json_value *config);
+
 #endif

@@ -169,7 +169,7 @@ void ctr_driver_use_seccomp(struct ctr_driver *d, const char *data_dir)
 	free(d->seccomp_error);
 	d->seccomp = d->seccomp_error = NULL;
 	struct mg_err *err = NULL;
-	if (ctr_seccomp_prepare(data_dir, &d->seccomp, &err) < 0)
+	if (ctr_seccomp_prepare(d, data_dir, &d->seccomp, &err) < 0)
 		d->seccomp_error = xstrdup(mg_err_msg(err));
 	mg_err_free(err);
 }
@@ -181,6 +181,7 @@ void ctr_driver_free(struct ctr_driver *d)
 	free(d->seccomp);
 	free(d->seccomp_error);
 	free(d->images_dir);
+	free(d->cache_dir);
 	free(d->path);
 	strv_free(&d->env);
 	free(d);
@@ -286,6 +287,34 @@ static int push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t m
 		strv_push(a, "--image-volume=ignore");
 	}
 	return 0;
+}
+
+/* HOME for the server: a tmpfs of its own, writable by the user it runs
+ * as, capped and not executable, gone with the container; or the folder
+ * "home" names (its last mount). Servers that write a dot-folder in their
+ * home at start need one; the image's root stays read-only. */
+static void push_home(const struct ctr_driver *d, struct strv *a, const struct cfg_server *s,
+                      const char *user)
+{
+	bool kept = s->nmounts > 0 && s->mounts[s->nmounts - 1].home;
+	if (!kept) {
+		strv_push(a, "--tmpfs");
+		if (d->kind == CTR_PODMAN) {
+			/* podman takes no uid=: U gives the tmpfs to --user */
+			strv_push(a, CFG_HOME_PATH
+			          ":rw,noexec,nosuid,nodev,mode=0700,size=" CFG_HOME_SIZE ",U");
+		} else {
+			unsigned uid = 65534, gid = 65534;
+			if (sscanf(user, "%u:%u", &uid, &gid) != 2)
+				gid = uid;
+			strv_pushf(a,
+			           CFG_HOME_PATH
+			           ":rw,noexec,nosuid,nodev,mode=0700,size=" CFG_HOME_SIZE
+			           ",uid=%u,gid=%u",
+			           uid, gid);
+		}
+	}
+	strv_push(a, "--env=HOME=" CFG_HOME_PATH);
 }
 
 static char *memory_arg(uint64_t bytes)
@@ -409,8 +438,16 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	strv_push(&a, "--sysctl=net.ipv6.conf.all.disable_ipv6=1");
 	strv_push(&a, "--sysctl=net.ipv6.conf.default.disable_ipv6=1");
 	strv_pushf(&a, "--user=%s", user);
+	push_home(d, &a, s, user);
+	/* a tmpfs home is a place of its own: a VOLUME there needs no cover */
+	if (s->nmounts == 0 || !s->mounts[s->nmounts - 1].home)
+		strv_push(&targets, CFG_HOME_PATH);
 	strv_push(&a, "--name");
 	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
+	/* the same host name at every start: a server that names its host in a
+	 * tool's description (desktop-commander does) would otherwise change
+	 * its manifest with every container's random name */
+	strv_pushf(&a, "--hostname=%s", s->name);
 	ctr_push_labels(&a, spec->session, s->name, spec->owner);
 
 	for (size_t i = 0; i < d->env.n; i++)
@@ -439,15 +476,24 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		/* non-recursive: a mount below the folder never comes along, so
 		 * read-only is read-only all the way down */
 		bool root = strcmp(s->mounts[i].path, ".") == 0;
-		char *target =
-		    xasprintf("/workspace%s%s", root ? "" : "/", root ? "" : s->mounts[i].path);
+		/* the kept home: not executable (podman says so itself; for
+		 * docker the staged bind carries noexec) */
+		bool home = s->mounts[i].home;
+		char *target = home ? xstrdup(CFG_HOME_PATH)
+		                    : xasprintf("/workspace%s%s", root ? "" : "/",
+		                                root ? "" : s->mounts[i].path);
 		strv_push_owned(&targets, target);
 		cleanup_free char *source = xasprintf("source=%s", spec->mounts->v[i].host);
 		cleanup_free char *dest = xasprintf("target=%s", target);
 		cleanup_free char *what =
 		    xasprintf("server %s: mount %s", s->name, s->mounts[i].path);
-		const char *fields[] = {"type=bind", source, dest, "bind-nonrecursive", "readonly"};
-		if (ctr_push_mount(&a, fields, s->mounts[i].write ? 4 : 5, what, err) < 0)
+		const char *fields[5] = {"type=bind", source, dest, "bind-nonrecursive"};
+		size_t nfields = 4;
+		if (home && d->kind == CTR_PODMAN)
+			fields[nfields++] = "noexec";
+		else if (!home && !s->mounts[i].write)
+			fields[nfields++] = "readonly";
+		if (ctr_push_mount(&a, fields, nfields, what, err) < 0)
 			goto fail;
 	}
 	/* docker makes a writable volume on the host's disk for each VOLUME of

@@ -227,6 +227,11 @@ struct ctr_ops {
 	                       struct mg_err **err);
 	/* what the runtime says it can enforce on this platform */
 	int (*platform)(const struct ctr_driver *d, struct ctr_platform *out, struct mg_err **err);
+	/* the text that names everything that would change platform's answer
+	 * here, appended to key: 1, or 0 when the answer may change without
+	 * anything mcpgate can see (a runtime elsewhere), and is asked every
+	 * time. NULL: never kept. */
+	int (*platform_key)(const struct ctr_driver *d, struct mg_buf *key);
 	/* remove what dead mcpgate processes left: containers, then networks;
 	 * *removed counts what went */
 	int (*sweep)(const struct ctr_driver *d, unsigned *removed, struct mg_err **err);
@@ -248,6 +253,9 @@ struct ctr_driver {
 	int64_t timeout_ms;  /* for runtime commands other than run and pull */
 	/* DATA/images: the manifests of images mcpgate made (ctr_local_image_id) */
 	char *images_dir;
+	/* STATE/cache: what the runtime said that is kept between sessions
+	 * (cache.c); NULL keeps nothing */
+	char *cache_dir;
 	const struct ctr_ops *ops;
 };
 
@@ -278,14 +286,23 @@ void ctr_driver_free(struct ctr_driver *d);
 /* mcpgate's seccomp profile (docs/seccomp.md), derived from the runtime's
  * default by rule: the JSON of base in, the JSON of ours out */
 int ctr_seccomp_derive(const char *base, size_t len, struct mg_buf *out, struct mg_err **err);
-/* Derive it (once per base) into DATA_DIR/seccomp/ and name it in *path */
-int ctr_seccomp_prepare(const char *data_dir, char **path, struct mg_err **err);
+/* Derive it (once per base) into DATA_DIR/seccomp/ and name it in *path;
+ * with d's cache, a profile derived before from the same base by the same
+ * mcpgate is used without deriving it again */
+int ctr_seccomp_prepare(const struct ctr_driver *d, const char *data_dir, char **path,
+                        struct mg_err **err);
 /* The driver gives that profile to every container it runs; without one it
  * runs none (the reason is kept for run_command's error) */
 void ctr_driver_use_seccomp(struct ctr_driver *d, const char *data_dir);
 
 /* "mcpgate-SERVER-SESSION" (allocated) */
 char *ctr_container_name(const char *server, const char *session);
+
+/* What the runtime enforces here: its answer kept from an earlier session
+ * when nothing that would change it has changed since (*kept true), else
+ * ops->platform's, which is then kept for the next (cache.c). */
+int ctr_platform_get(const struct ctr_driver *d, struct ctr_platform *out, bool *kept,
+                     struct mg_err **err);
 
 /* Is pid a running mcpgate? (what runs as pid, not only that pid exists) */
 bool ctr_owner_alive(pid_t pid);

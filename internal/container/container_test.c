@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -665,7 +668,7 @@ static void make_workspace(void)
 		exit(1);
 	}
 	char p[PATH_MAX + 32];
-	const char *dirs[] = {"src", "out", ".mcpgate", "a,b"};
+	const char *dirs[] = {"src", "out", ".mcpgate", "a,b", "home"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", workspace, dirs[i]);
 		mkdir(p, 0700);
@@ -680,7 +683,7 @@ static void make_workspace(void)
 
 static void remove_workspace(void)
 {
-	const char *names[] = {"src", "out", ".mcpgate", "a,b", "escape", "root", "state"};
+	const char *names[] = {"src", "out", ".mcpgate", "a,b", "escape", "root", "state", "home"};
 	char p[PATH_MAX + 32];
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", workspace, names[i]);
@@ -1085,6 +1088,150 @@ static void test_seccomp(void)
 	mg_buf_free(&out);
 }
 
+/* The key of what the runtime said about this platform: one byte changed
+ * in a file it reads changes it, and a runtime elsewhere has none */
+static char *platform_key(struct ctr_driver *d, int *r)
+{
+	struct mg_buf k = MG_BUF_INIT(4u << 20);
+	*r = d->ops->platform_key(d, &k);
+	return mg_buf_steal(&k, NULL);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (f != NULL) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static int bind_socket(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unlink(path);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void test_platform_key(void)
+{
+	char dir[] = "/tmp/mcpgate-key-XXXXXX";
+	T_OK(mkdtemp(dir) != NULL, "a temporary home");
+	cleanup_free char *home = xasprintf("HOME=%s", dir);
+	cleanup_free char *conf = xasprintf("%s/.config/containers/containers.conf.d", dir);
+	T_INT(mg_mkdir_p(conf, 0700, NULL), 0, "its containers.conf.d");
+	char *env[] = {"PATH=/usr/bin:/bin", home, NULL};
+	struct ctr_driver *d = ctr_driver_for(CTR_PODMAN, "/bin/sh", env);
+	int r = 0;
+	cleanup_free char *k1 = platform_key(d, &r);
+	T_INT(r, 1, "podman here has a key");
+	cleanup_free char *again = platform_key(d, &r);
+	T_STR(again, k1, "the same while nothing changes");
+	cleanup_free char *file = xasprintf("%s/50-a.conf", conf);
+	write_text(file, "[engine]\ncgroup_manager = \"cgroupfs\"\n");
+	cleanup_free char *k2 = platform_key(d, &r);
+	T_OK(strcmp(k1, k2) != 0, "a file added to the user's containers.conf.d changes it");
+	write_text(file, "[engine]\ncgroup_manager = \"systemd\"\n\n");
+	struct stat st;
+	stat(file, &st);
+	struct timespec same[2] = {st.st_atim, st.st_mtim};
+	cleanup_free char *k3 = platform_key(d, &r);
+	T_OK(strcmp(k2, k3) != 0, "so does a change of its content");
+	write_text(file, "[engine]\ncgroup_manager = \"cgroupfs\"\n\n");
+	utimensat(AT_FDCWD, file, same, 0);
+	cleanup_free char *k4 = platform_key(d, &r);
+	T_OK(strcmp(k3, k4) != 0, "even one of the same size and modification time");
+	cleanup_free char *storage = xasprintf("%s/.config/containers/storage.conf", dir);
+	write_text(storage, "[storage]\n");
+	cleanup_free char *k5 = platform_key(d, &r);
+	T_OK(strcmp(k4, k5) != 0, "so does the user's storage.conf");
+	T_OK(strstr(k5, "boot_id") != NULL && strstr(k5, "uname ") != NULL,
+	     "and the kernel and this boot are in it");
+	ctr_driver_free(d);
+
+	char *remote[] = {"PATH=/usr/bin:/bin", home, "CONTAINER_HOST=ssh://h/run/podman.sock",
+	                  NULL};
+	d = ctr_driver_for(CTR_PODMAN, "/bin/sh", remote);
+	cleanup_free char *none = platform_key(d, &r);
+	T_INT(r, 0, "podman talking to a service elsewhere: nothing is kept");
+	ctr_driver_free(d);
+
+	cleanup_free char *sock = xasprintf("%s/docker.sock", dir);
+	cleanup_free char *host = xasprintf("DOCKER_HOST=unix://%s", sock);
+	char *docker[] = {"PATH=/usr/bin:/bin", home, host, NULL};
+	d = ctr_driver_for(CTR_DOCKER, "/bin/sh", docker);
+	cleanup_free char *no_daemon = platform_key(d, &r);
+	T_INT(r, 0, "docker without its socket: nothing is kept");
+	int fd = bind_socket(sock);
+	cleanup_free char *d1 = platform_key(d, &r);
+	T_INT(r, 1, "docker with a local socket has a key");
+	close(fd);
+	fd = bind_socket(sock);
+	cleanup_free char *d2 = platform_key(d, &r);
+	T_OK(r == 1 && strcmp(d1, d2) != 0, "a daemon that made its socket anew changes it");
+	cleanup_free char *cfgdir = xasprintf("%s/.docker", dir);
+	cleanup_free char *cfgfile = xasprintf("%s/config.json", cfgdir);
+	mg_mkdir_p(cfgdir, 0700, NULL);
+	write_text(cfgfile, "{\"currentContext\": \"far\"}");
+	cleanup_free char *ctx = platform_key(d, &r);
+	T_INT(r, 0, "a docker context (a daemon maybe elsewhere): nothing is kept");
+	unlink(cfgfile);
+	ctr_driver_free(d);
+	char *tcp[] = {"PATH=/usr/bin:/bin", home, "DOCKER_HOST=tcp://10.0.0.1:2375", NULL};
+	d = ctr_driver_for(CTR_DOCKER, "/bin/sh", tcp);
+	cleanup_free char *far = platform_key(d, &r);
+	T_INT(r, 0, "DOCKER_HOST over tcp: nothing is kept");
+	ctr_driver_free(d);
+	if (fd >= 0)
+		close(fd);
+	t_remove_tree(dir);
+}
+
+/* The profile file is used only when it holds what was derived: one planted
+ * under its name, or changed after it was kept, is written again */
+static void test_seccomp_kept(void)
+{
+	char dir[] = "/tmp/mcpgate-seccomp-XXXXXX";
+	T_OK(mkdtemp(dir) != NULL, "a temporary data folder");
+	char base[PATH_MAX];
+	T_OK(realpath("testdata/seccomp/base.json", base) != NULL, "the test base profile");
+	setenv("MCPGATE_SECCOMP_BASE", base, 1);
+	char *env[] = {"PATH=/usr/bin:/bin", NULL};
+	struct ctr_driver *d = ctr_driver_for(CTR_PODMAN, "/bin/sh", env);
+	d->cache_dir = xasprintf("%s/cache", dir);
+	struct mg_err *err = NULL;
+	cleanup_free char *first = NULL;
+	T_INT(ctr_seccomp_prepare(NULL, dir, &first, &err), 0, "derived without a cache: %s",
+	      mg_err_msg(err));
+	cleanup_free char *derived = first != NULL ? t_read_file(first, NULL) : NULL;
+	write_text(first, "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[]}");
+	cleanup_free char *second = NULL;
+	T_INT(ctr_seccomp_prepare(NULL, dir, &second, &err), 0, "derived again");
+	cleanup_free char *now = second != NULL ? t_read_file(second, NULL) : NULL;
+	T_OK(second != NULL && strcmp(second, first) == 0 && now != NULL && derived != NULL &&
+	         strcmp(now, derived) == 0,
+	     "a file planted under the profile's name is replaced by the derived profile");
+	cleanup_free char *kept = NULL, *again = NULL;
+	T_INT(ctr_seccomp_prepare(d, dir, &kept, &err), 0, "derived, and kept in the cache");
+	T_INT(ctr_seccomp_prepare(d, dir, &again, &err), 0, "found in the cache");
+	T_OK(kept != NULL && again != NULL && strcmp(kept, again) == 0, "the same profile");
+	write_text(again, "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[]}");
+	cleanup_free char *third = NULL;
+	T_INT(ctr_seccomp_prepare(d, dir, &third, &err), 0, "asked once more");
+	cleanup_free char *after = third != NULL ? t_read_file(third, NULL) : NULL;
+	T_OK(after != NULL && derived != NULL && strcmp(after, derived) == 0,
+	     "a kept profile changed since is not used: it is derived and written again");
+	unsetenv("MCPGATE_SECCOMP_BASE");
+	t_remove_tree(dir);
+	ctr_driver_free(d);
+}
+
 int main(void)
 {
 	make_workspace();
@@ -1108,6 +1255,8 @@ int main(void)
 	test_owner_label();
 	test_seccomp();
 	test_platform();
+	test_platform_key();
+	test_seccomp_kept();
 	test_forward();
 	test_mount_race();
 	test_mount_rules(cfg);

@@ -154,17 +154,23 @@ static int cli_image_config(const struct ctr_driver *d, const char *image, bool 
 	memset(out, 0, sizeof(*out));
 	if (d->kind != CTR_DOCKER && !command)
 		return 0;
-	char id[CTR_ID_LEN + 1];
-	const char *args[] = {
-	    "image", "inspect", "--format", "{{json .Config}}", ctr_run_ref(d, image, id), NULL};
-	struct proc_result res;
-	if (run_checked(d, "image inspect", args, &res, err) < 0)
-		return -1;
-	struct json_value *v = NULL;
-	int r = json_parse(res.out.data, res.out.len, NULL, &v, err);
-	proc_result_free(&res);
-	if (r < 0)
-		return mg_err_wrap(err, "the configuration of image %s", image);
+	/* the image is pinned by digest: what it declared once, it declares */
+	struct json_value *v = ctr_cache_image_config(d, image);
+	if (v == NULL) {
+		char id[CTR_ID_LEN + 1];
+		const char *args[] = {
+		    "image", "inspect", "--format", "{{json .Config}}", ctr_run_ref(d, image, id),
+		    NULL};
+		struct proc_result res;
+		if (run_checked(d, "image inspect", args, &res, err) < 0)
+			return -1;
+		int r = json_parse(res.out.data, res.out.len, NULL, &v, err);
+		proc_result_free(&res);
+		if (r < 0)
+			return mg_err_wrap(err, "the configuration of image %s", image);
+		if (v->kind == JSON_OBJECT)
+			ctr_cache_keep_image_config(d, image, v);
+	}
 	const struct json_value *vol = v->kind == JSON_OBJECT ? json_get(v, "Volumes") : NULL;
 	for (size_t i = 0; vol != NULL && vol->kind == JSON_OBJECT && i < vol->u.obj.len; i++)
 		strv_push(&out->volumes, vol->u.obj.items[i].key);
@@ -607,6 +613,7 @@ static int cli_platform(const struct ctr_driver *d, struct ctr_platform *out, st
 
 const struct ctr_ops ctr_cli_ops = {
     .platform = cli_platform,
+    .platform_key = ctr_cli_platform_key,
     .run_command = ctr_cli_run_command,
     .topology_create = ctr_cli_topology_create,
     .sidecar_command = ctr_cli_sidecar_command,

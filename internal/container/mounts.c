@@ -159,15 +159,15 @@ static unsigned long kept_flags(int fd)
 }
 
 /* Bind fd's directory on staged, private, non-recursive, nosuid and nodev,
- * read-only when ro. */
-static int stage(int fd, const char *staged, bool ro, struct mg_err **err)
+ * read-only when ro, not executable when noexec (a kept home). */
+static int stage(int fd, const char *staged, bool ro, bool noexec, struct mg_err **err)
 {
 	char src[64];
 	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
 	if (mount(src, staged, NULL, MS_BIND, NULL) < 0)
 		return mg_err_sys(err, errno, "binding the mount on %s", staged);
-	unsigned long flags =
-	    MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | kept_flags(fd) | (ro ? MS_RDONLY : 0);
+	unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | kept_flags(fd) |
+	                      (ro ? MS_RDONLY : 0) | (noexec ? MS_NOEXEC : 0);
 	if (mount(NULL, staged, NULL, MS_PRIVATE, NULL) < 0 ||
 	    mount(NULL, staged, NULL, flags, NULL) < 0) {
 		int e = errno;
@@ -261,7 +261,10 @@ static int stage_in_runtime(const struct ctr_mount_plan *plan, struct ctr_mounts
 		}
 		char text[STAGE_MSG_MAX];
 		int len = snprintf(text, sizeof(text), "%s %s%c%s",
-		                   s->mounts[i].write ? "rw" : "ro", m->staged, '\0', m->real);
+		                   s->mounts[i].home    ? "rn"
+		                   : s->mounts[i].write ? "rw"
+		                                        : "ro",
+		                   m->staged, '\0', m->real);
 		if (len < 0 || (size_t)len >= sizeof(text)) {
 			r = mg_err_set(err, "the staging path %s is too long", m->staged);
 			break;
@@ -322,7 +325,7 @@ int ctr_mounts_open(const struct ctr_mount_plan *plan, struct ctr_mounts *out, s
 			continue;
 		if (make_stage_dir(m, plan, i, err) < 0)
 			goto fail_server;
-		if (stage(m->fd, m->staged, !s->mounts[i].write, err) < 0) {
+		if (stage(m->fd, m->staged, !s->mounts[i].write, s->mounts[i].home, err) < 0) {
 			rmdir(m->staged);
 			free(m->staged);
 			m->staged = NULL;
@@ -359,9 +362,11 @@ fail:
 
 /* ---- mcpgate __stage, run by `podman unshare` ---------------------------- */
 
-/* One message of stdin: "ro|rw STAGED\0REAL" with the checked folder's
- * descriptor. 1 when one was read, 0 at the end, -1 with err. */
-static int stage_next(int *fd, bool *ro, char *staged, char *real, struct mg_err **err)
+/* One message of stdin: "ro|rw|rn STAGED\0REAL" (rn: written, not
+ * executable) with the checked folder's descriptor. 1 when one was read, 0
+ * at the end, -1 with err. */
+static int stage_next(int *fd, bool *ro, bool *noexec, char *staged, char *real,
+                      struct mg_err **err)
 {
 	char text[STAGE_MSG_MAX + 1];
 	union {
@@ -398,15 +403,18 @@ static int stage_next(int *fd, bool *ro, char *staged, char *real, struct mg_err
 	struct stat st;
 	if (got != 1 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || first < 4 ||
 	    first >= (size_t)n || first - 3 >= PATH_MAX || (size_t)n - first - 1 >= PATH_MAX ||
-	    (strncmp(text, "ro ", 3) != 0 && strncmp(text, "rw ", 3) != 0) || text[3] != '/' ||
-	    text[first + 1] != '/' || strlen(text + first + 1) != (size_t)n - first - 1 ||
-	    fstat(*fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	    (strncmp(text, "ro ", 3) != 0 && strncmp(text, "rw ", 3) != 0 &&
+	     strncmp(text, "rn ", 3) != 0) ||
+	    text[3] != '/' || text[first + 1] != '/' ||
+	    strlen(text + first + 1) != (size_t)n - first - 1 || fstat(*fd, &st) < 0 ||
+	    !S_ISDIR(st.st_mode)) {
 		if (*fd >= 0)
 			close(*fd);
-		return mg_err_set(err, "a message on stdin is not \"ro|rw /STAGED\\0/REAL\" with a "
-		                       "folder's descriptor");
+		return mg_err_set(err, "a message on stdin is not \"ro|rw|rn /STAGED\\0/REAL\" "
+		                       "with a folder's descriptor");
 	}
 	*ro = text[1] == 'o';
+	*noexec = text[1] == 'n';
 	memcpy(staged, text + 3, first - 2);
 	memcpy(real, text + first + 1, (size_t)n - first);
 	return 1;
@@ -449,9 +457,9 @@ int ctr_mounts_stage_main(int argc, char **argv)
 	struct mg_err *err = NULL;
 	for (;;) {
 		int checked = -1;
-		bool ro = false;
+		bool ro = false, noexec = false;
 		char staged[PATH_MAX], real[PATH_MAX];
-		int r = stage_next(&checked, &ro, staged, real, &err);
+		int r = stage_next(&checked, &ro, &noexec, staged, real, &err);
 		if (r <= 0)
 			break;
 		int fd = ndone < sizeof(done) / sizeof(done[0])
@@ -460,7 +468,7 @@ int ctr_mounts_stage_main(int argc, char **argv)
 		close(checked);
 		if (fd < 0)
 			break;
-		r = stage(fd, staged, ro, &err);
+		r = stage(fd, staged, ro, noexec, &err);
 		close(fd);
 		if (r < 0)
 			break;

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
-#include "internal/container/container.h"
+#include "internal/container/container-internal.h"
 #include "internal/json/json.h"
 
 /* Refused with EPERM whatever the base profile says */
@@ -339,7 +340,57 @@ static const char *base_path(void)
 	return NULL;
 }
 
-int ctr_seccomp_prepare(const char *data_dir, char **path_out, struct mg_err **err)
+/* What a profile derived from base depends on: base's text, and the rules
+ * above, which are this mcpgate's (its binary's identity) */
+static int derive_key(const char *base, const char *text, size_t len, char *key, size_t key_len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct stat st;
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	if (stat(self, &st) < 0)
+		return -1;
+	unsigned char h[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof(h) + 1];
+	crypto_hash_sha256(h, (const unsigned char *)text, len);
+	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+	int w = snprintf(key, key_len, "base %s sha256=%s self %s %llu %llu %lld %lld.%09ld", base,
+	                 hex, self, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+	                 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	return w < 0 || (size_t)w >= key_len ? -1 : 0;
+}
+
+/* The profile kept for key, when its file is still this user's own, not
+ * writable by others, and holds exactly what was derived */
+static char *kept_profile(const struct ctr_driver *d, const char *key)
+{
+	struct json_value *body = NULL;
+	if (d == NULL || ctr_cache_get(d, "seccomp.json", key, &body) != 1)
+		return NULL;
+	const char *path = json_get_string(body, "profile");
+	const char *want = json_get_string(body, "sha256");
+	char *found = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	/* the runtime reads it too: others may read it, only the user write it */
+	if (path != NULL && want != NULL &&
+	    mg_read_own_file(path, 8u << 20, 022, &text, &len, NULL) == 0) {
+		unsigned char h[crypto_hash_sha256_BYTES];
+		char hex[2 * sizeof(h) + 1];
+		crypto_hash_sha256(h, (const unsigned char *)text, len);
+		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+		if (strcmp(hex, want) == 0)
+			found = xstrdup(path);
+		free(text);
+	}
+	json_free(body);
+	return found;
+}
+
+int ctr_seccomp_prepare(const struct ctr_driver *d, const char *data_dir, char **path_out,
+                        struct mg_err **err)
 {
 	*path_out = NULL;
 	const char *base = base_path();
@@ -351,6 +402,12 @@ int ctr_seccomp_prepare(const char *data_dir, char **path_out, struct mg_err **e
 	char *text = NULL;
 	size_t tlen = 0;
 	int r = mg_read_file(base, 4u << 20, &text, &tlen, err);
+	char key[PATH_MAX * 2 + 256];
+	bool keyed = r == 0 && derive_key(base, text, tlen, key, sizeof(key)) == 0;
+	if (keyed && (*path_out = kept_profile(d, key)) != NULL) {
+		free(text);
+		return 0;
+	}
 	if (r == 0)
 		r = ctr_seccomp_derive(text, tlen, &out, err);
 	free(text);
@@ -360,18 +417,33 @@ int ctr_seccomp_prepare(const char *data_dir, char **path_out, struct mg_err **e
 	}
 	unsigned char digest[crypto_hash_sha256_BYTES];
 	crypto_hash_sha256(digest, (const unsigned char *)out.data, out.len);
+	char full[2 * sizeof(digest) + 1];
+	sodium_bin2hex(full, sizeof(full), digest, sizeof(digest));
 	char hex[17];
 	sodium_bin2hex(hex, sizeof(hex), digest, 8);
 	cleanup_free char *dir = xasprintf("%s/seccomp", data_dir);
 	char *path = xasprintf("%s/mcpgate-%s.json", dir, hex);
-	if (access(path, R_OK) != 0 &&
-	    (mg_mkdir_p(dir, 0700, err) < 0 ||
-	     mg_write_file_atomic(path, out.data, out.len, 0644, err) < 0)) {
+	/* one already there is used only when it holds exactly this profile */
+	char *there = NULL;
+	size_t there_len = 0;
+	bool same = mg_read_file(path, 8u << 20, &there, &there_len, NULL) == 0 &&
+	            there_len == out.len && memcmp(there, out.data, out.len) == 0;
+	free(there);
+	if (!same)
+		unlink(path);
+	if (!same && (mg_mkdir_p(dir, 0700, err) < 0 ||
+	              mg_write_file_atomic(path, out.data, out.len, 0644, err) < 0)) {
 		mg_buf_free(&out);
 		free(path);
 		return mg_err_wrap(err, "writing mcpgate's seccomp profile");
 	}
 	mg_buf_free(&out);
+	if (keyed && d != NULL) {
+		struct json_value *body = json_new_object();
+		json_object_set(body, "profile", json_new_string(path));
+		json_object_set(body, "sha256", json_new_string(full));
+		ctr_cache_put(d, "seccomp.json", key, body);
+	}
 	*path_out = path;
 	return 0;
 }

@@ -273,11 +273,19 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 	call_unlink(c);
 	if (reply->kind == RPC_RESULT) {
 		const struct json_value *is_error = json_get(reply->result, "isError");
-		call_record(c,
-		            is_error != NULL && is_error->kind == JSON_BOOL && is_error->u.boolean
-		                ? "tool-error"
-		                : "ok",
-		            NULL);
+		bool failed =
+		    is_error != NULL && is_error->kind == JSON_BOOL && is_error->u.boolean;
+		call_record(c, failed ? "tool-error" : "ok", NULL);
+		/* a tool that failed for a command its image lacks: the person
+		 * learns which package has it */
+		const struct json_value *content = json_get(reply->result, "content");
+		for (size_t i = 0; failed && content != NULL && content->kind == JSON_ARRAY &&
+		                   i < content->u.arr.len && i < 8;
+		     i++) {
+			const char *text = json_get_string(content->u.arr.items[i], "text");
+			if (text != NULL)
+				gw_server_tool_hint(srv, text, strlen(text));
+		}
 		/* a result is data: it says where it came from, and changes nothing */
 		struct json_value *result = json_copy(reply->result);
 		const struct json_value *meta = json_get(result, "_meta");
@@ -291,6 +299,7 @@ static void on_call_done(struct rpc_peer *peer, struct rpc_msg *reply, const str
 	} else {
 		cleanup_free char *text = gw_client_forward_error(s, c->client_id, reply);
 		call_record(c, "error", text);
+		gw_server_tool_hint(srv, text, strlen(text));
 	}
 	gw_call_free(c);
 }

@@ -114,26 +114,34 @@ static void proxy_args(const struct cfg_server *c, const struct strv *deny, stru
 	strv_push(args, "-lifeline");
 }
 
-int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err)
+int gw_egress_topology(struct gw_server *srv, struct mg_err **err)
 {
 	struct session *s = srv->sess;
-	const struct cfg_server *c = srv->cfg;
 	const struct ctr_driver *d = s->driver;
-	struct gw_egress *e = &srv->egress;
 	if (s->egress_binary == NULL)
 		return mg_err_set(err, "%s",
 		                  s->egress_error != NULL ? s->egress_error : "no egress proxy");
 	struct ctr_topology_spec topo = {
-	    .server = c,
+	    .server = srv->cfg,
 	    .session = s->id,
 	    .owner = s->owner,
 	    .container = srv->container,
 	    .rootless = s->platform.rootless,
 	};
+	int64_t t0 = proc_now_ms();
 	/* what was made before a failure is in e->topo: the end removes it */
-	if (d->ops->topology_create(d, &topo, &e->topo, err) < 0)
-		return -1;
+	int r = d->ops->topology_create(d, &topo, &srv->egress.topo, err);
+	srv->phases.egress_topology_ms = proc_now_ms() - t0;
+	return r;
+}
 
+int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **err)
+{
+	struct session *s = srv->sess;
+	const struct cfg_server *c = srv->cfg;
+	const struct ctr_driver *d = s->driver;
+	struct gw_egress *e = &srv->egress;
+	int64_t t0 = proc_now_ms();
 	/* the sidecar runs from the server's image: what it declares counts */
 	struct ctr_image_config image;
 	if (d->ops->image_config(d, c->image, false, &image, err) < 0)
@@ -178,7 +186,9 @@ int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err
 	                       json_new_string(e->topo.sidecar), "argv", jargv, NULL));
 	/* its records and stderr go to the loop once the server is ready
 	 * (gw_egress_watch, on the loop thread); until then they wait in the pipe */
-	return wait_ready(srv, deadline, err);
+	r = wait_ready(srv, deadline, err);
+	srv->phases.sidecar_ready_ms = proc_now_ms() - t0;
+	return r;
 }
 
 /* The server's variables: every client that honours them goes through the

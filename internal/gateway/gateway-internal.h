@@ -92,6 +92,24 @@ struct gw_egress_end {
 	struct ctr_topology topo; /* its container and networks, to remove */
 };
 
+/* How a server's start spent its time, by phase (milliseconds; the audit
+ * log's server.ready has them, docs/audit-log.md). Each phase is set by the
+ * code that runs it, on the server's start thread. */
+struct gw_start_phases {
+	int64_t platform_wait_ms; /* waiting for what the runtime enforces here */
+	int64_t platform_ms;      /* finding it: kept (a read) or asked (info) */
+	bool platform_kept;
+	int64_t image_check_ms;     /* a failed start's check of its image */
+	int64_t image_wait_ms;      /* waiting for that check's answer */
+	int64_t egress_topology_ms; /* its networks (hosts only) */
+	int64_t sidecar_ready_ms;   /* its proxy's run until it has an address */
+	int64_t run_prepare_ms;     /* the image's configuration, mounts, argv */
+	int64_t first_byte_ms;      /* the run spawned to the server's first output */
+	int64_t initialize_ms;      /* that first output to the end of initialize */
+	int64_t tools_list_ms;
+	int64_t manifest_hash_ms;
+};
+
 struct gw_server {
 	struct session *sess;
 	const struct cfg_server *cfg;
@@ -120,9 +138,11 @@ struct gw_server {
 	char live_hash[MANIFEST_HASH_LEN];
 	bool relisting; /* a tools/list after list_changed is under way */
 	int64_t start_ms, ready_ms;
+	struct gw_start_phases phases;
 	int exit_status; /* when the thread saw it end */
 	bool exit_known;
 	char *start_error;
+	bool hinted; /* a missing command was named to the person already */
 
 	/* calls whose reply was lost because the server ended: answered once
 	 * its exit status is known */
@@ -268,21 +288,30 @@ struct session {
 	bool fetching;
 };
 
-/* startup.c: the sweep, the platform and the image checks, found once per
- * session and beside the starts. begin counts the sweep in s->starting
- * (start-up ends after it) and starts it and the platform's probe; end
- * waits for both; free also frees what they found. */
+/* server.c: the phases as the audit log's object (those a start had) */
+struct json_value *gw_start_phases_json(const struct gw_start_phases *p);
+
+/* startup.c: what the starts share, found once per session: the platform
+ * (kept or asked) on a thread from begin on, the image checks on demand (one
+ * per distinct image), the sweep, a job of the loop begun once no start is
+ * under way. end waits for the thread; free also frees what was found. */
 struct gw_startup;
 void gw_startup_begin(struct session *s);
 void gw_startup_end(struct session *s);
 void gw_startup_free(struct session *s);
+/* loop_post callback, after a start ends: the sweep begins when none is
+ * under way any more (s->starting is 0) */
+void gw_startup_sweep_when_idle(struct loop *loop, void *data);
 /* on a start thread: 0 once s->platform and s->platform_error are set, -1
- * when deadline_ms (proc_now_ms's clock) passed first */
-int gw_startup_platform_wait(struct session *s, int64_t deadline_ms);
+ * when deadline_ms (proc_now_ms's clock) passed first; phases (or NULL)
+ * gets the wait and how the platform was found */
+int gw_startup_platform_wait(struct session *s, int64_t deadline_ms,
+                             struct gw_start_phases *phases);
 /* image_present for image, asked of the runtime once per session: the
- * first server of an image checks it, the others wait for its answer */
+ * first start that asks checks it for all, the others wait for its answer
+ * until deadline_ms */
 int gw_startup_image_present(struct session *s, const char *image, int64_t deadline_ms,
-                             struct mg_err **err);
+                             struct gw_start_phases *phases, struct mg_err **err);
 
 /* server.c */
 /* The peer of a server of srv's (a container's pipes, a remote bridge, an
@@ -308,6 +337,10 @@ void gw_server_stop(struct gw_server *srv, int64_t deadline_ms);
 void gw_server_set_reason(struct gw_server *srv, enum gw_state state, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 char *gw_server_stderr_last_line(struct gw_server *srv);
+/* A tool's answer (text) that says a command is missing from the image:
+ * the person is told once per server (log, audit, the client's log), with
+ * the package and the add line; the answer itself is left as it is */
+void gw_server_tool_hint(struct gw_server *srv, const char *text, size_t len);
 /* It speaks MCP 2026-07-28 (server/discover answered at its start) */
 bool gw_server_modern(const struct gw_server *srv);
 /* Its answer to a call may be input_required: a server of 2026-07-28,
@@ -331,7 +364,11 @@ int gw_egress_prepare(struct session *s, struct mg_err **err);
  * mcpgate) in DATA/folder, named by its content hash (binaries.c) */
 int gw_binary_prepare(struct session *s, const char *name, const char *configured,
                       const char *folder, char **out, struct mg_err **err);
-int gw_egress_start(struct gw_server *srv, int64_t deadline, struct mg_err **err);
+/* A server's way out, in two steps on its start thread: its networks (what
+ * is made is in srv->egress.topo, which the end removes, also after a
+ * failure), then its proxy's sidecar, run and waited for until deadline */
+int gw_egress_topology(struct gw_server *srv, struct mg_err **err);
+int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **err);
 size_t gw_egress_env(const struct gw_server *srv, struct ctr_env *env, size_t max);
 void gw_egress_watch(struct loop *loop, void *data);
 void gw_egress_end_begin(struct gw_server *srv, struct gw_egress_end *end);

@@ -1606,9 +1606,50 @@ static void test_traceparent(void)
 		     v[i].ok ? "well formed" : "refused");
 }
 
+/* What the person is told when a server's text names a missing command:
+ * the command, the package, the add line with the packages it has and the
+ * new one, the entry's key; nothing for text that names none */
+static void test_missing_command_hint(void)
+{
+	static const char mcp[] =
+	    "[[server]]\nname = \"git\"\ntransport = \"container\"\n"
+	    "image = \"localhost/mcpgate-npm-git@sha256:"
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n"
+	    "packages = [\"curl\"]\n";
+	struct cfg *cfg = NULL;
+	struct mg_err *err = NULL;
+	if (!T_OK(cfg_parse(mcp, strlen(mcp), "mcp.toml", NULL, 0, NULL, &cfg, &err) == 0,
+	          "the hint's configuration loads"))
+		return;
+	const struct cfg_server *s = &cfg->servers[0];
+	const char text[] = "Error: Git command not found. Please ensure Git is installed";
+	cleanup_free char *h =
+	    gw_missing_command_hint(s, "npm:@cyanheads/git-mcp-server@2.15.3", text, strlen(text));
+	T_STR(h,
+	      "server git looks for the command git, which its image lacks: Debian's package git "
+	      "has it. Make its image again with it, `mcpgate add "
+	      "npm:@cyanheads/git-mcp-server@2.15.3 --name git --with curl --with git` (remove its "
+	      "entry first), which writes packages = [\"curl\", \"git\"] in its entry",
+	      "a missing git: the command, the package, the add line, the entry's key");
+	const char listed[] = "/bin/sh: 1: curl: not found";
+	cleanup_free char *l = gw_missing_command_hint(s, NULL, listed, strlen(listed));
+	T_OK(l != NULL && strstr(l, "Its entry lists it, so its image is older") != NULL &&
+	         strstr(l, "`mcpgate add npm:PACKAGE@VERSION --name git --with curl`") != NULL,
+	     "a package the entry lists already: its image is older than its entry: %s", l);
+	const char shell[] = "Error: spawn /bin/sh ENOENT";
+	cleanup_free char *b = gw_missing_command_hint(s, NULL, shell, strlen(shell));
+	T_OK(b != NULL && strstr(b, "Every image mcpgate add makes now has it") != NULL,
+	     "a command of the base: every image add makes now has it: %s", b);
+	const char none[] = "Error: ENOENT: no such file or directory, open '/data/x.json'";
+	T_OK(gw_missing_command_hint(s, NULL, none, strlen(none)) == NULL,
+	     "a missing file is no missing command");
+	cfg_free(cfg);
+}
+
 int main(void)
 {
 	mg_log_set_level(MG_LOG_ERROR);
+	test_missing_command_hint();
 	test_traceparent();
 	test_routing();
 	test_ids();

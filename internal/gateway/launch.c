@@ -14,6 +14,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
+#include "internal/debian/debian.h"
 #include "internal/gateway/gateway-internal.h"
 
 /* The folder a file is in (allocated) */
@@ -99,8 +100,15 @@ int gw_launch_start(const struct ctr_driver *d, const struct ctr_run_spec *spec,
 	with.env = env;
 	with.nenv = spec->nenv + c->nenv;
 	struct ctr_image_config image;
-	if (d->ops->image_config(d, spec->server->image, spec->nsecrets > 0, &image, err) < 0)
+	/* an image mcpgate add made says where it came from: a hint for a
+	 * missing command names the add line that makes it again */
+	bool added = strncmp(spec->server->image, "localhost/mcpgate-npm-", 22) == 0;
+	if (d->ops->image_config(d, spec->server->image, spec->nsecrets > 0 || added, &image, err) <
+	    0)
 		return -1;
+	for (size_t i = 0; i + 1 < image.labels.n && l->source == NULL; i += 2)
+		if (strcmp(image.labels.v[i], "org.opencontainers.image.source") == 0)
+			l->source = xstrdup(image.labels.v[i + 1]);
 	with.image = &image;
 	struct ctr_mount_plan staged_by = plan != NULL ? *plan : (struct ctr_mount_plan){0};
 	staged_by.driver = d; /* a rootless runtime may stage in its own namespace */
@@ -175,11 +183,55 @@ char *gw_last_line(const char *text, size_t len)
 	return mg_utf8_lossy(text + start, len - start, NULL);
 }
 
+char *gw_missing_command_hint(const struct cfg_server *s, const char *source, const char *text,
+                              size_t len)
+{
+	struct deb_hint h;
+	if (text == NULL || deb_hint_find(text, len, &h) == 0)
+		return NULL;
+	bool in_base = false, listed = false;
+	for (size_t i = 0; deb_base_set[i] != NULL; i++)
+		in_base = in_base || strcmp(deb_base_set[i], h.package) == 0;
+	for (size_t i = 0; i < s->npackages; i++)
+		listed = listed || strcmp(s->packages[i], h.package) == 0;
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	mg_buf_printf(&b, NULL,
+	              "server %s looks for the command %s, which its image lacks: Debian's "
+	              "package %s has it. ",
+	              s->name, h.command, h.package);
+	if (in_base)
+		mg_buf_puts(&b, "Every image mcpgate add makes now has it: make its image again, ",
+		            NULL);
+	else if (listed)
+		mg_buf_puts(&b,
+		            "Its entry lists it, so its image is older than its entry: make it "
+		            "again, ",
+		            NULL);
+	else
+		mg_buf_puts(&b, "Make its image again with it, ", NULL);
+	mg_buf_printf(&b, NULL, "`mcpgate add %s --name %s",
+	              source != NULL ? source : "npm:PACKAGE@VERSION", s->name);
+	for (size_t i = 0; i < s->npackages; i++)
+		mg_buf_printf(&b, NULL, " --with %s", s->packages[i]);
+	if (!in_base && !listed)
+		mg_buf_printf(&b, NULL, " --with %s", h.package);
+	mg_buf_puts(&b, "` (remove its entry first)", NULL);
+	if (!in_base && !listed) {
+		mg_buf_puts(&b, ", which writes packages = [", NULL);
+		for (size_t i = 0; i < s->npackages; i++)
+			mg_buf_printf(&b, NULL, "\"%s\", ", s->packages[i]);
+		mg_buf_printf(&b, NULL, "\"%s\"] in its entry", h.package);
+	}
+	return mg_buf_steal(&b, NULL);
+}
+
 void gw_launch_free(struct gw_launch *l)
 {
 	ctr_mounts_release(&l->mounts);
 	rpc_peer_free(steal_pointer(&l->peer));
 	proc_close(&l->proc);
+	free(l->source);
+	l->source = NULL;
 	if (l->err_fd >= 0)
 		close(l->err_fd);
 	l->err_fd = -1;

@@ -24,14 +24,14 @@ struct gw_launch {
 	struct rpc_peer *peer;
 	int err_fd;
 	struct ctr_mounts mounts; /* held until the runtime has mounted them */
+	/* where an image mcpgate add made came from (its label
+	 * org.opencontainers.image.source, "npm:PACKAGE@VERSION"), or NULL */
+	char *source;
 };
 
-#define GW_LAUNCH_INIT                          \
-	{                                       \
-		PROC_INIT, STRV_INIT, NULL, -1, \
-		{                               \
-			NULL, 0                 \
-		}                               \
+#define GW_LAUNCH_INIT                                          \
+	{                                                       \
+		PROC_INIT, STRV_INIT, NULL, -1, {NULL, 0}, NULL \
 	}
 
 /* Run spec's server and put an MCP peer (configured by pc) on its pipes.
@@ -68,6 +68,14 @@ void gw_launch_stop(const struct ctr_driver *d, const char *container, struct gw
  * session's stop job has it on its own, away from the peer) */
 void gw_launch_reap(const struct ctr_driver *d, const char *container, struct proc *p,
                     int64_t deadline_ms, int *status, bool *forced);
+
+/* What the person is told when text (a server's stderr or a tool's answer)
+ * says a command is missing from server s's image: the command, the Debian
+ * package that gives it, and the add line that puts it in (source: where
+ * the image came from, or NULL). Allocated; NULL when text names no command
+ * mcpgate knows a package for. */
+char *gw_missing_command_hint(const struct cfg_server *s, const char *source, const char *text,
+                              size_t len);
 
 /* The last non-empty line of text (at most 300 bytes), allocated; NULL if none */
 char *gw_last_line(const char *text, size_t len);

@@ -2,6 +2,7 @@
  * tools/list, each under the start deadline), its stderr, its end. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -86,6 +87,37 @@ void gw_server_watch_stderr(struct loop *loop, void *data)
 		mg_warn("server %s: cannot watch its stderr: %s", srv->cfg->name, mg_err_msg(err));
 		mg_err_free(err);
 	}
+}
+
+/* The hint for a missing command that its stderr (or extra, the reason
+ * mcpgate has) gives, or NULL */
+static char *stderr_hint(struct gw_server *srv, const char *extra)
+{
+	pthread_mutex_lock(&srv->err_lock);
+	char *clean =
+	    gw_secrets_redact_text(srv->sess, mg_buf_str(&srv->err_tail), srv->err_tail.len);
+	pthread_mutex_unlock(&srv->err_lock);
+	char *hint = gw_missing_command_hint(srv->cfg, srv->launch.source, clean, strlen(clean));
+	if (hint == NULL && extra != NULL)
+		hint = gw_missing_command_hint(srv->cfg, srv->launch.source, extra, strlen(extra));
+	free(clean);
+	return hint;
+}
+
+void gw_server_tool_hint(struct gw_server *srv, const char *text, size_t len)
+{
+	if (srv->hinted || srv->cfg->transport != CFG_TRANSPORT_CONTAINER)
+		return;
+	char *hint = gw_missing_command_hint(srv->cfg, srv->launch.source, text, len);
+	if (hint == NULL)
+		return;
+	srv->hinted = true;
+	mg_warn("%s", hint);
+	audit_record(srv->sess->audit, "server.hint",
+	             gw_fields("server", json_new_string(srv->cfg->name), "hint",
+	                       json_new_string(hint), NULL));
+	gw_client_notice(srv->sess, "warning", hint);
+	free(hint);
 }
 
 char *gw_server_stderr_last_line(struct gw_server *srv)
@@ -356,36 +388,120 @@ static void keep_approved(struct gw_server *srv)
 	}
 }
 
+struct json_value *gw_start_phases_json(const struct gw_start_phases *p)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} fields[] = {
+	    {"platform_wait_ms", offsetof(struct gw_start_phases, platform_wait_ms)},
+	    {"platform_ms", offsetof(struct gw_start_phases, platform_ms)},
+	    {"image_check_ms", offsetof(struct gw_start_phases, image_check_ms)},
+	    {"image_wait_ms", offsetof(struct gw_start_phases, image_wait_ms)},
+	    {"egress_topology_ms", offsetof(struct gw_start_phases, egress_topology_ms)},
+	    {"sidecar_ready_ms", offsetof(struct gw_start_phases, sidecar_ready_ms)},
+	    {"run_prepare_ms", offsetof(struct gw_start_phases, run_prepare_ms)},
+	    {"first_byte_ms", offsetof(struct gw_start_phases, first_byte_ms)},
+	    {"initialize_ms", offsetof(struct gw_start_phases, initialize_ms)},
+	    {"tools_list_ms", offsetof(struct gw_start_phases, tools_list_ms)},
+	    {"manifest_hash_ms", offsetof(struct gw_start_phases, manifest_hash_ms)},
+	};
+	struct json_value *o = json_new_object();
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		int64_t v;
+		memcpy(&v, (const char *)p + fields[i].offset, sizeof(v));
+		/* a phase this start did not have is left out */
+		if (v >= 0)
+			json_object_set(o, fields[i].name, json_new_int(v));
+		if (i == 1 && p->platform_ms >= 0)
+			json_object_set(o, "platform",
+			                json_new_string(p->platform_kept ? "kept" : "asked"));
+	}
+	return o;
+}
+
+/* Every phase unset: a start that never reaches one leaves it out */
+static void phases_init(struct gw_start_phases *p)
+{
+	*p = (struct gw_start_phases){
+	    .platform_wait_ms = -1,
+	    .platform_ms = -1,
+	    .image_check_ms = -1,
+	    .image_wait_ms = -1,
+	    .egress_topology_ms = -1,
+	    .sidecar_ready_ms = -1,
+	    .run_prepare_ms = -1,
+	    .first_byte_ms = -1,
+	    .initialize_ms = -1,
+	    .tools_list_ms = -1,
+	    .manifest_hash_ms = -1,
+	};
+}
+
+/* After a failed start of a contained server: was its image there? The run
+ * names it by digest with --pull=never, so a missing image fails the run at
+ * once (never by the deadline), and only the check can say so in words a
+ * person can act on. NULL when the image is there, the check itself failed,
+ * or the start ran out of time (the start's own error stands); else the
+ * reason with the command that fixes it. */
+static char *missing_image(struct gw_server *srv, int64_t deadline)
+{
+	const struct cfg_server *c = srv->cfg;
+	if (proc_now_ms() >= deadline)
+		return NULL;
+	int present = gw_startup_image_present(srv->sess, c->image, deadline, &srv->phases, NULL);
+	return present == 0
+	           ? xasprintf("image %s is not present; run: mcpgate pull %s", c->image, c->name)
+	           : NULL;
+}
+
+/* The server's own process (or its instance, or its remote bridge) and its
+ * first exchange, each phase timed */
+static int start_and_initialize(struct gw_server *srv, bool attach, int64_t deadline,
+                                struct mg_err **err)
+{
+	const struct cfg_server *c = srv->cfg;
+	struct gw_start_phases *ph = &srv->phases;
+	int64_t t0 = proc_now_ms();
+	int r = c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, err)
+	        : attach                             ? attach_instance(srv, deadline, err)
+	                                             : start_process(srv, err);
+	int64_t spawned = proc_now_ms();
+	ph->run_prepare_ms = spawned - t0;
+	if (r < 0)
+		return -1;
+	r = start_mcp(srv, attach, deadline, err);
+	int64_t first = srv->launch.peer != NULL ? rpc_peer_first_read_ms(srv->launch.peer) : 0;
+	if (first > 0) {
+		ph->first_byte_ms = first > spawned ? first - spawned : 0;
+		ph->initialize_ms = proc_now_ms() - (first > spawned ? first : spawned);
+	}
+	return r;
+}
+
 void *gw_server_start_thread(void *arg)
 {
 	struct gw_server *srv = arg;
 	struct session *s = srv->sess;
 	const struct cfg_server *c = srv->cfg;
+	struct gw_start_phases *ph = &srv->phases;
 	struct mg_err *err = NULL;
 	int64_t deadline = proc_now_ms() + (int64_t)s->cfg->mcp.start_timeout * 1000;
 	srv->start_ms = proc_now_ms();
+	phases_init(ph);
 
 	/* an instance of the listener's has it: everything below is its own */
 	bool attach = gw_instance_attaches(srv);
-	int present = c->transport == CFG_TRANSPORT_REMOTE || attach
-	                  ? 1
-	                  : gw_startup_image_present(s, c->image, deadline, &err);
-	if (present <= 0) {
-		srv->start_error = present < 0
-		                       ? xasprintf("cannot check its image: %s", mg_err_msg(err))
-		                       : xasprintf("image %s is not present; run: mcpgate pull %s",
-		                                   c->image, c->name);
-		goto done;
-	}
+	bool contained = c->transport == CFG_TRANSPORT_CONTAINER && !attach;
 	/* what the runtime enforces, before anything is judged or run by it */
 	if (!attach && (c->transport == CFG_TRANSPORT_CONTAINER || c->nhosts > 0) &&
-	    gw_startup_platform_wait(s, deadline) < 0) {
+	    gw_startup_platform_wait(s, deadline, ph) < 0) {
 		srv->start_error =
 		    xstrdup("the runtime did not say what it enforces here before the start "
 		            "deadline, so nothing starts");
 		goto done;
 	}
-	if (c->transport == CFG_TRANSPORT_CONTAINER && !attach) {
+	if (contained) {
 		/* fail closed: a limit the platform would drop is not assumed */
 		srv->start_error = gw_unenforced_refusal(&s->platform, s->platform_error, c);
 		if (srv->start_error != NULL)
@@ -401,17 +517,32 @@ void *gw_server_start_thread(void *arg)
 			                       accepted, "why", why, NULL));
 		}
 	}
-	int r = (!attach && c->nhosts > 0 && gw_egress_start(srv, deadline, &err) < 0) ||
-	                (c->transport == CFG_TRANSPORT_REMOTE ? gw_remote_start(srv, &err)
-	                 : attach                             ? attach_instance(srv, deadline, &err)
-	                                                      : start_process(srv, &err)) < 0 ||
-	                start_mcp(srv, attach, deadline, &err) < 0
+	/* nothing is checked before the run: it names the image by digest with
+	 * --pull=never, so the runtime runs that image or none
+	 * (docs/2026-12-02-start-path.md) */
+	bool hosts = !attach && c->nhosts > 0;
+	int r = hosts && (gw_egress_topology(srv, &err) < 0 ||
+	                  gw_egress_sidecar(srv, deadline, &err) < 0)
 	            ? -1
 	            : 0;
+	if (r == 0)
+		r = start_and_initialize(srv, attach, deadline, &err);
 	/* it answered (or failed): the runtime is past its mounts either way */
 	gw_launch_mounted(&srv->launch);
-	if (r < 0 || mcp_list_tools(srv->launch.peer, deadline, &srv->tools, &err) < 0 ||
-	    manifest_hash(srv->tools, srv->live_hash, &err) < 0) {
+	if (r < 0 && contained && (srv->start_error = missing_image(srv, deadline)) != NULL) {
+		start_cleanup(srv);
+		goto done;
+	}
+	int64_t t0 = proc_now_ms();
+	if (r == 0 && mcp_list_tools(srv->launch.peer, deadline, &srv->tools, &err) < 0)
+		r = -1;
+	int64_t t1 = proc_now_ms();
+	if (r == 0) {
+		ph->tools_list_ms = t1 - t0;
+		r = manifest_hash(srv->tools, srv->live_hash, &err);
+		ph->manifest_hash_ms = proc_now_ms() - t1;
+	}
+	if (r < 0) {
 		srv->start_error = xstrdup(mg_err_msg(err));
 		start_cleanup(srv);
 		goto done;
@@ -423,6 +554,9 @@ void *gw_server_start_thread(void *arg)
 done:
 	mg_err_free(err);
 	loop_post(s->loop, gw_server_started, srv);
+	/* after its start's end is counted (posts run in order): the sweep
+	 * waits until no start is under way */
+	loop_post(s->loop, gw_startup_sweep_when_idle, s);
 	return NULL;
 }
 
@@ -431,6 +565,7 @@ void gw_server_start_on_fds(struct gw_server *srv, int in_fd, int out_fd,
 {
 	struct mg_err *err = NULL;
 	srv->start_ms = proc_now_ms();
+	phases_init(&srv->phases);
 	cleanup_free char *name = xasprintf("server %s", srv->cfg->name);
 	struct rpc_peer_config pc = gw_server_peer_config(srv, name);
 	srv->info = *info;
@@ -460,10 +595,12 @@ static void exit_reason(struct gw_server *srv, int status)
 	/* its stderr is the server's own text: the person's log and the audit
 	 * log have it, the model does not */
 	cleanup_free char *last = gw_server_stderr_last_line(srv);
+	cleanup_free char *hint = stderr_hint(srv, NULL);
 	if (last != NULL)
 		mg_warn("server %s %s; the last line of its stderr: %s", srv->cfg->name, why, last);
-	gw_server_set_reason(srv, GW_EXITED, "server %s %s%s", srv->cfg->name, why,
-	                     last != NULL ? "; its stderr is in the audit log" : "");
+	gw_server_set_reason(srv, GW_EXITED, "server %s %s%s%s%s", srv->cfg->name, why,
+	                     last != NULL ? "; its stderr is in the audit log" : "",
+	                     hint != NULL ? ". " : "", hint != NULL ? hint : "");
 }
 
 static void answer_orphans(struct gw_server *srv)
@@ -611,10 +748,18 @@ void gw_server_started(struct loop *loop, void *data)
 			free(srv->reason);
 			srv->reason = r;
 		}
+		/* a command its image lacks: which package, and how to add it */
+		char *hint = stderr_hint(srv, srv->start_error);
+		if (hint != NULL) {
+			char *r = xasprintf("%s. %s", srv->reason, hint);
+			free(srv->reason);
+			srv->reason = r;
+			free(hint);
+		}
 		audit_record(s->audit, "server.unavailable",
 		             gw_fields("server", json_new_string(srv->cfg->name), "reason",
 		                       json_new_string(srv->reason), "stderr", stderr_json(srv),
-		                       NULL));
+		                       "phases", gw_start_phases_json(&srv->phases), NULL));
 		gw_client_notice(s, "warning", srv->reason);
 	} else {
 		srv->state = GW_READY;
@@ -637,7 +782,8 @@ void gw_server_started(struct loop *loop, void *data)
 		                        json_new_string(srv->info.version ? srv->info.version : ""),
 		                        NULL),
 		              "tools", json_new_int((int64_t)srv->tools->u.arr.len), "start_ms",
-		              json_new_int(srv->ready_ms - srv->start_ms), NULL));
+		              json_new_int(srv->ready_ms - srv->start_ms), "phases",
+		              gw_start_phases_json(&srv->phases), NULL));
 	}
 	s->starting--;
 	if (srv->state == GW_READY)

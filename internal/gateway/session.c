@@ -1,4 +1,4 @@
-/* A session's life: start every offered server at once (beside the sweep), register
+/* A session's life: start every offered server at once (the sweep follows them), register
  * tools in mcp.toml order, serve the client, stop everything. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -527,7 +527,7 @@ static void session_begin(struct session *s)
 		audit_record(s->audit, "session.config_error",
 		             gw_fields("error", json_new_string(s->config_error), NULL));
 	}
-	/* the sweep and the runtime's info start now, beside the servers */
+	/* the runtime's info starts now, beside the servers; the sweep once they are up */
 	gw_startup_begin(s);
 	bool hosts = false;
 	for (size_t i = 0; i < s->nservers; i++)

@@ -299,6 +299,8 @@ int rpc_peer_out_fd(const struct rpc_peer *peer);
 int rpc_peer_read(struct rpc_peer *peer, struct mg_err **err);
 /* The input has ended (EOF or a read error). */
 bool rpc_peer_closed(const struct rpc_peer *peer);
+/* When the peer's first bytes came (rpc_now_ms()), or 0 before any */
+int64_t rpc_peer_first_read_ms(const struct rpc_peer *peer);
 
 /* From now on every request this peer sends carries meta's members (an
  * object, copied) in its params' _meta, where the caller's _meta has none of

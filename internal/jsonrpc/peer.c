@@ -54,6 +54,7 @@ struct rpc_peer {
 	void *filter_data;
 	struct json_value *meta; /* merged into every request's params._meta, or NULL */
 	unsigned noise;          /* protocol errors logged so far */
+	int64_t first_read_ms;   /* when its first bytes came, or 0 */
 
 	/* write queue: a ring of qcap bytes, qlen of them queued from qhead */
 	char *q;
@@ -943,6 +944,8 @@ int rpc_peer_read(struct rpc_peer *p, struct mg_err **err)
 			break;
 		}
 		p->bytes_read += (uint64_t)n;
+		if (p->first_read_ms == 0)
+			p->first_read_ms = rpc_now_ms();
 		dispatch_lines(p);
 		taken += (size_t)n;
 		if (taken >= READ_BUDGET) {
@@ -965,6 +968,11 @@ int rpc_peer_read(struct rpc_peer *p, struct mg_err **err)
 bool rpc_peer_closed(const struct rpc_peer *p)
 {
 	return p->in_closed;
+}
+
+int64_t rpc_peer_first_read_ms(const struct rpc_peer *p)
+{
+	return p->first_read_ms;
 }
 
 /* ---- life ------------------------------------------------------------------ */

@@ -7,6 +7,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/testing.h"
 #include "internal/json/json.h"
+#include "internal/jsonrpc/jsonrpc.h"
 #include "internal/mcp/manifest.h"
 #include "internal/mcp/mcp.h"
 
@@ -81,6 +82,34 @@ int main(void)
 	     "spaces and empty names are not");
 	T_OK(mcp_version_supported("2025-06-18") && !mcp_version_supported("2024-11-05"),
 	     "the versions mcpgate accepts from servers");
+
+	/* a method 2026-07-28 removed is not found in that revision, whatever
+	 * its params: the shape does not answer before the dispatcher does */
+	static const char *const removed[] = {"logging/setLevel", "resources/subscribe",
+	                                      "resources/unsubscribe", "initialize"};
+	struct json_value *bad_modern = NULL, *bad_old = NULL;
+	struct mg_err *perr = NULL;
+	const char *modern_text =
+	    "{\"level\":7,\"uri\":7,\"capabilities\":7,\"_meta\":{\"" MCP_META_PROTOCOL_VERSION
+	    "\":\"2026-07-28\"}}";
+	const char *old_text = "{\"level\":7,\"uri\":7,\"capabilities\":7}";
+	T_OK(json_parse(modern_text, strlen(modern_text), NULL, &bad_modern, &perr) == 0 &&
+	         json_parse(old_text, strlen(old_text), NULL, &bad_old, &perr) == 0,
+	     "the params parse");
+	mg_err_free(perr);
+	for (size_t i = 0; i < sizeof(removed) / sizeof(removed[0]); i++) {
+		cleanup_free char *modern =
+		    mcp_shape_from_client(RPC_REQUEST, removed[i], bad_modern);
+		cleanup_free char *old = mcp_shape_from_client(RPC_REQUEST, removed[i], bad_old);
+		T_OK(modern == NULL, "%s of 2026-07-28: no shape (it is not found)", removed[i]);
+		T_OK(old != NULL && strncmp(old, removed[i], strlen(removed[i])) == 0,
+		     "%s of an earlier revision: its params' shape is checked (%s)", removed[i],
+		     old != NULL ? old : "none");
+	}
+	cleanup_free char *kept = mcp_shape_from_client(RPC_REQUEST, "tools/call", bad_modern);
+	T_OK(kept != NULL, "a method 2026-07-28 has keeps its shape in that revision");
+	json_free(bad_modern);
+	json_free(bad_old);
 
 	json_free(tools);
 	json_free(reordered);

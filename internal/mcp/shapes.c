@@ -29,11 +29,19 @@ struct shape {
 	const char *method;
 	const struct json_shape_member *lines;
 	size_t n;
+	/* a method 2026-07-28 removed: a request of that revision for it is
+	 * not found, whatever its params, so its lines are not checked there
+	 * (what cannot be found has no wrong params) */
+	bool before_modern;
 };
 
-#define SHAPE(m, arr)          \
-	{                      \
-		m, arr, N(arr) \
+#define SHAPE(m, arr)                 \
+	{                             \
+		m, arr, N(arr), false \
+	}
+#define SHAPE_BEFORE_MODERN(m, arr)  \
+	{                            \
+		m, arr, N(arr), true \
 	}
 
 /* ---- every message -------------------------------------------------------- */
@@ -128,18 +136,18 @@ static const struct json_shape_member cancelled[] = {
 };
 
 static const struct shape client_requests[] = {
-    SHAPE("initialize", c_initialize),
+    SHAPE_BEFORE_MODERN("initialize", c_initialize),
     SHAPE("tools/list", c_list),
     SHAPE("resources/list", c_list),
     SHAPE("resources/templates/list", c_list),
     SHAPE("prompts/list", c_list),
     SHAPE("tools/call", c_tools_call),
     SHAPE("resources/read", c_by_uri),
-    SHAPE("resources/subscribe", c_by_uri),
-    SHAPE("resources/unsubscribe", c_by_uri),
+    SHAPE_BEFORE_MODERN("resources/subscribe", c_by_uri),
+    SHAPE_BEFORE_MODERN("resources/unsubscribe", c_by_uri),
     SHAPE("prompts/get", c_prompts_get),
     SHAPE("completion/complete", c_complete),
-    SHAPE("logging/setLevel", c_set_level),
+    SHAPE_BEFORE_MODERN("logging/setLevel", c_set_level),
     SHAPE("subscriptions/listen", c_listen),
 };
 
@@ -297,6 +305,15 @@ static const struct shape server_results[] = {
 
 /* A request's or notification's refusal names its method (the text is
  * its answer); a result's is told with its request's method already */
+/* params._meta names 2026-07-28 as its revision (the common lines have
+ * checked _meta is an object and the version a string, when they are
+ * there) */
+static bool claims_modern(const struct json_value *params)
+{
+	const char *v = json_get_string(json_get(params, "_meta"), MCP_META_PROTOCOL_VERSION);
+	return v != NULL && strcmp(v, MCP_PROTOCOL_MODERN) == 0;
+}
+
 static char *check(const struct shape *table, size_t n, const char *method, bool result,
                    const struct json_value *v)
 {
@@ -304,7 +321,8 @@ static char *check(const struct shape *table, size_t n, const char *method, bool
 	char *why = result ? json_shape_check(v, where, result_common, N(result_common))
 	                   : json_shape_check(v, where, params_common, N(params_common));
 	for (size_t i = 0; why == NULL && method != NULL && i < n; i++)
-		if (strcmp(table[i].method, method) == 0)
+		if (strcmp(table[i].method, method) == 0 &&
+		    !(table[i].before_modern && claims_modern(v)))
 			why = json_shape_check(v, where, table[i].lines, table[i].n);
 	if (why == NULL || result || method == NULL)
 		return why;

@@ -51,16 +51,6 @@ int pack_tree_finish(struct pack_tree *t, struct mg_err **err);
 /* The entry at an image path ("bin/x"), or NULL; only after pack_tree_finish(). */
 const struct pack_entry *pack_tree_find(const struct pack_tree *t, const char *path);
 
-/* An absolute image path ("/usr//bin/./x/") in the tree's form ("usr/bin/x";
- * "" for "/"). Refuses relative paths, "..", and whiteout names (".wh."). */
-int pack_image_path(const char *path, const char *what, char **out, struct mg_err **err);
-
-struct pack_layer_info {
-	char digest[PACK_DIGEST_LEN + 1];  /* sha256 of the gzip stream */
-	char diff_id[PACK_DIGEST_LEN + 1]; /* sha256 of the tar inside it */
-	uint64_t size, tar_size;
-};
-
 /* Write the layer (a tar, gzip-compressed without time stamp or name) of a
  * finished tree to fd, every time stamp mtime and every owner 0:0. */
 int pack_write_layer(const struct pack_tree *t, uint64_t mtime, int fd,

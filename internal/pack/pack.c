@@ -18,6 +18,7 @@
 
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
+#include "internal/base/fs.h"
 #include "internal/base/num.h"
 #include "internal/base/xalloc.h"
 #include "internal/json/json.h"
@@ -439,11 +440,11 @@ static int render(struct json_value *v, struct mg_buf *out, struct mg_err **err)
 	return r;
 }
 
-/* The image's layers, bottom first: the base (when given), then the top */
+/* The image's layers, bottom first: the lower ones (when given), then the top */
 struct layers {
 	size_t n;
-	struct pack_layer_info info[2];
-	int fd[2];
+	struct pack_layer_info info[PACK_MAX_LAYERS];
+	int fd[PACK_MAX_LAYERS];
 };
 
 static int config_json(const struct image_conf *c, uint64_t mtime, const struct layers *l,
@@ -688,14 +689,17 @@ static int write_outer(int fd, const struct docs *d, const struct layers *l, uin
 		out_fail(&s, a, "the archive", err);
 		goto out;
 	}
-	struct blob blobs[4] = {{d->config_digest, &d->config, -1, 0},
-	                        {d->manifest_digest, &d->manifest, -1, 0}};
+	struct blob blobs[PACK_MAX_LAYERS + 2] = {{d->config_digest, &d->config, -1, 0},
+	                                          {d->manifest_digest, &d->manifest, -1, 0}};
 	size_t nb = 2;
 	for (size_t i = 0; i < l->n; i++) {
-		/* a base identical to the top (an empty one over an empty one) is one blob */
-		if (i > 0 && strcmp(l->info[i].digest, l->info[0].digest) == 0)
-			continue;
-		blobs[nb++] = (struct blob){l->info[i].digest, NULL, l->fd[i], l->info[i].size};
+		/* two identical layers (an empty one over an empty one) are one blob */
+		bool seen = false;
+		for (size_t k = 0; k < i; k++)
+			seen = seen || strcmp(l->info[i].digest, l->info[k].digest) == 0;
+		if (!seen)
+			blobs[nb++] =
+			    (struct blob){l->info[i].digest, NULL, l->fd[i], l->info[i].size};
 	}
 	qsort(blobs, nb, sizeof(blobs[0]), blob_cmp);
 	if (out_header(a, &s, "blobs/", true, 0, mtime, err) < 0 ||
@@ -810,18 +814,32 @@ static int build_tree(const struct pack_spec *spec, const struct image_conf *c, 
 	return pack_tree_finish(t, err);
 }
 
-/* The base layer: base_adds alone */
-static int build_base(const struct pack_spec *spec, struct pack_tree *t, struct mg_err **err)
+/* A lower layer of files: adds alone */
+static int build_lower(const struct pack_spec *spec, const char *const *adds, size_t n,
+                       struct pack_tree *t, struct mg_err **err)
 {
 	cleanup_free char *out_dir = output_dir(spec->output);
-	if (add_all(spec, out_dir, spec->base_adds, spec->n_base_adds, "--base-add", t, err) < 0)
+	if (add_all(spec, out_dir, adds, n, "--base-add", t, err) < 0)
 		return -1;
 	return pack_tree_finish(t, err);
 }
 
+/* path (an image path's tree form) in the top layer or a lower one of files;
+ * a layer built before is not looked into */
+static bool in_image(const struct pack_tree *t, const struct pack_tree *lower, size_t n_lower,
+                     const char *path)
+{
+	if (pack_tree_find(t, path) != NULL)
+		return true;
+	for (size_t i = 0; i < n_lower; i++)
+		if (pack_tree_find(&lower[i], path) != NULL)
+			return true;
+	return false;
+}
+
 static void check_startable(const struct pack_spec *spec, const struct image_conf *c,
-                            const struct pack_tree *t, const struct pack_tree *base,
-                            struct pack_result *out)
+                            const struct pack_tree *t, const struct pack_tree *lower,
+                            size_t n_lower, bool blobs, struct pack_result *out)
 {
 	if (spec->binary != NULL) {
 		struct pack_elf elf;
@@ -833,8 +851,7 @@ static void check_startable(const struct pack_spec *spec, const struct image_con
 			cleanup_free char *interp = NULL;
 			if (elf.interp[0] != '\0' &&
 			    (pack_image_path(elf.interp, "PT_INTERP", &interp, NULL) < 0 ||
-			     (pack_tree_find(t, interp) == NULL &&
-			      pack_tree_find(base, interp) == NULL)))
+			     (!blobs && !in_image(t, lower, n_lower, interp))))
 				strv_pushf(
 				    &out->warnings,
 				    "%s is dynamically linked and the image has no %s: add it "
@@ -848,7 +865,7 @@ static void check_startable(const struct pack_spec *spec, const struct image_con
 	} else if (c->entrypoint.v[0][0] == '/') {
 		cleanup_free char *prog = NULL;
 		if (pack_image_path(c->entrypoint.v[0], "--entrypoint", &prog, NULL) < 0 ||
-		    (pack_tree_find(t, prog) == NULL && pack_tree_find(base, prog) == NULL))
+		    (!blobs && !in_image(t, lower, n_lower, prog)))
 			strv_pushf(&out->warnings, "the entrypoint %s is not in the image",
 			           c->entrypoint.v[0]);
 	}
@@ -905,6 +922,134 @@ static int check_output(const char *output, struct mg_err **err)
 	return 0;
 }
 
+/* A layer built before, opened, when its bytes are still the ones its info
+ * names (the file is mcpgate's, but a pin must never rest on a file that
+ * changed since) */
+static int open_blob(const struct pack_lower *lw, struct mg_err **err)
+{
+	if (lw->info == NULL)
+		return mg_err_set(err, "the layer %s comes without its digest", lw->blob);
+	int fd = open(lw->blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return mg_err_sys(err, errno, "the layer %s", lw->blob);
+	crypto_hash_sha256_state st;
+	crypto_hash_sha256_init(&st);
+	cleanup_free char *buf = xmalloc(COPY_BUF);
+	uint64_t size = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, COPY_BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return mg_err_sys(err, e, "reading the layer %s", lw->blob);
+		}
+		if (n == 0)
+			break;
+		crypto_hash_sha256_update(&st, (const unsigned char *)buf, (size_t)n);
+		size += (uint64_t)n;
+	}
+	char digest[PACK_DIGEST_LEN + 1];
+	pack_digest_final(&st, digest);
+	if (size != lw->info->size || strcmp(digest, lw->info->digest) != 0) {
+		close(fd);
+		return mg_err_set(err,
+		                  "the layer %s is not the one built (%s, %llu bytes; it is %s, "
+		                  "%llu bytes): remove it so it is built again",
+		                  lw->blob, lw->info->digest, (unsigned long long)lw->info->size,
+		                  digest, (unsigned long long)size);
+	}
+	return fd;
+}
+
+int pack_build_layer(const char *const *adds, size_t n_adds, uint64_t mtime, const char *output,
+                     struct pack_layer_info *info, struct mg_err **err)
+{
+	memset(info, 0, sizeof(*info));
+	if (sodium_init() < 0)
+		return mg_err_set(err, "libsodium could not start");
+	if (check_output(output, err) < 0)
+		return -1;
+	if (mtime > MAX_MTIME)
+		return mg_err_set(err, "the time %llu is after the year 9999",
+		                  (unsigned long long)mtime);
+	struct pack_spec spec = {.output = output};
+	struct pack_tree t = {0};
+	char *tmp = NULL;
+	int fd = -1, r = -1;
+	if (build_lower(&spec, adds, n_adds, &t, err) < 0 ||
+	    (fd = temp_beside(output, "tmp", &tmp, err)) < 0)
+		goto out;
+	if (pack_write_layer(&t, mtime, fd, info, err) < 0) {
+		mg_err_wrap(err, "%s", output);
+		goto out;
+	}
+	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
+		mg_err_sys(err, errno, "writing %s", output);
+		goto out;
+	}
+	if (rename(tmp, output) < 0) {
+		mg_err_sys(err, errno, "cannot write %s", output);
+		goto out;
+	}
+	free(steal_pointer(&tmp));
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp != NULL) {
+		unlink(tmp);
+		free(tmp);
+	}
+	pack_tree_free(&t);
+	return r;
+}
+
+int pack_layer_info_load(const char *path, struct pack_layer_info *info)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	struct json_value *v = NULL;
+	if (mg_read_file(path, 1 << 16, &text, &len, NULL) < 0 ||
+	    json_parse(text, len, NULL, &v, NULL) < 0)
+		return -1;
+	const char *digest = json_get_string(v, "digest");
+	const char *diff_id = json_get_string(v, "diff_id");
+	int64_t size = -1, tar_size = -1;
+	const struct json_value *sz = json_get(v, "size");
+	const struct json_value *tsz = json_get(v, "tar_size");
+	int r = -1;
+	if (digest != NULL && diff_id != NULL && strlen(digest) == PACK_DIGEST_LEN &&
+	    strlen(diff_id) == PACK_DIGEST_LEN && sz != NULL && tsz != NULL &&
+	    json_number_int64(sz, &size) == 0 && json_number_int64(tsz, &tar_size) == 0 &&
+	    size > 0 && tar_size > 0) {
+		memcpy(info->digest, digest, PACK_DIGEST_LEN + 1);
+		memcpy(info->diff_id, diff_id, PACK_DIGEST_LEN + 1);
+		info->size = (uint64_t)size;
+		info->tar_size = (uint64_t)tar_size;
+		r = 0;
+	}
+	json_free(v);
+	return r;
+}
+
+int pack_layer_info_save(const char *path, const struct pack_layer_info *info, struct mg_err **err)
+{
+	struct json_value *v = json_new_object();
+	json_object_set(v, "digest", json_new_string(info->digest));
+	json_object_set(v, "diff_id", json_new_string(info->diff_id));
+	json_object_set(v, "size", json_new_int((int64_t)info->size));
+	json_object_set(v, "tar_size", json_new_int((int64_t)info->tar_size));
+	struct mg_buf b = MG_BUF_INIT(1 << 16);
+	int r = json_generate(v, &b, err);
+	json_free(v);
+	if (r == 0)
+		r = mg_write_file_atomic(path, b.data, b.len, 0600, err);
+	mg_buf_free(&b);
+	return r;
+}
+
 int pack_build(const struct pack_spec *spec, struct pack_result *out, struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
@@ -927,24 +1072,54 @@ int pack_build(const struct pack_spec *spec, struct pack_result *out, struct mg_
 	                 MG_BUF_INIT(DOC_MAX),
 	                 "",
 	                 ""};
-	struct pack_tree base = {0};
-	struct layers l = {.n = 0, .fd = {-1, -1}};
+	/* the lower layers of files, bottom first: base_adds, then lower[] */
+	size_t n_lower = (spec->n_base_adds > 0 ? 1 : 0) + spec->n_lower;
+	struct pack_tree lower[PACK_MAX_LAYERS] = {{0}};
+	struct layers l = {.n = 0};
+	for (size_t i = 0; i < PACK_MAX_LAYERS; i++)
+		l.fd[i] = -1;
 	cleanup_close int out_fd = -1;
 	char *out_path = NULL;
+	bool blobs = false;
 	int r = -1;
 
-	if (image_conf_init(spec, &c, err) < 0 || build_tree(spec, &c, &t, err) < 0 ||
-	    (spec->n_base_adds > 0 && build_base(spec, &base, err) < 0))
+	if (n_lower + 1 > PACK_MAX_LAYERS) {
+		mg_err_set(err, "%zu layers: an image here has %u at most", n_lower + 1,
+		           PACK_MAX_LAYERS);
 		goto out;
-	check_startable(spec, &c, &t, &base, out);
+	}
+	if (image_conf_init(spec, &c, err) < 0 || build_tree(spec, &c, &t, err) < 0)
+		goto out;
+	for (size_t i = 0; i < n_lower; i++) {
+		const struct pack_lower *lw = i == 0 && spec->n_base_adds > 0
+		                                  ? NULL
+		                                  : &spec->lower[i - (spec->n_base_adds > 0)];
+		if (lw != NULL && lw->blob != NULL) {
+			blobs = true;
+			continue;
+		}
+		if (build_lower(spec, lw != NULL ? lw->adds : spec->base_adds,
+		                lw != NULL ? lw->n_adds : spec->n_base_adds, &lower[i], err) < 0)
+			goto out;
+	}
+	check_startable(spec, &c, &t, lower, n_lower, blobs, out);
 
-	const struct pack_tree *trees[2] = {&base, &t};
-	for (size_t i = spec->n_base_adds > 0 ? 0 : 1; i < 2; i++) {
+	for (size_t i = 0; i <= n_lower; i++) {
+		const struct pack_lower *lw = i == n_lower || (i == 0 && spec->n_base_adds > 0)
+		                                  ? NULL
+		                                  : &spec->lower[i - (spec->n_base_adds > 0)];
+		if (lw != NULL && lw->blob != NULL) {
+			if ((l.fd[l.n] = open_blob(lw, err)) < 0)
+				goto out;
+			l.info[l.n++] = *lw->info;
+			continue;
+		}
 		cleanup_free char *layer_path = NULL;
 		if ((l.fd[l.n] = temp_beside(spec->output, "layer", &layer_path, err)) < 0)
 			goto out;
 		unlink(layer_path);
-		if (pack_write_layer(trees[i], spec->mtime, l.fd[l.n], &l.info[l.n], err) < 0) {
+		if (pack_write_layer(i == n_lower ? &t : &lower[i], spec->mtime, l.fd[l.n],
+		                     &l.info[l.n], err) < 0) {
 			mg_err_wrap(err, "%s", spec->output);
 			l.n++;
 			goto out;
@@ -980,10 +1155,11 @@ int pack_build(const struct pack_spec *spec, struct pack_result *out, struct mg_
 	memcpy(out->diff_id, top->diff_id, sizeof(out->diff_id));
 	out->layer_size = top->size;
 	out->layer_tar_size = top->tar_size;
-	if (l.n == 2) {
+	if (l.n >= 2) {
 		memcpy(out->base_digest, l.info[0].digest, sizeof(out->base_digest));
 		out->base_size = l.info[0].size;
 	}
+	out->n_layers = l.n;
 	out->files = t.files;
 	out->dirs = t.dirs;
 	out->symlinks = t.symlinks;
@@ -1003,11 +1179,12 @@ out:
 		unlink(out_path);
 		free(out_path);
 	}
-	for (size_t i = 0; i < 2; i++)
+	for (size_t i = 0; i < PACK_MAX_LAYERS; i++) {
 		if (l.fd[i] >= 0)
 			close(l.fd[i]);
+		pack_tree_free(&lower[i]);
+	}
 	docs_free(&d);
-	pack_tree_free(&base);
 	pack_tree_free(&t);
 	image_conf_free(&c);
 	return r;

@@ -26,6 +26,25 @@
 #define PACK_MAX_ENTRIES 1000000u
 /* At most this many folders deep */
 #define PACK_MAX_DEPTH 256u
+/* At most this many layers in one image, the top one included */
+#define PACK_MAX_LAYERS 16u
+
+/* One layer's identity: what a manifest and a configuration name it by */
+struct pack_layer_info {
+	char digest[PACK_DIGEST_LEN + 1];  /* sha256 of the gzip stream (the blob) */
+	char diff_id[PACK_DIGEST_LEN + 1]; /* sha256 of the tar inside it */
+	uint64_t size, tar_size;
+};
+
+/* A layer below the top one: files ("SRC:DEST" as pack_spec.adds), or a
+ * layer built before by pack_build_layer (blob: its file; info: what that
+ * call returned; the file's bytes must still hash to info->digest) */
+struct pack_lower {
+	const char *const *adds;
+	size_t n_adds;
+	const char *blob;
+	const struct pack_layer_info *info;
+};
 
 struct pack_spec {
 	const char *output; /* the archive to write; replaced only once it is whole */
@@ -42,6 +61,9 @@ struct pack_spec {
 	 * runtime, whatever image is on top); none: one layer */
 	const char *const *base_adds;
 	size_t n_base_adds;
+	/* more layers below the top one, bottom first, above base_adds' */
+	const struct pack_lower *lower;
+	size_t n_lower;
 
 	/* The entrypoint: entrypoint[] when n_entrypoint > 0, else [binary_dest]
 	 * with a binary, else none; then entrypoint_args[] appended. */
@@ -65,8 +87,9 @@ struct pack_result {
 	char manifest_digest[PACK_DIGEST_LEN + 1]; /* what `pack` prints; the image's digest */
 	char config_digest[PACK_DIGEST_LEN + 1];   /* the image ID runtimes show */
 	char layer_digest[PACK_DIGEST_LEN + 1];    /* of the (top) layer's gzip blob */
-	char base_digest[PACK_DIGEST_LEN + 1];     /* of the base layer's, or "" */
-	uint64_t base_size;                        /* bytes of the base layer's blob */
+	char base_digest[PACK_DIGEST_LEN + 1];     /* of the lowest layer's, or "" (one layer) */
+	uint64_t base_size;                        /* bytes of the lowest layer's blob */
+	size_t n_layers;                           /* every layer, the top one included */
 	char diff_id[PACK_DIGEST_LEN + 1];         /* of the uncompressed layer tar */
 	uint64_t layer_size;                       /* bytes of the gzip blob */
 	uint64_t layer_tar_size;                   /* bytes of the uncompressed layer tar */
@@ -87,6 +110,19 @@ struct pack_result {
  * output), and the message names the path or the option at fault. */
 int pack_build(const struct pack_spec *spec, struct pack_result *out, struct mg_err **err);
 
+/* One layer on its own, for pack_spec.lower: adds ("SRC:DEST", "DIR:/" for
+ * a folder's tree as the root) written to output (replaced only once it is
+ * whole) as a gzip layer, every time stamp mtime, with the same rules as an
+ * image's layers; info tells what the manifest names it by. */
+int pack_build_layer(const char *const *adds, size_t n_adds, uint64_t mtime, const char *output,
+                     struct pack_layer_info *info, struct mg_err **err);
+
+/* A layer's info kept beside it as JSON (digest, diff_id, sizes): load
+ * gives -1 when the file is missing or not such a document; save writes it
+ * atomically, 0600 */
+int pack_layer_info_load(const char *path, struct pack_layer_info *info);
+int pack_layer_info_save(const char *path, const struct pack_layer_info *info, struct mg_err **err);
+
 /* Free what a result owns; NULL does nothing. */
 void pack_result_free(struct pack_result *r);
 
@@ -103,5 +139,9 @@ int pack_parse_entrypoint(const char *json, struct strv *out, struct mg_err **er
  * digest, lower case as mcp.toml's image wants it (docs/config.md). *repo and
  * *tag are the caller's to free; *tag is "latest" when none is given. */
 int pack_parse_ref(const char *ref, char **repo, char **tag, struct mg_err **err);
+
+/* An absolute image path ("/usr//bin/./x/") in the tree's form ("usr/bin/x";
+ * "" for "/"). Refuses relative paths, "..", and whiteout names (".wh."). */
+int pack_image_path(const char *path, const char *what, char **out, struct mg_err **err);
 
 #endif

@@ -743,6 +743,88 @@ static void test_base_layer(void)
 	pack_result_free(&b);
 }
 
+/* Layers built on their own (pack_build_layer) below the top: the same
+ * inputs give the same blob; an image lists them bottom first with their
+ * digests and diff_ids as built; a blob whose bytes changed is refused */
+static void test_lower_blobs(void)
+{
+	cleanup_free char *blob_a = in_base("lower-a.tar.gz");
+	cleanup_free char *blob_b = in_base("lower-b.tar.gz");
+	cleanup_free char *tree_add = xasprintf("%s:/", TREE);
+	const char *adds[] = {tree_add};
+	struct pack_layer_info a, b;
+	int ra = pack_build_layer(adds, 1, 0, blob_a, &a, NULL);
+	int rb = pack_build_layer(adds, 1, 0, blob_b, &b, NULL);
+	T_OK(ra == 0 && rb == 0 && strcmp(a.digest, b.digest) == 0 &&
+	         strcmp(a.diff_id, b.diff_id) == 0 && a.size > 0 && a.tar_size > a.size / 2,
+	     "a layer built twice from a folder is the same blob: %s", a.digest);
+	if (ra < 0 || rb < 0)
+		return;
+	cleanup_free char *out = in_base("lower.tar");
+	cleanup_free char *top = xasprintf("%s:/app/server", SERVER);
+	cleanup_free char *mid = xasprintf("%s:/opt/mid", SERVER);
+	const char *tops[] = {top}, *mids[] = {mid};
+	const char *ep[] = {"/app/server"};
+	struct pack_lower lower[] = {{.blob = blob_a, .info = &a}, {.adds = mids, .n_adds = 1}};
+	struct pack_spec spec = {.output = out,
+	                         .adds = tops,
+	                         .n_adds = 1,
+	                         .lower = lower,
+	                         .n_lower = 2,
+	                         .entrypoint = ep,
+	                         .n_entrypoint = 1};
+	struct pack_result res;
+	if (pack_ok(&spec, &res, "an image over a layer built before and one of files") < 0)
+		return;
+	T_INT((long long)res.n_layers, 3, "three layers");
+	T_STR(res.base_digest, a.digest, "the lowest is the blob built before");
+	size_t len;
+	cleanup_free char *bytes = file_bytes(out, &len);
+	struct t_tar outer = {0};
+	tar_read(bytes, len, &outer);
+	cleanup_free char *mname = xasprintf("blobs/sha256/%s", res.manifest_digest + 7);
+	cleanup_free char *cname = xasprintf("blobs/sha256/%s", res.config_digest + 7);
+	struct json_value *m = parse_entry(&outer, mname);
+	const struct json_value *layers = m != NULL ? json_get(m, "layers") : NULL;
+	T_OK(layers != NULL && layers->kind == JSON_ARRAY && layers->u.arr.len == 3 &&
+	         strcmp(json_get_string(layers->u.arr.items[0], "digest"), a.digest) == 0 &&
+	         strcmp(json_get_string(layers->u.arr.items[2], "digest"), res.layer_digest) == 0,
+	     "the manifest lists the blob, the middle, then the top");
+	json_free(m);
+	struct json_value *config = parse_entry(&outer, cname);
+	const struct json_value *rootfs = config != NULL ? json_get(config, "rootfs") : NULL;
+	const struct json_value *ids = rootfs != NULL ? json_get(rootfs, "diff_ids") : NULL;
+	T_OK(ids != NULL && ids->kind == JSON_ARRAY && ids->u.arr.len == 3 &&
+	         strcmp(ids->u.arr.items[0]->u.str.ptr, a.diff_id) == 0,
+	     "the config's first diff_id is the blob's");
+	json_free(config);
+	cleanup_free char *bname = xasprintf("blobs/sha256/%s", a.digest + 7);
+	const struct t_entry *bblob = tar_find(&outer, bname);
+	size_t blen;
+	cleanup_free char *bbytes = file_bytes(blob_a, &blen);
+	T_OK(bblob != NULL && bblob->size == blen && memcmp(bblob->data, bbytes, blen) == 0,
+	     "the blob is in the archive byte for byte");
+	t_tar_free(&outer);
+	pack_result_free(&res);
+
+	/* one byte changed: refused, and nothing written */
+	int fd = open(blob_b, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || pwrite(fd, "X", 1, 20) != 1)
+		bail("cannot change", blob_b);
+	close(fd);
+	cleanup_free char *out2 = in_base("lower-changed.tar");
+	lower[0].blob = blob_b;
+	lower[0].info = &b;
+	spec.output = out2;
+	struct mg_err *err = NULL;
+	int r = pack_build(&spec, &res, &err);
+	T_OK(r < 0 && err != NULL && strstr(mg_err_msg(err), "is not the one built") != NULL &&
+	         access(out2, F_OK) != 0,
+	     "a layer file that changed is refused: %s", err != NULL ? mg_err_msg(err) : "");
+	mg_err_free(err);
+	pack_result_free(&res);
+}
+
 static void test_defaults(void)
 {
 	cleanup_free char *out = in_base("defaults.tar");
@@ -1162,6 +1244,7 @@ int main(void)
 	test_parse_entrypoint();
 	test_layout();
 	test_base_layer();
+	test_lower_blobs();
 	test_defaults();
 	test_names();
 	test_reproducible();

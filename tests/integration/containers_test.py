@@ -22,7 +22,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mcpclient import Client, Tap, text_of  # noqa: E402
-from gwtest import wait_settled  # noqa: E402
+from gwtest import UNMATCHED_PIN, wait_settled  # noqa: E402
 import listenclient  # noqa: E402
 
 RT = os.environ.get("MCPGATE_CONTAINER_TEST_RUNTIME", "podman")
@@ -257,8 +257,9 @@ def upstream(busybox_image, probe_image):
 
 def test_session(base, probe_image, busybox_image):
     ghost = "%s/mcpgate-itest-ghost@sha256:%s" % (REGISTRY, "0" * 64)
+    # ghost is pinned (a server never approved is not started at all)
     servers = (probe_server("probe", probe_image, extra='mounts = ["ro", "rw:write"]\n') +
-               probe_server("ghost", ghost))
+               probe_server("ghost", ghost, manifest=UNMATCHED_PIN))
     s = Session(base, servers)
 
     r = s.mcpgate("list")
@@ -439,9 +440,13 @@ def test_kill_and_sweep(base, probe_image, hash_):
     c2.initialize()
     wait_settled(s.state)
     c2.request("tools/list", timeout=120)
+    sid2 = [x for x in s.session_ids() if x != sid][0]
+    # the sweep runs once the starts are over, beside the session
+    deadline = time.monotonic() + 120
+    while not any(e["event"] == "sweep" for e in s.audit(sid2)) and time.monotonic() < deadline:
+        time.sleep(0.2)
     left = labelled("containers", "mcpgate.session=" + sid)
     t.ok(left == [], "a new mcpgate sweeps what the dead one left", left)
-    sid2 = [x for x in s.session_ids() if x != sid][0]
     sweeps = [e for e in s.audit(sid2) if e["event"] == "sweep"]
     t.ok(sweeps and sweeps[0]["removed"] >= 1, "its audit log records the sweep", sweeps)
     c2.close(timeout=60)

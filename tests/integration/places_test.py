@@ -8,7 +8,7 @@ folder made and removed), and the folders two levels into it, with each
 one's flags (statvfs), size, mode and owner. It runs as mcpgate runs it
 (`mcpgate serve`), from three images whose /tmp, /var/tmp and /run are
 missing, 0755, and 1777. Each writable place must be one mcpgate declares
-(/tmp, /var/tmp, /run: a tmpfs of the size declared, noexec, nosuid, nodev,
+(/tmp, /var/tmp, /run, and the home /home/mcpgate: a tmpfs of the size declared, noexec, nosuid, nodev,
 the server's own, in the mode asked or the image folder's), or the
 runtime's /dev/shm (capped, noexec, 1777) or /dev/mqueue (message queues
 only, noexec); as root inside (rootless podman) also the runtime's /dev,
@@ -34,7 +34,9 @@ t = ct.t
 RT = ct.RT
 MIB = 1 << 20
 # what mcpgate declares: path -> (mode asked, size)
-DECLARED = {"/tmp": ("1777", 64 * MIB), "/var/tmp": ("1777", 64 * MIB), "/run": ("0755", 16 * MIB)}
+DECLARED = {"/tmp": ("1777", 64 * MIB), "/var/tmp": ("1777", 64 * MIB), "/run": ("0755", 16 * MIB),
+            # the server's home (docs/contained-servers.md), 0700 and its own
+            "/home/mcpgate": ("0700", 64 * MIB)}
 FOLDERS = ("/tmp", "/var/tmp", "/run")
 
 
