@@ -59,7 +59,7 @@ CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/co
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
 	internal/container/forward.c internal/container/mounts.c internal/container/owner.c internal/container/seccomp.c \
-	internal/container/topology.c internal/container/cache.c internal/container/platform_key.c
+	internal/container/runargs.c internal/container/topology.c internal/container/cache.c internal/container/platform_key.c
 AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
@@ -75,7 +75,7 @@ GATEWAY_SRC = internal/gateway/launch.c internal/gateway/causes.c internal/gatew
               internal/gateway/watch.c \
               internal/gateway/connect.c
 LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/metrics.c \
-             internal/listen/client.c internal/listen/http.c
+             internal/listen/client.c internal/listen/conns.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
           cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c \
@@ -210,7 +210,7 @@ LAUNCH_HDR = launch/launch.h
 
 # ---- targets ---------------------------------------------------------------
 .PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run fuzz-session demo install clean bench \
-	everything-image bench-egress bench-add bench-listen
+	everything-image bench-egress bench-add bench-listen bench-slow
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
 
@@ -239,7 +239,8 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/add_npmrc_test.py tests/client_test.sh \
 	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py tests/pressure_test.py \
 	tests/config_write_test.py tests/daily_test.py tests/store_test.py tests/update_test.py tests/logs_test.py \
-	tests/revisions_test.py tests/connect_test.py
+	tests/revisions_test.py tests/connect_test.py \
+	tests/slow_clients_test.py
 # the session fuzzer runs for SESSION_FUZZ_SECONDS (120) in make test, not in make check
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh \
 	tests/session_fuzz_test.sh
@@ -323,6 +324,12 @@ bench: fakes build/bench/minrelay
 bench-listen: fakes
 	@$(MAKE) --no-print-directory SAN=0 all
 	@MCPGATE=./mcpgate FAKES=build/fakes python3 bench/listen.py $(LISTEN_BENCH_ARGS)
+
+# the token holder's /health p50/p99 under 1,000 slow connections without the
+# token (bench/README.md); the fake runtime only
+bench-slow: fakes
+	@$(MAKE) --no-print-directory SAN=0 all
+	@MCPGATE=./mcpgate FAKES=build/fakes python3 bench/slow_clients.py $(SLOW_BENCH_ARGS)
 
 # the published server-everything as an image in the local registry on 127.0.0.1:5000
 # (tests/e2e/build-everything-image.sh); prints localhost:5000/NAME@sha256:... to pin

@@ -111,7 +111,7 @@ jcheck "initialize echoes 2025-06-18 and 2025-03-26, answers 2025-11-25 to other
 printf "$v" 1 2025-06-18 | P --protocol 2024-11-05
 jcheck "--protocol forces the answer's version" "$tmp/out" 'r(1)["result"]["protocolVersion"] == "2024-11-05"'
 
-all_tools='["echo","env","write_file","connect","raw","read_file","status","syscalls","slow","progress","crash","garbage","huge","stderr","changed","touch","log","ask_sampling","ask_elicitation","ask_roots","notify","state","reflect","answer"]'
+all_tools='["echo","env","write_file","connect","raw","read_file","status","syscalls","slow","progress","crash","garbage","huge","stderr","changed","touch","log","ask_sampling","ask_elicitation","ask_roots","notify","state","reflect","answer","places","seccomp"]'
 { echo "$init"; list 1; } | P
 jcheck "tools/list offers every tool in one page" "$tmp/out" \
 	"[t['name'] for t in r(1)['result']['tools']] == $all_tools and 'nextCursor' not in r(1)['result']"
@@ -120,11 +120,11 @@ jcheck "every tool has a description and an inputSchema object with properties a
 jcheck "annotations where natural (echo read-only, write_file destructive)" "$tmp/out" \
 	'r(1)["result"]["tools"][0]["annotations"]["readOnlyHint"] is True and r(1)["result"]["tools"][2]["annotations"]["destructiveHint"] is True'
 
-{ list 1; list 2 6; list 3 12; list 6 18; list 4 99; list 5 x; } | P --page-size 6
-jcheck "--page-size 6 pages 6, 6, 6, 6 with nextCursor \"6\", \"12\", \"18\"" "$tmp/out" \
-	'[len(r(i)["result"]["tools"]) for i in (1, 2, 3, 6)] == [6, 6, 6, 6] and r(1)["result"]["nextCursor"] == "6" and r(2)["result"]["nextCursor"] == "12" and r(3)["result"]["nextCursor"] == "18" and "nextCursor" not in r(6)["result"]'
+{ list 1; list 2 6; list 3 12; list 6 18; list 7 24; list 4 99; list 5 x; } | P --page-size 6
+jcheck "--page-size 6 pages 6, 6, 6, 6, 2 with nextCursor \"6\", \"12\", \"18\", \"24\"" "$tmp/out" \
+	'[len(r(i)["result"]["tools"]) for i in (1, 2, 3, 6, 7)] == [6, 6, 6, 6, 2] and r(1)["result"]["nextCursor"] == "6" and r(2)["result"]["nextCursor"] == "12" and r(3)["result"]["nextCursor"] == "18" and r(6)["result"]["nextCursor"] == "24" and "nextCursor" not in r(7)["result"]'
 jcheck "the pages together are the whole list" "$tmp/out" \
-	"[t['name'] for i in (1, 2, 3, 6) for t in r(i)['result']['tools']] == $all_tools"
+	"[t['name'] for i in (1, 2, 3, 6, 7) for t in r(i)['result']['tools']] == $all_tools"
 jcheck "a bad cursor is -32602" "$tmp/out" 'err(4) == -32602 and err(5) == -32602'
 
 { list 1; call 2 env '{"name":"HOME"}'; } | P --tools echo,status

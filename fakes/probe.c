@@ -21,6 +21,7 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -140,6 +141,16 @@ static const struct tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"lines\":{\"type\":\"array\",\"items\":{"
      "\"type\":\"string\"}},\"result\":{}},\"required\":[]}",
      NULL},
+    {"places",
+     "Returns as JSON every place this process can write (each mount of a storage "
+     "filesystem, and the folders two levels into it): its flags, size, mode and owner; "
+     "and the mode and owner of /tmp, /var/tmp, /run and /dev/shm.",
+     NO_ARGS, READ_ONLY},
+    {"seccomp",
+     "Returns as JSON this process's seccomp mode and filter count, and what an x32 "
+     "unshare(CLONE_NEWUSER) (nr 0x40000110) gets: the x32 rules' EPERM, or the filter's "
+     "answer for an architecture it does not know.",
+     NO_ARGS, READ_ONLY},
 };
 #define N_TOOLS (sizeof tools / sizeof tools[0])
 
@@ -930,6 +941,258 @@ static void tool_syscalls(struct pj_span id)
 		else
 			pj_put_cstring(&b, strerror(e));
 	}
+	pj_buf_adds(&b, "}");
+	send_tool_text(&id, b.p, b.len, 0);
+	pj_buf_free(&b);
+}
+
+/* ---- places: what this process can write ------------------------------- */
+
+#define PLACES_MAX 512
+
+/* In place: mountinfo's octal escapes (\040 for a space) */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r != '\0'; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+/* Filesystems that hold no files a process could store (or run) */
+static int not_storage(const char *fs)
+{
+	static const char *const skip[] = {
+	    "proc", "sysfs",  "cgroup",   "cgroup2", "devpts", "securityfs",  "debugfs", "tracefs",
+	    "bpf",  "pstore", "configfs", "fusectl", "nsfs",   "binfmt_misc", NULL};
+	for (size_t i = 0; skip[i] != NULL; i++)
+		if (strcmp(fs, skip[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 when this process can make something in the folder dirfd: a nameless
+ * file (O_TMPFILE, nothing left behind), else a folder made and removed */
+static int can_write_dir(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	if (errno == EACCES || errno == EROFS || errno == EPERM)
+		return 0;
+	char name[64];
+	snprintf(name, sizeof name, ".mcpgate-probe-%ld", (long)getpid());
+	if (mkdirat(dirfd, name, 0700) < 0)
+		return 0;
+	unlinkat(dirfd, name, AT_REMOVEDIR);
+	return 1;
+}
+
+/* A message queue made and removed: the one thing an mqueue mount holds */
+static int can_make_queue(void)
+{
+	char name[64];
+	snprintf(name, sizeof name, "mcpgate-probe-%ld", (long)getpid());
+	long fd = syscall(SYS_mq_open, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600, NULL);
+	if (fd < 0)
+		return 0;
+	close((int)fd);
+	syscall(SYS_mq_unlink, name);
+	return 1;
+}
+
+static void put_place(struct pj_buf *b, int *first, const char *path, const char *fs, int fd)
+{
+	struct statvfs v;
+	struct stat st;
+	if (fstatvfs(fd, &v) < 0 || fstat(fd, &st) < 0)
+		return;
+	pj_buf_adds(b, *first ? "{\"path\":" : ",{\"path\":");
+	*first = 0;
+	pj_put_cstring(b, path);
+	pj_buf_adds(b, ",\"fs\":");
+	pj_put_cstring(b, fs);
+	pj_buf_addf(b,
+	            ",\"noexec\":%s,\"nosuid\":%s,\"nodev\":%s,\"bytes\":%llu,\"mode\":\"%04o\","
+	            "\"uid\":%u,\"gid\":%u}",
+	            (v.f_flag & ST_NOEXEC) ? "true" : "false",
+	            (v.f_flag & ST_NOSUID) ? "true" : "false",
+	            (v.f_flag & ST_NODEV) ? "true" : "false",
+	            (unsigned long long)v.f_blocks * (unsigned long long)v.f_frsize,
+	            (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid);
+}
+
+/* The folders of one mount, two levels in (the same device only): each
+ * this process can write is a place */
+static void walk_places(struct pj_buf *b, int *first, unsigned *count, const char *path,
+                        const char *fs, int fd, dev_t dev, int depth)
+{
+	if (*count >= PLACES_MAX)
+		return;
+	if (can_write_dir(fd)) {
+		put_place(b, first, path, fs, fd);
+		(*count)++;
+	}
+	if (depth >= 2)
+		return;
+	int dfd = dup(fd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (d == NULL) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL && *count < PLACES_MAX) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		int cfd = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		struct stat st;
+		if (fstat(cfd, &st) == 0 && st.st_dev == dev) {
+			struct pj_buf sub = {0};
+			pj_buf_addf(&sub, "%s%s%s", path, strcmp(path, "/") == 0 ? "" : "/",
+			            e->d_name);
+			walk_places(b, first, count, sub.p, fs, cfd, dev, depth + 1);
+			pj_buf_free(&sub);
+		}
+		close(cfd);
+	}
+	closedir(d);
+}
+
+static void tool_places(struct pj_span id)
+{
+	struct pj_buf b = {0};
+	int first = 1;
+	unsigned count = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	pj_buf_addf(&b, "{\"uid\":%u,\"places\":[", (unsigned)getuid());
+	char line[8192];
+	while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+		char *fields[8] = {0};
+		char *save = NULL, *tok = strtok_r(line, " \n", &save);
+		for (int i = 0; tok != NULL && i < 5; i++, tok = strtok_r(NULL, " \n", &save))
+			fields[i] = tok;
+		while (tok != NULL && strcmp(tok, "-") != 0)
+			tok = strtok_r(NULL, " \n", &save);
+		char *fs = tok != NULL ? strtok_r(NULL, " \n", &save) : NULL;
+		if (fields[4] == NULL || fs == NULL || not_storage(fs))
+			continue;
+		unescape_octal(fields[4]);
+		if (strcmp(fs, "mqueue") == 0) {
+			int fd = open(fields[4], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0 && can_make_queue()) {
+				put_place(&b, &first, fields[4], fs, fd);
+				count++;
+			}
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		int fd = open(fields[4], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+			walk_places(&b, &first, &count, fields[4], fs, fd, st.st_dev, 0);
+		} else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			/* a file mounted alone (/etc/hosts): writable when it opens so */
+			int w = open(fields[4],
+			             O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+			if (w >= 0) {
+				put_place(&b, &first, fields[4], fs, fd);
+				count++;
+				close(w);
+			}
+		}
+		close(fd);
+	}
+	if (f != NULL)
+		fclose(f);
+	pj_buf_adds(&b, "],\"folders\":{");
+	static const char *const named[] = {"/tmp", "/var/tmp", "/run", "/dev/shm"};
+	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+		struct stat st;
+		pj_buf_addf(&b, "%s\"%s\":", i ? "," : "", named[i]);
+		if (stat(named[i], &st) < 0)
+			pj_put_cstring(&b, strerror(errno));
+		else
+			pj_buf_addf(&b, "{\"mode\":\"%04o\",\"uid\":%u}",
+			            (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+	}
+	pj_buf_adds(&b, "}}");
+	send_tool_text(&id, b.p, b.len, 0);
+	pj_buf_free(&b);
+}
+
+/* ---- seccomp: the filter as this process meets it ----------------------- */
+
+static void tool_seccomp(struct pj_span id)
+{
+	char status[65536], mode[32], filters[32];
+	size_t have = 0;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r;
+		while (have < sizeof status - 1 &&
+		       (r = read(fd, status + have, sizeof status - 1 - have)) > 0)
+			have += (size_t)r;
+		close(fd);
+	}
+	status[have] = '\0';
+	proc_status_field(status, "Seccomp", mode, sizeof mode);
+	proc_status_field(status, "Seccomp_filters", filters, sizeof filters);
+	struct pj_buf b = {0};
+	pj_buf_adds(&b, "{\"seccomp\":");
+	pj_put_cstring(&b, mode);
+	pj_buf_adds(&b, ",\"filters\":");
+	pj_put_cstring(&b, filters);
+	pj_buf_adds(&b, ",\"x32_unshare\":");
+#if defined(__x86_64__)
+	/* in a child: a filter may kill for an architecture it does not know */
+	int fds[2];
+	pid_t pid = pipe(fds) == 0 ? fork() : -1;
+	if (pid == 0) {
+		errno = 0;
+		long r = syscall(0x40000000L | 272L /* x32 unshare */, (long)CLONE_NEWUSER);
+		int e = r < 0 ? errno : 0;
+		if (write(fds[1], &e, sizeof e) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	int e = -1, st = 0;
+	if (pid > 0) {
+		close(fds[1]);
+		if (read(fds[0], &e, sizeof e) != (ssize_t)sizeof e)
+			e = -1;
+		close(fds[0]);
+		waitpid(pid, &st, 0);
+	}
+	if (pid < 0)
+		pj_put_cstring(&b, "no child");
+	else if (e == 0)
+		pj_put_cstring(&b, "ok");
+	else if (e > 0)
+		pj_put_cstring(&b, strerror(e));
+	else if (WIFSIGNALED(st))
+		pj_buf_addf(&b, "\"killed by signal %d\"", WTERMSIG(st));
+	else
+		pj_put_cstring(&b, "lost");
+#else
+	pj_put_cstring(&b, "not x86-64");
+#endif
 	pj_buf_adds(&b, "}");
 	send_tool_text(&id, b.p, b.len, 0);
 	pj_buf_free(&b);
@@ -2003,6 +2266,10 @@ static void method_tools_call(struct probe *p, struct pj_span id, struct pj_span
 			ask_client(p, id, "roots/list", NULL, 0);
 		else if (strcmp(name, "notify") == 0)
 			tool_notify(id, args);
+		else if (strcmp(name, "places") == 0)
+			tool_places(id);
+		else if (strcmp(name, "seccomp") == 0)
+			tool_seccomp(id);
 		else
 			tool_state(p, id, params);
 	}

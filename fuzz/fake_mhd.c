@@ -55,6 +55,7 @@ struct MHD_Connection {
 	uint64_t pos;
 	int fds[2]; /* [0] the listener's end (connect_fd), [1] the client's */
 	union MHD_ConnectionInfo info;
+	void *socket_context; /* MHD_OPTION_NOTIFY_CONNECTION's */
 	struct sf_http *exchange;
 	struct MHD_Connection *next;
 };
@@ -64,6 +65,8 @@ struct MHD_Daemon {
 	void *handler_cls;
 	MHD_RequestCompletedCallback completed;
 	void *completed_cls;
+	MHD_NotifyConnectionCallback notify;
+	void *notify_cls;
 	int listen_fd;
 	union MHD_DaemonInfo info;
 	struct MHD_Connection *conns;
@@ -162,6 +165,10 @@ void MHD_resume_connection(struct MHD_Connection *connection)
 const union MHD_ConnectionInfo *MHD_get_connection_info(struct MHD_Connection *connection,
                                                         enum MHD_ConnectionInfoType info_type, ...)
 {
+	if (info_type == MHD_CONNECTION_INFO_SOCKET_CONTEXT) {
+		connection->info.socket_context = connection->socket_context;
+		return &connection->info;
+	}
 	if (info_type != MHD_CONNECTION_INFO_CONNECTION_FD)
 		return NULL;
 	connection->info.connect_fd = connection->fds[0];
@@ -193,6 +200,9 @@ struct MHD_Daemon *MHD_start_daemon(unsigned int flags, uint16_t port, MHD_Accep
 		} else if (o == MHD_OPTION_NOTIFY_COMPLETED) {
 			d->completed = va_arg(ap, MHD_RequestCompletedCallback);
 			d->completed_cls = va_arg(ap, void *);
+		} else if (o == MHD_OPTION_NOTIFY_CONNECTION) {
+			d->notify = va_arg(ap, MHD_NotifyConnectionCallback);
+			d->notify_cls = va_arg(ap, void *);
 		} else if (o == MHD_OPTION_CONNECTION_LIMIT || o == MHD_OPTION_CONNECTION_TIMEOUT) {
 			(void)va_arg(ap, unsigned int);
 		} else {
@@ -214,6 +224,19 @@ const union MHD_DaemonInfo *MHD_get_daemon_info(struct MHD_Daemon *daemon,
 	return info_type == MHD_DAEMON_INFO_EPOLL_FD ? &daemon->info : NULL;
 }
 
+/* the listener accepts and adds each connection; the fuzzer adds its own
+ * (sf_mhd_request), so nothing is accepted here */
+enum MHD_Result MHD_add_connection(struct MHD_Daemon *daemon, MHD_socket client_socket,
+                                   const struct sockaddr *addr, socklen_t addrlen)
+{
+	(void)daemon;
+	(void)addr;
+	(void)addrlen;
+	sf_finding("fake_mhd: a connection was accepted from the listen socket");
+	close(client_socket);
+	return MHD_NO;
+}
+
 enum MHD_Result MHD_get_timeout(struct MHD_Daemon *daemon, MHD_UNSIGNED_LONG_LONG *timeout)
 {
 	int delay = sf_listen_delay_ms();
@@ -231,6 +254,9 @@ static void finish(struct MHD_Connection *c, enum MHD_RequestTerminationCode toe
 	struct MHD_Daemon *d = c->d;
 	if (d->completed != NULL && c->called)
 		d->completed(d->completed_cls, c, &c->req_cls, toe);
+	/* one request a connection: it closes with it */
+	if (d->notify != NULL)
+		d->notify(d->notify_cls, c, &c->socket_context, MHD_CONNECTION_NOTIFY_CLOSED);
 	response_unref(c->resp);
 	c->resp = NULL;
 	sf_http_closed(c->exchange);
@@ -391,6 +417,10 @@ struct MHD_Connection *sf_mhd_request(struct MHD_Daemon *d, const char *method, 
 	c->exchange = exchange;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->fds) < 0)
 		abort();
+	/* the fuzzer hands connections in itself, as if the listener had
+	 * accepted them: the listener's notification sees one it did not */
+	if (d->notify != NULL)
+		d->notify(d->notify_cls, c, &c->socket_context, MHD_CONNECTION_NOTIFY_STARTED);
 	struct MHD_Connection **tail = &d->conns;
 	while (*tail != NULL)
 		tail = &(*tail)->next;

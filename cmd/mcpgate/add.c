@@ -404,6 +404,16 @@ int add_npm_install(const char *npm, const char *dir, const struct npm_pkg *p, s
 	proc_result_free(&res);
 	if (r == 0 && !ci)
 		r = mg_write_file_atomic(kept, text, len, 0644, err);
+	/* npm unpacks a tarball's modes as they are: as root a 6755 file of a
+	 * stranger's would be setuid root in the data folder */
+	unsigned cleared = 0;
+	if (r == 0 && add_clear_modules(dir, &cleared, err) < 0)
+		r = mg_err_wrap(err, "after npm installed %s@%s", p->name, p->version);
+	if (cleared > 0)
+		fprintf(stderr,
+		        "mcpgate add: cleared %u setuid, setgid or special file(s) the packages "
+		        "held\n",
+		        cleared);
 	return r;
 }
 

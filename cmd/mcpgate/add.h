@@ -131,6 +131,12 @@ int add_run_scripts(const struct cfg *cfg, struct ctr_driver *d, const char *wor
  * the host is never installed over a tree an install script had. */
 int add_remove_modules(const char *work, struct mg_err **err);
 
+/* Below work's node_modules, links never followed: setuid and setgid bits
+ * cleared and anything that is not a file, folder or link removed, as
+ * strangers' tarballs and install scripts may leave them (npm keeps a
+ * tarball's mode 6755 when it unpacks as root). *cleared: how many. */
+int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err);
+
 /* A local package tarball (npm pack's output): its package.json, parsed,
  * and its integrity as npm records it ("sha512-" and base64). Nothing of
  * it runs. */

@@ -161,6 +161,18 @@ int add_remove_modules(const char *work, struct mg_err **err)
 	return mg_remove_tree(modules, err);
 }
 
+int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err)
+{
+	*cleared = 0;
+	cleanup_free char *modules = xasprintf("%s/node_modules", work);
+	int fd = open(modules, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return mg_err_sys(err, errno, "%s", modules);
+	int r = walk_left(fd, modules, 0, cleared, err);
+	close(fd);
+	return r;
+}
+
 /* ---- the step ------------------------------------------------------------- */
 
 /* The step's image: the Debian base, node, and where native code is built
@@ -384,14 +396,7 @@ out:
 	if (cname != NULL) {
 		unsigned cleared = 0;
 		struct mg_err *werr = NULL;
-		int mfd = open(modules, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (mfd < 0)
-			mg_err_sys(&werr, errno, "%s", modules);
-		else
-			walk_left(mfd, modules, 0, &cleared, &werr);
-		if (mfd >= 0)
-			close(mfd);
-		if (werr != NULL && r == 0)
+		if (add_clear_modules(work, &cleared, &werr) < 0 && r == 0)
 			r = mg_err_set(err, "after the install scripts: %s", mg_err_msg(werr));
 		mg_err_clear(&werr);
 		if (cleared > 0)

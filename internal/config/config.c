@@ -1416,6 +1416,7 @@ enum mcp_key {
 	M_LISTEN_REQUESTS,
 	M_LISTEN_BODY,
 	M_LISTEN_IDLE,
+	M_LISTEN_READ,
 	M_START_MODE,
 	M_KEEP_LOGS,
 	M_CLIENT_QUEUE,
@@ -1433,6 +1434,7 @@ static const struct key_spec mcp_keys[M_MCP_COUNT] = {
     [M_LISTEN_REQUESTS] = {"listen_requests", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_LISTEN_BODY] = {"listen_body_max", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_LISTEN_IDLE] = {"listen_idle_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
+    [M_LISTEN_READ] = {"listen_read_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_START_MODE] = {"start", TOML_STRING, "a string", SCOPE_ANY},
     [M_KEEP_LOGS] = {"keep_logs_days", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_CLIENT_QUEUE] = {"client_queue_max", TOML_INTEGER, "an integer", SCOPE_ANY},
@@ -1529,6 +1531,9 @@ static void check_config_file(struct ctx *c, const struct toml_value *root, stru
 	if (k.kv[M_KEEP_LOGS] != NULL &&
 	    int_in(c, k.kv[M_KEEP_LOGS], " days", 1, CFG_KEEP_LOGS_MAX, &n))
 		m->keep_logs_days = (unsigned)n;
+	if (k.kv[M_LISTEN_READ] != NULL &&
+	    int_in(c, k.kv[M_LISTEN_READ], " seconds", 1, CFG_LISTEN_READ_MAX, &n))
+		m->listen_read_timeout = (unsigned)n;
 	/* a body is one JSON-RPC line for the session: never more than it takes */
 	if (m->listen_body_max > m->line_max)
 		m->listen_body_max = m->line_max;
@@ -1574,6 +1579,7 @@ int cfg_parse(const char *mcp_text, size_t mcp_len, const char *mcp_name, const 
 	cfg->mcp.listen_requests = CFG_LISTEN_REQUESTS_DEFAULT;
 	cfg->mcp.listen_body_max = CFG_LISTEN_BODY_DEFAULT;
 	cfg->mcp.listen_idle_timeout = CFG_LISTEN_IDLE_DEFAULT;
+	cfg->mcp.listen_read_timeout = CFG_LISTEN_READ_DEFAULT;
 	cfg->mcp_path = xstrdup(mcp_name);
 	cfg->config_path = config_text != NULL ? xstrdup(config_name) : NULL;
 

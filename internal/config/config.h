@@ -52,6 +52,8 @@
 #define CFG_LISTEN_IDLE_DEFAULT     1800
 #define CFG_LISTEN_IDLE_MAX         604800
 #define CFG_KEEP_LOGS_MAX           36500
+#define CFG_LISTEN_READ_DEFAULT     30
+#define CFG_LISTEN_READ_MAX         3600
 
 /* The largest mcp.toml or config.toml cfg_load reads. */
 #define CFG_FILE_MAX (4u << 20)
@@ -272,10 +274,13 @@ struct cfg_mcp {
 	unsigned listen_requests;
 	uint64_t listen_body_max;     /* bytes, never above line_max */
 	unsigned listen_idle_timeout; /* seconds */
-	enum cfg_start start;         /* the servers' default */
 	/* keep_logs_days: prune removes audit logs (and review logs) older than
 	 * this; 0 (unset): it keeps every one */
 	unsigned keep_logs_days;
+	/* seconds from a connection's waiting for a request to that request's
+	 * head and body being all in; no byte sent extends it */
+	unsigned listen_read_timeout;
+	enum cfg_start start; /* the servers' default */
 };
 
 struct cfg {

@@ -125,6 +125,7 @@ static void test_minimal(void)
 	T_INT(cfg->mcp.listen_requests, 32, "defaults: listen_requests");
 	T_INT((long long)cfg->mcp.listen_body_max, 4194304, "defaults: listen_body_max 4 MiB");
 	T_INT(cfg->mcp.listen_idle_timeout, 1800, "defaults: listen_idle_timeout");
+	T_INT(cfg->mcp.listen_read_timeout, 30, "defaults: listen_read_timeout");
 	T_STR(cfg->mcp_path, MINIMAL, "the mcp.toml path is kept");
 	T_OK(cfg->config_path == NULL, "no config.toml path");
 	T_OK(cfg_find_server(cfg, "probe") == s, "cfg_find_server finds probe");
@@ -251,6 +252,7 @@ static void test_full(void)
 	T_INT((long long)cfg->mcp.listen_body_max, 1048576,
 	      "config: listen_body_max, cut to line_max");
 	T_INT(cfg->mcp.listen_idle_timeout, 60, "config: listen_idle_timeout");
+	T_INT(cfg->mcp.listen_read_timeout, 10, "config: listen_read_timeout");
 	T_STR(cfg->config_path, "testdata/config/good-config.toml", "config: path kept");
 	cfg_free(cfg);
 }

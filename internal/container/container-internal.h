@@ -9,6 +9,25 @@ extern const struct ctr_ops ctr_cli_ops;
 int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
                         struct strv *argv, struct strv *envp, struct mg_err **err);
 
+/* runargs.c: the arguments of `run` built from data */
+/* --mount and its value from fields[0..n) ("key=value" or a flag), each
+ * quoted as podman and docker read it; a field that cannot be carried is an
+ * error naming what (where the data came from) */
+int ctr_push_mount(struct strv *a, const char *const *fields, size_t n, const char *what,
+                   struct mg_err **err);
+/* The writable places of a contained process running as user ("UID:GID"):
+ * each a capped noexec tmpfs of its own, owned by user; and nothing else of
+ * the runtime's that it could write, but /dev/shm (capped) */
+int ctr_push_places(const struct ctr_driver *d, struct strv *a, const char *user,
+                    struct mg_err **err);
+/* docker: a read-only tmpfs over each VOLUME of image (none where a place
+ * or one of targets, the mounts' targets, is that very path); a VOLUME it
+ * cannot cover is an error naming it, and the fix. Nothing for podman
+ * (--image-volume=ignore) or without an image. */
+int ctr_push_volume_covers(const struct ctr_driver *d, struct strv *a,
+                           const struct ctr_image_config *image, const struct strv *targets,
+                           const char *server, struct mg_err **err);
+
 /* --label K=V for each of the labels every container and network carries */
 void ctr_push_labels(struct strv *a, const char *session, const char *server, pid_t owner);
 

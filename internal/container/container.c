@@ -261,9 +261,10 @@ void ctr_push_labels(struct strv *a, const char *session, const char *server, pi
 
 static char *memory_arg(uint64_t bytes);
 
-/* `run` and the flags every contained process gets, server or sidecar */
-static void push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t memory,
-                           unsigned pids)
+/* `run` and the flags every contained process gets, server or sidecar,
+ * running as user ("UID:GID") */
+static int push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t memory,
+                          unsigned pids, const char *user, struct mg_err **err)
 {
 	strv_push(a, "run");
 	strv_pushf(a, "--security-opt=seccomp=%s", d->seccomp);
@@ -276,8 +277,8 @@ static void push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t 
 	strv_push(a, "--security-opt=no-new-privileges");
 	strv_push_owned(a, memory_arg(memory));
 	strv_pushf(a, "--pids-limit=%u", pids);
-	strv_push(a, "--tmpfs");
-	strv_push(a, "/tmp:rw,noexec,nosuid,nodev,mode=1777,size=64m");
+	if (ctr_push_places(d, a, user, err) < 0)
+		return -1;
 	/* nothing the image declares widens what mcp.toml allows: no health
 	 * check run beside it, no volume of the image's own */
 	strv_push(a, "--no-healthcheck");
@@ -285,6 +286,7 @@ static void push_isolation(const struct ctr_driver *d, struct strv *a, uint64_t 
 		strv_push(a, "--http-proxy=false");
 		strv_push(a, "--image-volume=ignore");
 	}
+	return 0;
 }
 
 /* HOME for the server: a tmpfs of its own, writable by the user it runs
@@ -322,17 +324,27 @@ static char *memory_arg(uint64_t bytes)
 	return xasprintf("--memory=%llub", (unsigned long long)bytes);
 }
 
-/* A binary (or a folder) of mcpgate's, read-only at target in the container; relabelled
- * (:z) where SELinux is on */
-static void push_binary_mount(struct strv *a, const char *host, const char *target)
+/* A binary of mcpgate's, read-only at target in the container; relabelled
+ * (:z) where SELinux is on, through --volume, whose fields a colon ends */
+static int push_binary_mount(struct strv *a, const char *host, const char *target,
+                             struct mg_err **err)
 {
 	if (access("/sys/fs/selinux/enforce", F_OK) == 0) {
+		if (strpbrk(host, ":,") != NULL)
+			return mg_err_set(
+			    err,
+			    "the path %s of mcpgate's own %s holds a comma or a colon, "
+			    "which --volume (SELinux's relabelling) would misread",
+			    host, target);
 		strv_push(a, "--volume");
 		strv_pushf(a, "%s:%s:ro,z", host, target);
-	} else {
-		strv_push(a, "--mount");
-		strv_pushf(a, "type=bind,source=%s,target=%s,readonly", host, target);
+		return 0;
 	}
+	cleanup_free char *source = xasprintf("source=%s", host);
+	cleanup_free char *dest = xasprintf("target=%s", target);
+	cleanup_free char *what = xasprintf("the path of mcpgate's own %s", target);
+	const char *fields[] = {"type=bind", source, dest, "readonly"};
+	return ctr_push_mount(a, fields, 4, what, err);
 }
 
 /* A command, argument or setting as the server gets it: each {connect.NAME}
@@ -352,9 +364,6 @@ static int push_launcher(const struct ctr_driver *d, const struct ctr_run_spec *
 	if (spec->launcher == NULL)
 		return mg_err_set(err, "server %s: no mcpgate-launch to hand it its secret",
 		                  s->name);
-	if (strchr(spec->launcher, ',') != NULL || strchr(spec->launcher, ':') != NULL)
-		return mg_err_set(err, "the path of mcpgate-launch %s holds a comma or colon",
-		                  spec->launcher);
 	if (s->command == NULL && spec->image == NULL)
 		return mg_err_set(err, "server %s: the command of its image is not known", s->name);
 	struct strv cmd = STRV_INIT;
@@ -378,12 +387,34 @@ static int push_launcher(const struct ctr_driver *d, const struct ctr_run_spec *
 		                  s->name, s->image);
 	}
 	char id[CTR_ID_LEN + 1];
-	push_binary_mount(a, spec->launcher, LAUNCH_PATH);
+	if (push_binary_mount(a, spec->launcher, LAUNCH_PATH, err) < 0) {
+		strv_free(&cmd);
+		return -1;
+	}
 	strv_push(a, "--entrypoint=" LAUNCH_PATH);
 	strv_push(a, ctr_run_ref(d, s->image, id));
 	for (size_t i = 0; i < cmd.n; i++)
 		strv_push(a, cmd.v[i]);
 	strv_free(&cmd);
+	return 0;
+}
+
+/* --entrypoint=COMMAND: podman reads a value that is a JSON array as the
+ * whole command, so there it is always one, of the one string */
+static int push_entrypoint(const struct ctr_driver *d, struct strv *a, const char *command,
+                           struct mg_err **err)
+{
+	if (d->kind != CTR_PODMAN) {
+		strv_pushf(a, "--entrypoint=%s", command);
+		return 0;
+	}
+	struct mg_buf b = MG_BUF_INIT(1 << 20);
+	if (mg_buf_puts(&b, "--entrypoint=[", err) < 0 ||
+	    json_quote(command, strlen(command), &b, err) < 0 || mg_buf_putc(&b, ']', err) < 0) {
+		mg_buf_free(&b);
+		return mg_err_wrap(err, "the command %s", command);
+	}
+	strv_push_owned(a, mg_buf_steal(&b, NULL));
 	return 0;
 }
 
@@ -402,10 +433,14 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 		                  "server %s: where its connect destinations are reached is not "
 		                  "known (it has no sidecar)",
 		                  s->name);
-	struct strv a = STRV_INIT, e = STRV_INIT;
+	struct strv a = STRV_INIT, e = STRV_INIT, targets = STRV_INIT;
+	const char *user = spec->user != NULL ? spec->user : "65534:65534";
 
 	strv_push(&a, d->path);
-	push_isolation(d, &a, s->memory, s->pids);
+	if (push_isolation(d, &a, s->memory, s->pids, user, err) < 0) {
+		mg_err_wrap(err, "server %s", s->name);
+		goto fail;
+	}
 	if (spec->network != NULL)
 		strv_pushf(&a, "--network=%s", spec->network);
 	else
@@ -414,9 +449,11 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	 * (through the bridge's fe80:: address), past the proxy */
 	strv_push(&a, "--sysctl=net.ipv6.conf.all.disable_ipv6=1");
 	strv_push(&a, "--sysctl=net.ipv6.conf.default.disable_ipv6=1");
-	const char *user = spec->user != NULL ? spec->user : "65534:65534";
 	strv_pushf(&a, "--user=%s", user);
 	push_home(d, &a, s, user);
+	/* a tmpfs home is a place of its own: a VOLUME there needs no cover */
+	if (s->nmounts == 0 || !s->mounts[s->nmounts - 1].home)
+		strv_push(&targets, CFG_HOME_PATH);
 	strv_push(&a, "--name");
 	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
 	/* the same host name at every start: a server that names its host in a
@@ -452,32 +489,32 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	for (size_t i = 0; i < s->nmounts; i++) {
 		/* non-recursive: a mount below the folder never comes along, so
 		 * read-only is read-only all the way down */
-		strv_push(&a, "--mount");
 		bool root = strcmp(s->mounts[i].path, ".") == 0;
-		if (s->mounts[i].home)
-			/* the kept home: not executable (podman says so itself; for
-			 * docker the staged bind carries noexec) */
-			strv_pushf(
-			    &a, "type=bind,source=%s,target=" CFG_HOME_PATH ",bind-nonrecursive%s",
-			    spec->mounts->v[i].host, d->kind == CTR_PODMAN ? ",noexec" : "");
-		else
-			strv_pushf(
-			    &a, "type=bind,source=%s,target=/workspace%s%s,bind-nonrecursive%s",
-			    spec->mounts->v[i].host, root ? "" : "/", root ? "" : s->mounts[i].path,
-			    s->mounts[i].write ? "" : ",readonly");
+		/* the kept home: not executable (podman says so itself; for
+		 * docker the staged bind carries noexec) */
+		bool home = s->mounts[i].home;
+		char *target = home ? xstrdup(CFG_HOME_PATH)
+		                    : xasprintf("/workspace%s%s", root ? "" : "/",
+		                                root ? "" : s->mounts[i].path);
+		strv_push_owned(&targets, target);
+		cleanup_free char *source = xasprintf("source=%s", spec->mounts->v[i].host);
+		cleanup_free char *dest = xasprintf("target=%s", target);
+		cleanup_free char *what =
+		    xasprintf("server %s: mount %s", s->name, s->mounts[i].path);
+		const char *fields[5] = {"type=bind", source, dest, "bind-nonrecursive"};
+		size_t nfields = 4;
+		if (home && d->kind == CTR_PODMAN)
+			fields[nfields++] = "noexec";
+		else if (!home && !s->mounts[i].write)
+			fields[nfields++] = "readonly";
+		if (ctr_push_mount(&a, fields, nfields, what, err) < 0)
+			goto fail;
 	}
-
 	/* docker makes a writable volume on the host's disk for each VOLUME of
-	 * the image: cover each with a tiny read-only tmpfs instead */
-	for (size_t i = 0;
-	     d->kind == CTR_DOCKER && spec->image != NULL && i < spec->image->volumes.n; i++) {
-		const char *v = spec->image->volumes.v[i];
-		if (v[0] != '/' || strchr(v, ',') != NULL || strchr(v, ':') != NULL ||
-		    strcmp(v, "/tmp") == 0)
-			continue;
-		strv_push(&a, "--tmpfs");
-		strv_pushf(&a, "%s:ro,nosuid,nodev,noexec,size=4k", v);
-	}
+	 * the image that nothing covers */
+	if (ctr_push_volume_covers(d, &a, spec->image, &targets, s->name, err) < 0)
+		goto fail;
+
 	char id[CTR_ID_LEN + 1];
 	if (spec->nsecrets > 0) {
 		if (push_launcher(d, spec, &a, err) < 0)
@@ -485,7 +522,8 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 	} else {
 		if (s->command != NULL) {
 			cleanup_free char *entry = with_connect(spec, s->command[0]);
-			strv_pushf(&a, "--entrypoint=%s", entry);
+			if (push_entrypoint(d, &a, entry, err) < 0)
+				goto fail;
 		}
 		strv_push(&a, ctr_run_ref(d, s->image, id));
 		for (size_t i = 1; i < s->ncommand; i++)
@@ -494,12 +532,14 @@ int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *s
 			strv_push_owned(&a, with_connect(spec, s->args[i]));
 	}
 
+	strv_free(&targets);
 	*argv = a;
 	*envp = e;
 	return 0;
 fail:
 	strv_free(&a);
 	strv_free(&e);
+	strv_free(&targets);
 	return -1;
 }
 
@@ -510,15 +550,14 @@ fail:
 int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
                             struct strv *argv, struct strv *envp, struct mg_err **err)
 {
-	if (strchr(spec->binary, ',') != NULL)
-		return mg_err_set(err, "the egress binary's path %s holds a comma", spec->binary);
 	if (d->seccomp == NULL)
 		return mg_err_set(err, "the egress sidecar is not started: %s",
 		                  d->seccomp_error != NULL ? d->seccomp_error
 		                                           : "no seccomp profile was prepared");
 	struct strv a = STRV_INIT, e = STRV_INIT;
 	strv_push(&a, d->path);
-	push_isolation(d, &a, SIDECAR_MEMORY, SIDECAR_PIDS);
+	if (push_isolation(d, &a, SIDECAR_MEMORY, SIDECAR_PIDS, "65534:65534", err) < 0)
+		goto fail;
 	strv_pushf(&a, "--network=%s", spec->topology->net_out);
 	/* where it cannot start on both, it joins net_in after (sidecar_ready) */
 	if (ctr_cli_starts_on_networks(d))
@@ -527,20 +566,16 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 	strv_push(&a, "--name");
 	strv_push(&a, spec->topology->sidecar);
 	ctr_push_labels(&a, spec->session, spec->server->name, spec->owner);
-	push_binary_mount(&a, spec->binary, "/mcpgate-egress");
+	if (push_binary_mount(&a, spec->binary, "/mcpgate-egress", err) < 0)
+		goto fail;
 	/* mcpgate's host side: the sockets it reaches the host's loopback by;
 	 * read-only, since connecting to a socket writes nothing to its folder */
-	if (spec->connect_dir != NULL) {
-		if (strchr(spec->connect_dir, ',') != NULL ||
-		    strchr(spec->connect_dir, ':') != NULL) {
-			strv_free(&a);
-			return mg_err_set(err,
-			                  "the folder of the host side's sockets %s holds a comma "
-			                  "or colon",
-			                  spec->connect_dir);
-		}
-		push_binary_mount(&a, spec->connect_dir, CTR_CONNECT_DIR);
-	}
+	if (spec->connect_dir != NULL &&
+	    push_binary_mount(&a, spec->connect_dir, CTR_CONNECT_DIR, err) < 0)
+		goto fail;
+	/* it runs from the server's image: the same covers of its VOLUMEs */
+	if (ctr_push_volume_covers(d, &a, spec->image, NULL, spec->server->name, err) < 0)
+		goto fail;
 	char id[CTR_ID_LEN + 1];
 	strv_push(&a, "--entrypoint=/mcpgate-egress");
 	strv_push(&a, ctr_run_ref(d, spec->server->image, id));
@@ -551,6 +586,9 @@ int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar
 	*argv = a;
 	*envp = e;
 	return 0;
+fail:
+	strv_free(&a);
+	return mg_err_wrap(err, "the egress sidecar of server %s", spec->server->name);
 }
 
 void ctr_image_config_free(struct ctr_image_config *c)

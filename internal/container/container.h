@@ -171,6 +171,9 @@ struct ctr_sidecar_spec {
 	/* a folder of mcpgate's host side's sockets (the host's loopback for
 	 * connect), mounted read-only at CTR_CONNECT_DIR; NULL: none */
 	const char *connect_dir;
+	/* what the server's image declares (its VOLUMEs, docker), from the
+	 * image_config op; NULL: it declares none */
+	const struct ctr_image_config *image;
 };
 #define CTR_CONNECT_DIR "/mcpgate-connect"
 

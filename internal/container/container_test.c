@@ -18,9 +18,11 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/testing.h"
+#include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
 #include "internal/config/config.h"
 #include "internal/container/container.h"
+#include "internal/container/container-internal.h"
 #include "internal/json/json.h"
 
 static char workspace[PATH_MAX];
@@ -322,6 +324,137 @@ static void test_topology(const struct cfg *cfg, enum ctr_kind kind)
 	unlink(log);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* The run argv of server s (its mounts opened) with the image declaring
+ * volumes; r its status, err why not */
+static int argv_with_volumes(struct ctr_driver *d, const struct cfg_server *s,
+                             const char *const *volumes, size_t n, char **text, struct mg_err **err)
+{
+	struct ctr_image_config image = {0};
+	for (size_t i = 0; i < n; i++)
+		strv_push(&image.volumes, volumes[i]);
+	struct ctr_mounts mounts;
+	struct ctr_mount_plan plan = {.server = s, .workspace = workspace, .tag = "v"};
+	if (ctr_mounts_open(&plan, &mounts, err) < 0) {
+		ctr_image_config_free(&image);
+		return -1;
+	}
+	struct ctr_run_spec spec = {.server = s,
+	                            .session = "s1",
+	                            .owner = 1,
+	                            .workspace = workspace,
+	                            .mounts = &mounts,
+	                            .image = &image};
+	struct strv argv = STRV_INIT, envp = STRV_INIT;
+	int r = d->ops->run_command(d, &spec, &argv, &envp, err);
+	ctr_mounts_release(&mounts);
+	ctr_image_config_free(&image);
+	*text = r == 0 ? join_lines(strv_array(&argv), workspace) : NULL;
+	strv_free(&argv);
+	strv_free(&envp);
+	return r;
+}
+
+/* Every argument built from image or configuration data, in the runtime's
+ * option syntax: a comma, a colon or a quote is carried whole (podman and
+ * docker read --mount as CSV), what cannot be carried is refused by name,
+ * never skipped */
+static void test_data_args(const struct cfg *cfg)
+{
+	const struct cfg_server *full = &cfg->servers[1]; /* mounts src and out:write */
+	struct ctr_driver *d = ctr_driver_for(CTR_DOCKER, "/usr/bin/docker", NULL);
+	d->seccomp = xstrdup("/seccomp/mcpgate.json");
+	struct mg_err *err = NULL;
+	char *text = NULL;
+	/* docker made a writable volume on the host for each of these */
+	const char *carried[] = {"/vc,x",       "/vk:y",      "/vq\"z",  "/data/",
+	                         "/a/./b/../c", "/tmp/cache", "/dev/shm"};
+	T_INT(
+	    argv_with_volumes(d, full, carried, sizeof(carried) / sizeof(carried[0]), &text, &err),
+	    0, "docker: VOLUMEs with a comma, a colon, a quote, a trailing slash: %s",
+	    mg_err_msg(err));
+	mg_err_clear(&err);
+	const char *want[] = {
+	    "--mount\ntype=tmpfs,\"destination=/vc,x\",tmpfs-size=4096,readonly\n",
+	    "--mount\ntype=tmpfs,destination=/vk:y,tmpfs-size=4096,readonly\n",
+	    "--mount\ntype=tmpfs,\"destination=/vq\"\"z\",tmpfs-size=4096,readonly\n",
+	    "--mount\ntype=tmpfs,destination=/data,tmpfs-size=4096,readonly\n",
+	    "--mount\ntype=tmpfs,destination=/a/c,tmpfs-size=4096,readonly\n",
+	    "--mount\ntype=tmpfs,destination=/tmp/cache,tmpfs-size=4096,readonly\n",
+	    "--mount\ntype=tmpfs,destination=/dev/shm,tmpfs-size=4096,readonly\n",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		T_OK(text != NULL && strstr(text, want[i]) != NULL, "docker covers it: %.*s",
+		     (int)strlen(want[i]) - 9, want[i] + 8);
+	free(text);
+	text = NULL;
+	/* a place of mcpgate's or a mount's target is that very path: no second mount */
+	const char *same[] = {"/tmp", "/var/tmp/", "/run", "/workspace/out", "/workspace//src"};
+	T_INT(argv_with_volumes(d, full, same, 5, &text, &err), 0, "docker: VOLUMEs on places");
+	T_OK(text != NULL && strstr(text, "type=tmpfs") == NULL,
+	     "a VOLUME where a writable place or a mount is already gets no second mount");
+	free(text);
+	text = NULL;
+	struct {
+		const char *volume, *why;
+	} refused[] = {
+	    {"data", "not an absolute path"}, {"/", "the root itself"}, {"/../", "the root itself"},
+	    {"/x\ny", "a control character"}, {"/x\xff", "not UTF-8"},
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		T_INT(argv_with_volumes(d, full, &refused[i].volume, 1, &text, &err), -1,
+		      "docker: VOLUME %zu is refused", i);
+		/* a stranger's path, rendered: no raw newline in mcpgate's text */
+		cleanup_free char *shown = mg_shown(refused[i].volume, strlen(refused[i].volume));
+		cleanup_free char *named = xasprintf("its image declares VOLUME %s,", shown);
+		T_OK(err != NULL && strstr(mg_err_msg(err), "server full: ") != NULL &&
+		         strstr(mg_err_msg(err), named) != NULL &&
+		         strstr(mg_err_msg(err), refused[i].why) != NULL &&
+		         strstr(mg_err_msg(err), "podman") != NULL,
+		     "naming it, why and the fix: %s", mg_err_msg(err));
+		mg_err_clear(&err);
+	}
+	ctr_driver_free(d);
+
+	/* podman ignores VOLUMEs (--image-volume=ignore); an entrypoint that
+	 * reads as a JSON array is never taken as one */
+	d = ctr_driver_for(CTR_PODMAN, "/usr/bin/podman", NULL);
+	d->seccomp = xstrdup("/seccomp/mcpgate.json");
+	T_INT(argv_with_volumes(d, full, &refused[3].volume, 1, &text, &err), 0,
+	      "podman: an image's VOLUMEs are not on its command line: %s", mg_err_msg(err));
+	T_OK(text != NULL && strstr(text, "--entrypoint=[\"/usr/bin/node\"]\n") != NULL,
+	     "podman: the entrypoint is a JSON array of the one command");
+	free(text);
+	struct cfg_server hostile = *full;
+	char *command[] = {"[\"/bin/sh\",\"-c\",\"id\"]", NULL};
+	hostile.command = command;
+	hostile.ncommand = 1;
+	T_INT(argv_with_volumes(d, &hostile, NULL, 0, &text, &err), 0, "podman: a command [...]");
+	T_OK(text != NULL &&
+	         strstr(text, "--entrypoint=[\"[\\\"/bin/sh\\\",\\\"-c\\\",\\\"id\\\"]\"]\n") !=
+	             NULL,
+	     "podman: a command that reads as a JSON array is one string in one");
+	free(text);
+	ctr_driver_free(d);
+
+	/* a mount's host path with a comma and a quote is carried; a newline is
+	 * refused by what it came from */
+	struct strv a = STRV_INIT;
+	const char *ok[] = {"type=bind", "source=/st,a\"te", "target=/workspace/x"};
+	T_INT(ctr_push_mount(&a, ok, 3, "test", &err), 0, "a source with , and \"");
+	T_STR(a.n == 2 ? a.v[1] : "", "type=bind,\"source=/st,a\"\"te\",target=/workspace/x",
+	      "quoted as one CSV field, its quote doubled");
+	const char *bad[] = {"type=bind", "source=/st\nate"};
+	T_INT(ctr_push_mount(&a, bad, 2, "server x: mount m", &err), -1, "a newline is refused");
+	T_OK(err != NULL && strstr(mg_err_msg(err), "server x: mount m") != NULL &&
+	         strstr(mg_err_msg(err), "source=/st\\nate") != NULL &&
+	         strchr(mg_err_msg(err), '\n') == NULL,
+	     "naming where it came from and the field, rendered (no raw newline): %s",
+	     mg_err_msg(err));
+	mg_err_clear(&err);
+	T_OK(a.n == 2, "and nothing of it is pushed");
+	strv_free(&a);
 }
 
 static void test_reserved(const struct cfg *cfg)
@@ -913,7 +1046,43 @@ static void test_seccomp(void)
 			     "%s: no allowing rule is left, and it is refused with EPERM",
 			     names[n]);
 	}
+	/* the machine's architecture alone: i386's socketcall carries the socket
+	 * family in memory, out of the socket rules' reach */
+	const struct json_value *map = json_get(p, "archMap");
+	const struct json_value *entry =
+	    map != NULL && map->kind == JSON_ARRAY && map->u.arr.len == 1 ? map->u.arr.items[0]
+	                                                                  : NULL;
+	const struct json_value *subs = json_get(entry, "subArchitectures");
+	T_OK(entry != NULL && json_get_string(entry, "architecture") != NULL &&
+	         strcmp(json_get_string(entry, "architecture"), "SCMP_ARCH_X86_64") == 0 &&
+	         subs != NULL && subs->kind == JSON_ARRAY && subs->u.arr.len == 0,
+	     "archMap keeps x86-64 without its sub-architectures (x86, x32)");
 	json_free(p);
+#if defined(__x86_64__) && !defined(__ILP32__)
+	static const char flat[] =
+	    "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":[\"SCMP_ARCH_X86\","
+	    "\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X32\"],\"syscalls\":[{\"names\":[\"read\"],"
+	    "\"action\":\"SCMP_ACT_ALLOW\"}]}";
+	T_INT(ctr_seccomp_derive(flat, sizeof(flat) - 1, &out, &err), 0, "a flat list: %s",
+	      mg_err_msg(err));
+	p = NULL;
+	json_parse(out.data, out.len, NULL, &p, NULL);
+	const struct json_value *archs = json_get(p, "architectures");
+	T_OK(archs != NULL && archs->kind == JSON_ARRAY && archs->u.arr.len == 1 &&
+	         strcmp(archs->u.arr.items[0]->u.str.ptr, "SCMP_ARCH_X86_64") == 0,
+	     "a flat \"architectures\" list becomes x86-64 alone");
+	json_free(p);
+	mg_buf_free(&out);
+	static const char other[] =
+	    "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":[\"SCMP_ARCH_ARM\"],"
+	    "\"syscalls\":[{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ALLOW\"}]}";
+	T_INT(ctr_seccomp_derive(other, sizeof(other) - 1, &out, &err), -1,
+	      "a list without this machine's architecture is refused");
+	T_OK(err != NULL && strstr(mg_err_msg(err), "SCMP_ARCH_X86_64") != NULL, "naming it: %s",
+	     mg_err_msg(err));
+	mg_err_clear(&err);
+	mg_buf_free(&out);
+#endif
 	T_INT(ctr_seccomp_derive("{}", 2, &out, &err), -1, "a base without syscalls is refused");
 	mg_err_clear(&err);
 	mg_buf_free(&out);
@@ -1080,6 +1249,7 @@ int main(void)
 	test_topology(cfg, CTR_PODMAN);
 	test_topology(cfg, CTR_DOCKER);
 	test_reserved(cfg);
+	test_data_args(cfg);
 	test_mounts();
 	test_names_and_owner();
 	test_owner_label();

@@ -404,8 +404,10 @@ static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err
 
 static int cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
 {
-	const char *podman_args[] = {"rm", "--force", "--time=0", name, NULL};
-	const char *docker_args[] = {"rm", "--force", name, NULL};
+	/* --volumes: whatever volume the container made goes with it (an
+	 * image's VOLUME docker was not stopped from making, at any end) */
+	const char *podman_args[] = {"rm", "--force", "--time=0", "--volumes", name, NULL};
+	const char *docker_args[] = {"rm", "--force", "--volumes", name, NULL};
 	struct proc_result res;
 	if (runtime_run(d, d->kind == CTR_PODMAN ? podman_args : docker_args, &res, err) < 0)
 		return -1;

@@ -12,7 +12,13 @@
  *    ENOSYS (its flags sit in memory where a filter cannot look; the C
  *    library then falls back to clone);
  *  - socket is allowed for every family but AF_PACKET and AF_VSOCK, keeping
- *    the default's refusal of the audit netlink socket.
+ *    the default's refusal of the audit netlink socket;
+ *  - only the machine's own architecture is in the filter: the base's
+ *    sub-architectures (x86 and x32 beside x86-64, arm beside aarch64 ...)
+ *    are left out, since no server needs them and an i386 socketcall
+ *    carries its socket family in memory, where the rules above cannot
+ *    look. A call of another architecture then gets the runtime's answer
+ *    for one the filter does not know.
  *
  * The result is written once per base profile, named by the hash of both. */
 #define _GNU_SOURCE
@@ -112,6 +118,57 @@ static const char *const own_rules[] = {"clone", "clone3", "socket", NULL};
 #define AF_VSOCK      40
 #define NETLINK_AUDIT 9
 
+/* The architecture mcpgate was built for, as seccomp profiles name it;
+ * NULL where it has no name here */
+static const char *native_arch(void)
+{
+#if defined(__x86_64__) && !defined(__ILP32__)
+	return "SCMP_ARCH_X86_64";
+#elif defined(__aarch64__)
+	return "SCMP_ARCH_AARCH64";
+#elif defined(__s390x__)
+	return "SCMP_ARCH_S390X";
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return "SCMP_ARCH_PPC64LE";
+#elif defined(__riscv) && __riscv_xlen == 64
+	return "SCMP_ARCH_RISCV64";
+#else
+	return NULL;
+#endif
+}
+
+/* archMap (docker's and containers-common's form): each architecture
+ * without its subArchitectures; the runtime takes the machine's own entry */
+static struct json_value *arch_map_alone(const struct json_value *map)
+{
+	struct json_value *out = json_copy(map);
+	for (size_t i = 0; out->kind == JSON_ARRAY && i < out->u.arr.len; i++)
+		if (out->u.arr.items[i]->kind == JSON_OBJECT)
+			json_object_set(out->u.arr.items[i], "subArchitectures", json_new_array());
+	return out;
+}
+
+/* architectures (the OCI form, one flat list): the machine's own alone */
+static int architectures_alone(const struct json_value *list, struct json_value **out,
+                               struct mg_err **err)
+{
+	const char *native = native_arch();
+	bool listed_native = false;
+	for (size_t i = 0; list->kind == JSON_ARRAY && i < list->u.arr.len; i++) {
+		const struct json_value *a = list->u.arr.items[i];
+		listed_native |=
+		    native != NULL && a->kind == JSON_STRING && strcmp(a->u.str.ptr, native) == 0;
+	}
+	if (!listed_native)
+		return mg_err_set(err,
+		                  "the base seccomp profile's \"architectures\" do not name this "
+		                  "machine's (%s)",
+		                  native != NULL ? native : "one mcpgate has no name for");
+	*out = json_new_array();
+	json_array_push(*out, json_new_string(native));
+	return 0;
+}
+
 static bool listed(const char *const *list, const char *name)
 {
 	for (size_t i = 0; list[i] != NULL; i++)
@@ -208,8 +265,18 @@ int ctr_seccomp_derive(const char *base, size_t len, struct mg_buf *out, struct 
 	struct json_value *prof = json_new_object();
 	for (size_t i = 0; i < in->u.obj.len; i++) {
 		const struct json_member *m = &in->u.obj.items[i];
-		if (strcmp(m->key, "syscalls") != 0)
-			json_object_set(prof, m->key, json_copy(m->value));
+		struct json_value *v = NULL;
+		if (strcmp(m->key, "syscalls") == 0)
+			continue;
+		if (strcmp(m->key, "archMap") == 0)
+			v = arch_map_alone(m->value);
+		else if (strcmp(m->key, "architectures") == 0 &&
+		         architectures_alone(m->value, &v, err) < 0) {
+			json_free(prof);
+			json_free(in);
+			return -1;
+		}
+		json_object_set(prof, m->key, v != NULL ? v : json_copy(m->value));
 	}
 	struct json_value *outcalls = json_new_array();
 	size_t kept = 0;

@@ -180,6 +180,10 @@ int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **e
 	 * its sockets are there to mount */
 	if (gw_connect_host_start(srv, deadline, err) < 0)
 		return -1;
+	/* the sidecar runs from the server's image: what it declares counts */
+	struct ctr_image_config image;
+	if (d->ops->image_config(d, c->image, false, &image, err) < 0)
+		return -1;
 	struct strv args = STRV_INIT;
 	proxy_args(c, &e->topo, &args);
 	struct ctr_sidecar_spec spec = {
@@ -190,10 +194,12 @@ int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **e
 	    .binary = s->egress_binary,
 	    .args = (const char *const *)strv_array(&args),
 	    .connect_dir = e->host.sockets,
+	    .image = &image,
 	};
 	struct strv argv = STRV_INIT, envp = STRV_INIT;
 	int r = d->ops->sidecar_command(d, &spec, &argv, &envp, err);
 	strv_free(&args);
+	ctr_image_config_free(&image);
 	if (r < 0)
 		return -1;
 	struct proc_spec ps = {

@@ -29,8 +29,10 @@
 #include "internal/listen/listen-internal.h"
 #include "internal/mcp/mcp.h"
 
-#define STREAM_BLOCK     (16u << 10)
-#define CONN_TIMEOUT_S   60 /* an idle keep-alive connection, a slow header */
+#define STREAM_BLOCK (16u << 10)
+/* libmicrohttpd's own timeout, which each byte starts again: behind
+ * listen_read_timeout (conns.c), whose deadline no byte moves */
+#define CONN_TIMEOUT_S   60
 #define SHUTDOWN_MS      2000
 #define METRICS_PAGE_MAX ((size_t)8 << 20)
 
@@ -98,8 +100,12 @@ static enum MHD_Result queue(struct lst_req *r, unsigned code, const char *type,
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (header != NULL)
 		MHD_add_response_header(resp, header, value);
+	/* without the token, one request a connection */
+	if (!r->token_ok)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ok = MHD_queue_response(r->conn, code, resp);
 	MHD_destroy_response(resp);
+	lst_conn_read(r->lconn);
 	r->kind = REQ_ANSWERED;
 	lst_metrics_http(r->l->metrics, code);
 	return ok;
@@ -207,6 +213,7 @@ static enum MHD_Result queue_stream(struct lst_req *r, bool with_id)
 		MHD_add_response_header(resp, "Mcp-Session-Id", r->http_id);
 	enum MHD_Result ok = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
+	lst_conn_read(r->lconn);
 	r->streaming = true;
 	r->last_write_ms = rpc_now_ms();
 	lst_metrics_http(r->l->metrics, MHD_HTTP_OK);
@@ -268,6 +275,7 @@ static enum MHD_Result first_look(struct lst *l, struct MHD_Connection *conn, co
 	struct lst_req *r = xcalloc(1, sizeof(*r));
 	r->l = l;
 	r->conn = conn;
+	r->lconn = lst_conn_of(conn);
 	r->refs = 1;
 	r->kind = REQ_POST;
 	mg_buf_init(&r->body, (size_t)l->limits->listen_body_max);
@@ -290,6 +298,8 @@ static enum MHD_Result first_look(struct lst *l, struct MHD_Connection *conn, co
 		                  ? "this listener needs \"Authorization: Bearer TOKEN\", the "
 		                    "token in mcpgate's state folder (listener-token)"
 		                  : "the bearer token is not this listener's");
+	r->token_ok = true;
+	lst_conn_authed(r->lconn);
 
 	bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
 	if (strcmp(url, "/metrics") == 0 || strcmp(url, "/health") == 0) {
@@ -868,7 +878,9 @@ static enum MHD_Result post_woken(struct lst *l, struct lst_req *r)
 
 static enum MHD_Result serve_metrics(struct lst *l, struct lst_req *r)
 {
-	struct lst_gauges g = {.sessions_open = l->nclients};
+	struct lst_gauges g = {.sessions_open = l->nclients,
+	                       .conns_pending = l->pending,
+	                       .conns_token = l->live - l->pending};
 	for (const struct lst_client *c = l->clients; c != NULL; c = c->next)
 		g.sessions_blocked += c->paused_reading;
 	for (const struct lst_req *q = l->reqs; q != NULL; q = q->all_next)
@@ -915,6 +927,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	/* the head and body are all in */
+	lst_conn_read(r->lconn);
 	switch (r->kind) {
 	case REQ_POST:
 		return r->processed ? post_woken(l, r) : post_message(l, r);
@@ -934,8 +948,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
 	(void)cls;
-	(void)conn;
 	(void)toe;
+	/* the connection waits for its next request from now */
+	lst_conn_request_done(lst_conn_of(conn));
 	struct lst_req *r = *req_cls;
 	if (r == NULL)
 		return;
@@ -1002,6 +1017,7 @@ static void on_tick(struct loop *loop, void *data)
 	int64_t now = rpc_now_ms();
 	for (struct lst_client *c = l->clients; c != NULL; c = c->next)
 		lst_client_tick(c, now);
+	lst_conns_tick(l, now);
 	l->tick = loop_timer_add(loop, 1000, on_tick, l);
 	if (l->kick)
 		lst_mhd_run(l);
@@ -1025,15 +1041,31 @@ static void on_signal(struct loop *loop, int signo, void *data)
 	lst_maybe_done(l);
 }
 
-/* at most half the fds the process may open */
-static unsigned connection_limit(const struct cfg_mcp *m)
+/* The places for connections with the token (what the clients' requests
+ * and streams take), and for pending ones on top: together at most three
+ * quarters of the fds the process may open */
+static void connection_limits(struct lst *l)
 {
-	unsigned want = m->listen_clients * (m->listen_requests + 2) + 16;
+	const struct cfg_mcp *m = l->limits;
+	unsigned token = m->listen_clients * (m->listen_requests + 2) + 16;
+	unsigned pending = LST_PENDING_MAX;
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    want > rl.rlim_cur / 2)
-		want = (unsigned)(rl.rlim_cur / 2);
-	return want > 16 ? want : 16;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		if (token > rl.rlim_cur / 2)
+			token = (unsigned)(rl.rlim_cur / 2);
+		if (pending > rl.rlim_cur / 8)
+			pending = (unsigned)(rl.rlim_cur / 8);
+	}
+	l->pending_max = pending > 8 ? pending : 8;
+	l->peer_max = LST_PEER_PENDING_MAX < l->pending_max ? LST_PEER_PENDING_MAX : l->pending_max;
+	l->conn_max = (token > 16 ? token : 16) + l->pending_max;
+	l->read_timeout_ms = (int64_t)m->listen_read_timeout * 1000;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	lst_conns_notify(cls, connection, socket_context, (int)toe);
 }
 
 static void lst_stop(struct lst *l)
@@ -1061,6 +1093,11 @@ static void lst_stop(struct lst *l)
 		MHD_stop_daemon(l->mhd);
 		l->mhd = NULL;
 	}
+	if (l->listen_fd >= 0)
+		loop_unwatch(l->loop, l->listen_fd);
+	lst_conns_free(l);
+	if (l->listen_fd >= 0)
+		close(l->listen_fd);
 	while (l->clients != NULL) {
 		struct lst_client *c = l->clients;
 		l->clients = c->next;
@@ -1119,16 +1156,17 @@ int lst_run(const struct lst_options *opt, struct mg_err **err)
 			};
 			l.instances = gw_instances_new(&base);
 		}
+	/* the listener accepts, so that it decides who is let in (conns.c);
+	 * libmicrohttpd's limit leaves room for what is closing */
+	connection_limits(&l);
 	l.mhd = MHD_start_daemon(
-	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
-	    &l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &l, MHD_OPTION_LISTEN_SOCKET, l.listen_fd,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, &l, MHD_OPTION_CONNECTION_LIMIT,
-	    connection_limit(l.limits), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-	    MHD_OPTION_END);
+	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+	    0, NULL, NULL, on_request, &l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &l,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, &l, MHD_OPTION_NOTIFY_CONNECTION,
+	    on_connection, &l, MHD_OPTION_CONNECTION_LIMIT, l.conn_max + l.pending_max,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S, MHD_OPTION_END);
 	if (l.mhd == NULL) {
 		mg_err_set(err, "libmicrohttpd cannot start on %s", opt->address->host);
-		close(l.listen_fd);
-		l.listen_fd = -1;
 		goto out;
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(l.mhd, MHD_DAEMON_INFO_EPOLL_FD);
@@ -1141,6 +1179,8 @@ int lst_run(const struct lst_options *opt, struct mg_err **err)
 		l.mhd_fd = -1;
 		goto out;
 	}
+	if (loop_watch(l.loop, l.listen_fd, EPOLLIN, lst_conns_accept, &l, err) < 0)
+		goto out;
 	loop_on_signal(l.loop, on_signal, &l);
 	l.tick = loop_timer_add(l.loop, 1000, on_tick, &l);
 	url = lst_address_url(&l.address);

@@ -47,6 +47,7 @@ struct lst_stats; /* one session's part */
 
 struct lst_gauges {
 	size_t sessions_open, sessions_blocked, streams_open;
+	size_t conns_pending, conns_token; /* connections without and with the token */
 };
 
 struct lst_metrics *lst_metrics_new(void);
@@ -54,6 +55,8 @@ void lst_metrics_free(struct lst_metrics *m);
 void lst_metrics_http(struct lst_metrics *m, unsigned code);
 void lst_metrics_refused(struct lst_metrics *m, const char *reason);
 void lst_metrics_dropped(struct lst_metrics *m, const char *reason);
+/* a connection the listener closed: "deadline", "peer", "pending", "full" */
+void lst_metrics_closed(struct lst_metrics *m, const char *reason);
 /* A new session's part; counted as begun */
 struct lst_stats *lst_metrics_session(struct lst_metrics *m);
 /* Its thread has ended: no more records come for it. NULL does nothing. */
@@ -62,6 +65,61 @@ void lst_metrics_session_end(struct lst_stats *st);
 void lst_metrics_observe(const char *event, const struct json_value *fields, void *data);
 int lst_metrics_render(struct lst_metrics *m, const struct lst_gauges *g, struct mg_buf *out,
                        struct mg_err **err);
+
+/* ---- conns.c: connections from accept to libmicrohttpd's close ----------- */
+
+/* Connections that carry no token now, at most: in all, and of one peer;
+ * both are lowered to what the fd limit allows */
+#define LST_PENDING_MAX      256
+#define LST_PEER_PENDING_MAX 32
+
+/* A peer, as the limits count it: the local user of a loopback or unix
+ * socket connection (its uid, from the kernel), else its address (IPv6 by
+ * its /64) */
+struct lst_peer {
+	uint8_t kind; /* LST_PEER_UID, _V4, _V6 */
+	uint8_t addr[16];
+	uint32_t uid;
+	unsigned refs;      /* connections that name it, closing ones too */
+	unsigned conns;     /* its connections not yet closing */
+	unsigned pending;   /* of them, those without a request that carries the token */
+	unsigned strangers; /* of those, the ones that never carried it */
+	struct lst_peer *next, *prev;
+};
+
+/* One connection. "Pending" while no request on it carries the token (it
+ * waits for one, or sends one whose token is not read yet or is wrong). */
+struct lst_conn {
+	struct lst *l;
+	int fd;
+	struct lst_peer *peer;
+	struct MHD_Connection *mhd;   /* once libmicrohttpd has it */
+	int64_t since_ms;             /* when it began waiting for its current request */
+	bool reading;                 /* that request's head or body is not all in */
+	bool authed;                  /* that request carries the token */
+	bool known;                   /* a request on it carried the token before */
+	bool closing;                 /* shut down here; libmicrohttpd closes it next */
+	struct lst_conn *next, *prev; /* in lst.conns */
+};
+
+/* Stop: the listen fd is watched no more, every connection is gone (after
+ * MHD_stop_daemon) */
+void lst_conns_free(struct lst *l);
+/* The listen fd is readable: accept what waits, admit each */
+void lst_conns_accept(struct loop *loop, int fd, uint32_t events, void *data);
+/* libmicrohttpd's connection notifications (MHD_OPTION_NOTIFY_CONNECTION;
+ * toe its MHD_ConnectionNotificationCode) */
+void lst_conns_notify(void *cls, struct MHD_Connection *mhd, void **socket_context, int toe);
+/* the listener's connection of a libmicrohttpd one, or NULL */
+struct lst_conn *lst_conn_of(struct MHD_Connection *mhd);
+/* its request carries the token: never closed for room, no deadline once read */
+void lst_conn_authed(struct lst_conn *c);
+/* its request's head and body are all in, or an answer is on its way */
+void lst_conn_read(struct lst_conn *c);
+/* its request is over: it waits for the next one, from now */
+void lst_conn_request_done(struct lst_conn *c);
+/* Every second: close what is past its deadline */
+void lst_conns_tick(struct lst *l, int64_t now);
 
 /* ---- http.c and client.c ------------------------------------------------- */
 
@@ -79,6 +137,7 @@ enum lst_req_kind {
 struct lst_req {
 	struct lst *l;
 	struct MHD_Connection *conn;
+	struct lst_conn *lconn; /* its connection's, NULL once that is gone */
 	enum lst_req_kind kind;
 	int refs;
 	struct mg_buf body;
@@ -106,6 +165,7 @@ struct lst_req {
 	bool want_stream;                     /* something for it came before its answer */
 	bool finished;                        /* the stream ends once out is taken */
 	bool processed;                       /* the body was read and acted on */
+	bool token_ok;                        /* it carries the listener's token */
 	char http_id[LST_SESSION_ID_LEN + 1]; /* the client's, for the initialize answer */
 	struct lst_req *all_next, *all_prev;  /* in lst.reqs */
 	char *answer;                         /* a JSON answer, until queued */
@@ -170,6 +230,16 @@ struct lst {
 	bool stopping;
 	bool kick; /* a connection was resumed: run libmicrohttpd again */
 	int64_t next_keepalive_ms;
+	/* conns.c */
+	struct lst_conn *conns;
+	struct lst_peer *peers;
+	struct lst_conn *adding; /* the one MHD_add_connection is taking */
+	unsigned live;           /* connections not closing */
+	unsigned pending;        /* of them, pending ones */
+	unsigned conn_max, pending_max, peer_max;
+	int64_t read_timeout_ms;
+	bool accept_paused;
+	struct loop_timer *accept_timer;
 };
 
 /* client.c */

@@ -60,6 +60,7 @@ struct lst_metrics {
 	struct family calls;   /* server, tool, outcome */
 	struct family egress;  /* server, outcome */
 	struct family dropped; /* reason: messages for a client that no stream could take */
+	struct family closed;  /* reason: connections the listener closed */
 	struct histogram *latency;
 	size_t nlatency;
 	struct lst_stats *open; /* sessions not yet ended */
@@ -96,6 +97,7 @@ void lst_metrics_free(struct lst_metrics *m)
 	family_free(&m->calls);
 	family_free(&m->egress);
 	family_free(&m->dropped);
+	family_free(&m->closed);
 	for (size_t i = 0; i < m->nlatency; i++)
 		free(m->latency[i].labels);
 	free(m->latency);
@@ -186,6 +188,15 @@ void lst_metrics_dropped(struct lst_metrics *m, const char *reason)
 	char *labels = xasprintf("reason=\"%s\"", label_value(reason));
 	pthread_mutex_lock(&m->lock);
 	family_add(&m->dropped, labels, 1);
+	pthread_mutex_unlock(&m->lock);
+	free(labels);
+}
+
+void lst_metrics_closed(struct lst_metrics *m, const char *reason)
+{
+	char *labels = xasprintf("reason=\"%s\"", label_value(reason));
+	pthread_mutex_lock(&m->lock);
+	family_add(&m->closed, labels, 1);
 	pthread_mutex_unlock(&m->lock);
 	free(labels);
 }
@@ -324,13 +335,23 @@ int lst_metrics_render(struct lst_metrics *m, const struct lst_gauges *g, struct
 	     "# HELP mcpgate_streams_open Event streams open (GET, and POSTs answered "
 	     "with a stream).\n"
 	     "# TYPE mcpgate_streams_open gauge\n"
-	     "mcpgate_streams_open %zu\n",
+	     "mcpgate_streams_open %zu\n"
+	     "# HELP mcpgate_http_connections Connections the listener holds: with a "
+	     "request that carries the token, and pending (waiting for a request, or one "
+	     "whose token is not read yet).\n"
+	     "# TYPE mcpgate_http_connections gauge\n"
+	     "mcpgate_http_connections{state=\"token\"} %zu\n"
+	     "mcpgate_http_connections{state=\"pending\"} %zu\n",
 	     g->sessions_open, (unsigned long long)m->sessions_total, g->sessions_blocked,
-	     g->streams_open);
+	     g->streams_open, g->conns_token, g->conns_pending);
 	put_family(out, &full, "mcpgate_http_requests_total", "counter",
 	           "HTTP requests answered, by status.", &m->http);
 	put_family(out, &full, "mcpgate_http_refused_total", "counter",
 	           "HTTP requests refused, by what was wrong.", &m->refused);
+	put_family(out, &full, "mcpgate_http_connections_closed_total", "counter",
+	           "Connections the listener closed: past listen_read_timeout (deadline), for "
+	           "room (peer, pending), or with every place taken (full).",
+	           &m->closed);
 	put_family(out, &full, "mcpgate_messages_dropped_total", "counter",
 	           "Messages for a client that no request or stream could take.", &m->dropped);
 	put_family(out, &full, "mcpgate_tool_calls_total", "counter",

@@ -70,9 +70,11 @@ def manifest_digest(name, tag):
         return resp.headers["Docker-Content-Digest"]
 
 
-def build_image(name, files, entrypoint, changes=()):
+def build_image(name, files, entrypoint, changes=(), dirs=None):
     """A one-layer image from files {path_in_image: host_path or bytes}, pushed to
-    the local registry; returns NAME@DIGEST with no local copy left behind."""
+    the local registry; returns NAME@DIGEST with no local copy left behind.
+    dirs: {path_in_image: mode} (None: absent) for folders the image has or
+    lacks, /tmp among them (default 1777, as a real image has it)."""
     d = tempfile.mkdtemp(prefix="mcpgate-itest-img-")
     try:
         root = os.path.join(d, "root")
@@ -87,8 +89,11 @@ def build_image(name, files, entrypoint, changes=()):
                 os.chmod(dst, 0o755)
         # as a real image has it: everyone's, sticky (the runtime's tmpfs
         # over it keeps the folder's mode)
-        os.makedirs(os.path.join(root, "tmp"), exist_ok=True)
-        os.chmod(os.path.join(root, "tmp"), 0o1777)
+        for path, mode in sorted(dict({"/tmp": 0o1777}, **(dirs or {})).items()):
+            if mode is None:
+                continue
+            os.makedirs(os.path.join(root, path.lstrip("/")), exist_ok=True)
+            os.chmod(os.path.join(root, path.lstrip("/")), mode)
         tar = os.path.join(d, "image.tar")
         subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
         ref = "%s/%s:%s" % (REGISTRY, name, TAG)
