@@ -417,17 +417,24 @@ int add_npm_install(const char *npm, const char *dir, const struct npm_pkg *p, s
 	return r;
 }
 
-/* Packages in the lockfile whose install scripts were not run */
-void add_scripts_skipped(const char *dir, struct strv *out)
+const struct json_value *add_lock_packages(const char *dir, struct json_value **doc)
 {
 	cleanup_free char *lock = xasprintf("%s/package-lock.json", dir);
 	cleanup_free char *text = NULL;
 	size_t len = 0;
-	struct json_value *v = NULL;
+	*doc = NULL;
 	if (mg_read_file(lock, 64u << 20, &text, &len, NULL) < 0 ||
-	    json_parse(text, len, NULL, &v, NULL) < 0)
-		return;
-	const struct json_value *pkgs = json_get(v, "packages");
+	    json_parse(text, len, NULL, doc, NULL) < 0)
+		return NULL;
+	const struct json_value *pkgs = json_get(*doc, "packages");
+	return pkgs != NULL && pkgs->kind == JSON_OBJECT ? pkgs : NULL;
+}
+
+/* Packages in the lockfile whose install scripts were not run */
+void add_scripts_skipped(const char *dir, struct strv *out)
+{
+	struct json_value *v = NULL;
+	const struct json_value *pkgs = add_lock_packages(dir, &v);
 	for (size_t i = 0; pkgs != NULL && pkgs->kind == JSON_OBJECT && i < pkgs->u.obj.len; i++) {
 		const struct json_value *h =
 		    json_get(pkgs->u.obj.items[i].value, "hasInstallScript");

@@ -30,6 +30,9 @@ int add_npm_resolve(const char *npm, const char *pkg, const char *version, struc
 /* node_modules of p in dir, scripts off: npm ci from the lockfile kept
  * there for this very package.json, else npm install, which writes it */
 int add_npm_install(const char *npm, const char *dir, const struct npm_pkg *p, struct mg_err **err);
+/* The "packages" object of dir's package-lock.json, or NULL (none, or not
+ * JSON); *doc holds the whole parse, which the caller frees */
+const struct json_value *add_lock_packages(const char *dir, struct json_value **doc);
 /* The packages in dir's lockfile whose install scripts did not run */
 void add_scripts_skipped(const char *dir, struct strv *out);
 struct add_layers;

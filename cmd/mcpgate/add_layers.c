@@ -241,14 +241,8 @@ static bool builds_native(const struct json_value *pkg, bool has_gyp)
 
 void add_native_packages(const char *work, struct strv *out)
 {
-	cleanup_free char *lock = xasprintf("%s/package-lock.json", work);
-	cleanup_free char *text = NULL;
-	size_t len = 0;
 	struct json_value *v = NULL;
-	if (mg_read_file(lock, 64u << 20, &text, &len, NULL) < 0 ||
-	    json_parse(text, len, NULL, &v, NULL) < 0)
-		return;
-	const struct json_value *pkgs = json_get(v, "packages");
+	const struct json_value *pkgs = add_lock_packages(work, &v);
 	for (size_t i = 0; pkgs != NULL && pkgs->kind == JSON_OBJECT && i < pkgs->u.obj.len; i++) {
 		const char *key = pkgs->u.obj.items[i].key;
 		if (strncmp(key, "node_modules/", 13) != 0 || strstr(key, "..") != NULL)
