@@ -325,7 +325,7 @@ static void test_parse(void)
 {
 	expect_parse(SERVER_C "memory = 1\n", "[mcp]\nruntime = \"crun\"\nline_max = 1\n",
 	             "mcp.toml:5:10: \"memory\" must be a string, not integer\n"
-	             "config.toml:2:11: \"runtime\" \"crun\" must be \"podman\" or \"docker\" "
+	             "config.toml:2:11: \"runtime\" \"crun\" must be \"podman\", \"docker\" or \"swarm\" "
 	             "(leave it out for podman when it is on PATH, else docker)\n"
 	             "config.toml:3:12: \"line_max\" 1 is out of range: from 1024 to 1073741824 "
 	             "bytes",
@@ -425,7 +425,7 @@ static void test_syntax(void)
 	mg_err_clear(&err);
 	cleanup_free char *with_cfg =
 	    xasprintf("%s\ntestdata/config/bad-config/cfg-runtime.toml:4:11: \"runtime\" "
-	              "\"crun\" must be \"podman\" or \"docker\" (leave it out for podman when "
+	              "\"crun\" must be \"podman\", \"docker\" or \"swarm\" (leave it out for podman when "
 	              "it is on PATH, else docker)",
 	              mcp_msg);
 	T_INT(cfg_load_files(mcp, "testdata/config/bad-config/cfg-runtime.toml", &cfg, &err), -1,

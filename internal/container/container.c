@@ -135,6 +135,9 @@ int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_dr
 {
 	if (path_var == NULL || *path_var == '\0')
 		path_var = "/usr/local/bin:/usr/bin:/bin";
+	if (runtime == CFG_RUNTIME_SWARM)
+		return mg_err_set(err, "runtime \"swarm\" (config.toml): this build has no swarm "
+		                       "driver yet (docs/2026-12-02-swarm.md)");
 	cleanup_free char *podman = NULL;
 	cleanup_free char *docker = NULL;
 	if (runtime != CFG_RUNTIME_DOCKER)
@@ -156,6 +159,8 @@ int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_dr
 	case CFG_RUNTIME_DOCKER:
 		return mg_err_set(err, "runtime \"docker\" (config.toml) is not on PATH; "
 		                       "install it (apt-get install docker.io) or choose podman");
+	case CFG_RUNTIME_SWARM:
+		break;
 	case CFG_RUNTIME_UNSET:
 		break;
 	}
