@@ -3,6 +3,7 @@
 #   make               mcpgate and toml-decode, with the warning wall as errors
 #   make check         every unit test under ASan+UBSan, then toml-test; last line "N passed, N failed"
 #   make test          the README's test command: check, then the runtime integration tests
+#   make test-swarm    the swarm driver on a real three-node swarm in network namespaces (root)
 #                      (they report skipped unless MCPGATE_CONTAINER_TESTS=1)
 #   make lint          clang-format check and the banned-function check
 #   make fuzz          fuzz targets (clang -fsanitize=fuzzer); make fuzz-run FUZZ_SECONDS=N;
@@ -196,7 +197,7 @@ LAUNCH_SRC = launch/main.c
 LAUNCH_HDR = launch/launch.h
 
 # ---- targets ---------------------------------------------------------------
-.PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run fuzz-session demo install clean bench \
+.PHONY: all check test test-swarm unit-deps run-tests integration lint fuzz fuzz-run fuzz-session demo install clean bench \
 	everything-image bench-egress bench-add bench-listen
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
@@ -250,6 +251,12 @@ check:
 integration:
 	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress build/fuzz/session_fuzz
 	@MCPGATE_TESTS_NETWORK=1 $(MAKE) --no-print-directory SAN=1 run-tests TESTS=integration
+
+# the swarm test alone (tests/integration/run.sh runs it too, once)
+test-swarm: all
+	@$(MAKE) --no-print-directory SAN=1 unit-deps
+	@MCPGATE_CONTAINER_TESTS=1 MCPGATE=$(CURDIR)/build/san/mcpgate PROBE=$(CURDIR)/build/fakes/mcpgate-probe \
+		LAUNCH=$(CURDIR)/mcpgate-launch python3 tests/integration/swarm/swarm_test.py
 
 test:
 	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress build/fuzz/session_fuzz
