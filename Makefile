@@ -57,7 +57,7 @@ CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/co
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
 	internal/container/forward.c internal/container/mounts.c internal/container/owner.c internal/container/seccomp.c \
-	internal/container/topology.c
+	internal/container/topology.c internal/container/swarm.c internal/container/swarm_run.c
 AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
@@ -156,7 +156,7 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   internal/toml/toml_change.h \
 	   internal/json/json.h internal/json/shape.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
-	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
+	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h internal/container/swarm.h \
 	   internal/container/container-internal.h internal/audit/audit.h \
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h internal/gateway/confirm_state.h \
 	   internal/gateway/gateway_fakes.h fuzz/session_fuzz.h \
@@ -193,8 +193,8 @@ egress_parse_fuzz_SRC = fuzz/egress_parse_fuzz.c egress/parse.c egress/addr.c eg
 egress_addr_fuzz_SRC = fuzz/egress_addr_fuzz.c egress/addr.c
 
 # ---- launch: mcpgate-launch, a secret's way into a server (musl, libc only) --
-LAUNCH_SRC = launch/main.c
-LAUNCH_HDR = launch/launch.h
+LAUNCH_SRC = launch/main.c launch/util.c launch/listen.c launch/connect.c launch/check.c
+LAUNCH_HDR = launch/launch.h launch/launch-internal.h
 
 # ---- targets ---------------------------------------------------------------
 .PHONY: all check test test-swarm unit-deps run-tests integration lint fuzz fuzz-run fuzz-session demo install clean bench \

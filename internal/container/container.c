@@ -114,10 +114,10 @@ struct ctr_driver *ctr_driver_for(enum ctr_kind kind, const char *path, char *co
 {
 	struct ctr_driver *d = xcalloc(1, sizeof(*d));
 	d->kind = kind;
-	d->name = kind == CTR_PODMAN ? "podman" : "docker";
+	d->name = kind == CTR_PODMAN ? "podman" : kind == CTR_SWARM ? "swarm" : "docker";
 	d->path = xstrdup(path);
 	d->timeout_ms = 60000;
-	d->ops = &ctr_cli_ops;
+	d->ops = kind == CTR_SWARM ? &ctr_swarm_ops : &ctr_cli_ops;
 	env_take(&d->env, environment, common_env);
 	env_take(&d->env, environment, kind == CTR_PODMAN ? podman_env : docker_env);
 	const char *xdg = env_lookup(environment, "XDG_RUNTIME_DIR");
@@ -135,9 +135,16 @@ int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_dr
 {
 	if (path_var == NULL || *path_var == '\0')
 		path_var = "/usr/local/bin:/usr/bin:/bin";
-	if (runtime == CFG_RUNTIME_SWARM)
-		return mg_err_set(err, "runtime \"swarm\" (config.toml): this build has no swarm "
-		                       "driver yet (docs/2026-12-02-swarm.md)");
+	if (runtime == CFG_RUNTIME_SWARM) {
+		/* the manager's engine, through the docker command (DOCKER_HOST) */
+		cleanup_free char *docker = proc_find_in_path("docker", path_var);
+		if (docker == NULL)
+			return mg_err_set(
+			    err, "runtime \"swarm\" (config.toml) needs the docker command "
+			         "on PATH (apt-get install docker.io)");
+		*out = ctr_driver_for(CTR_SWARM, docker, environ);
+		return 0;
+	}
 	cleanup_free char *podman = NULL;
 	cleanup_free char *docker = NULL;
 	if (runtime != CFG_RUNTIME_DOCKER)
@@ -195,7 +202,7 @@ void ctr_driver_free(struct ctr_driver *d)
  * once in a process, and a session that asks meanwhile waits for that sweep
  * to end (start-up ends after it: docs/2026-12-01-session-start.md) */
 static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool swept[CTR_DOCKER + 1]; /* by enum ctr_kind: a kind after docker widens it */
+static bool swept[CTR_SWARM + 1]; /* by enum ctr_kind: a kind after swarm widens it */
 
 int ctr_sweep_once(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
 {
@@ -311,6 +318,33 @@ static void push_binary_mount(struct strv *a, const char *host, const char *targ
 	}
 }
 
+int ctr_server_command(const struct ctr_run_spec *spec, struct strv *cmd, struct mg_err **err)
+{
+	const struct cfg_server *s = spec->server;
+	if (s->command == NULL && spec->image == NULL)
+		return mg_err_set(err, "server %s: the command of its image is not known", s->name);
+	if (s->command != NULL)
+		for (size_t i = 0; i < s->ncommand; i++)
+			strv_push(cmd, s->command[i]);
+	else
+		for (size_t i = 0; i < spec->image->entrypoint.n; i++)
+			strv_push(cmd, spec->image->entrypoint.v[i]);
+	if (s->nargs > 0)
+		for (size_t i = 0; i < s->nargs; i++)
+			strv_push(cmd, s->args[i]);
+	else if (s->command == NULL)
+		for (size_t i = 0; i < spec->image->cmd.n; i++)
+			strv_push(cmd, spec->image->cmd.v[i]);
+	if (cmd->n == 0) {
+		strv_free(cmd);
+		return mg_err_set(err,
+		                  "server %s: its image %s names no command (no Entrypoint, no "
+		                  "Cmd): set command in mcp.toml",
+		                  s->name, s->image);
+	}
+	return 0;
+}
+
 /* The server's own command under mcpgate-launch: what the runtime would run
  * (mcp.toml's command, else the image's Entrypoint; the args, else the
  * image's Cmd), spelled out, since --entrypoint drops the image's Cmd */
@@ -324,28 +358,9 @@ static int push_launcher(const struct ctr_driver *d, const struct ctr_run_spec *
 	if (strchr(spec->launcher, ',') != NULL || strchr(spec->launcher, ':') != NULL)
 		return mg_err_set(err, "the path of mcpgate-launch %s holds a comma or colon",
 		                  spec->launcher);
-	if (s->command == NULL && spec->image == NULL)
-		return mg_err_set(err, "server %s: the command of its image is not known", s->name);
 	struct strv cmd = STRV_INIT;
-	if (s->command != NULL)
-		for (size_t i = 0; i < s->ncommand; i++)
-			strv_push(&cmd, s->command[i]);
-	else
-		for (size_t i = 0; i < spec->image->entrypoint.n; i++)
-			strv_push(&cmd, spec->image->entrypoint.v[i]);
-	if (s->nargs > 0)
-		for (size_t i = 0; i < s->nargs; i++)
-			strv_push(&cmd, s->args[i]);
-	else if (s->command == NULL)
-		for (size_t i = 0; i < spec->image->cmd.n; i++)
-			strv_push(&cmd, spec->image->cmd.v[i]);
-	if (cmd.n == 0) {
-		strv_free(&cmd);
-		return mg_err_set(err,
-		                  "server %s: its image %s names no command (no Entrypoint, no "
-		                  "Cmd): set command in mcp.toml",
-		                  s->name, s->image);
-	}
+	if (ctr_server_command(spec, &cmd, err) < 0)
+		return -1;
 	char id[CTR_ID_LEN + 1];
 	push_binary_mount(a, spec->launcher, LAUNCH_PATH);
 	strv_push(a, "--entrypoint=" LAUNCH_PATH);

@@ -66,6 +66,19 @@ static bool exited_ok(const struct proc_result *res)
 	return WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0;
 }
 
+int ctr_cli_run_in(const struct ctr_driver *d, const char *what, const char *const *args, int in_fd,
+                   struct proc_result *res, struct mg_err **err)
+{
+	if (runtime_run_in(d, args, in_fd, res, err) < 0)
+		return -1;
+	if (!exited_ok(res)) {
+		runtime_failed(d, what, res, err);
+		proc_result_free(res);
+		return -1;
+	}
+	return 0;
+}
+
 static bool says_missing(const struct proc_result *res)
 {
 	const char *t = mg_buf_str(&res->err);
@@ -152,7 +165,7 @@ static int cli_image_config(const struct ctr_driver *d, const char *image, bool 
                             struct ctr_image_config *out, struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
-	if (d->kind != CTR_DOCKER && !command)
+	if (d->kind == CTR_PODMAN && !command)
 		return 0;
 	char id[CTR_ID_LEN + 1];
 	const char *args[] = {
@@ -243,7 +256,7 @@ static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err
 	return 0;
 }
 
-static int cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
+int ctr_cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
 {
 	const char *podman_args[] = {"rm", "--force", "--time=0", name, NULL};
 	const char *docker_args[] = {"rm", "--force", name, NULL};
@@ -283,7 +296,7 @@ static int list_labelled_containers(const struct ctr_driver *d, struct proc_resu
 
 /* Only what is proved dead goes: another pid namespace, or a label without
  * the owner's identity (an older mcpgate's), is left alone */
-static bool owner_dead(const char *label, unsigned *left)
+bool ctr_owner_dead(const char *label, unsigned *left)
 {
 	enum ctr_owner_verdict v = label != NULL && *label != '\0' && strcmp(label, "<no value>")
 	                               ? ctr_owner_judge(label)
@@ -306,9 +319,9 @@ static int sweep_containers(const struct ctr_driver *d, unsigned *removed, unsig
 		if (nl != NULL)
 			*nl = '\0';
 		char *tab = strchr(line, '\t');
-		if (tab != NULL && owner_dead(tab + 1, left)) {
+		if (tab != NULL && ctr_owner_dead(tab + 1, left)) {
 			*tab = '\0';
-			if (cli_remove(d, line, err) < 0)
+			if (ctr_cli_remove(d, line, err) < 0)
 				r = -1;
 			else
 				(*removed)++;
@@ -366,7 +379,7 @@ static int sweep_networks(const struct ctr_driver *d, unsigned *removed, unsigne
 		if (nl != NULL)
 			*nl = '\0';
 		cleanup_free char *owner = network_owner_label(d, line, NULL);
-		if (owner_dead(owner, left)) {
+		if (ctr_owner_dead(owner, left)) {
 			const char *rm[] = {"network", "rm", line, NULL};
 			struct proc_result rres;
 			if (runtime_run(d, rm, &rres, err) < 0) {
@@ -385,7 +398,7 @@ static int sweep_networks(const struct ctr_driver *d, unsigned *removed, unsigne
 	return r;
 }
 
-static int cli_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+int ctr_cli_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
 {
 	*removed = 0;
 	unsigned left = 0;
@@ -457,11 +470,17 @@ int ctr_cli_network_create(const struct ctr_driver *d, const char *name, bool in
 		strv_push(&args, "--internal");
 		if (d->kind == CTR_PODMAN)
 			strv_push(&args, "--disable-dns");
-		else
+		else if (d->kind == CTR_DOCKER)
 			/* docker gives an internal bridge the gateway address on the
 			 * host, where any host service on 0.0.0.0 answered the server
 			 * directly; without it the host is not on that network */
 			strv_push(&args, "--opt=com.docker.network.bridge.inhibit_ipv4=true");
+	}
+	if (d->kind == CTR_SWARM) {
+		/* across the swarm's nodes, and open to the relay and the sidecar,
+		 * which are containers on the manager (docs/2026-12-02-swarm.md) */
+		strv_push(&args, "--driver=overlay");
+		strv_push(&args, "--attachable");
 	}
 	ctr_push_labels(&args, session, server, owner);
 	strv_push(&args, name);
@@ -614,6 +633,6 @@ const struct ctr_ops ctr_cli_ops = {
     .image_config = cli_image_config,
     .pull = cli_pull,
     .load = cli_load,
-    .remove = cli_remove,
-    .sweep = cli_sweep,
+    .remove = ctr_cli_remove,
+    .sweep = ctr_cli_sweep,
 };

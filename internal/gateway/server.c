@@ -147,6 +147,7 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	    .network = srv->egress.topo.net_in,
 	    .env = env,
 	    .nenv = gw_egress_env(srv, env, sizeof(env) / sizeof(env[0])),
+	    .launcher = s->launch_binary,
 	};
 	/* the value goes on the server's standard input, through mcpgate-launch,
 	 * never to the runtime (which would keep it in its record) */
