@@ -28,6 +28,7 @@ from mcpclient import Client, Tap, text_of  # noqa: E402
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
 PROBE = os.path.abspath(os.environ.get("PROBE", "build/fakes/mcpgate-probe"))
 LAUNCH = os.path.abspath(os.environ.get("LAUNCH", "mcpgate-launch"))
+EGRESS = os.path.abspath(os.environ.get("MCPGATE_EGRESS", "mcpgate-egress"))
 t = Tap()
 
 
@@ -113,21 +114,266 @@ def test_topology(sw):
          labels)
 
 
+def build_probe(sw, base):
+    """The probe as an image in the swarm's registry, pinned by digest, with
+    no copy left on the manager"""
+    root = os.path.join(base, "probe-root")
+    os.makedirs(os.path.join(root, "tmp"))
+    os.chmod(os.path.join(root, "tmp"), 0o1777)
+    shutil.copy(PROBE, os.path.join(root, "mcpgate-probe"))
+    tar = os.path.join(base, "probe.tar")
+    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
+    ref = "%s/mcpgate-swarm-probe:1" % sw.registry
+    sw.docker("m", "import", "--change", 'ENTRYPOINT ["/mcpgate-probe"]', tar, ref)
+    out = sw.docker("m", "push", ref).stdout
+    digest = re.findall(r"digest: (sha256:[0-9a-f]{64})", out)[-1]
+    sw.docker("m", "rmi", ref)
+    return "%s/mcpgate-swarm-probe@%s" % (sw.registry, digest)
+
+
+TOOLS = ("echo", "status", "env", "raw", "connect", "read_file", "write_file", "syscalls")
+
+
+class Session:
+    def __init__(self, sw, base, image, extra="", egress=False):
+        self.sw = sw
+        self.dir = tempfile.mkdtemp(prefix="s-", dir=base)
+        self.conf = os.path.join(self.dir, "conf")
+        self.ws = os.path.join(self.dir, "ws")
+        self.state = os.path.join(self.dir, "state")
+        for x in (self.conf, self.ws, self.state):
+            os.makedirs(x)
+        with open(os.path.join(self.conf, "config.toml"), "w") as fh:
+            fh.write('[mcp]\nruntime = "swarm"\n')
+            if egress:
+                fh.write('egress = "%s"\n' % EGRESS)
+        text = '[[server]]\nname = "probe"\ntransport = "container"\nimage = "%s"\n%s' % (
+            image, extra)
+        for tool in TOOLS:
+            text += '[server.tools.%s]\non = true\neffect = "read"\n' % tool
+        with open(os.path.join(self.conf, "mcp.toml"), "w") as fh:
+            fh.write(text)
+        self.env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
+                    "XDG_STATE_HOME": self.state, "XDG_DATA_HOME": os.path.join(base, "data"),
+                    "DOCKER_HOST": sw.env["SWARM_MANAGER"], "MCPGATE_LOG": "info"}
+
+    def mcpgate(self, *args, input=None, timeout=300, config=True):
+        return subprocess.run([MCPGATE] + list(args) + (["--config", self.conf] if config else []),
+                              env=self.env, capture_output=True, text=True, timeout=timeout,
+                              cwd=self.ws, input=input)
+
+    def serve(self):
+        self.stderr_path = os.path.join(self.dir, "serve.stderr")
+        self.stderr = open(self.stderr_path, "wb")
+        return Client([MCPGATE, "serve", "--config", self.conf, "--workspace", self.ws],
+                      env=self.env, stderr=self.stderr)
+
+    def serve_log(self):
+        with open(self.stderr_path, errors="replace") as fh:
+            return fh.read()
+
+    def audit(self):
+        found = glob.glob(os.path.join(self.state, "mcpgate", "sessions", "*.jsonl"))
+        out = []
+        for f in found:
+            with open(f) as fh:
+                out += [json.loads(line) for line in fh if line.strip()]
+        return out
+
+
+def ready(c, name="probe__echo", tries=240):
+    """tools/list until the server's tools are there (a task takes seconds)"""
+    names = []
+    for _ in range(tries):
+        names = [x["name"] for x in c.request("tools/list", timeout=120)["result"]["tools"]]
+        if name in names:
+            return names
+        time.sleep(0.5)
+    return names
+
+
+def owned(sw, kind):
+    """services, secrets, networks and containers on the manager with an mcpgate label"""
+    fmt = {"service": "{{.Name}}", "secret": "{{.Name}}", "network": "{{.Name}}",
+           "container": "{{.Names}}"}[kind]
+    args = ({"container": ["ps", "-a"]}.get(kind) or [kind, "ls"]) + [
+        "--filter", "label=mcpgate.pid", "--format", fmt]
+    return sorted(x for x in sw.docker("m", *args).stdout.split() if x)
+
+
+def everything_owned(sw):
+    return {k: owned(sw, k) for k in ("service", "secret", "network", "container")}
+
+
+def nothing_owned(sw, tries=60):
+    left = everything_owned(sw)
+    for _ in range(tries):
+        if not any(left.values()):
+            break
+        time.sleep(0.5)
+        left = everything_owned(sw)
+    return left
+
+
+def task_of(sw):
+    """(node, container id, pid on this machine) of the running mcpgate task"""
+    for n in ("w1", "w2", "m"):
+        ids = sw.docker(n, "ps", "-q", "--filter", "label=com.docker.swarm.service.name").stdout.split()
+        for cid in ids:
+            info = json.loads(sw.docker(n, "inspect", cid).stdout)[0]
+            if "mcpgate.pid" in json.dumps(info.get("Config", {}).get("Labels", {})) or \
+                    info["Config"]["Labels"].get("com.docker.swarm.service.name", "").startswith("mcpgate-"):
+                return n, info
+    return None, None
+
+
+def test_session(sw, base, image):
+    """isolation from inside the task, stdio byte-exact, EOF ends the task,
+    nothing left"""
+    s = Session(sw, base, image)
+    r = s.mcpgate("pull", "probe")
+    t.ok(r.returncode == 0, "mcpgate pull: the manager pulls the pinned image from the swarm's "
+         "registry", r.stdout + r.stderr)
+    r = s.mcpgate("review", "probe")
+    t.ok(r.returncode == 0 and "syscalls" in r.stdout,
+         "mcpgate review reads the manifest from a task on the swarm", r.stdout[-500:] + r.stderr)
+    s.mcpgate("approve", "probe")
+    t.ok(not any(nothing_owned(sw).values()), "review left nothing on the swarm",
+         everything_owned(sw))
+    c = s.serve()
+    c.initialize()
+    names = ready(c)
+    t.ok("probe__status" in names, "serve: the server's tools come through the swarm", names)
+    node, info = task_of(sw)
+    t.ok(node in ("w1", "w2"), "its task landed on a worker labelled for mcpgate (%s)" % node)
+    st = json.loads(text_of(c.call("probe__status", {}, timeout=60)))
+    t.ok(st.get("uid") == 65534 and st.get("capeff") == "0000000000000000" and
+         st.get("nonewprivs") == 1 and st.get("hostname") == sw.node_name(node or "w1"),
+         "inside the task: uid 65534, no capabilities, no new privileges, on that node", st)
+
+    def read(path):
+        r = c.call("probe__read_file", {"path": path}, timeout=60)
+        return text_of(r) if "result" in r and not r["result"].get("isError") else None
+
+    status = read("/proc/self/status") or ""
+    t.ok(re.search(r"^Seccomp:\s+2$", status, re.M) and re.search(r"^CapBnd:\s+0+$", status, re.M),
+         "inside: a seccomp filter, and an empty bounding set", status[-400:])
+    sc = json.loads(text_of(c.call("probe__syscalls", {}, timeout=60)))
+    refused = {k: v for k, v in sc.items() if v in ("ok", "lost")}
+    t.ok(sc and not refused and sc.get("io_uring_setup") == "Operation not permitted",
+         "inside: mcpgate's profile refuses every call the probe tries (io_uring with EPERM)", sc)
+    w = c.call("probe__write_file", {"path": "/planted"}, timeout=60)
+    t.ok(w["result"].get("isError") is True, "inside: the root filesystem is read-only", w)
+    mem = (read("/sys/fs/cgroup/memory/memory.limit_in_bytes") or "").strip()
+    pids = (read("/sys/fs/cgroup/pids/pids.max") or "").strip()
+    cpu = (read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") or "").strip()
+    t.ok(mem == str(512 << 20) and pids == "128" and cpu == "100000",
+         "inside: memory 512 MiB, 128 pids, one CPU", (mem, pids, cpu))
+    v6 = (read("/proc/sys/net/ipv6/conf/all/disable_ipv6") or "").strip()
+    t.ok(v6 == "1", "inside: IPv6 is off", v6)
+    mounts = read("/proc/self/mountinfo") or ""
+    tmp = [x for x in mounts.splitlines() if " /tmp " in x]
+    t.ok(tmp and "noexec" in tmp[0] and "size=65536k" in tmp[0],
+         "inside: /tmp is a capped noexec tmpfs", tmp)
+    routes = read("/proc/net/route") or ""
+    t.ok(all(ln.split()[1] != "00000000" for ln in routes.splitlines()[1:] if ln.strip()),
+         "inside: no default route (its own internal overlay only)", routes)
+
+    # byte-exact: every byte value of UTF-8 text, long lines, many round trips
+    texts = ["plain", "é ü 漢字 \U0001F600", "tab\there", "\u2028\u2029", "x" * 60000,
+             "".join(chr(i) for i in range(32, 0x800) if not 0xD800 <= i < 0xE000)]
+    same = all(text_of(c.call("probe__echo", {"text": x}, timeout=60)) == x for x in texts)
+    t.ok(same, "stdio across nodes is byte-exact (%d texts, up to 60000 bytes)" % len(texts))
+    service = info["Config"]["Labels"]["com.docker.swarm.service.name"] if info else ""
+    c.close(timeout=120)
+    states = sw.docker("m", "service", "ps", service, "--format", "{{.CurrentState}}",
+                       check=False).stdout
+    left = nothing_owned(sw)
+    t.ok(not any(left.values()), "a clean end leaves no service, secret, network or container",
+         left)
+    ends = [e for e in s.audit() if e.get("event") == "server.exit"]
+    # status 0, not forced: the relay ended because the server closed its
+    # end after reading EOF, within stop_timeout, not because it was removed
+    t.ok(len(ends) == 1 and ends[0].get("status") == 0 and ends[0].get("forced") is False,
+         "closing stdin reaches the server across nodes as EOF: it ends, status 0, not forced",
+         (ends, states))
+
+
+def test_refused_node(sw, base, image):
+    """the manager does not enforce seccomp or no-new-privileges: labelled for
+    mcpgate and the only such node, a server placed there is refused, naming
+    it, and the server's code never runs"""
+    for n in ("w1", "w2"):
+        sw.docker("m", "node", "update", "--label-rm", "mcpgate", sw.node_name(n))
+    sw.docker("m", "node", "update", "--label-add", "mcpgate=true", sw.node_name("m"))
+    try:
+        s = Session(sw, base, image)
+        s.mcpgate("pull", "probe")
+        r = s.mcpgate("review", "probe")
+        why = r.stdout + r.stderr
+        t.ok(r.returncode != 0 and "refused %s" % sw.node_name("m") in why and
+             "no-new-privileges" in why,
+             "a node that does not enforce no-new-privileges and the profile is refused, "
+             "named", why[-600:])
+        left = nothing_owned(sw)
+        t.ok(not any(left.values()), "the refusal leaves nothing on the swarm", left)
+    finally:
+        sw.docker("m", "node", "update", "--label-rm", "mcpgate", sw.node_name("m"), check=False)
+        for n in ("w1", "w2"):
+            sw.docker("m", "node", "update", "--label-add", "mcpgate=true", sw.node_name(n),
+                      check=False)
+
+
+def test_token(sw, base, image):
+    """the launcher serves only a peer with the token: a peer on the same
+    overlay without it is closed, and the real session still works"""
+    s = Session(sw, base, image)
+    s.mcpgate("pull", "probe")
+    s.mcpgate("review", "probe")
+    s.mcpgate("approve", "probe")
+    c = s.serve()
+    c.initialize()
+    ready(c)
+    node, info = task_of(sw)
+    service = info["Config"]["Labels"]["com.docker.swarm.service.name"] if info else "none"
+    net = [x for x in owned(sw, "network") if x.startswith(service)]
+    tries = []
+    for token in ("0" * 64, "", "GET / HTTP/1.0\r\n"):
+        r = sw.docker("m", "run", "--rm", "-i", "--network", net[0] if net else "none",
+                      "--mount", "type=bind,source=%s,destination=/.mcpgate-launch,readonly" % LAUNCH_COPY[0],
+                      "--entrypoint", "/.mcpgate-launch", image, "--connect",
+                      "tasks." + service, "7000",
+                      input=token + "\n" + json.dumps({"jsonrpc": "2.0", "id": 9, "method": "ping"}) + "\n",
+                      check=False, timeout=120)
+        tries.append((r.returncode, r.stdout[-200:], r.stderr.strip()[-200:]))
+    t.ok(all(rc != 0 and out == "" for rc, out, _ in tries),
+         "a peer on the session's overlay without the token gets nothing", tries)
+    t.ok(text_of(c.call("probe__echo", {"text": "still"}, timeout=60)) == "still",
+         "the session's own relay still works after the tries")
+    c.close(timeout=120)
+    left = nothing_owned(sw)
+    t.ok(not any(left.values()), "and nothing is left after it", left)
+
+
+LAUNCH_COPY = [LAUNCH]
+
+
 def main():
     if os.environ.get("MCPGATE_CONTAINER_TESTS") != "1":
         return skip("set MCPGATE_CONTAINER_TESTS=1 to run it")
     if os.geteuid() != 0:
         return skip("needs root (network namespaces, dockerd)")
     base = tempfile.mkdtemp(prefix="mcpgate-swarm-")
-    d = tempfile.mkdtemp(prefix="mgsw.", dir="/tmp")
+    reuse = os.environ.get("MCPGATE_SWARM_REUSE")  # a swarm up.sh made, kept (iterating)
+    d = reuse or tempfile.mkdtemp(prefix="mgsw.", dir="/tmp")
     prefix = None
     try:
         profile = derive_profile(base)
         if profile is None:
             t.ok(False, "mcpgate derives its seccomp profile")
             return t.done()
-        r = subprocess.run([os.path.join(HERE, "up.sh"), d, profile], capture_output=True,
-                           text=True, timeout=300)
+        r = subprocess.run(["true"] if reuse else [os.path.join(HERE, "up.sh"), d, profile],
+                           capture_output=True, text=True, timeout=300)
         sys.stdout.write(r.stdout)
         if r.returncode == 77:
             return skip(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "up.sh")
@@ -135,12 +381,16 @@ def main():
             return t.done()
         sw = Swarm(d)
         prefix = sw.prefix
-        for case in (test_topology,):
+        image = build_probe(sw, base)
+        for case in (test_topology, test_session, test_refused_node, test_token):
             try:
-                case(sw)
+                case(sw) if case is test_topology else case(sw, base, image)
             except Exception as e:
                 t.ok(False, "%s raised %s: %s" % (case.__name__, type(e).__name__, e))
     finally:
+        if reuse:
+            shutil.rmtree(base, ignore_errors=True)
+            return t.done()
         if os.path.exists(os.path.join(d, "made")):
             with open(os.path.join(d, "made")) as fh:
                 prefix = prefix or re.search(r"^pfx=(\S+)", fh.read(), re.M).group(1)
