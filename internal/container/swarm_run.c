@@ -235,9 +235,37 @@ static int service_create(const struct ctr_driver *d, const struct run_opts *o, 
 		           "--secret=source=%s" CTR_SWARM_ENV_SUFFIX
 		           ",target=mcpgate-env,uid=%s,gid=%s,mode=0400",
 		           o->name, uid, gid);
-	for (size_t i = 0; i < o->env.n; i++) {
-		strv_push(&a, "--env");
-		strv_push(&a, o->env.v[i]);
+	/* the settings' values from our environment, in a file docker reads
+	 * on its stdin: never in an argument list (a service's --env NAME takes
+	 * no value from the environment, as run's does) */
+	cleanup_close int envfd = -1;
+	if (o->env.n > 0) {
+		struct mg_buf text;
+		mg_buf_init(&text, 4u << 20);
+		int r = 0;
+		for (size_t i = 0; i < o->env.n && r == 0; i++) {
+			const char *v = getenv(o->env.v[i]);
+			if (v == NULL || strchr(v, '\n') != NULL)
+				r = mg_err_set(
+				    err,
+				    "variable %s: a value with a newline cannot be given "
+				    "to a service",
+				    o->env.v[i]);
+			else
+				r = mg_buf_printf(&text, err, "%s=%s\n", o->env.v[i], v);
+		}
+		if (r == 0 && (envfd = memfd_create("mcpgate-env", MFD_CLOEXEC)) < 0)
+			r = mg_err_set(err, "memfd_create: %s", strerror(errno));
+		if (r == 0 &&
+		    (proc_write_all(envfd, text.data, text.len, proc_now_ms() + 10000, err) < 0 ||
+		     lseek(envfd, 0, SEEK_SET) < 0))
+			r = -1;
+		mg_buf_free(&text);
+		if (r < 0) {
+			strv_free(&a);
+			return -1;
+		}
+		strv_push(&a, "--env-file=/dev/stdin");
 	}
 	strv_push(&a, o->image);
 	strv_push(&a, "--listen");
@@ -247,8 +275,8 @@ static int service_create(const struct ctr_driver *d, const struct run_opts *o, 
 	for (int i = 0; i < o->ncmd; i++)
 		strv_push(&a, o->cmd[i]);
 	struct proc_result res;
-	int r =
-	    ctr_cli_run_in(d, "service create", (const char *const *)strv_array(&a), -1, &res, err);
+	int r = ctr_cli_run_in(d, "service create", (const char *const *)strv_array(&a), envfd,
+	                       &res, err);
 	strv_free(&a);
 	if (r == 0)
 		proc_result_free(&res);

@@ -355,6 +355,108 @@ def test_token(sw, base, image):
     t.ok(not any(left.values()), "and nothing is left after it", left)
 
 
+def holders(secret):
+    """pids on this machine whose environment holds secret, with their
+    command line (the swarm's processes are this machine's)"""
+    found = []
+    for env in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            with open(env, "rb") as fh:
+                if secret.encode() not in fh.read():
+                    continue
+            with open(env[:-7] + "cmdline", "rb") as fh:
+                found.append(fh.read().replace(b"\0", b" ").decode(errors="replace").strip())
+        except OSError:
+            pass
+    return found
+
+
+def test_egress_secret(sw, base, image):
+    """the per-session internal overlay, the proxy on it and on a second
+    overlay, its records in the audit log; the secret as a swarm secret,
+    in no inspect and in no environment but the server's own"""
+    outside = sw.env["SWARM_OUTSIDE"]
+    host, port = outside.split(":")
+    s = Session(sw, base, image, egress=True,
+                extra='network = ["%s"]\nnetwork_private = ["%s"]\ncredential = "itest"\n'
+                      'position = "env:ITEST_TOKEN"\n' % (outside, outside))
+    secret = "swarm-%d-Zq9x" % os.getpid()
+    r1 = s.mcpgate("secret", "set", "itest", input=secret + "\n", config=False)
+    r2 = s.mcpgate("secret", "bind", "itest", "--host", outside, "--position", "env:ITEST_TOKEN",
+                   config=False)
+    t.ok(r1.returncode == 0 and r2.returncode == 0, "a secret bound for the outside host",
+         r1.stderr + r2.stderr)
+    s.mcpgate("pull", "probe")
+    s.mcpgate("review", "probe")
+    r = s.mcpgate("approve", "probe")
+    t.ok(r.returncode == 0, "the probe with a listed host and a secret is approved", r.stderr)
+    c = s.serve()
+    c.initialize()
+    names = ready(c)
+    t.ok("probe__raw" in names, "the server with a host starts behind its proxy", names)
+    node, info = task_of(sw)
+    service = info["Config"]["Labels"]["com.docker.swarm.service.name"] if info else "none"
+    nets = owned(sw, "network")
+    t.ok(len(nets) == 2 and any(x.endswith("-in") for x in nets),
+         "two overlays of the session's, labelled", nets)
+    net_in = [x for x in nets if x.endswith("-in")]
+    spec = json.loads(sw.docker("m", "network", "inspect", net_in[0]).stdout)[0] if net_in else {}
+    t.ok(spec.get("Driver") == "overlay" and spec.get("Internal") is True,
+         "the server's is an internal overlay", {k: spec.get(k) for k in ("Driver", "Internal")})
+
+    t.ok(text_of(c.call("probe__env", {"name": "ITEST_TOKEN"}, timeout=60)) == "[redacted:itest]",
+         "inside: the secret's variable is set (its value comes back redacted)")
+    proxy = text_of(c.call("probe__env", {"name": "HTTP_PROXY"}, timeout=60))
+    m = re.fullmatch(r"http://([0-9.]+):(\d+)", proxy)
+    t.ok(m is not None, "the server's HTTP_PROXY names the proxy on the overlay", proxy)
+    d = c.call("probe__connect", {"host": host, "port": int(port)}, timeout=60)
+    t.ok(d["result"].get("isError") is True,
+         "inside: a direct connection to the outside host fails (no route out)", d)
+    if m:
+        get = "GET http://%s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (outside, outside)
+        reply = text_of(c.call("probe__raw", {"host": m.group(1), "port": int(m.group(2)),
+                                              "data": get}, timeout=60))
+        t.ok(reply.startswith("HTTP/1.1 200") and "outside-ok" in reply,
+             "through the proxy the listed outside host answers", reply[:200])
+        other = "%s:%d" % (host, int(port) + 1)
+        get = "GET http://%s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (other, other)
+        reply = text_of(c.call("probe__raw", {"host": m.group(1), "port": int(m.group(2)),
+                                              "data": get}, timeout=60))
+        t.ok(reply.startswith("HTTP/1.1 403"), "an unlisted destination is refused by the proxy",
+             reply[:200])
+
+    # where the value must not be
+    inspects = {
+        "service inspect": sw.docker("m", "service", "inspect", service, check=False).stdout,
+        "secret inspect": sw.docker("m", "secret", "inspect", *owned(sw, "secret"),
+                                    check=False).stdout,
+        "task's container inspect (%s)" % node: sw.docker(node or "w1", "inspect",
+                                                           info["Id"] if info else "none",
+                                                           check=False).stdout,
+        "relay's container inspect": sw.docker("m", "inspect", service + "-relay",
+                                               check=False).stdout,
+    }
+    t.ok(all(inspects.values()) and not [k for k, v in inspects.items() if secret in v],
+         "the secret is in no inspect (service, secret, the task's and the relay's containers)",
+         [k for k, v in inspects.items() if secret in v or not v])
+    who = holders(secret)
+    t.ok(len(who) == 1 and who[0].endswith("/mcpgate-probe"),
+         "no process but the server's own has it in its environment", who)
+    secrets = owned(sw, "secret")
+    t.ok(sorted(secrets) == sorted([service + "-tok", service + "-env"]),
+         "the session's secrets are swarm secrets (token and variables)", secrets)
+    c.close(timeout=120)
+    audit = s.audit()
+    seen = [(e.get("allowed"), e.get("port")) for e in audit if e.get("event") == "mcp.egress"]
+    t.ok((True, int(port)) in seen and (False, int(port) + 1) in seen,
+         "the proxy's records of both attempts are in the session's audit log", seen)
+    left = nothing_owned(sw)
+    t.ok(not any(left.values()), "nothing left: services, secrets, both overlays, the proxy",
+         left)
+    r = subprocess.run(["grep", "-rl", "--", secret, sw.dir], capture_output=True, text=True)
+    t.ok(r.stdout.strip() == "", "no file of the swarm's nodes holds the secret", r.stdout)
+
+
 LAUNCH_COPY = [LAUNCH]
 
 
@@ -382,7 +484,7 @@ def main():
         sw = Swarm(d)
         prefix = sw.prefix
         image = build_probe(sw, base)
-        for case in (test_topology, test_session, test_refused_node, test_token):
+        for case in (test_topology, test_session, test_egress_secret, test_refused_node, test_token):
             try:
                 case(sw) if case is test_topology else case(sw, base, image)
             except Exception as e:
