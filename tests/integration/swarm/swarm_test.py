@@ -227,23 +227,38 @@ def task_of(sw):
     return None, None
 
 
+def mark(what, _last=[None]):
+    now = time.time()
+    if _last[0] is not None:
+        print("#   %.1f s %s" % (now - _last[0], what), flush=True)
+    _last[0] = now
+
+
 def test_session(sw, base, image):
     """isolation from inside the task, stdio byte-exact, EOF ends the task,
     nothing left"""
+    mark("")
     s = Session(sw, base, image)
     r = s.mcpgate("pull", "probe")
     t.ok(r.returncode == 0, "mcpgate pull: the manager pulls the pinned image from the swarm's "
          "registry", r.stdout + r.stderr)
+    mark("pull")
     r = s.mcpgate("review", "probe")
     t.ok(r.returncode == 0 and "syscalls" in r.stdout,
          "mcpgate review reads the manifest from a task on the swarm", r.stdout[-500:] + r.stderr)
+    mark("review")
     s.mcpgate("approve", "probe")
+    with open(os.path.join(s.conf, "mcp.toml")) as fh:
+        m = re.search(r'^manifest = "(sha256:[0-9a-f]{64})"', fh.read(), re.M)
+    APPROVED[0] = m.group(1) if m else None
     t.ok(not any(nothing_owned(sw).values()), "review left nothing on the swarm",
          everything_owned(sw))
+    mark("approve")
     c = s.serve()
     c.initialize()
     names = ready(c)
     t.ok("probe__status" in names, "serve: the server's tools come through the swarm", names)
+    mark("serve until ready")
     node, info = task_of(sw)
     t.ok(node in ("w1", "w2"), "its task landed on a worker labelled for mcpgate (%s)" % node)
     st = json.loads(text_of(c.call("probe__status", {}, timeout=60)))
@@ -279,15 +294,20 @@ def test_session(sw, base, image):
     t.ok(all(ln.split()[1] != "00000000" for ln in routes.splitlines()[1:] if ln.strip()),
          "inside: no default route (its own internal overlay only)", routes)
 
+    mark("isolation calls")
     # byte-exact: every byte value of UTF-8 text, long lines, many round trips
     texts = ["plain", "é ü 漢字 \U0001F600", "tab\there", "\u2028\u2029", "x" * 60000,
              "".join(chr(i) for i in range(32, 0x800) if not 0xD800 <= i < 0xE000)]
     same = all(text_of(c.call("probe__echo", {"text": x}, timeout=60)) == x for x in texts)
     t.ok(same, "stdio across nodes is byte-exact (%d texts, up to 60000 bytes)" % len(texts))
+    mark("echo")
     service = info["Config"]["Labels"]["com.docker.swarm.service.name"] if info else ""
+    try_tokens(sw, c, image, service)
+    mark("tokens")
     c.close(timeout=120)
     states = sw.docker("m", "service", "ps", service, "--format", "{{.CurrentState}}",
                        check=False).stdout
+    mark("close")
     left = nothing_owned(sw)
     t.ok(not any(left.values()), "a clean end leaves no service, secret, network or container",
          left)
@@ -324,35 +344,24 @@ def test_refused_node(sw, base, image):
                       check=False)
 
 
-def test_token(sw, base, image):
-    """the launcher serves only a peer with the token: a peer on the same
-    overlay without it is closed, and the real session still works"""
-    s = Session(sw, base, image)
-    s.mcpgate("pull", "probe")
-    s.mcpgate("review", "probe")
-    s.mcpgate("approve", "probe")
-    c = s.serve()
-    c.initialize()
-    ready(c)
-    node, info = task_of(sw)
-    service = info["Config"]["Labels"]["com.docker.swarm.service.name"] if info else "none"
+def try_tokens(sw, c, image, service):
+    """the launcher serves only a peer with the token: peers on the same
+    overlay without it are closed unanswered, and the session still works"""
     net = [x for x in owned(sw, "network") if x.startswith(service)]
     tries = []
-    for token in ("0" * 64, "", "GET / HTTP/1.0\r\n"):
+    for token in ("0" * 64,):
         r = sw.docker("m", "run", "--rm", "-i", "--network", net[0] if net else "none",
-                      "--mount", "type=bind,source=%s,destination=/.mcpgate-launch,readonly" % LAUNCH_COPY[0],
-                      "--entrypoint", "/.mcpgate-launch", image, "--connect",
+                      "--mount", "type=bind,source=%s,destination=/.mcpgate-launch,readonly"
+                      % LAUNCH, "--entrypoint", "/.mcpgate-launch", image, "--connect",
                       "tasks." + service, "7000",
-                      input=token + "\n" + json.dumps({"jsonrpc": "2.0", "id": 9, "method": "ping"}) + "\n",
+                      input=token + "\n" + json.dumps({"jsonrpc": "2.0", "id": 9,
+                                                        "method": "ping"}) + "\n",
                       check=False, timeout=120)
         tries.append((r.returncode, r.stdout[-200:], r.stderr.strip()[-200:]))
-    t.ok(all(rc != 0 and out == "" for rc, out, _ in tries),
+    t.ok(net and all(rc != 0 and out == "" for rc, out, _ in tries),
          "a peer on the session's overlay without the token gets nothing", tries)
     t.ok(text_of(c.call("probe__echo", {"text": "still"}, timeout=60)) == "still",
-         "the session's own relay still works after the tries")
-    c.close(timeout=120)
-    left = nothing_owned(sw)
-    t.ok(not any(left.values()), "and nothing is left after it", left)
+         "the session's own relay still works after those tries")
 
 
 def holders(secret):
@@ -379,17 +388,14 @@ def test_egress_secret(sw, base, image):
     host, port = outside.split(":")
     s = Session(sw, base, image, egress=True,
                 extra='network = ["%s"]\nnetwork_private = ["%s"]\ncredential = "itest"\n'
-                      'position = "env:ITEST_TOKEN"\n' % (outside, outside))
+                      'position = "env:ITEST_TOKEN"\nmanifest = "%s"\n'
+                      % (outside, outside, APPROVED[0]))
     secret = "swarm-%d-Zq9x" % os.getpid()
     r1 = s.mcpgate("secret", "set", "itest", input=secret + "\n", config=False)
     r2 = s.mcpgate("secret", "bind", "itest", "--host", outside, "--position", "env:ITEST_TOKEN",
                    config=False)
     t.ok(r1.returncode == 0 and r2.returncode == 0, "a secret bound for the outside host",
          r1.stderr + r2.stderr)
-    s.mcpgate("pull", "probe")
-    s.mcpgate("review", "probe")
-    r = s.mcpgate("approve", "probe")
-    t.ok(r.returncode == 0, "the probe with a listed host and a secret is approved", r.stderr)
     c = s.serve()
     c.initialize()
     names = ready(c)
@@ -457,7 +463,59 @@ def test_egress_secret(sw, base, image):
     t.ok(r.stdout.strip() == "", "no file of the swarm's nodes holds the secret", r.stdout)
 
 
-LAUNCH_COPY = [LAUNCH]
+def descendants(pid):
+    """pids below pid, deepest last"""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open("/proc/%d/task/%d/children" % (p, p)) as fh:
+                kids = [int(x) for x in fh.read().split()]
+        except OSError:
+            kids = []
+        out += kids
+        todo += kids
+    return out
+
+
+def test_kill_sweep(sw, base, image):
+    """kill -9 of mcpgate: its helper, whose stdin ends, removes the
+    server's service, secrets and network itself. kill -9 of mcpgate and its
+    helper together: what is left is found by the owner rule and removed by
+    `mcpgate sweep`"""
+    s = Session(sw, base, image, extra='manifest = "%s"\n' % APPROVED[0])
+    c = s.serve()
+    c.initialize()
+    names = ready(c)
+    t.ok("probe__echo" in names, "a session with the approved manifest starts", names)
+    os.kill(c.proc.pid, 9)
+    c.proc.wait(30)
+    left = nothing_owned(sw)
+    t.ok(not any(left.values()),
+         "after kill -9 of mcpgate, its helper removes the service, secrets and network", left)
+
+    c = s.serve()
+    c.initialize()
+    ready(c)
+    for pid in [c.proc.pid] + descendants(c.proc.pid):
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    c.proc.wait(30)
+    time.sleep(1)
+    left = everything_owned(sw)
+    t.ok(left["service"] and left["secret"] and left["network"],
+         "after kill -9 of mcpgate and its helper, its service, secrets and network are left",
+         left)
+    r = s.mcpgate("sweep", timeout=300)
+    t.ok(r.returncode == 0, "mcpgate sweep on the swarm", r.stdout + r.stderr)
+    left = nothing_owned(sw)
+    t.ok(not any(left.values()), "the sweep removes what the dead mcpgate left", left)
+
+
+APPROVED = [None]
+
 
 
 def main():
@@ -484,11 +542,16 @@ def main():
         sw = Swarm(d)
         prefix = sw.prefix
         image = build_probe(sw, base)
-        for case in (test_topology, test_session, test_egress_secret, test_refused_node, test_token):
+        cases = (test_topology, test_session, test_egress_secret, test_refused_node,
+                 test_kill_sweep)
+        only = os.environ.get("MCPGATE_SWARM_CASES")  # iterating: some cases by name
+        for case in [x for x in cases if not only or x.__name__ in only.split(",")]:
+            began = time.time()
             try:
                 case(sw) if case is test_topology else case(sw, base, image)
             except Exception as e:
                 t.ok(False, "%s raised %s: %s" % (case.__name__, type(e).__name__, e))
+            print("# %s: %.0f s" % (case.__name__, time.time() - began), flush=True)
     finally:
         if reuse:
             shutil.rmtree(base, ignore_errors=True)
