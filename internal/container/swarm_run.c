@@ -301,7 +301,6 @@ static int task_wait(const struct ctr_driver *d, const struct run_opts *o, struc
 			*nl = '\0';
 		snprintf(last, sizeof(last), "%s", line);
 		proc_result_free(&res);
-		char *tab = strchr(last, '\t');
 		if (strncmp(last, "Running", 7) == 0)
 			return 0;
 		if (strncmp(last, "Failed", 6) == 0 || strncmp(last, "Rejected", 8) == 0 ||
@@ -311,7 +310,6 @@ static int task_wait(const struct ctr_driver *d, const struct run_opts *o, struc
 					*p = ' ';
 			return mg_err_set(err, "its task ended before it ran: %s", last);
 		}
-		(void)tab;
 		usleep(200 * 1000);
 	}
 	for (char *p = last; *p != '\0'; p++)
@@ -363,7 +361,6 @@ static int relay(const struct ctr_driver *d, const struct run_opts *o, const cha
 	struct proc_spec ps = {
 	    .path = a.v[0],
 	    .argv = (const char *const *)strv_array(&a),
-	    .envp = (const char *const *)d->env.v,
 	    .stdio = {{PROC_STDIO_PIPE, -1, false},
 	              {PROC_STDIO_FD, STDOUT_FILENO, false},
 	              {PROC_STDIO_FD, STDERR_FILENO, false}},

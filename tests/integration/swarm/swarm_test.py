@@ -345,21 +345,24 @@ def test_refused_node(sw, base, image):
 
 
 def try_tokens(sw, c, image, service):
-    """the launcher serves only a peer with the token: peers on the same
-    overlay without it are closed unanswered, and the session still works"""
+    """the launcher serves exactly one peer: once the session's relay holds
+    it, another container on the session's overlay (the probe, driven by
+    hand) gets no connection, with or without a token; the session still
+    works (the wrong-token path while it listens: tests/launch_net_test.sh)"""
     net = [x for x in owned(sw, "network") if x.startswith(service)]
-    tries = []
-    for token in ("0" * 64,):
-        r = sw.docker("m", "run", "--rm", "-i", "--network", net[0] if net else "none",
-                      "--mount", "type=bind,source=%s,destination=/.mcpgate-launch,readonly"
-                      % LAUNCH, "--entrypoint", "/.mcpgate-launch", image, "--connect",
-                      "tasks." + service, "7000",
-                      input=token + "\n" + json.dumps({"jsonrpc": "2.0", "id": 9,
-                                                        "method": "ping"}) + "\n",
-                      check=False, timeout=120)
-        tries.append((r.returncode, r.stdout[-200:], r.stderr.strip()[-200:]))
-    t.ok(net and all(rc != 0 and out == "" for rc, out, _ in tries),
-         "a peer on the session's overlay without the token gets nothing", tries)
+    msgs = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "itest", "version": "1"}}}]
+    for i, data in enumerate(("0" * 64 + "\n", "GET / HTTP/1.0\r\n\r\n"), 1):
+        msgs.append({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                     "params": {"name": "raw", "arguments": {
+                         "host": "tasks." + service, "port": 7000, "data": data}}})
+    r = sw.docker("m", "run", "--rm", "-i", "--network", net[0] if net else "none", image,
+                  input="".join(json.dumps(x) + "\n" for x in msgs), check=False, timeout=120)
+    answers = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    texts = [text_of(x) for x in answers if x.get("id") in (1, 2) and "result" in x]
+    t.ok(net and len(texts) == 2 and all(x.startswith("error:") for x in texts),
+         "another container on the session's overlay gets no connection to the server", texts)
     t.ok(text_of(c.call("probe__echo", {"text": "still"}, timeout=60)) == "still",
          "the session's own relay still works after those tries")
 
