@@ -198,7 +198,7 @@ LAUNCH_HDR = launch/launch.h launch/launch-internal.h
 
 # ---- targets ---------------------------------------------------------------
 .PHONY: all check test test-swarm unit-deps run-tests integration lint fuzz fuzz-run fuzz-session demo install clean bench \
-	everything-image bench-egress bench-add bench-listen
+	everything-image bench-egress bench-add bench-listen bench-swarm
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
 
@@ -309,6 +309,11 @@ unit-deps: mcpgate-launch
 bench: fakes build/bench/minrelay
 	@$(MAKE) --no-print-directory SAN=0 all
 	@MCPGATE=./mcpgate FAKES=build/fakes MINRELAY=build/bench/minrelay python3 bench/contained.py
+
+# runtime = "swarm" beside podman: session start and round trip (root)
+bench-swarm: fakes
+	@$(MAKE) --no-print-directory SAN=0 all
+	@MCPGATE=./mcpgate PROBE=build/fakes/mcpgate-probe LAUNCH=./mcpgate-launch python3 bench/swarm.py
 
 # serve --listen with 1, 10 and 50 HTTP clients of 200 calls each, beside one
 # stdio client (bench/README.md): calls/s, p50/p99, memory per session, and

@@ -135,7 +135,7 @@ TOOLS = ("echo", "status", "env", "raw", "connect", "read_file", "write_file", "
 
 
 class Session:
-    def __init__(self, sw, base, image, extra="", egress=False):
+    def __init__(self, sw, base, image, extra="", egress=False, runtime="swarm"):
         self.sw = sw
         self.dir = tempfile.mkdtemp(prefix="s-", dir=base)
         self.conf = os.path.join(self.dir, "conf")
@@ -144,7 +144,7 @@ class Session:
         for x in (self.conf, self.ws, self.state):
             os.makedirs(x)
         with open(os.path.join(self.conf, "config.toml"), "w") as fh:
-            fh.write('[mcp]\nruntime = "swarm"\n')
+            fh.write('[mcp]\nruntime = "%s"\n' % runtime)
             if egress:
                 fh.write('egress = "%s"\n' % EGRESS)
         text = '[[server]]\nname = "probe"\ntransport = "container"\nimage = "%s"\n%s' % (
@@ -155,7 +155,9 @@ class Session:
             fh.write(text)
         self.env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
                     "XDG_STATE_HOME": self.state, "XDG_DATA_HOME": os.path.join(base, "data"),
-                    "DOCKER_HOST": sw.env["SWARM_MANAGER"], "MCPGATE_LOG": "info"}
+                    "MCPGATE_LOG": "info"}
+        if runtime == "swarm":
+            self.env["DOCKER_HOST"] = sw.env["SWARM_MANAGER"]
 
     def mcpgate(self, *args, input=None, timeout=300, config=True):
         return subprocess.run([MCPGATE] + list(args) + (["--config", self.conf] if config else []),
