@@ -3,6 +3,7 @@
 #   make               mcpgate and toml-decode, with the warning wall as errors
 #   make check         every unit test under ASan+UBSan, then toml-test; last line "N passed, N failed"
 #   make test          the README's test command: check, then the runtime integration tests
+#   make test-swarm    the swarm driver on a real three-node swarm in network namespaces (root)
 #                      (they report skipped unless MCPGATE_CONTAINER_TESTS=1)
 #   make lint          clang-format check and the banned-function check
 #   make fuzz          fuzz targets (clang -fsanitize=fuzzer); make fuzz-run FUZZ_SECONDS=N;
@@ -59,7 +60,8 @@ CONFIG_SRC = internal/config/config.c internal/config/config_check.c internal/co
 PROC_SRC = internal/proc/spawn.c internal/proc/loop.c
 CONTAINER_SRC = internal/container/container.c internal/container/ctr_cli.c internal/container/platform.c \
 	internal/container/forward.c internal/container/mounts.c internal/container/owner.c internal/container/seccomp.c \
-	internal/container/runargs.c internal/container/topology.c internal/container/cache.c internal/container/platform_key.c
+	internal/container/runargs.c internal/container/topology.c internal/container/cache.c internal/container/platform_key.c \
+	internal/container/swarm.c internal/container/swarm_run.c
 AUDIT_SRC = internal/audit/audit.c
 REMOTE_SRC = internal/remote/bridge.c internal/remote/sse.c internal/remote/headers.c
 PACK_SRC = internal/pack/pack.c internal/pack/tree.c internal/pack/layer.c internal/pack/elf.c
@@ -167,7 +169,7 @@ LINT_HDR = $(LAUNCH_HDR) internal/base/err.h internal/jsonrpc/jsonrpc.h internal
 	   internal/toml/toml_change.h \
 	   internal/json/json.h internal/json/shape.h internal/config/config.h internal/config/config-internal.h internal/config/edit.h cmd/mcpgate/commands.h \
 	   internal/proc/proc.h internal/proc/loop.h \
-	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h \
+	   cmd/mcpgate/opts.h cmd/mcpgate/add.h internal/container/container.h internal/container/swarm.h \
 	   internal/container/container-internal.h internal/audit/audit.h \
 	   internal/mcp/mcp.h internal/mcp/manifest.h internal/gateway/launch.h internal/gateway/gateway.h internal/gateway/gateway-internal.h internal/gateway/confirm_state.h \
 	   internal/gateway/gateway_fakes.h fuzz/session_fuzz.h \
@@ -205,12 +207,12 @@ egress_parse_fuzz_SRC = fuzz/egress_parse_fuzz.c egress/parse.c egress/addr.c eg
 egress_addr_fuzz_SRC = fuzz/egress_addr_fuzz.c egress/addr.c
 
 # ---- launch: mcpgate-launch, a secret's way into a server (musl, libc only) --
-LAUNCH_SRC = launch/main.c
-LAUNCH_HDR = launch/launch.h
+LAUNCH_SRC = launch/main.c launch/util.c launch/listen.c launch/connect.c launch/check.c
+LAUNCH_HDR = launch/launch.h launch/launch-internal.h
 
 # ---- targets ---------------------------------------------------------------
-.PHONY: all check test unit-deps run-tests integration lint fuzz fuzz-run fuzz-session demo install clean bench \
-	everything-image bench-egress bench-add bench-listen bench-slow
+.PHONY: all check test test-swarm unit-deps run-tests integration lint fuzz fuzz-run fuzz-session demo install clean bench \
+	everything-image bench-egress bench-add bench-listen bench-slow bench-swarm
 
 all: $(BIN)/mcpgate $(BIN)/toml-decode mcpgate-egress mcpgate-launch
 
@@ -240,7 +242,8 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py tests/pressure_test.py \
 	tests/config_write_test.py tests/daily_test.py tests/store_test.py tests/update_test.py tests/logs_test.py \
 	tests/revisions_test.py tests/connect_test.py \
-	tests/slow_clients_test.py
+	tests/slow_clients_test.py \
+	tests/launch_net_test.sh
 # the session fuzzer runs for SESSION_FUZZ_SECONDS (120) in make test, not in make check
 INTEGRATION_PROGRAMS = tests/integration/run.sh tests/conformance/run.sh tests/conformance/run-2026.sh \
 	tests/session_fuzz_test.sh
@@ -265,6 +268,12 @@ check:
 integration:
 	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress build/fuzz/session_fuzz
 	@MCPGATE_TESTS_NETWORK=1 $(MAKE) --no-print-directory SAN=1 run-tests TESTS=integration
+
+# the swarm test alone (tests/integration/run.sh runs it too, once)
+test-swarm: all
+	@$(MAKE) --no-print-directory SAN=1 unit-deps
+	@MCPGATE_CONTAINER_TESTS=1 MCPGATE=$(CURDIR)/build/san/mcpgate PROBE=$(CURDIR)/build/fakes/mcpgate-probe \
+		LAUNCH=$(CURDIR)/mcpgate-launch python3 tests/integration/swarm/swarm_test.py
 
 test:
 	@$(MAKE) --no-print-directory SAN=0 mcpgate-egress build/fuzz/session_fuzz
@@ -317,6 +326,11 @@ unit-deps: mcpgate-launch
 bench: fakes build/bench/minrelay
 	@$(MAKE) --no-print-directory SAN=0 all
 	@MCPGATE=./mcpgate FAKES=build/fakes MINRELAY=build/bench/minrelay python3 bench/contained.py
+
+# runtime = "swarm" beside podman: session start and round trip (root)
+bench-swarm: fakes
+	@$(MAKE) --no-print-directory SAN=0 all
+	@MCPGATE=./mcpgate PROBE=build/fakes/mcpgate-probe LAUNCH=./mcpgate-launch python3 bench/swarm.py
 
 # serve --listen with 1, 10 and 50 HTTP clients of 200 calls each, beside one
 # stdio client (bench/README.md): calls/s, p50/p99, memory per session, and

@@ -13,6 +13,7 @@
 #include "internal/base/log.h"
 #include "internal/base/suggest.h"
 #include "internal/container/container.h"
+#include "internal/container/swarm.h"
 
 static const char *const mcp_verbs[] = {"add", "list", "pull", "review", "approve", "remove", NULL};
 
@@ -51,6 +52,9 @@ int main(int argc, char **argv)
 	 * namespace to stage a server's mounts (docs/mounts.md) */
 	if (strcmp(name, "__stage") == 0)
 		return ctr_mounts_stage_main(argc - 1, argv + 1);
+	/* what runtime = "swarm" runs for each server (docs/2026-12-02-swarm.md) */
+	if (strcmp(name, "__swarm-run") == 0)
+		return ctr_swarm_run_main(argc - 1, argv + 1);
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
 		return help_print(argc > 2 ? argv[2] : NULL);
 	if (strcmp(name, "--version") == 0) {

@@ -130,6 +130,13 @@ static void plan_images(struct store_plan *p, const struct cfg *cfg, const struc
 		list.n += some.n;
 		free(some.v);
 	}
+	/* does an entry still run an image whose archive is kept here? */
+	bool kept_archive = false;
+	for (size_t k = 0; k < names.n && !kept_archive; k++) {
+		char hex[65];
+		const char *kind = archive_hex(names.v[k], hex);
+		kept_archive = kind != NULL && digest_used(cfg, hex);
+	}
 	char last[65] = "";
 	long with = -1;
 	for (size_t k = 0; k < names.n; k++) {
@@ -141,10 +148,14 @@ static void plan_images(struct store_plan *p, const struct cfg *cfg, const struc
 			store_add_path(p, "unfinished image archive", path); /* a build cut short */
 			continue;
 		}
-		/* what is shared by every image (node's layer, node-KEY.tar.gz), kept
-		 * for the next add like the Debian store */
-		if (kind == NULL)
+		/* what every image of add's is made over (node's layer,
+		 * node-KEY.tar.gz and .json): kept while an entry runs one of them,
+		 * since the next add uses it again; with none, nothing uses it */
+		if (kind == NULL) {
+			if (strncmp(names.v[k], "node-", 5) == 0 && !kept_archive)
+				store_add_path(p, "node's layer, which no image kept uses", path);
 			continue;
+		}
 		if (digest_used(cfg, hex))
 			continue;
 		/* sha256-HEX's files sort together: the image before them */

@@ -1488,10 +1488,12 @@ static void check_config_file(struct ctx *c, const struct toml_value *root, stru
 			m->runtime = CFG_RUNTIME_PODMAN;
 		else if (rt != NULL && strcmp(rt, "docker") == 0)
 			m->runtime = CFG_RUNTIME_DOCKER;
+		else if (rt != NULL && strcmp(rt, "swarm") == 0)
+			m->runtime = CFG_RUNTIME_SWARM;
 		else if (rt != NULL)
 			diag_value(c, v->pos, "\"runtime\"", rt,
-			           "must be \"podman\" or \"docker\" (leave it out for podman when "
-			           "it is on PATH, else docker)");
+			           "must be \"podman\", \"docker\" or \"swarm\" (leave it out for "
+			           "podman when it is on PATH, else docker)");
 	}
 	if (k.kv[M_EGRESS] != NULL) {
 		const struct toml_value *v = k.kv[M_EGRESS]->value;

@@ -99,6 +99,7 @@ enum cfg_runtime {
 	CFG_RUNTIME_UNSET, /* the caller decides: podman if on PATH, else docker */
 	CFG_RUNTIME_PODMAN,
 	CFG_RUNTIME_DOCKER,
+	CFG_RUNTIME_SWARM, /* a Docker swarm's manager (DOCKER_HOST): docs/2026-12-02-swarm.md */
 };
 
 /* One entry of "network". host is lower case without a trailing dot: a DNS

@@ -325,13 +325,14 @@ static void expect_parse(const char *mcp, const char *config, const char *want, 
 
 static void test_parse(void)
 {
-	expect_parse(SERVER_C "memory = 1\n", "[mcp]\nruntime = \"crun\"\nline_max = 1\n",
-	             "mcp.toml:5:10: \"memory\" must be a string, not integer\n"
-	             "config.toml:2:11: \"runtime\" \"crun\" must be \"podman\" or \"docker\" "
-	             "(leave it out for podman when it is on PATH, else docker)\n"
-	             "config.toml:3:12: \"line_max\" 1 is out of range: from 1024 to 1073741824 "
-	             "bytes",
-	             "errors of both files, mcp.toml first");
+	expect_parse(
+	    SERVER_C "memory = 1\n", "[mcp]\nruntime = \"crun\"\nline_max = 1\n",
+	    "mcp.toml:5:10: \"memory\" must be a string, not integer\n"
+	    "config.toml:2:11: \"runtime\" \"crun\" must be \"podman\", \"docker\" or \"swarm\" "
+	    "(leave it out for podman when it is on PATH, else docker)\n"
+	    "config.toml:3:12: \"line_max\" 1 is out of range: from 1024 to 1073741824 "
+	    "bytes",
+	    "errors of both files, mcp.toml first");
 	expect_parse("", NULL, NULL, "an empty mcp.toml: no servers");
 	expect_parse(SERVER_C, "", NULL, "an empty config.toml");
 	/* a typo far from any key gets no suggestion; one close gets one */
@@ -425,11 +426,11 @@ static void test_syntax(void)
 	T_INT(cfg_load_files(MINIMAL, conf, &cfg, &err), -1, "config.toml syntax error");
 	T_STR(mg_err_msg(err), conf_msg, "config.toml's syntax error alone");
 	mg_err_clear(&err);
-	cleanup_free char *with_cfg =
-	    xasprintf("%s\ntestdata/config/bad-config/cfg-runtime.toml:4:11: \"runtime\" "
-	              "\"crun\" must be \"podman\" or \"docker\" (leave it out for podman when "
-	              "it is on PATH, else docker)",
-	              mcp_msg);
+	cleanup_free char *with_cfg = xasprintf(
+	    "%s\ntestdata/config/bad-config/cfg-runtime.toml:4:11: \"runtime\" "
+	    "\"crun\" must be \"podman\", \"docker\" or \"swarm\" (leave it out for podman when "
+	    "it is on PATH, else docker)",
+	    mcp_msg);
 	T_INT(cfg_load_files(mcp, "testdata/config/bad-config/cfg-runtime.toml", &cfg, &err), -1,
 	      "a syntax error beside a rule's error");
 	T_STR(mg_err_msg(err), with_cfg, "config.toml is still checked");

@@ -3,8 +3,31 @@
 #define MG_CONTAINER_INTERNAL_H
 
 #include "internal/container/container.h"
+#include "internal/proc/proc.h"
 
 extern const struct ctr_ops ctr_cli_ops;
+extern const struct ctr_ops ctr_swarm_ops;
+
+/* the runtime with args (what names the command in errors), in_fd its stdin
+ * (-1: /dev/null); an error unless it exits 0 (res is freed then) */
+int ctr_cli_run_in(const struct ctr_driver *d, const char *what, const char *const *args, int in_fd,
+                   struct proc_result *res, struct mg_err **err);
+/* mcpgate's images (by label), and one removed: the CLI's, which the swarm
+ * driver shares for the manager's images (those pull put there) */
+int ctr_cli_image_list(const struct ctr_driver *d, const char *label, struct ctr_images *out,
+                       struct mg_err **err);
+int ctr_cli_image_remove(const struct ctr_driver *d, const char *image, bool *in_use,
+                         struct mg_err **err);
+/* rm --force of a container; absent is fine */
+int ctr_cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err);
+/* the sweep of containers and then networks of dead owners */
+int ctr_cli_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_err **err);
+/* the sweep's judgement of an owner label: true only when proved dead;
+ * *left counts what it cannot judge */
+bool ctr_owner_dead(const char *label, unsigned *left);
+/* the server's whole command under mcpgate-launch: mcp.toml's command, else
+ * the image's Entrypoint; its args, else the image's Cmd */
+int ctr_server_command(const struct ctr_run_spec *spec, struct strv *cmd, struct mg_err **err);
 
 int ctr_cli_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
                         struct strv *argv, struct strv *envp, struct mg_err **err);

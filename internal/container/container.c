@@ -114,10 +114,10 @@ struct ctr_driver *ctr_driver_for(enum ctr_kind kind, const char *path, char *co
 {
 	struct ctr_driver *d = xcalloc(1, sizeof(*d));
 	d->kind = kind;
-	d->name = kind == CTR_PODMAN ? "podman" : "docker";
+	d->name = kind == CTR_PODMAN ? "podman" : kind == CTR_SWARM ? "swarm" : "docker";
 	d->path = xstrdup(path);
 	d->timeout_ms = 60000;
-	d->ops = &ctr_cli_ops;
+	d->ops = kind == CTR_SWARM ? &ctr_swarm_ops : &ctr_cli_ops;
 	env_take(&d->env, environment, common_env);
 	env_take(&d->env, environment, kind == CTR_PODMAN ? podman_env : docker_env);
 	const char *xdg = env_lookup(environment, "XDG_RUNTIME_DIR");
@@ -135,6 +135,16 @@ int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_dr
 {
 	if (path_var == NULL || *path_var == '\0')
 		path_var = "/usr/local/bin:/usr/bin:/bin";
+	if (runtime == CFG_RUNTIME_SWARM) {
+		/* the manager's engine, through the docker command (DOCKER_HOST) */
+		cleanup_free char *docker = proc_find_in_path("docker", path_var);
+		if (docker == NULL)
+			return mg_err_set(
+			    err, "runtime \"swarm\" (config.toml) needs the docker command "
+			         "on PATH (apt-get install docker.io)");
+		*out = ctr_driver_for(CTR_SWARM, docker, environ);
+		return 0;
+	}
 	cleanup_free char *podman = NULL;
 	cleanup_free char *docker = NULL;
 	if (runtime != CFG_RUNTIME_DOCKER)
@@ -156,6 +166,8 @@ int ctr_driver_new(enum cfg_runtime runtime, const char *path_var, struct ctr_dr
 	case CFG_RUNTIME_DOCKER:
 		return mg_err_set(err, "runtime \"docker\" (config.toml) is not on PATH; "
 		                       "install it (apt-get install docker.io) or choose podman");
+	case CFG_RUNTIME_SWARM:
+		break;
 	case CFG_RUNTIME_UNSET:
 		break;
 	}
@@ -191,7 +203,7 @@ void ctr_driver_free(struct ctr_driver *d)
  * once in a process, and a session that asks meanwhile waits for that sweep
  * to end (start-up ends after it: docs/2026-12-01-session-start.md) */
 static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool swept[CTR_DOCKER + 1]; /* by enum ctr_kind: a kind after docker widens it */
+static bool swept[CTR_SWARM + 1]; /* by enum ctr_kind: a kind after swarm widens it */
 
 int ctr_sweep_once(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
 {
@@ -354,6 +366,34 @@ static char *with_connect(const struct ctr_run_spec *spec, const char *text)
 	return cfg_connect_expand(text, spec->server, spec->connect_hosts, spec->connect_ports);
 }
 
+int ctr_server_command(const struct ctr_run_spec *spec, struct strv *cmd, struct mg_err **err)
+{
+	const struct cfg_server *s = spec->server;
+	if (s->command == NULL && spec->image == NULL)
+		return mg_err_set(err, "server %s: the command of its image is not known", s->name);
+	/* each {connect.NAME} the address its sidecar forwards it at */
+	if (s->command != NULL)
+		for (size_t i = 0; i < s->ncommand; i++)
+			strv_push_owned(cmd, with_connect(spec, s->command[i]));
+	else
+		for (size_t i = 0; i < spec->image->entrypoint.n; i++)
+			strv_push(cmd, spec->image->entrypoint.v[i]);
+	if (s->nargs > 0)
+		for (size_t i = 0; i < s->nargs; i++)
+			strv_push_owned(cmd, with_connect(spec, s->args[i]));
+	else if (s->command == NULL)
+		for (size_t i = 0; i < spec->image->cmd.n; i++)
+			strv_push(cmd, spec->image->cmd.v[i]);
+	if (cmd->n == 0) {
+		strv_free(cmd);
+		return mg_err_set(err,
+		                  "server %s: its image %s names no command (no Entrypoint, no "
+		                  "Cmd): set command in mcp.toml",
+		                  s->name, s->image);
+	}
+	return 0;
+}
+
 /* The server's own command under mcpgate-launch: what the runtime would run
  * (mcp.toml's command, else the image's Entrypoint; the args, else the
  * image's Cmd), spelled out, since --entrypoint drops the image's Cmd */
@@ -364,28 +404,9 @@ static int push_launcher(const struct ctr_driver *d, const struct ctr_run_spec *
 	if (spec->launcher == NULL)
 		return mg_err_set(err, "server %s: no mcpgate-launch to hand it its secret",
 		                  s->name);
-	if (s->command == NULL && spec->image == NULL)
-		return mg_err_set(err, "server %s: the command of its image is not known", s->name);
 	struct strv cmd = STRV_INIT;
-	if (s->command != NULL)
-		for (size_t i = 0; i < s->ncommand; i++)
-			strv_push_owned(&cmd, with_connect(spec, s->command[i]));
-	else
-		for (size_t i = 0; i < spec->image->entrypoint.n; i++)
-			strv_push(&cmd, spec->image->entrypoint.v[i]);
-	if (s->nargs > 0)
-		for (size_t i = 0; i < s->nargs; i++)
-			strv_push_owned(&cmd, with_connect(spec, s->args[i]));
-	else if (s->command == NULL)
-		for (size_t i = 0; i < spec->image->cmd.n; i++)
-			strv_push(&cmd, spec->image->cmd.v[i]);
-	if (cmd.n == 0) {
-		strv_free(&cmd);
-		return mg_err_set(err,
-		                  "server %s: its image %s names no command (no Entrypoint, no "
-		                  "Cmd): set command in mcp.toml",
-		                  s->name, s->image);
-	}
+	if (ctr_server_command(spec, &cmd, err) < 0)
+		return -1;
 	char id[CTR_ID_LEN + 1];
 	if (push_binary_mount(a, spec->launcher, LAUNCH_PATH, err) < 0) {
 		strv_free(&cmd);

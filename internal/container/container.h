@@ -36,6 +36,7 @@
 enum ctr_kind {
 	CTR_PODMAN,
 	CTR_DOCKER,
+	CTR_SWARM, /* a swarm's manager, through the docker command (swarm.c) */
 };
 
 struct ctr_driver;

@@ -1232,6 +1232,106 @@ static void test_seccomp_kept(void)
 	ctr_driver_free(d);
 }
 
+/* runtime = "swarm": the run command is mcpgate's own helper with the
+ * server's whole command after "--"; no secret's value in its argv or
+ * environment; a server with mounts, or without the launcher, refused */
+static bool has_pair(struct strv *a, const char *k, const char *v)
+{
+	for (size_t i = 0; i + 1 < a->n; i++)
+		if (strcmp(a->v[i], k) == 0 && strcmp(a->v[i + 1], v) == 0)
+			return true;
+	return false;
+}
+
+static void test_swarm_argv(const struct cfg *cfg)
+{
+	char *environment[] = {"PATH=/usr/bin:/bin", "DOCKER_HOST=unix:///run/manager.sock",
+	                       "AWS_SECRET_ACCESS_KEY=not-for-the-runtime", NULL};
+	struct ctr_driver *d = ctr_driver_for(CTR_SWARM, "/usr/bin/docker", environment);
+	d->seccomp = xstrdup("/seccomp/mcpgate.json");
+	T_STR(d->name, "swarm", "the swarm driver's name");
+	for (size_t i = 0; i < cfg->nservers; i++) {
+		const struct cfg_server *s = &cfg->servers[i];
+		struct ctr_env env[] = {{"HTTPS_PROXY", "http://10.232.0.2:3128", true}};
+		struct ctr_env secret[] = {{"GITHUB_TOKEN", "ghp_value_never_in_argv", false}};
+		struct ctr_image_config image = {0};
+		strv_push(&image.entrypoint, "/app/server");
+		strv_push(&image.cmd, "--stdio");
+		struct ctr_mounts none = {0};
+		struct ctr_run_spec spec = {
+		    .server = s,
+		    .session = "s1",
+		    .owner = 4242,
+		    .image = &image,
+		    .mounts = &none,
+		    .network = s->nhosts > 0 ? "mcpgate-keyed-s1-in" : NULL,
+		    .env = s->nhosts > 0 ? env : NULL,
+		    .nenv = s->nhosts > 0 ? 1 : 0,
+		    .secrets = s->credential != NULL ? secret : NULL,
+		    .nsecrets = s->credential != NULL ? 1 : 0,
+		    .launcher = "/data/mcpgate/launch/mcpgate-launch-abc",
+		};
+		struct strv argv = STRV_INIT, envp = STRV_INIT;
+		struct mg_err *err = NULL;
+		int r = d->ops->run_command(d, &spec, &argv, &envp, &err);
+		if (s->nmounts > 0) {
+			T_INT(r, -1, "swarm %s: a server with mounts is refused", s->name);
+			T_OK(err != NULL &&
+			         strstr(mg_err_msg(err), "mounts are not possible") != NULL,
+			     "swarm %s: and says why: %s", s->name, mg_err_msg(err));
+			mg_err_clear(&err);
+			ctr_image_config_free(&image);
+			continue;
+		}
+		T_INT(r, 0, "swarm %s: the helper's argv built %s", s->name, mg_err_msg(err));
+		mg_err_clear(&err);
+		if (r < 0) {
+			ctr_image_config_free(&image);
+			continue;
+		}
+		cleanup_free char *a = join_lines(strv_array(&argv), "/nowhere");
+		cleanup_free char *e = join_lines(strv_array(&envp), "/nowhere");
+		T_OK(argv.n > 2 && strcmp(argv.v[1], "__swarm-run") == 0,
+		     "swarm %s: mcpgate's own helper runs it: %s", s->name, a);
+		T_OK(has_pair(&argv, "--network", s->nhosts > 0 ? "mcpgate-keyed-s1-in" : "-") &&
+		         has_pair(&argv, "--image", s->image) &&
+		         has_pair(&argv, "--launcher", "/data/mcpgate/launch/mcpgate-launch-abc") &&
+		         has_pair(&argv, "--seccomp", "/seccomp/mcpgate.json"),
+		     "swarm %s: its network (or one of its own), pinned image, launcher, profile",
+		     s->name);
+		bool secrets = false;
+		size_t dash = 0;
+		for (size_t k = 0; k < argv.n; k++) {
+			secrets |= strcmp(argv.v[k], "--secrets") == 0;
+			if (dash == 0 && strcmp(argv.v[k], "--") == 0)
+				dash = k;
+		}
+		T_OK(secrets == (s->credential != NULL),
+		     "swarm %s: --secrets exactly when it has a credential", s->name);
+		const char *first = s->command != NULL ? s->command[0] : "/app/server";
+		T_OK(dash > 0 && dash + 1 < argv.n && strcmp(argv.v[dash + 1], first) == 0,
+		     "swarm %s: its whole command after \"--\" (%s)", s->name, first);
+		T_OK(strstr(a, "ghp_value_never_in_argv") == NULL &&
+		         strstr(e, "ghp_value_never_in_argv") == NULL &&
+		         strstr(e, "not-for-the-runtime") == NULL,
+		     "swarm %s: no secret in the helper's argv or environment", s->name);
+		if (s->nhosts > 0)
+			T_OK(has_pair(&argv, "--env", "HTTPS_PROXY") &&
+			         strstr(e, "HTTPS_PROXY=http://10.232.0.2:3128") != NULL &&
+			         strstr(a, "10.232.0.2") == NULL,
+			     "swarm %s: a setting by name, its value in the environment only",
+			     s->name);
+		strv_free(&argv);
+		strv_free(&envp);
+		spec.launcher = NULL;
+		T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), -1,
+		      "swarm %s: without mcpgate-launch nothing is placed", s->name);
+		mg_err_clear(&err);
+		ctr_image_config_free(&image);
+	}
+	ctr_driver_free(d);
+}
+
 int main(void)
 {
 	make_workspace();
@@ -1243,6 +1343,7 @@ int main(void)
 	}
 	test_argv(cfg, CTR_PODMAN);
 	test_argv(cfg, CTR_DOCKER);
+	test_swarm_argv(cfg);
 	test_launch_block();
 	test_sidecar(cfg, CTR_PODMAN);
 	test_sidecar(cfg, CTR_DOCKER);

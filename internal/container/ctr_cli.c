@@ -66,6 +66,19 @@ static bool exited_ok(const struct proc_result *res)
 	return WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0;
 }
 
+int ctr_cli_run_in(const struct ctr_driver *d, const char *what, const char *const *args, int in_fd,
+                   struct proc_result *res, struct mg_err **err)
+{
+	if (runtime_run_in(d, args, in_fd, res, err) < 0)
+		return -1;
+	if (!exited_ok(res)) {
+		runtime_failed(d, what, res, err);
+		proc_result_free(res);
+		return -1;
+	}
+	return 0;
+}
+
 static bool says_missing(const struct proc_result *res)
 {
 	const char *t = mg_buf_str(&res->err);
@@ -152,7 +165,7 @@ static int cli_image_config(const struct ctr_driver *d, const char *image, bool 
                             struct ctr_image_config *out, struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
-	if (d->kind != CTR_DOCKER && !command)
+	if (d->kind == CTR_PODMAN && !command)
 		return 0;
 	/* the image is pinned by digest: what it declared once, it declares */
 	struct json_value *v = ctr_cache_image_config(d, image);
@@ -246,8 +259,8 @@ static bool image_info_of(const struct json_value *o, struct ctr_image_info *i)
 	return true;
 }
 
-static int cli_image_list(const struct ctr_driver *d, const char *label, struct ctr_images *out,
-                          struct mg_err **err)
+int ctr_cli_image_list(const struct ctr_driver *d, const char *label, struct ctr_images *out,
+                       struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
 	cleanup_free char *filter = xasprintf("label=%s", label);
@@ -293,8 +306,8 @@ static int cli_image_list(const struct ctr_driver *d, const char *label, struct 
 	return r;
 }
 
-static int cli_image_remove(const struct ctr_driver *d, const char *image, bool *in_use,
-                            struct mg_err **err)
+int ctr_cli_image_remove(const struct ctr_driver *d, const char *image, bool *in_use,
+                         struct mg_err **err)
 {
 	*in_use = false;
 	char local[CTR_ID_LEN + 1];
@@ -402,7 +415,7 @@ static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err
 	return 0;
 }
 
-static int cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
+int ctr_cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
 {
 	/* --volumes: whatever volume the container made goes with it (an
 	 * image's VOLUME docker was not stopped from making, at any end) */
@@ -444,7 +457,7 @@ static int list_labelled_containers(const struct ctr_driver *d, struct proc_resu
 
 /* Only what is proved dead goes: another pid namespace, or a label without
  * the owner's identity (an older mcpgate's), is left alone */
-static bool owner_dead(const char *label, unsigned *left)
+bool ctr_owner_dead(const char *label, unsigned *left)
 {
 	enum ctr_owner_verdict v = label != NULL && *label != '\0' && strcmp(label, "<no value>")
 	                               ? ctr_owner_judge(label)
@@ -467,9 +480,9 @@ static int sweep_containers(const struct ctr_driver *d, unsigned *removed, unsig
 		if (nl != NULL)
 			*nl = '\0';
 		char *tab = strchr(line, '\t');
-		if (tab != NULL && owner_dead(tab + 1, left)) {
+		if (tab != NULL && ctr_owner_dead(tab + 1, left)) {
 			*tab = '\0';
-			if (cli_remove(d, line, err) < 0)
+			if (ctr_cli_remove(d, line, err) < 0)
 				r = -1;
 			else
 				(*removed)++;
@@ -527,7 +540,7 @@ static int sweep_networks(const struct ctr_driver *d, unsigned *removed, unsigne
 		if (nl != NULL)
 			*nl = '\0';
 		cleanup_free char *owner = network_owner_label(d, line, NULL);
-		if (owner_dead(owner, left)) {
+		if (ctr_owner_dead(owner, left)) {
 			const char *rm[] = {"network", "rm", line, NULL};
 			struct proc_result rres;
 			if (runtime_run(d, rm, &rres, err) < 0) {
@@ -546,7 +559,7 @@ static int sweep_networks(const struct ctr_driver *d, unsigned *removed, unsigne
 	return r;
 }
 
-static int cli_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+int ctr_cli_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
 {
 	*removed = 0;
 	unsigned left = 0;
@@ -618,11 +631,17 @@ int ctr_cli_network_create(const struct ctr_driver *d, const char *name, bool in
 		strv_push(&args, "--internal");
 		if (d->kind == CTR_PODMAN)
 			strv_push(&args, "--disable-dns");
-		else
+		else if (d->kind == CTR_DOCKER)
 			/* docker gives an internal bridge the gateway address on the
 			 * host, where any host service on 0.0.0.0 answered the server
 			 * directly; without it the host is not on that network */
 			strv_push(&args, "--opt=com.docker.network.bridge.inhibit_ipv4=true");
+	}
+	if (d->kind == CTR_SWARM) {
+		/* across the swarm's nodes, and open to the relay and the sidecar,
+		 * which are containers on the manager (docs/2026-12-02-swarm.md) */
+		strv_push(&args, "--driver=overlay");
+		strv_push(&args, "--attachable");
 	}
 	ctr_push_labels(&args, session, server, owner);
 	strv_push(&args, name);
@@ -776,8 +795,8 @@ const struct ctr_ops ctr_cli_ops = {
     .image_config = cli_image_config,
     .pull = cli_pull,
     .load = cli_load,
-    .image_list = cli_image_list,
-    .image_remove = cli_image_remove,
-    .remove = cli_remove,
-    .sweep = cli_sweep,
+    .image_list = ctr_cli_image_list,
+    .image_remove = ctr_cli_image_remove,
+    .remove = ctr_cli_remove,
+    .sweep = ctr_cli_sweep,
 };

@@ -198,6 +198,7 @@ static int start_process(struct gw_server *srv, struct mg_err **err)
 	    .nenv = gw_egress_env(srv, env, sizeof(env) / sizeof(env[0])),
 	    .connect_hosts = (const char *const *)srv->egress.connect_hosts,
 	    .connect_ports = srv->egress.connect_ports,
+	    .launcher = s->launch_binary,
 	};
 	/* the value goes on the server's standard input, through mcpgate-launch,
 	 * never to the runtime (which would keep it in its record) */

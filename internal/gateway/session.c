@@ -668,7 +668,8 @@ static void session_begin(struct session *s)
 		secrets |= s->servers[i].cfg->transport == CFG_TRANSPORT_CONTAINER &&
 		           s->servers[i].cfg->credential != NULL &&
 		           !gw_instance_attaches(&s->servers[i]);
-	if (secrets &&
+	/* on a swarm every task's entrypoint is mcpgate-launch */
+	if ((secrets || (s->driver != NULL && s->driver->kind == CTR_SWARM)) &&
 	    gw_binary_prepare(s, "mcpgate-launch", NULL, "launch", &s->launch_binary, &eerr) < 0) {
 		/* servers with a credential will be unavailable with this reason */
 		s->launch_error = xstrdup(mg_err_msg(eerr));

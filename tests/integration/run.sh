@@ -91,6 +91,13 @@ for runtime in ${MCPGATE_CONTAINER_TEST_RUNTIME:-podman docker}; do
 	done
 done
 
+# The swarm driver on a real swarm of three dockerd in network namespaces of
+# their own (tests/integration/swarm/): once, not per runtime; it skips (77)
+# where the swarm cannot come up
+python3 "$here/swarm/swarm_test.py"
+rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
+
 # Rootless podman, as a person runs it: the podman tests again as the
 # unprivileged user MCPGATE_TEST_ROOTLESS_USER names (CI makes one), from a
 # copy of the tree that user owns, first without XDG_RUNTIME_DIR (a login by

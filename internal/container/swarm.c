@@ -1,0 +1,328 @@
+/* The swarm driver (docs/2026-12-02-swarm.md): each contained server a
+ * one-task service on a Docker swarm, reached through the manager's engine
+ * (DOCKER_HOST, the docker command). What a manager's engine answers like any
+ * docker's is the CLI table's: the image on the manager (pulled by digest
+ * from the registry the swarm reaches), the platform, the topology's networks
+ * (overlays here, ctr_cli_network_create) and the sidecar's container. Its
+ * own: the run command, which is mcpgate's helper (`mcpgate __swarm-run`,
+ * swarm_run.c), the removal of a server's service, secrets and network, and
+ * the sweep of services and secrets. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal/base/cleanup.h"
+#include "internal/base/log.h"
+#include "internal/base/xalloc.h"
+#include "internal/container/container-internal.h"
+#include "internal/container/swarm.h"
+
+static int sw_platform(const struct ctr_driver *d, struct ctr_platform *out, struct mg_err **err)
+{
+	return ctr_cli_ops.platform(d, out, err);
+}
+
+static int sw_image_present(const struct ctr_driver *d, const char *image, struct mg_err **err)
+{
+	return ctr_cli_ops.image_present(d, image, err);
+}
+
+/* the helper needs the image's command always: the task's entrypoint is
+ * the launcher, which then runs it */
+static int sw_image_config(const struct ctr_driver *d, const char *image, bool command,
+                           struct ctr_image_config *out, struct mg_err **err)
+{
+	(void)command;
+	return ctr_cli_ops.image_config(d, image, true, out, err);
+}
+
+static int sw_pull(const struct ctr_driver *d, const char *image, struct mg_err **err)
+{
+	return ctr_cli_ops.pull(d, image, err);
+}
+
+static int sw_load(const struct ctr_driver *d, const char *archive, struct mg_err **err)
+{
+	(void)archive;
+	return mg_err_set(err,
+	                  "runtime \"swarm\" takes images from a registry the swarm "
+	                  "reaches: push the archive there (docker load, tag, push) "
+	                  "and name it by digest (%s)",
+	                  d->name);
+}
+
+char *ctr_swarm_self_path(void)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return xstrdup(buf);
+}
+
+static int sw_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
+                          struct strv *argv, struct strv *envp, struct mg_err **err)
+{
+	const struct cfg_server *s = spec->server;
+	if (s->transport != CFG_TRANSPORT_CONTAINER)
+		return mg_err_set(err, "server %s is not a container server", s->name);
+	if (d->seccomp == NULL)
+		return mg_err_set(err, "server %s is not started: %s", s->name,
+		                  d->seccomp_error != NULL ? d->seccomp_error
+		                                           : "no seccomp profile was prepared");
+	if (s->nmounts > 0)
+		return mg_err_set(err,
+		                  "server %s: mounts are not possible on runtime \"swarm\" (the "
+		                  "workspace is not on the swarm's nodes)",
+		                  s->name);
+	if (spec->launcher == NULL)
+		return mg_err_set(err,
+		                  "server %s: no mcpgate-launch, which its task runs as entrypoint",
+		                  s->name);
+	cleanup_free char *self = ctr_swarm_self_path();
+	if (self == NULL)
+		return mg_err_set(err, "server %s: cannot find mcpgate's own path", s->name);
+	struct strv cmd = STRV_INIT;
+	if (ctr_server_command(spec, &cmd, err) < 0)
+		return -1;
+	struct strv a = STRV_INIT, e = STRV_INIT;
+	strv_push(&a, self);
+	strv_push(&a, "__swarm-run");
+	strv_push(&a, "--docker");
+	strv_push(&a, d->path);
+	strv_push(&a, "--name");
+	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
+	strv_push(&a, "--server");
+	strv_push(&a, s->name);
+	strv_push(&a, "--session");
+	strv_push(&a, spec->session);
+	strv_push(&a, "--pid");
+	strv_pushf(&a, "%d", (int)spec->owner);
+	strv_push(&a, "--image");
+	strv_push(&a, s->image);
+	strv_push(&a, "--user");
+	strv_push(&a, spec->user != NULL ? spec->user : "65534:65534");
+	strv_push(&a, "--memory");
+	strv_pushf(&a, "%llu", (unsigned long long)s->memory);
+	strv_push(&a, "--pids");
+	strv_pushf(&a, "%u", s->pids);
+	strv_push(&a, "--network");
+	strv_push(&a, spec->network != NULL ? spec->network : "-");
+	strv_push(&a, "--launcher");
+	strv_push(&a, spec->launcher);
+	strv_push(&a, "--seccomp");
+	strv_push(&a, d->seccomp);
+	if (spec->nsecrets > 0)
+		strv_push(&a, "--secrets");
+	for (size_t i = 0; i < d->env.n; i++)
+		strv_push(&e, d->env.v[i]);
+	for (size_t i = 0; i < spec->nenv; i++) {
+		const struct ctr_env *v = &spec->env[i];
+		if (!v->own && ctr_env_name_reserved(v->name)) {
+			mg_err_set(err,
+			           "server %s: variable %s would steer the runtime's own command",
+			           s->name, v->name);
+			strv_free(&a);
+			strv_free(&e);
+			strv_free(&cmd);
+			return -1;
+		}
+		/* the value in the helper's environment, which docker reads */
+		strv_push(&a, "--env");
+		strv_push(&a, v->name);
+		strv_pushf(&e, "%s=%s", v->name, v->value);
+	}
+	strv_push(&a, "--");
+	for (size_t i = 0; i < cmd.n; i++)
+		strv_push(&a, cmd.v[i]);
+	strv_free(&cmd);
+	*argv = a;
+	*envp = e;
+	return 0;
+}
+
+/* docker ARGS..., where absent is fine: "not found" is not an error */
+static int run_absent_ok(const struct ctr_driver *d, const char *what, const char *const *args,
+                         struct mg_err **err)
+{
+	struct proc_result res;
+	struct mg_err *e = NULL;
+	if (ctr_cli_run_in(d, what, args, -1, &res, &e) == 0) {
+		proc_result_free(&res);
+		return 0;
+	}
+	const char *m = mg_err_msg(e);
+	int r = 0;
+	if (strstr(m, "not found") == NULL && strstr(m, "No such") == NULL &&
+	    strstr(m, "no such") == NULL) {
+		mg_err_set(err, "%s", m);
+		r = -1;
+	}
+	mg_err_free(e);
+	return r;
+}
+
+int ctr_swarm_remove_server(const struct ctr_driver *d, const char *name, bool network,
+                            struct mg_err **err)
+{
+	int r = 0;
+	const char *svc[] = {"service", "rm", name, NULL};
+	if (run_absent_ok(d, "service rm", svc, err) < 0)
+		r = -1;
+	cleanup_free char *tok = xasprintf("%s%s", name, CTR_SWARM_TOKEN_SUFFIX);
+	cleanup_free char *env = xasprintf("%s%s", name, CTR_SWARM_ENV_SUFFIX);
+	cleanup_free char *relay = xasprintf("%s%s", name, CTR_SWARM_RELAY_SUFFIX);
+	const char *sec1[] = {"secret", "rm", tok, NULL};
+	const char *sec2[] = {"secret", "rm", env, NULL};
+	if (run_absent_ok(d, "secret rm", sec1, r < 0 ? NULL : err) < 0)
+		r = -1;
+	if (run_absent_ok(d, "secret rm", sec2, r < 0 ? NULL : err) < 0)
+		r = -1;
+	if (ctr_cli_remove(d, relay, r < 0 ? NULL : err) < 0)
+		r = -1;
+	if (!network)
+		return r;
+	/* the task's endpoint leaves the network a little after the service */
+	cleanup_free char *net = xasprintf("%s%s", name, CTR_SWARM_NET_SUFFIX);
+	const char *nrm[] = {"network", "rm", net, NULL};
+	for (int i = 0; i < 40; i++) {
+		struct mg_err *e = NULL;
+		if (run_absent_ok(d, "network rm", nrm, &e) == 0)
+			return r;
+		if (i == 39) {
+			if (r == 0)
+				mg_err_set(err, "%s", mg_err_msg(e));
+			mg_err_free(e);
+			return -1;
+		}
+		mg_err_free(e);
+		usleep(250 * 1000);
+	}
+	return r;
+}
+
+/* a server's service, secrets, relay and own network; or a sidecar's
+ * container: whatever of name is there */
+static int sw_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)
+{
+	int r = ctr_swarm_remove_server(d, name, true, err);
+	if (ctr_cli_remove(d, name, r < 0 ? NULL : err) < 0)
+		r = -1;
+	return r;
+}
+
+/* IDs of kind ("service", "secret") with an owner label, with that label:
+ * "ID<TAB>OWNER" lines */
+static int list_owned(const struct ctr_driver *d, const char *kind, struct proc_result *res,
+                      struct mg_err **err)
+{
+	/* services and secrets both keep their labels in Spec */
+	const char *fmt = "{{.ID}}\t{{index .Spec.Labels \"" CTR_LABEL_OWNER "\"}}";
+	const char *ls[] = {kind, "ls", "-q", "--filter", "label=" CTR_LABEL_PID, NULL};
+	struct proc_result ids;
+	if (ctr_cli_run_in(d, "ls", ls, -1, &ids, err) < 0)
+		return mg_err_wrap(err, "%s ls", kind);
+	struct strv args = STRV_INIT;
+	strv_push(&args, kind);
+	strv_push(&args, "inspect");
+	strv_push(&args, "--format");
+	strv_push(&args, fmt);
+	size_t n = args.n;
+	for (char *p = ids.out.data; p != NULL && *p != '\0';) {
+		char *nl = strchr(p, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		if (*p != '\0')
+			strv_push(&args, p);
+		p = nl != NULL ? nl + 1 : NULL;
+	}
+	proc_result_free(&ids);
+	if (args.n == n) {
+		strv_free(&args);
+		*res = (struct proc_result){0};
+		mg_buf_init(&res->out, 1);
+		mg_buf_init(&res->err, 1);
+		return 0;
+	}
+	int r = ctr_cli_run_in(d, "inspect", (const char *const *)strv_array(&args), -1, res, err);
+	strv_free(&args);
+	return r;
+}
+
+static int sweep_kind(const struct ctr_driver *d, const char *kind, unsigned *removed,
+                      unsigned *left, struct mg_err **err)
+{
+	struct proc_result res;
+	if (list_owned(d, kind, &res, err) < 0)
+		return -1;
+	int r = 0;
+	for (char *line = res.out.data; line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		char *tab = strchr(line, '\t');
+		if (tab != NULL && ctr_owner_dead(tab + 1, left)) {
+			*tab = '\0';
+			const char *rm[] = {kind, "rm", line, NULL};
+			if (run_absent_ok(d, "rm", rm, r < 0 ? NULL : err) < 0)
+				r = -1;
+			else
+				(*removed)++;
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+/* services first (their tasks hold the secrets and networks), then the
+ * secrets, then the CLI's sweep of containers (relays, sidecars) and
+ * networks, tried again while tasks leave the networks */
+static int sw_sweep(const struct ctr_driver *d, unsigned *removed, struct mg_err **err)
+{
+	*removed = 0;
+	unsigned left = 0;
+	if (sweep_kind(d, "service", removed, &left, err) < 0)
+		return mg_err_wrap(err, "sweeping services");
+	if (sweep_kind(d, "secret", removed, &left, err) < 0)
+		return mg_err_wrap(err, "sweeping secrets");
+	if (left > 0)
+		mg_info("sweep: left %u service(s) and secret(s) whose owner it cannot judge",
+		        left);
+	for (int i = 0;; i++) {
+		unsigned more = 0;
+		struct mg_err *e = NULL;
+		if (ctr_cli_sweep(d, &more, &e) == 0) {
+			*removed += more;
+			return 0;
+		}
+		*removed += more;
+		if (i == 40) {
+			mg_err_set(err, "%s", mg_err_msg(e));
+			mg_err_free(e);
+			return -1;
+		}
+		mg_err_free(e);
+		usleep(250 * 1000);
+	}
+}
+
+const struct ctr_ops ctr_swarm_ops = {
+    .platform = sw_platform,
+    .run_command = sw_run_command,
+    .topology_create = ctr_cli_topology_create,
+    .sidecar_command = ctr_cli_sidecar_command,
+    .sidecar_ready = ctr_cli_sidecar_ready,
+    .topology_remove = ctr_cli_topology_remove,
+    .image_present = sw_image_present,
+    .image_config = sw_image_config,
+    .image_list = ctr_cli_image_list,
+    .image_remove = ctr_cli_image_remove,
+    .pull = sw_pull,
+    .load = sw_load,
+    .remove = sw_remove,
+    .sweep = sw_sweep,
+};
