@@ -371,8 +371,10 @@ def test_unenforced(base, probe_image):
         t.ok(True, "every limit holds on %s here: nothing to refuse # SKIP no unenforced "
              "limit on this platform" % RT)
         return
+    # pinned: a server never approved is not started at all, for that reason
     bare = ('[[server]]\nname = "bare"\ntransport = "container"\nimage = "%s"\n'
-            '[server.tools.echo]\non = true\neffect = "read"\n' % probe_image)
+            'manifest = "%s"\n[server.tools.echo]\non = true\neffect = "read"\n'
+            % (probe_image, UNMATCHED_PIN))
     s = Session(base, bare)
     s.mcpgate("pull", "bare")
     r = s.mcpgate("review", "bare")
