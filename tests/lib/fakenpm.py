@@ -5,11 +5,12 @@ it packs), the fake runtime as podman. Environment: MCPGATE, FAKES.
 """
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
 import time
+
+from gwtest import run_tty  # noqa: E402
 
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
 FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
@@ -118,31 +119,8 @@ class Place:
 
     def run_tty(self, *args, input=""):
         """mcpgate ARGS on a terminal of its own (a pty): what it showed, its status"""
-        import pty
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.chdir(self.ws)
-            env = dict(self.env)
-            env["TERM"] = "xterm"
-            os.execve(MCPGATE, [MCPGATE] + list(args) + ["--config", self.conf], env)
-        os.write(fd, input.encode() + b"\x04")
-        out = b""
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                break
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        os.close(fd)
-        if time.monotonic() >= deadline:
-            os.kill(pid, 9)
-        _, status = os.waitpid(pid, 0)
-        return out.decode(errors="replace"), os.waitstatus_to_exitcode(status)
+        return run_tty([MCPGATE] + list(args) + ["--config", self.conf],
+                       dict(self.env, TERM="xterm"), self.ws, input, 300)
 
     def secret(self, *args, input=None):
         """mcpgate secret ARGS (the keychain of the data folder)"""

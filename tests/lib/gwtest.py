@@ -70,30 +70,8 @@ class Fixture:
 
     def mcpgate_tty(self, *args, input=""):
         """args run on a terminal of their own (a pty): what it showed, and the status"""
-        import pty
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.chdir(self.ws)
-            os.execve(MCPGATE, [MCPGATE] + list(args) + ["--config", self.conf], self.env())
-        # ^D at the end: a program that wants more reads the end of its input
-        os.write(fd, input.encode() + b"\x04")
-        out = b""
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                break
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        os.close(fd)
-        if time.monotonic() >= deadline:
-            os.kill(pid, 9)
-        _, status = os.waitpid(pid, 0)
-        return out.decode(errors="replace"), os.waitstatus_to_exitcode(status)
+        return run_tty([MCPGATE] + list(args) + ["--config", self.conf], self.env(), self.ws,
+                       input, 60)
 
     def start(self, *extra):
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "wb")
@@ -196,6 +174,34 @@ def wait_settled(state, timeout=60):
             return True
         time.sleep(0.02)
     return False
+
+
+def run_tty(argv, env, cwd, input, timeout):
+    """argv on a terminal of its own (a pty), input typed then ^D (a program
+    that wants more reads the end of its input): what it showed, its status"""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(cwd)
+        os.execve(argv[0], argv, env)
+    os.write(fd, input.encode() + b"\x04")
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fd)
+    if time.monotonic() >= deadline:
+        os.kill(pid, 9)
+    _, status = os.waitpid(pid, 0)
+    return out.decode(errors="replace"), os.waitstatus_to_exitcode(status)
 
 
 # A pin no manifest hashes to: a first session with it starts the server (an
