@@ -55,8 +55,10 @@ struct sf_server {
 	struct sf_reqs asked; /* the gateway's requests to it, unanswered */
 	struct sf_reqs own;   /* its requests to the gateway, unanswered */
 	int64_t next_id;
-	bool held;   /* its start waits for a release */
-	bool closed; /* its output ended (OP_CLOSE) */
+	bool held;    /* its start waits for a release */
+	bool closed;  /* its output ended (OP_CLOSE) */
+	bool started; /* its start thread took it: one never started (not
+	               * approved) has no reader, so nothing is sent to it */
 };
 
 /* A gateway session and its servers' fakes, made by the first of its

@@ -847,7 +847,11 @@ static struct sf_server *server_of(uint8_t sel, struct sf_session **sess_out)
 	struct sf_session *ss = all[(sel >> 2) % n];
 	if (sess_out != NULL)
 		*sess_out = ss;
-	return &ss->srv[(sel & 3) % sf_nservers()];
+	struct sf_server *sv = &ss->srv[(sel & 3) % sf_nservers()];
+	pthread_mutex_lock(&sf_world->lock);
+	bool started = sv->started;
+	pthread_mutex_unlock(&sf_world->lock);
+	return started ? sv : NULL;
 }
 
 /* ---- the ops ----------------------------------------------------------------------- */

@@ -50,7 +50,11 @@ def unavailable_notes(c):
 
 
 def test(base, probe_image):
+    # pinned (to a manifest it does not list), so that serve gets as far as
+    # refusing it for its network: a server never approved is not started at
+    # all, and serve would say that instead
     server = ct.probe_server("walled", probe_image, tools=("echo",),
+                             manifest=ct.UNMATCHED_PIN,
                              extra='network = ["upstream.invalid:8080"]\n')
     s = ct.Session(base, server, config='egress = "%s"\n' % EGRESS)
     r = s.mcpgate("pull", "walled")
