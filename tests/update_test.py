@@ -83,6 +83,11 @@ def test_update():
          '"1.1.0"' in tree and "kept: echo" in r.stdout and "turned off: slow" in r.stdout,
          "--yes switches image and pin; unchanged tools keep their settings, a tool gone is "
          "turned off, a new one stays off", (r.stdout, r.stderr, new))
+    note = re.search(r"((?:#[^\n]*\n)+)\[\[server\]\]\nname = \"pkg-a\"", p.text())
+    note = note.group(1) if note else ""
+    t.ok("# updated by `mcpgate update pkg-a` to npm:pkg-a@1.1.0 on " in note and
+         "; npm integrity sha512-" in note and "pkg-a@1.0.0" not in note,
+         "the note above the entry says what it runs now, not what add installed", note)
     t.ok(old["image"] not in "\n".join(p.images()) and new["image"] in p.images() and
          len([f for f in p.files(p.data, "images") if f.endswith(".tar")]) == 1 and
          not os.path.exists(os.path.join(p.data, "npm", "pkg-a.update")),

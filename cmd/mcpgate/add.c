@@ -489,17 +489,23 @@ static struct toml_value *server_entry(const char *name, const char *image,
 	return t;
 }
 
+void add_today(char day[static 16])
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	day[0] = '\0';
+	if (gmtime_r(&now, &tm) != NULL)
+		strftime(day, 16, "%Y-%m-%d", &tm);
+}
+
 /* The entry appended to mcp.toml under a comment saying where it came from
  * (what and note hold a stranger's text: a path, a version, an integrity;
  * the encoder keeps each inside its comment line) */
 static int write_entry(const char *mcp_path, const char *name, const char *image, const char *what,
                        const char *note, const struct entry_opts *o, struct mg_err **err)
 {
-	time_t now = time(NULL);
-	struct tm tm;
-	char day[16] = "";
-	if (gmtime_r(&now, &tm) != NULL)
-		strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+	char day[16];
+	add_today(day);
 	cleanup_free char *added = xasprintf("added by `mcpgate add %s` on %s%s.", what, day, note);
 	cleanup_free char *next = xasprintf(
 	    "Every tool is off: `mcpgate review %s`, then `mcpgate approve %s`.", name, name);

@@ -114,6 +114,9 @@ void add_native_packages(const char *work, struct strv *out);
  * archive by its digest, with its manifest beside it (pull loads it again,
  * docker's pin is checked against the manifest). *image is the pin
  * localhost/REPO@sha256:..., *archive the kept archive's path. */
+/* Today as YYYY-MM-DD (UTC), for the notes add and update write */
+void add_today(char day[static 16]);
+
 int add_pack_kept(struct pack_spec *spec, const char *images, const char *repo,
                   struct pack_result *res, char **image, char **archive, struct mg_err **err);
 

@@ -70,6 +70,9 @@ struct update_source {
 	int (*build)(struct update_ctx *c, void *resolved, const char *work, char **image,
 	             char **archive, struct mg_err **err);
 	void (*resolved_free)(void *resolved);
+	/* what the entry's note says of the release after its version ("; npm
+	 * integrity ...", as add writes it) */
+	char *(*note)(void *resolved);
 };
 
 static int npm_resolve(struct update_ctx *c, const char *package, const char *want, char **version,
@@ -121,8 +124,14 @@ static void npm_free(void *resolved)
 	free(resolved);
 }
 
+static char *npm_note(void *resolved)
+{
+	const struct npm_pkg *p = resolved;
+	return xasprintf("; npm integrity %s", p->integrity);
+}
+
 static const struct update_source sources[] = {
-    {"npm", npm_resolve, npm_build, npm_free},
+    {"npm", npm_resolve, npm_build, npm_free, npm_note},
 };
 
 static const struct update_source *source_of(const struct made_from *m, const char *server,
@@ -356,6 +365,7 @@ int cmd_update(int argc, char **argv, struct mg_err **err)
 	const struct update_source *src = NULL;
 	cleanup_free char *data = NULL, *version = NULL, *work = NULL;
 	cleanup_free char *image = NULL, *archive = NULL, *rpath = NULL, *mpath = NULL;
+	cleanup_free char *note = NULL, *origin = NULL;
 	char workspace[PATH_MAX];
 	char hash[MANIFEST_HASH_LEN];
 	__attribute__((cleanup(strv_free))) struct strv names = STRV_INIT;
@@ -476,7 +486,15 @@ int cmd_update(int argc, char **argv, struct mg_err **err)
 			n += (size_t)got;
 		}
 	}
+	char day[16];
+	add_today(day);
+	note = src->note(resolved);
+	/* the note above the entry says what it runs now (a stranger's text:
+	 * the encoder keeps it inside its comment line) */
+	origin = xasprintf("updated by `mcpgate update %s` to %s:%s@%s on %s%s.", name, from.scheme,
+	                   from.package, version, day, note);
 	struct cfg_server_change ch = CFG_SERVER_CHANGE_INIT;
+	ch.origin = origin;
 	ch.image = image;
 	ch.manifest = c.s->manifest != NULL ? hash : NULL;
 	ch.tools = changes;

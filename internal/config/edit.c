@@ -294,6 +294,42 @@ static int enable_line(const struct cfg *cfg, const struct cfg_server *s, struct
 }
 
 /* Values replaced where they stand, lines inserted last */
+static size_t note_start(const struct lines *l, size_t h, size_t floor);
+
+/* A note's line that says where its server came from, as add and update
+ * write it */
+static bool is_origin(const char *line)
+{
+	line += strspn(line, " \t");
+	if (*line != '#')
+		return false;
+	line += 1 + strspn(line + 1, " \t");
+	return strncmp(line, "added by `mcpgate ", 18) == 0 ||
+	       strncmp(line, "updated by `mcpgate ", 20) == 0;
+}
+
+/* The origin line of the note above header line start replaced by text (a
+ * comment the encoder writes: nothing of text can leave it), or put right
+ * above the header */
+static int set_origin(struct lines *l, size_t start, struct inserts *ins, const char *text,
+                      struct mg_err **err)
+{
+	struct mg_buf b = MG_BUF_INIT(4096);
+	if (toml_encode_comment(&b, text, "\n", err) < 0) {
+		mg_buf_free(&b);
+		return mg_err_wrap(err, "the server's note");
+	}
+	char *line = mg_buf_steal(&b, NULL);
+	for (size_t i = note_start(l, start, 0); i < start; i++)
+		if (is_origin(l->v[i])) {
+			free(l->v[i]);
+			l->v[i] = line;
+			return 0;
+		}
+	insert_at(ins, start, line);
+	return 0;
+}
+
 static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines *l,
                  const struct cfg_server_change *ch, bool *enabled_removed, struct mg_err **err)
 {
@@ -317,6 +353,8 @@ static int apply(const struct cfg *cfg, const struct cfg_server *s, struct lines
 			r = mg_err_wrap(err, "%s:%u", cfg->mcp_path, s->image_pos.line);
 		mg_buf_free(&q);
 	}
+	if (r == 0 && ch->origin != NULL)
+		r = set_origin(l, start, &ins, ch->origin, err);
 	if (r == 0 && ch->enabled == 0 && s->enabled_pos.line != 0 &&
 	    replace_value(&l->v[s->enabled_pos.line - 1], s->enabled_pos.col, "false", err) < 0)
 		r = mg_err_wrap(err, "%s:%u", cfg->mcp_path, s->enabled_pos.line);

@@ -29,10 +29,15 @@ struct cfg_server_change {
 	int enabled;
 	const struct cfg_tool_change *tools;
 	size_t ntools;
+	/* the line of the server's note (the comment right above its header)
+	 * that says where it came from (`added by `mcpgate add ...`, or updated
+	 * by ...), replaced by this text as one comment line; put above the
+	 * header when the note has none. NULL: as it is */
+	const char *origin;
 };
-#define CFG_SERVER_CHANGE_INIT          \
-	{                               \
-		NULL, NULL, -1, NULL, 0 \
+#define CFG_SERVER_CHANGE_INIT                \
+	{                                     \
+		NULL, NULL, -1, NULL, 0, NULL \
 	}
 
 /* The text of mcp.toml (named name in messages) with server changed as ch

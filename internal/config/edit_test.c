@@ -327,6 +327,56 @@ static const char three_text[] = "# mcp.toml: the servers\n"
                                  "transport = \"remote\"\n"
                                  "url = \"https://example.org/mcp\"\n";
 
+/* update's note: the line saying where the server came from replaced,
+ * the person's own comment lines kept, one put above a header without any;
+ * a stranger's newline stays inside the one comment line */
+static void test_origin(void)
+{
+	static const char text[] =
+	    "# mine: keep this\n"
+	    "[[server]]\nname = \"z\"\ntransport = \"remote\"\n"
+	    "url = \"https://z.example/mcp\"\n\n"
+	    "# my own words\n"
+	    "# added by `mcpgate add npm:a@1.0.0` on 2026-12-01; npm integrity x.\n"
+	    "# Every tool is off.\n"
+	    "[[server]]\nname = \"a\"\ntransport = \"remote\"\n"
+	    "url = \"https://a.example/mcp\"\n";
+	struct mg_err *e = NULL;
+	char *out = NULL, *again = NULL;
+	size_t out_len = 0, again_len = 0;
+	struct cfg_server_change ch = CFG_SERVER_CHANGE_INIT;
+	ch.origin = "updated by `mcpgate update a` to npm:a@2.0.0 on 2026-12-02; npm integrity y.";
+	int r = cfg_change_server_text(text, strlen(text), "m.toml", "a", &ch, &out, &out_len, &e);
+	T_OK(r == 0 &&
+	         strstr(out, "# my own words\n# updated by `mcpgate update a` to "
+	                     "npm:a@2.0.0 on 2026-12-02; npm integrity y.\n"
+	                     "# Every tool is off.\n[[server]]\nname = \"a\"") != NULL &&
+	         strstr(out, "npm:a@1.0.0") == NULL && strstr(out, "# mine: keep this\n") != NULL,
+	     "update's note replaces the line that said where the server came from (%s)",
+	     mg_err_msg(e));
+	mg_err_clear(&e);
+	ch.origin = "updated by `mcpgate update a` to npm:a@3.0.0 on 2026-12-02.";
+	r = cfg_change_server_text(out, out_len, "m.toml", "a", &ch, &again, &again_len, &e);
+	T_OK(r == 0 && strstr(again, "to npm:a@3.0.0") != NULL &&
+	         strstr(again, "to npm:a@2.0.0") == NULL,
+	     "and the line an update wrote, at the next update (%s)", mg_err_msg(e));
+	mg_err_clear(&e);
+	free(again);
+	free(out);
+	ch.origin = "updated by `mcpgate update z` to npm:z@1\n[[server]]\nname = \"evil\"";
+	r = cfg_change_server_text(text, strlen(text), "m.toml", "z", &ch, &out, &out_len, &e);
+	struct cfg *cfg = NULL;
+	T_OK(r == 0 && strstr(out, "# mine: keep this\n# updated by `mcpgate update z`") != NULL &&
+	         cfg_parse(out, out_len, "m.toml", NULL, 0, NULL, &cfg, NULL) == 0 &&
+	         cfg->nservers == 2 && strstr(out, "\n[[server]]\nname = \"evil\"") == NULL,
+	     "a note without such a line gets one above the header; a newline in it stays "
+	     "in the comment (%s)",
+	     mg_err_msg(e));
+	cfg_free(cfg);
+	mg_err_clear(&e);
+	free(out);
+}
+
 static void test_remove(void)
 {
 	struct mg_err *e = NULL;
@@ -391,6 +441,7 @@ int main(void)
 	test_approve();
 	test_append(dir);
 	test_server_keys();
+	test_origin();
 	test_remove();
 	cleanup_free char *path = xasprintf("%s/mcp.toml", dir);
 	unlink(path);
