@@ -85,5 +85,15 @@ with open(os.path.join(f.conf, "config.toml"), "w") as fh:
 r = f.mcpgate("list")
 t.ok("docker is used (runtime in config.toml)" in r.stderr and 'set runtime = "podman"' in r.stderr,
      "docker chosen in config.toml: said as well", r.stderr)
+# serve tells the client too: stderr is where a client's user seldom looks
+c = f.start()
+c.initialize()
+c.request("ping")
+said = [n["params"]["data"] for n in c.notifications if n["method"] == "notifications/message"]
+c.close()
+t.ok(any("docker is used (runtime in config.toml)" in x and 'set runtime = "podman"' in x
+         for x in said) and
+     any(x["event"] == "session.runtime_note" for x in f.audit()),
+     "serve: the client is told, and the session's audit log keeps it", said)
 f.cleanup()
 sys.exit(t.done())

@@ -164,6 +164,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 		    .config_error = config_error,
 		    .workspace_error = workspace_error,
 		    .workspace_note = note,
+		    .runtime_note = setup_runtime_note(),
 		    .owner = getpid(),
 		    .watch_config = true,
 		};
@@ -186,6 +187,7 @@ int cmd_serve(int argc, char **argv, struct mg_err **err)
 	    .config_error = config_error,
 	    .workspace_error = workspace_error,
 	    .workspace_note = note,
+	    .runtime_note = setup_runtime_note(),
 	    .watch_config = true,
 	};
 	if (session_new(&opt, &s, err) < 0)

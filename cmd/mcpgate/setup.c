@@ -32,6 +32,13 @@ static char *runtime_record(const char *data)
  * images mcpgate put in one, so every server will be missing its image, and
  * the runtime's own error (docker's "Cannot connect to the Docker daemon")
  * would not say why */
+static char *runtime_note;
+
+const char *setup_runtime_note(void)
+{
+	return runtime_note;
+}
+
 static void warn_other_runtime(const struct cfg *cfg, const struct ctr_driver *d, const char *data)
 {
 	static bool said;
@@ -50,18 +57,21 @@ static void warn_other_runtime(const struct cfg *cfg, const struct ctr_driver *d
 		return;
 	said = true;
 	if (cfg->mcp.runtime == CFG_RUNTIME_UNSET)
-		mg_warn("%s is used (%s), but the images mcpgate put in a runtime are in %s (as "
-		        "%s records): install %s again, or set runtime = \"%s\" in config.toml "
-		        "and add or pull the servers again with it",
-		        d->name,
-		        strcmp(text, "podman") == 0 ? "podman is not on PATH"
-		                                    : "podman, found on PATH, comes first",
-		        text, path, text, d->name);
+		runtime_note = xasprintf(
+		    "%s is used (%s), but the images mcpgate put in a runtime are in %s (as %s "
+		    "records): install %s again, or set runtime = \"%s\" in config.toml and add or "
+		    "pull the servers again with it",
+		    d->name,
+		    strcmp(text, "podman") == 0 ? "podman is not on PATH"
+		                                : "podman, found on PATH, comes first",
+		    text, path, text, d->name);
 	else
-		mg_warn("%s is used (runtime in config.toml), but the images mcpgate put in a "
-		        "runtime are in %s (as %s records): set runtime = \"%s\", or add or pull "
-		        "the servers again with %s",
-		        d->name, text, path, text, d->name);
+		runtime_note = xasprintf(
+		    "%s is used (runtime in config.toml), but the images mcpgate put in a runtime "
+		    "are in %s (as %s records): set runtime = \"%s\", or add or pull the servers "
+		    "again with %s",
+		    d->name, text, path, text, d->name);
+	mg_warn("%s", runtime_note);
 }
 
 void setup_remember_runtime(const struct ctr_driver *d)

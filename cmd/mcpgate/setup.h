@@ -14,6 +14,10 @@ int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err *
 
 /* DATA/runtime says d holds the images mcpgate put in a runtime: setup_driver
  * warns when it finds another (podman gone, so docker found) */
+/* The warning setup_driver gave when the runtime found is not the one
+ * holding mcpgate's images (serve tells the client too), or NULL */
+const char *setup_runtime_note(void);
+
 void setup_remember_runtime(const struct ctr_driver *d);
 
 /* The server NAME, which must exist. */

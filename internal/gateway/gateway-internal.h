@@ -267,6 +267,7 @@ struct session {
 	struct gw_listen *listens; /* listens.c: open subscriptions/listen requests */
 	bool told_unlisted;        /* the client was told which tools it cannot call */
 	char *workspace_note;      /* a warning about serve's workspace, or NULL */
+	char *runtime_note;        /* one about its runtime, or NULL */
 	char *client_version;      /* the protocol version agreed with the client */
 	struct strv notices;       /* notifications/message texts held until initialize */
 

@@ -49,6 +49,10 @@ struct session_options {
 	/* Not NULL: a warning told to the person once the client is initialized
 	 * (and logged): serve's workspace is not one a person meant */
 	const char *workspace_note;
+	/* Not NULL: the same for the runtime: the one found is not the one
+	 * holding the images mcpgate put in a runtime (every server will miss
+	 * its image) */
+	const char *runtime_note;
 	/* Not NULL: told of every record of the session's audit log (see
 	 * audit_observer), from any of its threads: a listener's metrics */
 	audit_observer on_record;

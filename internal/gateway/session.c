@@ -75,6 +75,7 @@ int session_new(const struct session_options *opt, struct session **out, struct 
 	s->workspace_error = opt->workspace_error != NULL ? xstrdup(opt->workspace_error) : NULL;
 	s->start_thread = opt->start_thread;
 	s->workspace_note = opt->workspace_note != NULL ? xstrdup(opt->workspace_note) : NULL;
+	s->runtime_note = opt->runtime_note != NULL ? xstrdup(opt->runtime_note) : NULL;
 	if (opt->session_id != NULL) {
 		snprintf(s->id, sizeof(s->id), "%s", opt->session_id);
 	} else {
@@ -632,11 +633,14 @@ static void session_begin(struct session *s)
 	              "servers", names, NULL));
 	if (!s->signals_elsewhere)
 		loop_on_signal(s->loop, on_signal, s);
-	if (s->workspace_note != NULL) {
-		gw_client_notice(s, "warning", s->workspace_note);
-		audit_record(s->audit, "session.workspace_note",
-		             gw_fields("note", json_new_string(s->workspace_note), NULL));
-	}
+	const char *notes[][2] = {{"session.workspace_note", s->workspace_note},
+	                          {"session.runtime_note", s->runtime_note}};
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++)
+		if (notes[i][1] != NULL) {
+			gw_client_notice(s, "warning", notes[i][1]);
+			audit_record(s->audit, notes[i][0],
+			             gw_fields("note", json_new_string(notes[i][1]), NULL));
+		}
 	if (s->config_error != NULL) {
 		mg_error("%s", s->config_error);
 		mg_error("until the configuration is fixed and the client starts mcpgate again, "
@@ -845,6 +849,7 @@ void session_free(struct session *s)
 	free(s->keychain_error);
 	free(s->config_error);
 	free(s->workspace_note);
+	free(s->runtime_note);
 	free(s->workspace_error);
 	free(s);
 }

@@ -92,6 +92,7 @@ struct lst_client *lst_client_new(struct lst *l, bool modern, struct mg_err **er
 	    .config_error = l->opt.config_error,
 	    .workspace_error = l->opt.workspace_error,
 	    .workspace_note = l->opt.workspace_note,
+	    .runtime_note = l->opt.runtime_note,
 	    .on_record = lst_metrics_observe,
 	    .record_data = c->stats,
 	    .signals_elsewhere = true,

@@ -82,6 +82,7 @@ struct lst_options {
 	const char *config_error;
 	const char *workspace_error; /* session_options' */
 	const char *workspace_note;
+	const char *runtime_note;
 	const char *token_path; /* NULL: STATE_DIR/mcpgate/listener-token */
 	pid_t owner;
 	bool watch_config;                /* every session follows mcp.toml (session_options') */
