@@ -41,6 +41,12 @@ int usage_error(const struct command *cmd, const char *fmt, ...)
  * knows or a second name is a usage error (printed; returns -1) */
 int usage_server_name(const struct command *cmd, const char *arg, const char **name);
 
+/* The whole argv of a command that takes --config DIR (and --workspace DIR
+ * when ws is not NULL) and one server's name, which it needs: 0, or
+ * EXIT_USAGE with the message printed */
+int usage_server_args(const struct command *cmd, int argc, char **argv, const char **dir,
+                      const char **ws, const char **name);
+
 int cmd_help(int argc, char **argv, struct mg_err **err);
 int cmd_check(int argc, char **argv, struct mg_err **err);
 int cmd_list(int argc, char **argv, struct mg_err **err);

@@ -16,17 +16,8 @@ static int toggle(const char *cmd, int argc, char **argv, bool on, struct mg_err
 {
 	const struct command *self = command_find(cmd);
 	const char *dir = NULL, *name = NULL;
-	for (int i = 1; i < argc; i++) {
-		int r = opt_value(argc, argv, &i, "config", &dir);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		if (usage_server_name(self, argv[i], &name) < 0)
-			return EXIT_USAGE;
-	}
-	if (name == NULL)
-		return usage_error(self, "which server? (see: mcpgate list)");
+	if (usage_server_args(self, argc, argv, &dir, NULL, &name) != 0)
+		return EXIT_USAGE;
 	struct cfg *cfg = NULL;
 	const struct cfg_server *s = NULL;
 	int status = EXIT_FAIL;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd/mcpgate/commands.h"
+#include "cmd/mcpgate/opts.h"
 #include "internal/base/suggest.h"
 
 const struct command mg_commands[] = {
@@ -349,6 +350,23 @@ int usage_server_name(const struct command *cmd, const char *arg, const char **n
 		return -1;
 	}
 	*name = arg;
+	return 0;
+}
+
+int usage_server_args(const struct command *cmd, int argc, char **argv, const char **dir,
+                      const char **ws, const char **name)
+{
+	for (int i = 1; i < argc; i++) {
+		int r = opt_value(argc, argv, &i, "config", dir);
+		if (r == 0 && ws != NULL)
+			r = opt_value(argc, argv, &i, "workspace", ws);
+		if (r < 0)
+			return EXIT_USAGE;
+		if (r == 0 && usage_server_name(cmd, argv[i], name) < 0)
+			return EXIT_USAGE;
+	}
+	if (*name == NULL)
+		return usage_error(cmd, "which server? (see: mcpgate list)");
 	return 0;
 }
 

@@ -23,17 +23,8 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 {
 	const struct command *self = command_find("pull");
 	const char *dir = NULL, *name = NULL;
-	for (int i = 1; i < argc; i++) {
-		int r = opt_value(argc, argv, &i, "config", &dir);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		if (usage_server_name(self, argv[i], &name) < 0)
-			return EXIT_USAGE;
-	}
-	if (name == NULL)
-		return usage_error(self, "which server? (see: mcpgate list)");
+	if (usage_server_args(self, argc, argv, &dir, NULL, &name) != 0)
+		return EXIT_USAGE;
 
 	struct cfg *cfg = NULL;
 	cleanup_free char *kept = NULL, *pulling = NULL;

@@ -213,17 +213,8 @@ int cmd_review(int argc, char **argv, struct mg_err **err)
 {
 	const struct command *self = command_find("review");
 	const char *dir = NULL, *ws = NULL, *name = NULL;
-	for (int i = 1; i < argc; i++) {
-		int r = parse_common(argc, argv, &i, &dir, &ws);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		if (usage_server_name(self, argv[i], &name) < 0)
-			return EXIT_USAGE;
-	}
-	if (name == NULL)
-		return usage_error(self, "which server? (see: mcpgate list)");
+	if (usage_server_args(self, argc, argv, &dir, &ws, &name) != 0)
+		return EXIT_USAGE;
 	struct target t;
 	struct gw_manifest_fetch f = {0};
 	int status = EXIT_FAIL;
