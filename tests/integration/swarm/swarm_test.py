@@ -350,6 +350,46 @@ def test_refused_node(sw, base, image):
                       check=False)
 
 
+def test_stderr(sw, base, image):
+    """a server that writes to stderr and exits at start: its stderr crosses
+    the launcher's connection (the task's log driver is none), so review and serve show its last lines and the fix for its cause,
+    and the audit log keeps all of it, as on one machine"""
+    banner = "Error: EROFS: read-only file system, mkdir '/app/.swarm-%d'" % os.getpid()
+    fix = "server probe could not write a path its stderr names (a read-only file system)"
+    args = 'args = ["--stderr-banner", "%s", "--exit-at-start", "3"]\n' % banner
+    s = Session(sw, base, image, extra=args)
+    s.mcpgate("pull", "probe")
+    r = s.mcpgate("review", "probe")
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    t.ok(r.returncode != 0 and "  | " + banner in r.stderr.splitlines() and fix in last,
+         "review on the swarm shows the last line of the server's stderr and its cause's fix",
+         r.stderr[-900:])
+    m = re.search(r"all of its stderr is in (\S+\.jsonl)", last)
+    kept = ""
+    if m and os.path.isfile(m.group(1)):
+        with open(m.group(1)) as fh:
+            kept = fh.read()
+    t.ok(".swarm-%d" % os.getpid() in kept,
+         "the review's audit log keeps all of its stderr", last)
+    t.ok(not any(nothing_owned(sw).values()), "the failed review left nothing on the swarm",
+         everything_owned(sw))
+
+    s = Session(sw, base, image, extra=args + 'manifest = "sha256:%s"\n' % ("0" * 64))
+    c = s.serve()
+    c.initialize()
+    wait_settled(s.state, timeout=180)
+    c.request("tools/list", timeout=120)
+    c.close(timeout=120)
+    audit = s.audit()
+    un = [e for e in audit if e.get("event") == "server.unavailable"]
+    t.ok(un and fix in un[0].get("reason", "") and banner in json.dumps(un[0].get("stderr")),
+         "serve on the swarm: server.unavailable gives the fix and keeps its stderr", un)
+    log = s.serve_log().splitlines()
+    t.ok("  | " + banner in log, "serve's log shows the last line of its stderr", log[-8:])
+    left = nothing_owned(sw)
+    t.ok(not any(left.values()), "nothing left after the failed start", left)
+
+
 def try_tokens(sw, c, image, service):
     """the launcher serves exactly one peer: once the session's relay holds
     it, another container on the session's overlay (the probe, driven by
@@ -551,8 +591,8 @@ def main():
         sw = Swarm(d)
         prefix = sw.prefix
         image = build_probe(sw, base)
-        cases = (test_topology, test_session, test_egress_secret, test_refused_node,
-                 test_kill_sweep)
+        cases = (test_topology, test_session, test_stderr, test_egress_secret,
+                 test_refused_node, test_kill_sweep)
         only = os.environ.get("MCPGATE_SWARM_CASES")  # iterating: some cases by name
         for case in [x for x in cases if not only or x.__name__ in only.split(",")]:
             began = time.time()
