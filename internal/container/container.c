@@ -194,6 +194,7 @@ void ctr_driver_free(struct ctr_driver *d)
 	free(d->seccomp_error);
 	free(d->images_dir);
 	free(d->cache_dir);
+	free(d->registry);
 	free(d->path);
 	strv_free(&d->env);
 	free(d);

@@ -312,6 +312,9 @@ struct ctr_driver {
 	/* STATE/cache: what the runtime said that is kept between sessions
 	 * (cache.c); NULL keeps nothing */
 	char *cache_dir;
+	/* runtime "swarm": HOST[:PORT] of the registry every node pulls from
+	 * (config.toml's swarm_registry), or NULL */
+	char *registry;
 	const struct ctr_ops *ops;
 };
 

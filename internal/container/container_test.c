@@ -1273,6 +1273,26 @@ static void test_swarm_argv(const struct cfg *cfg)
 		};
 		struct strv argv = STRV_INIT, envp = STRV_INIT;
 		struct mg_err *err = NULL;
+		/* an image no node can pull is refused first, naming the
+		 * registry they pull from, or the key that names none */
+		free(d->registry);
+		d->registry = NULL;
+		T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), -1,
+		      "swarm %s: without swarm_registry nothing is placed", s->name);
+		T_OK(err != NULL && strstr(mg_err_msg(err), "set swarm_registry") != NULL,
+		     "swarm %s: and the key is named: %s", s->name, mg_err_msg(err));
+		mg_err_clear(&err);
+		d->registry = xstrdup("elsewhere.example:5000");
+		T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), -1,
+		      "swarm %s: an image outside the swarm's registry is refused", s->name);
+		T_OK(err != NULL &&
+		         strstr(mg_err_msg(err), "not in the swarm's registry "
+		                                 "elsewhere.example:5000") != NULL &&
+		         strstr(mg_err_msg(err), "`mcpgate pull`") != NULL,
+		     "swarm %s: naming the registry and the fix: %s", s->name, mg_err_msg(err));
+		mg_err_clear(&err);
+		free(d->registry);
+		d->registry = xstrndup(s->image, (size_t)(strchr(s->image, '/') - s->image));
 		int r = d->ops->run_command(d, &spec, &argv, &envp, &err);
 		if (s->nmounts > 0) {
 			T_INT(r, -1, "swarm %s: a server with mounts is refused", s->name);

@@ -24,9 +24,129 @@ static int sw_platform(const struct ctr_driver *d, struct ctr_platform *out, str
 	return ctr_cli_ops.platform(d, out, err);
 }
 
+bool ctr_swarm_in_registry(const struct ctr_driver *d, const char *image)
+{
+	size_t n = d->registry != NULL ? strlen(d->registry) : 0;
+	return n > 0 && strncmp(image, d->registry, n) == 0 && image[n] == '/';
+}
+
+#define NO_REGISTRY                                                                       \
+	"runtime \"swarm\" needs the registry its nodes pull from: set swarm_registry = " \
+	"\"HOST:PORT\" in config.toml's [mcp]"
+
+/* 0 when every node can pull image, else why not and the fix: the reason
+ * the gateway gives begins with the server's name */
+static int registry_check(const struct ctr_driver *d, const char *image, struct mg_err **err)
+{
+	if (d->registry == NULL)
+		return mg_err_set(err,
+		                  NO_REGISTRY ", then `mcpgate pull` of this server pushes its "
+		                              "image there");
+	if (ctr_swarm_in_registry(d, image))
+		return 0;
+	return mg_err_set(err,
+	                  "its image %s is not in the swarm's registry %s (swarm_registry in "
+	                  "config.toml), which every node pulls from: `mcpgate pull` of this "
+	                  "server pushes it there and pins its entry to the digest there",
+	                  image, d->registry);
+}
+
+/* on the manager; an image no node could pull is not present for the swarm */
 static int sw_image_present(const struct ctr_driver *d, const char *image, struct mg_err **err)
 {
+	if (registry_check(d, image, err) < 0)
+		return -1;
 	return ctr_cli_ops.image_present(d, image, err);
+}
+
+/* REGISTRY/PATH for image NAME@DIGEST: NAME less the registry it names, if
+ * any (a first part with a dot or a colon, or localhost) */
+static char *registry_repo(const struct ctr_driver *d, const char *image, const char *at)
+{
+	const char *name = image;
+	const char *slash = memchr(image, '/', (size_t)(at - image));
+	if (slash != NULL) {
+		size_t n = (size_t)(slash - image);
+		if (memchr(image, '.', n) != NULL || memchr(image, ':', n) != NULL ||
+		    (n == 9 && strncmp(image, "localhost", 9) == 0))
+			name = slash + 1;
+	}
+	return xasprintf("%s/%.*s", d->registry, (int)(at - name), name);
+}
+
+/* the digest the registry gave ref's image under repo, from the manager's record */
+static int pushed_digest(const struct ctr_driver *d, const char *ref, const char *repo,
+                         char **digest, struct mg_err **err)
+{
+	const char *args[] = {"image",    "inspect",
+	                      "--format", "{{range .RepoDigests}}{{println .}}{{end}}",
+	                      ref,        NULL};
+	struct proc_result res;
+	if (ctr_cli_run_in(d, "image inspect", args, -1, &res, err) < 0)
+		return -1;
+	size_t n = strlen(repo);
+	for (char *line = res.out.data; line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		if (strncmp(line, repo, n) == 0 && strncmp(line + n, "@sha256:", 8) == 0 &&
+		    strlen(line + n + 1) == CTR_ID_LEN) {
+			*digest = xstrdup(line + n + 1);
+			proc_result_free(&res);
+			return 0;
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	proc_result_free(&res);
+	return mg_err_set(err, "%s: the manager keeps no digest of %s after the push", ref, repo);
+}
+
+int ctr_swarm_publish(const struct ctr_driver *d, const char *image, char **pinned,
+                      struct mg_err **err)
+{
+	*pinned = NULL;
+	if (d->registry == NULL)
+		return mg_err_set(err, NO_REGISTRY);
+	const char *at = strstr(image, "@sha256:");
+	if (at == NULL || strlen(at + 1) != CTR_ID_LEN)
+		return mg_err_set(err, "image %s is not pinned by digest", image);
+	if (ctr_swarm_in_registry(d, image)) {
+		if (ctr_cli_transfer(d, "pull", image, err) < 0)
+			return mg_err_wrap(err, "the swarm's registry %s does not give it",
+			                   d->registry);
+		return 0;
+	}
+	int present = ctr_cli_ops.image_present(d, image, err);
+	if (present < 0)
+		return -1;
+	if (present == 0 && ctr_cli_transfer(d, "pull", image, err) < 0)
+		return mg_err_wrap(err, "the manager fetching it from where it names");
+	cleanup_free char *repo = registry_repo(d, image, at);
+	cleanup_free char *tag = xasprintf("%s:mcpgate-%.12s", repo, at + 8);
+	const char *tag_args[] = {"tag", image, tag, NULL};
+	struct proc_result res;
+	if (ctr_cli_run_in(d, "tag", tag_args, -1, &res, err) < 0)
+		return -1;
+	proc_result_free(&res);
+	cleanup_free char *digest = NULL;
+	int r = ctr_cli_transfer(d, "push", tag, err);
+	if (r == 0)
+		r = pushed_digest(d, tag, repo, &digest, err);
+	/* the tag was the push's means only (its removal takes the repository's
+	 * digest on the manager with it: the pull below gives it back) */
+	const char *untag[] = {"rmi", tag, NULL};
+	if (ctr_cli_run_in(d, "rmi", untag, -1, &res, NULL) == 0)
+		proc_result_free(&res);
+	if (r < 0)
+		return -1;
+	char *ref = xasprintf("%s@%s", repo, digest);
+	/* from the registry by digest: what every node will do */
+	if (ctr_cli_transfer(d, "pull", ref, err) < 0) {
+		free(ref);
+		return mg_err_wrap(err, "pulling it back from the swarm's registry");
+	}
+	*pinned = ref;
+	return 0;
 }
 
 /* the helper needs the image's command always: the task's entrypoint is
@@ -35,6 +155,8 @@ static int sw_image_config(const struct ctr_driver *d, const char *image, bool c
                            struct ctr_image_config *out, struct mg_err **err)
 {
 	(void)command;
+	if (registry_check(d, image, err) < 0)
+		return -1;
 	return ctr_cli_ops.image_config(d, image, true, out, err);
 }
 
@@ -69,6 +191,8 @@ static int sw_run_command(const struct ctr_driver *d, const struct ctr_run_spec 
 	const struct cfg_server *s = spec->server;
 	if (s->transport != CFG_TRANSPORT_CONTAINER)
 		return mg_err_set(err, "server %s is not a container server", s->name);
+	if (registry_check(d, s->image, err) < 0)
+		return -1;
 	if (d->seccomp == NULL)
 		return mg_err_set(err, "server %s is not started: %s", s->name,
 		                  d->seccomp_error != NULL ? d->seccomp_error

@@ -115,28 +115,28 @@ def test_topology(sw):
          labels)
 
 
-def build_probe(sw, base):
-    """The probe as an image in the swarm's registry, pinned by digest, with
-    no copy left on the manager"""
+def build_probe(sw, base, registry=None, repo="mcpgate-swarm-probe"):
+    """The probe as an image in the swarm's registry (or registry), pinned by
+    digest, with no copy left on the manager"""
     root = os.path.join(base, "probe-root")
-    os.makedirs(os.path.join(root, "tmp"))
+    os.makedirs(os.path.join(root, "tmp"), exist_ok=True)
     os.chmod(os.path.join(root, "tmp"), 0o1777)
     shutil.copy(PROBE, os.path.join(root, "mcpgate-probe"))
     tar = os.path.join(base, "probe.tar")
     subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
-    ref = "%s/mcpgate-swarm-probe:1" % sw.registry
+    ref = "%s/%s:1" % (registry or sw.registry, repo)
     sw.docker("m", "import", "--change", 'ENTRYPOINT ["/mcpgate-probe"]', tar, ref)
     out = sw.docker("m", "push", ref).stdout
     digest = re.findall(r"digest: (sha256:[0-9a-f]{64})", out)[-1]
     sw.docker("m", "rmi", ref)
-    return "%s/mcpgate-swarm-probe@%s" % (sw.registry, digest)
+    return "%s/%s@%s" % (registry or sw.registry, repo, digest)
 
 
 TOOLS = ("echo", "status", "env", "raw", "connect", "read_file", "write_file", "syscalls")
 
 
 class Session:
-    def __init__(self, sw, base, image, extra="", egress=False, runtime="swarm"):
+    def __init__(self, sw, base, image, extra="", egress=False, runtime="swarm", registry=True):
         self.sw = sw
         self.dir = tempfile.mkdtemp(prefix="s-", dir=base)
         self.conf = os.path.join(self.dir, "conf")
@@ -146,6 +146,8 @@ class Session:
             os.makedirs(x)
         with open(os.path.join(self.conf, "config.toml"), "w") as fh:
             fh.write('[mcp]\nruntime = "%s"\n' % runtime)
+            if runtime == "swarm" and registry:
+                fh.write('swarm_registry = "%s"\n' % sw.registry)
             if egress:
                 fh.write('egress = "%s"\n' % EGRESS)
         text = '[[server]]\nname = "probe"\ntransport = "container"\nimage = "%s"\n%s' % (
@@ -390,6 +392,44 @@ def test_stderr(sw, base, image):
     t.ok(not any(left.values()), "nothing left after the failed start", left)
 
 
+def test_registry(sw, base, image):
+    """an image from a registry only the manager reaches: a session refuses
+    it before anything is placed, naming the swarm's registry and the fix;
+    mcpgate pull pushes it to the swarm's registry and pins the entry to its
+    digest there, and then it runs on a worker. Without swarm_registry
+    nothing is placed, and the key is named"""
+    elsewhere = build_probe(sw, base, sw.env["SWARM_ELSEWHERE"], "mcpgate-swarm-elsewhere")
+    s = Session(sw, base, elsewhere)
+    r = s.mcpgate("review", "probe")
+    why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    t.ok(r.returncode != 0 and "is not in the swarm's registry %s" % sw.registry in why and
+         "server probe is unavailable" in why and
+         "`mcpgate pull` of this server pushes it there" in why,
+         "an image not in the swarm's registry is refused, naming the registry and the fix", why)
+    t.ok(not any(nothing_owned(sw).values()), "the refusal placed nothing on the swarm",
+         everything_owned(sw))
+    r = s.mcpgate("pull", "probe")
+    with open(os.path.join(s.conf, "mcp.toml")) as fh:
+        m = re.search(r'^image = "([^"]+)"', fh.read(), re.M)
+    pinned = m.group(1) if m else ""
+    t.ok(r.returncode == 0 and re.fullmatch(
+        re.escape(sw.registry) + r"/mcpgate-swarm-elsewhere@sha256:[0-9a-f]{64}", pinned),
+        "mcpgate pull pushes it to the swarm's registry and pins the entry to its digest there",
+        (pinned, r.stdout + r.stderr[-600:]))
+    tags = sw.docker("m", "images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    t.ok(not [x for x in tags if x.startswith(sw.registry + "/mcpgate-swarm-elsewhere:") and
+                not x.endswith(":<none>")],
+         "the push's tag is not left on the manager", tags)
+    r = s.mcpgate("review", "probe")
+    t.ok(r.returncode == 0 and "syscalls" in r.stdout,
+         "the pushed image runs on a worker", r.stdout[-300:] + r.stderr[-600:])
+    t.ok(not any(nothing_owned(sw).values()), "and leaves nothing", everything_owned(sw))
+    s = Session(sw, base, image, registry=False)
+    r = s.mcpgate("review", "probe")
+    t.ok(r.returncode != 0 and "set swarm_registry" in r.stderr,
+         "without swarm_registry nothing is placed, and the key is named", r.stderr[-600:])
+
+
 def try_tokens(sw, c, image, service):
     """the launcher serves exactly one peer: once the session's relay holds
     it, another container on the session's overlay (the probe, driven by
@@ -591,8 +631,8 @@ def main():
         sw = Swarm(d)
         prefix = sw.prefix
         image = build_probe(sw, base)
-        cases = (test_topology, test_session, test_stderr, test_egress_secret,
-                 test_refused_node, test_kill_sweep)
+        cases = (test_topology, test_session, test_stderr, test_registry,
+                 test_egress_secret, test_refused_node, test_kill_sweep)
         only = os.environ.get("MCPGATE_SWARM_CASES")  # iterating: some cases by name
         for case in [x for x in cases if not only or x.__name__ in only.split(",")]:
             began = time.time()
