@@ -714,7 +714,9 @@ const char *ctr_local_image_id(const struct ctr_driver *d, const char *image,
                                char id[CTR_ID_LEN + 1])
 {
 	const char *at = strstr(image, "@sha256:");
-	if (d->kind != CTR_DOCKER || d->images_dir == NULL || at == NULL || strlen(at + 8) != 64)
+	/* a swarm's manager is a docker: mcpgate add loads there too */
+	if ((d->kind != CTR_DOCKER && d->kind != CTR_SWARM) || d->images_dir == NULL ||
+	    at == NULL || strlen(at + 8) != 64)
 		return NULL;
 	cleanup_free char *path = xasprintf("%s/sha256-%s.manifest", d->images_dir, at + 8);
 	cleanup_free char *text = NULL;

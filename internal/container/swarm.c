@@ -119,11 +119,25 @@ int ctr_swarm_publish(const struct ctr_driver *d, const char *image, char **pinn
 	int present = ctr_cli_ops.image_present(d, image, err);
 	if (present < 0)
 		return -1;
-	if (present == 0 && ctr_cli_transfer(d, "pull", image, err) < 0)
+	/* one mcpgate made (add, pack) is kept as an archive by its digest;
+	 * no registry serves localhost/ */
+	cleanup_free char *kept =
+	    d->images_dir != NULL ? xasprintf("%s/sha256-%s.tar", d->images_dir, at + 8) : NULL;
+	if (present == 0 && strncmp(image, "localhost/", 10) == 0) {
+		if (kept == NULL || access(kept, R_OK) != 0)
+			return mg_err_set(err,
+			                  "image %s is not on the manager, and no archive of it is "
+			                  "kept (%s): make it again (mcpgate add)",
+			                  image, kept != NULL ? kept : "no data folder");
+		if (ctr_cli_ops.load(d, kept, err) < 0)
+			return mg_err_wrap(err, "loading %s into the manager", kept);
+	} else if (present == 0 && ctr_cli_transfer(d, "pull", image, err) < 0)
 		return mg_err_wrap(err, "the manager fetching it from where it names");
 	cleanup_free char *repo = registry_repo(d, image, at);
 	cleanup_free char *tag = xasprintf("%s:mcpgate-%.12s", repo, at + 8);
-	const char *tag_args[] = {"tag", image, tag, NULL};
+	/* docker keeps no digest of an image it loaded: its ID then */
+	char id[CTR_ID_LEN + 1];
+	const char *tag_args[] = {"tag", ctr_run_ref(d, image, id), tag, NULL};
 	struct proc_result res;
 	if (ctr_cli_run_in(d, "tag", tag_args, -1, &res, err) < 0)
 		return -1;
@@ -165,14 +179,10 @@ static int sw_pull(const struct ctr_driver *d, const char *image, struct mg_err 
 	return ctr_cli_ops.pull(d, image, err);
 }
 
+/* into the manager, from where ctr_swarm_publish pushes it to the registry */
 static int sw_load(const struct ctr_driver *d, const char *archive, struct mg_err **err)
 {
-	(void)archive;
-	return mg_err_set(err,
-	                  "runtime \"swarm\" takes images from a registry the swarm "
-	                  "reaches: push the archive there (docker load, tag, push) "
-	                  "and name it by digest (%s)",
-	                  d->name);
+	return ctr_cli_ops.load(d, archive, err);
 }
 
 char *ctr_swarm_self_path(void)

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -130,6 +131,26 @@ def build_probe(sw, base, registry=None, repo="mcpgate-swarm-probe"):
     digest = re.findall(r"digest: (sha256:[0-9a-f]{64})", out)[-1]
     sw.docker("m", "rmi", ref)
     return "%s/%s@%s" % (registry or sw.registry, repo, digest)
+
+
+def pack_probe(base):
+    """The probe as mcpgate add keeps an image it made: its archive and its
+    manifest in DATA/images by its digest; the pin localhost/NAME@DIGEST"""
+    tmp = os.path.join(base, "pack-tmp")
+    os.makedirs(tmp, exist_ok=True)
+    os.chmod(tmp, 0o1777)
+    out = os.path.join(base, "packed.tar")
+    r = subprocess.run([MCPGATE, "pack", "--binary", PROBE, "--add", tmp + ":/tmp",
+                        "--output", out], capture_output=True, text=True, check=True)
+    digest = r.stdout.strip()
+    images = os.path.join(base, "data", "mcpgate", "images")
+    os.makedirs(images, exist_ok=True)
+    with tarfile.open(out) as tf:
+        manifest = tf.extractfile("blobs/sha256/" + digest[7:]).read()
+    with open(os.path.join(images, "sha256-%s.manifest" % digest[7:]), "wb") as fh:
+        fh.write(manifest)
+    shutil.move(out, os.path.join(images, "sha256-%s.tar" % digest[7:]))
+    return "localhost/mcpgate-swarm-packed@" + digest
 
 
 TOOLS = ("echo", "status", "env", "raw", "connect", "read_file", "write_file", "syscalls")
@@ -424,6 +445,24 @@ def test_registry(sw, base, image):
     t.ok(r.returncode == 0 and "syscalls" in r.stdout,
          "the pushed image runs on a worker", r.stdout[-300:] + r.stderr[-600:])
     t.ok(not any(nothing_owned(sw).values()), "and leaves nothing", everything_owned(sw))
+
+    # one mcpgate made (add, pack): no registry serves localhost/, its
+    # archive is kept by its digest; pull loads it into the manager and
+    # pushes it as any other
+    packed = pack_probe(base)
+    s = Session(sw, base, packed)
+    r = s.mcpgate("pull", "probe")
+    with open(os.path.join(s.conf, "mcp.toml")) as fh:
+        m = re.search(r'^image = "([^"]+)"', fh.read(), re.M)
+    pinned = m.group(1) if m else ""
+    t.ok(r.returncode == 0 and re.fullmatch(
+        re.escape(sw.registry) + r"/mcpgate-swarm-packed@sha256:[0-9a-f]{64}", pinned),
+        "an image mcpgate made is loaded into the manager, pushed and pinned there",
+        (pinned, r.stdout + r.stderr[-600:]))
+    r = s.mcpgate("review", "probe")
+    t.ok(r.returncode == 0 and "syscalls" in r.stdout,
+         "and runs on a worker", r.stdout[-300:] + r.stderr[-600:])
+
     s = Session(sw, base, image, registry=False)
     r = s.mcpgate("review", "probe")
     t.ok(r.returncode != 0 and "set swarm_registry" in r.stderr,
