@@ -469,6 +469,31 @@ def test_registry(sw, base, image):
          "without swarm_registry nothing is placed, and the key is named", r.stderr[-600:])
 
 
+MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+
+
+def test_add(sw, base, image):
+    """mcpgate add on a swarm: the image it makes is loaded into the manager,
+    pushed to the swarm's registry, and the entry pins it there; it runs on
+    a worker. Needs npm and the npm registry"""
+    if shutil.which("npm") is None:
+        t.skip("mcpgate add on the swarm", "no npm here")
+        return
+    s = Session(sw, base, image)
+    r = s.mcpgate("add", "npm:" + MEMORY, "--name", "mem", timeout=900)
+    with open(os.path.join(s.conf, "mcp.toml")) as fh:
+        m = re.search(r'name = "mem"[^[]*?^image = "([^"]+)"', fh.read(), re.M | re.S)
+    pinned = m.group(1) if m else ""
+    t.ok(r.returncode == 0 and re.fullmatch(
+        re.escape(sw.registry) + r"/mcpgate-npm-mem@sha256:[0-9a-f]{64}", pinned),
+        "mcpgate add pushes the image it made to the swarm's registry and pins it there",
+        (pinned, r.stderr[-800:]))
+    r = s.mcpgate("review", "mem")
+    t.ok(r.returncode == 0 and "create_entities" in r.stdout,
+         "the added server runs on a worker", r.stdout[-300:] + r.stderr[-600:])
+    t.ok(not any(nothing_owned(sw).values()), "and leaves nothing", everything_owned(sw))
+
+
 def try_tokens(sw, c, image, service):
     """the launcher serves exactly one peer: once the session's relay holds
     it, another container on the session's overlay (the probe, driven by
@@ -670,7 +695,7 @@ def main():
         sw = Swarm(d)
         prefix = sw.prefix
         image = build_probe(sw, base)
-        cases = (test_topology, test_session, test_stderr, test_registry,
+        cases = (test_topology, test_session, test_stderr, test_registry, test_add,
                  test_egress_secret, test_refused_node, test_kill_sweep)
         only = os.environ.get("MCPGATE_SWARM_CASES")  # iterating: some cases by name
         for case in [x for x in cases if not only or x.__name__ in only.split(",")]:
