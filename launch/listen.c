@@ -7,12 +7,18 @@
  * wait goes on. The accepted peer hears LAUNCH_ANSWER_OK, then is the
  * server's stdin and hears its stdout, its stderr and at last its exit status
  * in frames (launch-internal.h); or, when this node does not isolate it,
- * "refused NODE: why", and the server's code never runs. ENV_FILE holds the block of secret
- * variables (launch.h), set for the server's process only. */
+ * "refused NODE: why", and the server's code never runs. ENV_FILE holds
+ * the block of secret variables (launch.h), set for the server's process
+ * only.
+ *
+ * --listen-early: the same, but the command starts as soon as the isolation
+ * holds, before the peer comes (the egress proxy, which the server needs
+ * listening); what it writes waits in its pipes for the peer. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -97,10 +103,14 @@ static pid_t stdin_pump(int c, int to_server)
 	}
 }
 
-/* the server as this process's child, with pipes for its stdio: its stdin
- * from the connection, its stdout and stderr to the connection in frames,
- * then its exit status; the status is this process's too */
-__attribute__((noreturn)) static void serve_framed(int c, char *block, size_t len, char **argv)
+/* the server's ends of its pipes, held by this process */
+struct server_pipes {
+	int in, out, err;
+};
+
+/* the server as this process's child, with pipes for its stdio; the block
+ * of variables is set for it alone, and wiped here */
+static void start_server(char *block, size_t len, char **argv, struct server_pipes *p)
 {
 	int in[2], out[2], err[2];
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
@@ -128,9 +138,17 @@ __attribute__((noreturn)) static void serve_framed(int c, char *block, size_t le
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
-	pid_t pump = stdin_pump(c, in[1]);
-	close(in[1]);
-	struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+	*p = (struct server_pipes){in[1], out[0], err[0]};
+}
+
+/* the server's stdin from the connection, its stdout and stderr to the
+ * connection in frames, then its exit status; the status is this
+ * process's too */
+__attribute__((noreturn)) static void serve_framed(int c, const struct server_pipes *p)
+{
+	pid_t pump = stdin_pump(c, p->in);
+	close(p->in);
+	struct pollfd fds[2] = {{p->out, POLLIN, 0}, {p->err, POLLIN, 0}};
 	const char types[2] = {LAUNCH_FRAME_OUT, LAUNCH_FRAME_ERR};
 	char buf[LAUNCH_FRAME_MAX];
 	while (fds[0].fd >= 0 || fds[1].fd >= 0) {
@@ -173,8 +191,23 @@ __attribute__((noreturn)) static void serve_framed(int c, char *block, size_t le
 	_exit(code);
 }
 
+/* the block of variables of path, or NULL for "-" */
+static char *read_env(const char *path, size_t *len)
+{
+	*len = 0;
+	if (strcmp(path, "-") == 0)
+		return NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("%s: %s", path, strerror(errno));
+	char *block = read_block(fd, len);
+	close(fd);
+	return block;
+}
+
 void launch_listen(int argc, char **argv)
 {
+	size_t len = 0;
 	if (argc < 6)
 		die("usage: mcpgate-launch --listen PORT TOKEN_FILE ENV_FILE|- COMMAND [ARG...]");
 	char *end = NULL;
@@ -184,6 +217,15 @@ void launch_listen(int argc, char **argv)
 	char token[LAUNCH_TOKEN_LEN + 1];
 	read_token(argv[3], token);
 	const char *problem = launch_isolation_problem();
+	/* --listen-early: a process others wait for (the egress proxy) starts
+	 * once its isolation holds, not once its peer comes; its output waits in
+	 * its pipes until then */
+	bool early = strcmp(argv[1], "--listen-early") == 0;
+	struct server_pipes pipes = {-1, -1, -1};
+	if (early && problem == NULL) {
+		char *block = read_env(argv[4], &len);
+		start_server(block, len, argv + 5, &pipes);
+	}
 
 	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ls < 0)
@@ -224,16 +266,11 @@ void launch_listen(int argc, char **argv)
 		close(c);
 		_exit(126);
 	}
-	char *block = NULL;
-	size_t len = 0;
-	if (strcmp(argv[4], "-") != 0) {
-		int fd = open(argv[4], O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			die("%s: %s", argv[4], strerror(errno));
-		block = read_block(fd, &len);
-		close(fd);
+	if (!early) {
+		char *block = read_env(argv[4], &len);
+		start_server(block, len, argv + 5, &pipes);
 	}
 	if (write_all(c, LAUNCH_ANSWER_OK "\n", strlen(LAUNCH_ANSWER_OK) + 1) < 0)
 		die("the peer went: %s", strerror(errno));
-	serve_framed(c, block, len, argv + 5);
+	serve_framed(c, &pipes);
 }

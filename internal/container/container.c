@@ -566,8 +566,6 @@ fail:
 }
 
 /* The proxy needs little: a small memory and process limit of its own */
-#define SIDECAR_MEMORY (64ull << 20)
-#define SIDECAR_PIDS   32
 
 int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
                             struct strv *argv, struct strv *envp, struct mg_err **err)

@@ -175,6 +175,9 @@ struct ctr_sidecar_spec {
 	/* what the server's image declares (its VOLUMEs, docker), from the
 	 * image_config op; NULL: it declares none */
 	const struct ctr_image_config *image;
+	/* host path of mcpgate-launch: on a cluster the sidecar's task runs
+	 * it as entrypoint, as a server's does; NULL: none */
+	const char *launcher;
 };
 #define CTR_CONNECT_DIR "/mcpgate-connect"
 

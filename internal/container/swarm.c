@@ -278,6 +278,150 @@ static int sw_run_command(const struct ctr_driver *d, const struct ctr_run_spec 
 	return 0;
 }
 
+/* The egress proxy as a service of its own, on the outer overlay and then
+ * the inner one, placed and carried as a server is (mcpgate __swarm-run):
+ * its records reach the gateway on the launcher's frames, as its stdout */
+static int sw_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
+                              struct strv *argv, struct strv *envp, struct mg_err **err)
+{
+	const struct cfg_server *s = spec->server;
+	const struct ctr_topology *t = spec->topology;
+	if (registry_check(d, s->image, err) < 0)
+		return mg_err_wrap(err, "the egress proxy of server %s runs from its image",
+		                   s->name);
+	if (d->seccomp == NULL)
+		return mg_err_set(err, "the egress proxy of server %s is not started: %s", s->name,
+		                  d->seccomp_error != NULL ? d->seccomp_error
+		                                           : "no seccomp profile was prepared");
+	if (spec->connect_dir != NULL || t->join.n > 0)
+		return mg_err_set(err,
+		                  "server %s: connect to the gateway's loopback or to a network of "
+		                  "the person's is not possible on runtime \"swarm\" (its proxy "
+		                  "runs on another node)",
+		                  s->name);
+	if (spec->launcher == NULL)
+		return mg_err_set(err, "the egress proxy of server %s: no mcpgate-launch", s->name);
+	cleanup_free char *self = ctr_swarm_self_path();
+	if (self == NULL)
+		return mg_err_set(err, "server %s: cannot find mcpgate's own path", s->name);
+	struct strv a = STRV_INIT, e = STRV_INIT;
+	strv_push(&a, self);
+	strv_push(&a, "__swarm-run");
+	strv_push(&a, "--docker");
+	strv_push(&a, d->path);
+	strv_push(&a, "--name");
+	strv_push(&a, t->sidecar);
+	strv_push(&a, "--server");
+	strv_push(&a, s->name);
+	strv_push(&a, "--session");
+	strv_push(&a, spec->session);
+	strv_push(&a, "--pid");
+	strv_pushf(&a, "%d", (int)spec->owner);
+	strv_push(&a, "--image");
+	strv_push(&a, s->image);
+	strv_push(&a, "--user");
+	strv_push(&a, "65534:65534");
+	strv_push(&a, "--memory");
+	strv_pushf(&a, "%llu", (unsigned long long)SIDECAR_MEMORY);
+	strv_push(&a, "--pids");
+	strv_pushf(&a, "%u", SIDECAR_PIDS);
+	strv_push(&a, "--network");
+	strv_push(&a, t->net_out);
+	strv_push(&a, "--network");
+	strv_push(&a, t->net_in);
+	strv_push(&a, "--launcher");
+	strv_push(&a, spec->launcher);
+	strv_push(&a, "--seccomp");
+	strv_push(&a, d->seccomp);
+	strv_push(&a, "--bind");
+	strv_pushf(&a, "%s:/mcpgate-egress", spec->binary);
+	/* listening once its task runs: sidecar_ready says so then */
+	strv_push(&a, "--early");
+	strv_push(&a, "--");
+	strv_push(&a, "/mcpgate-egress");
+	for (size_t i = 0; spec->args[i] != NULL; i++)
+		strv_push(&a, spec->args[i]);
+	for (size_t i = 0; i < d->env.n; i++)
+		strv_push(&e, d->env.v[i]);
+	*argv = a;
+	*envp = e;
+	return 0;
+}
+
+/* the proxy task's address on the inner overlay, from the manager's record
+ * of the task (its node's engine is not asked) */
+static int sw_sidecar_ready(const struct ctr_driver *d, struct ctr_topology *t, char **address,
+                            struct mg_err **err)
+{
+	*address = NULL;
+	const char *ps[] = {"service",  "ps", "-q", "--filter", "desired-state=running",
+	                    t->sidecar, NULL};
+	struct proc_result res;
+	if (ctr_cli_run_in(d, "service ps", ps, -1, &res, err) < 0)
+		return -1;
+	char task[128] = "";
+	sscanf(mg_buf_str(&res.out), "%127s", task);
+	proc_result_free(&res);
+	if (task[0] == '\0')
+		return mg_err_set(err, "the egress proxy's task %s is not running yet", t->sidecar);
+	const char *fmt = "{{range .NetworksAttachments}}{{.Network.Spec.Name}}={{range "
+	                  ".Addresses}}{{.}} {{end}}{{println}}{{end}}";
+	const char *insp[] = {"inspect", "--type", "task", "--format", fmt, task, NULL};
+	if (ctr_cli_run_in(d, "inspect", insp, -1, &res, err) < 0)
+		return -1;
+	size_t n = strlen(t->net_in);
+	for (char *line = res.out.data; line != NULL && *line != '\0' && *address == NULL;) {
+		char *nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		if (strncmp(line, t->net_in, n) == 0 && line[n] == '=') {
+			size_t len = strcspn(line + n + 1, "/ ");
+			if (len > 0 && len < 46)
+				*address = xasprintf("%.*s", (int)len, line + n + 1);
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	proc_result_free(&res);
+	if (*address == NULL)
+		return mg_err_set(err, "the egress proxy's task has no address on %s yet",
+		                  t->net_in);
+	return 0;
+}
+
+/* the proxy's service, then the overlays, each tried again while the
+ * tasks' endpoints leave them */
+static int sw_topology_remove(const struct ctr_driver *d, struct ctr_topology *t,
+                              struct mg_err **err)
+{
+	int r = 0;
+	if (t->sidecar != NULL && ctr_swarm_remove_server(d, t->sidecar, false, err) < 0)
+		r = -1;
+	char **nets[] = {&t->net_in, &t->net_out};
+	for (size_t i = 0; i < 2; i++) {
+		if (*nets[i] == NULL)
+			continue;
+		for (int k = 0; k < 40; k++) {
+			struct mg_err *e = NULL;
+			if (ctr_cli_network_remove(d, *nets[i], &e) == 0)
+				break;
+			if (k == 39) {
+				if (r == 0)
+					mg_err_set(err, "%s", mg_err_msg(e));
+				r = -1;
+			}
+			mg_err_free(e);
+			usleep(250 * 1000);
+		}
+	}
+	free(t->sidecar);
+	t->sidecar = NULL;
+	free(t->net_in);
+	t->net_in = NULL;
+	free(t->net_out);
+	t->net_out = NULL;
+	return r;
+}
+
 /* docker ARGS..., where absent is fine: "not found" is not an error */
 static int run_absent_ok(const struct ctr_driver *d, const char *what, const char *const *args,
                          struct mg_err **err)
@@ -448,9 +592,9 @@ const struct ctr_ops ctr_swarm_ops = {
     .platform = sw_platform,
     .run_command = sw_run_command,
     .topology_create = ctr_cli_topology_create,
-    .sidecar_command = ctr_cli_sidecar_command,
-    .sidecar_ready = ctr_cli_sidecar_ready,
-    .topology_remove = ctr_cli_topology_remove,
+    .sidecar_command = sw_sidecar_command,
+    .sidecar_ready = sw_sidecar_ready,
+    .topology_remove = sw_topology_remove,
     .image_present = sw_image_present,
     .image_config = sw_image_config,
     .image_list = ctr_cli_image_list,

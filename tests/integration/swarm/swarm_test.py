@@ -245,13 +245,13 @@ def nothing_owned(sw, tries=60):
 
 
 def task_of(sw):
-    """(node, container id, pid on this machine) of the running mcpgate task"""
+    """(node, container inspect) of the running server's task (not its proxy's)"""
     for n in ("w1", "w2", "m"):
         ids = sw.docker(n, "ps", "-q", "--filter", "label=com.docker.swarm.service.name").stdout.split()
         for cid in ids:
             info = json.loads(sw.docker(n, "inspect", cid).stdout)[0]
-            if "mcpgate.pid" in json.dumps(info.get("Config", {}).get("Labels", {})) or \
-                    info["Config"]["Labels"].get("com.docker.swarm.service.name", "").startswith("mcpgate-"):
+            svc = info["Config"]["Labels"].get("com.docker.swarm.service.name", "")
+            if svc.startswith("mcpgate-") and not svc.endswith("-egress"):
                 return n, info
     return None, None
 
@@ -558,6 +558,19 @@ def test_egress_secret(sw, base, image):
     nets = owned(sw, "network")
     t.ok(len(nets) == 2 and any(x.endswith("-in") for x in nets),
          "two overlays of the session's, labelled", nets)
+    services = owned(sw, "service")
+    proxies = [x for x in services if x.endswith("-egress")]
+    on_manager = [x for x in owned(sw, "container") if not x.endswith("-relay")]
+    t.ok(len(services) == 2 and len(proxies) == 1 and not on_manager,
+         "the proxy is a service of its own, not a container on the manager",
+         (services, on_manager))
+    if proxies:
+        spec = json.loads(sw.docker("m", "service", "inspect", proxies[0]).stdout)[0]
+        attached = sorted(n["Target"] for n in spec["Spec"]["TaskTemplate"]["Networks"])
+        ids = sorted(json.loads(sw.docker("m", "network", "inspect", *nets).stdout),
+                     key=lambda x: x["Name"])
+        t.ok(sorted(x["Id"] for x in ids) == attached,
+             "on the session's two overlays, the inner one and the outer one", attached)
     net_in = [x for x in nets if x.endswith("-in")]
     spec = json.loads(sw.docker("m", "network", "inspect", net_in[0]).stdout)[0] if net_in else {}
     t.ok(spec.get("Driver") == "overlay" and spec.get("Internal") is True,
@@ -576,7 +589,8 @@ def test_egress_secret(sw, base, image):
         reply = text_of(c.call("probe__raw", {"host": m.group(1), "port": int(m.group(2)),
                                               "data": get}, timeout=60))
         t.ok(reply.startswith("HTTP/1.1 200") and "outside-ok" in reply,
-             "through the proxy the listed outside host answers", reply[:200])
+             "through the proxy the listed outside host answers",
+             (reply[:200], s.serve_log()[-1500:]))
         other = "%s:%d" % (host, int(port) + 1)
         get = "GET http://%s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (other, other)
         reply = text_of(c.call("probe__raw", {"host": m.group(1), "port": int(m.group(2)),
@@ -602,8 +616,9 @@ def test_egress_secret(sw, base, image):
     t.ok(len(who) == 1 and who[0].endswith("/mcpgate-probe"),
          "no process but the server's own has it in its environment", who)
     secrets = owned(sw, "secret")
-    t.ok(sorted(secrets) == sorted([service + "-tok", service + "-env"]),
-         "the session's secrets are swarm secrets (token and variables)", secrets)
+    t.ok(sorted(secrets) == sorted([service + "-tok", service + "-env", service + "-egress-tok"]),
+         "the session's secrets are swarm secrets (the tokens of the server and its proxy, "
+         "the server's variables)", secrets)
     c.close(timeout=120)
     audit = s.audit()
     seen = [(e.get("allowed"), e.get("port")) for e in audit if e.get("event") == "mcp.egress"]
