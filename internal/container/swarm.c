@@ -195,6 +195,48 @@ char *ctr_swarm_self_path(void)
 	return xstrdup(buf);
 }
 
+/* one task the helper places: a server's, or its proxy's */
+struct helper_task {
+	const char *name, *server, *session;
+	pid_t owner;
+	const char *user; /* NULL: 65534:65534 */
+	unsigned long long memory;
+	unsigned pids;
+	const char *launcher;
+};
+
+/* `mcpgate __swarm-run` and what every task it places has: its name and
+ * labels, the server's image, its user and limits, the launcher, the
+ * profile (swarm_run.c reads them) */
+static void helper_argv(const struct ctr_driver *d, const char *self, const struct cfg_server *s,
+                        const struct helper_task *t, struct strv *a)
+{
+	strv_push(a, self);
+	strv_push(a, "__swarm-run");
+	strv_push(a, "--docker");
+	strv_push(a, d->path);
+	strv_push(a, "--name");
+	strv_push(a, t->name);
+	strv_push(a, "--server");
+	strv_push(a, t->server);
+	strv_push(a, "--session");
+	strv_push(a, t->session);
+	strv_push(a, "--pid");
+	strv_pushf(a, "%d", (int)t->owner);
+	strv_push(a, "--image");
+	strv_push(a, s->image);
+	strv_push(a, "--user");
+	strv_push(a, t->user != NULL ? t->user : "65534:65534");
+	strv_push(a, "--memory");
+	strv_pushf(a, "%llu", t->memory);
+	strv_push(a, "--pids");
+	strv_pushf(a, "%u", t->pids);
+	strv_push(a, "--launcher");
+	strv_push(a, t->launcher);
+	strv_push(a, "--seccomp");
+	strv_push(a, d->seccomp);
+}
+
 static int sw_run_command(const struct ctr_driver *d, const struct ctr_run_spec *spec,
                           struct strv *argv, struct strv *envp, struct mg_err **err)
 {
@@ -223,32 +265,18 @@ static int sw_run_command(const struct ctr_driver *d, const struct ctr_run_spec 
 	if (ctr_server_command(spec, &cmd, err) < 0)
 		return -1;
 	struct strv a = STRV_INIT, e = STRV_INIT;
-	strv_push(&a, self);
-	strv_push(&a, "__swarm-run");
-	strv_push(&a, "--docker");
-	strv_push(&a, d->path);
-	strv_push(&a, "--name");
-	strv_push_owned(&a, ctr_container_name(s->name, spec->session));
-	strv_push(&a, "--server");
-	strv_push(&a, s->name);
-	strv_push(&a, "--session");
-	strv_push(&a, spec->session);
-	strv_push(&a, "--pid");
-	strv_pushf(&a, "%d", (int)spec->owner);
-	strv_push(&a, "--image");
-	strv_push(&a, s->image);
-	strv_push(&a, "--user");
-	strv_push(&a, spec->user != NULL ? spec->user : "65534:65534");
-	strv_push(&a, "--memory");
-	strv_pushf(&a, "%llu", (unsigned long long)s->memory);
-	strv_push(&a, "--pids");
-	strv_pushf(&a, "%u", s->pids);
+	cleanup_free char *name = ctr_container_name(s->name, spec->session);
+	const struct helper_task task = {.name = name,
+	                                 .server = s->name,
+	                                 .session = spec->session,
+	                                 .owner = spec->owner,
+	                                 .user = spec->user,
+	                                 .memory = s->memory,
+	                                 .pids = s->pids,
+	                                 .launcher = spec->launcher};
+	helper_argv(d, self, s, &task, &a);
 	strv_push(&a, "--network");
 	strv_push(&a, spec->network != NULL ? spec->network : "-");
-	strv_push(&a, "--launcher");
-	strv_push(&a, spec->launcher);
-	strv_push(&a, "--seccomp");
-	strv_push(&a, d->seccomp);
 	if (spec->nsecrets > 0)
 		strv_push(&a, "--secrets");
 	for (size_t i = 0; i < d->env.n; i++)
@@ -305,34 +333,18 @@ static int sw_sidecar_command(const struct ctr_driver *d, const struct ctr_sidec
 	if (self == NULL)
 		return mg_err_set(err, "server %s: cannot find mcpgate's own path", s->name);
 	struct strv a = STRV_INIT, e = STRV_INIT;
-	strv_push(&a, self);
-	strv_push(&a, "__swarm-run");
-	strv_push(&a, "--docker");
-	strv_push(&a, d->path);
-	strv_push(&a, "--name");
-	strv_push(&a, t->sidecar);
-	strv_push(&a, "--server");
-	strv_push(&a, s->name);
-	strv_push(&a, "--session");
-	strv_push(&a, spec->session);
-	strv_push(&a, "--pid");
-	strv_pushf(&a, "%d", (int)spec->owner);
-	strv_push(&a, "--image");
-	strv_push(&a, s->image);
-	strv_push(&a, "--user");
-	strv_push(&a, "65534:65534");
-	strv_push(&a, "--memory");
-	strv_pushf(&a, "%llu", (unsigned long long)SIDECAR_MEMORY);
-	strv_push(&a, "--pids");
-	strv_pushf(&a, "%u", SIDECAR_PIDS);
+	const struct helper_task task = {.name = t->sidecar,
+	                                 .server = s->name,
+	                                 .session = spec->session,
+	                                 .owner = spec->owner,
+	                                 .memory = SIDECAR_MEMORY,
+	                                 .pids = SIDECAR_PIDS,
+	                                 .launcher = spec->launcher};
+	helper_argv(d, self, s, &task, &a);
 	strv_push(&a, "--network");
 	strv_push(&a, t->net_out);
 	strv_push(&a, "--network");
 	strv_push(&a, t->net_in);
-	strv_push(&a, "--launcher");
-	strv_push(&a, spec->launcher);
-	strv_push(&a, "--seccomp");
-	strv_push(&a, d->seccomp);
 	strv_push(&a, "--bind");
 	strv_pushf(&a, "%s:/mcpgate-egress", spec->binary);
 	/* listening once its task runs: sidecar_ready says so then */

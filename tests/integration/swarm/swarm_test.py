@@ -188,6 +188,12 @@ class Session:
                               env=self.env, capture_output=True, text=True, timeout=timeout,
                               cwd=self.ws, input=input)
 
+    def pinned_image(self):
+        """the image the first entry of mcp.toml pins"""
+        with open(os.path.join(self.conf, "mcp.toml")) as fh:
+            m = re.search(r'^image = "([^"]+)"', fh.read(), re.M)
+        return m.group(1) if m else ""
+
     def serve(self):
         self.stderr_path = os.path.join(self.dir, "serve.stderr")
         self.stderr = open(self.stderr_path, "wb")
@@ -413,6 +419,16 @@ def test_stderr(sw, base, image):
     t.ok(not any(left.values()), "nothing left after the failed start", left)
 
 
+def pull_pins(sw, s, repo, what):
+    """mcpgate pull of s's server leaves its entry pinned to repo in the
+    swarm's registry, by digest"""
+    r = s.mcpgate("pull", "probe")
+    pinned = s.pinned_image()
+    t.ok(r.returncode == 0 and re.fullmatch(
+        re.escape(sw.registry) + "/" + repo + r"@sha256:[0-9a-f]{64}", pinned),
+        what, (pinned, r.stdout + r.stderr[-600:]))
+
+
 def test_registry(sw, base, image):
     """an image from a registry only the manager reaches: a session refuses
     it before anything is placed, naming the swarm's registry and the fix;
@@ -429,14 +445,9 @@ def test_registry(sw, base, image):
          "an image not in the swarm's registry is refused, naming the registry and the fix", why)
     t.ok(not any(nothing_owned(sw).values()), "the refusal placed nothing on the swarm",
          everything_owned(sw))
-    r = s.mcpgate("pull", "probe")
-    with open(os.path.join(s.conf, "mcp.toml")) as fh:
-        m = re.search(r'^image = "([^"]+)"', fh.read(), re.M)
-    pinned = m.group(1) if m else ""
-    t.ok(r.returncode == 0 and re.fullmatch(
-        re.escape(sw.registry) + r"/mcpgate-swarm-elsewhere@sha256:[0-9a-f]{64}", pinned),
-        "mcpgate pull pushes it to the swarm's registry and pins the entry to its digest there",
-        (pinned, r.stdout + r.stderr[-600:]))
+    pull_pins(sw, s, "mcpgate-swarm-elsewhere",
+              "mcpgate pull pushes it to the swarm's registry and pins the entry to its "
+              "digest there")
     tags = sw.docker("m", "images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
     t.ok(not [x for x in tags if x.startswith(sw.registry + "/mcpgate-swarm-elsewhere:") and
                 not x.endswith(":<none>")],
@@ -451,14 +462,8 @@ def test_registry(sw, base, image):
     # pushes it as any other
     packed = pack_probe(base)
     s = Session(sw, base, packed)
-    r = s.mcpgate("pull", "probe")
-    with open(os.path.join(s.conf, "mcp.toml")) as fh:
-        m = re.search(r'^image = "([^"]+)"', fh.read(), re.M)
-    pinned = m.group(1) if m else ""
-    t.ok(r.returncode == 0 and re.fullmatch(
-        re.escape(sw.registry) + r"/mcpgate-swarm-packed@sha256:[0-9a-f]{64}", pinned),
-        "an image mcpgate made is loaded into the manager, pushed and pinned there",
-        (pinned, r.stdout + r.stderr[-600:]))
+    pull_pins(sw, s, "mcpgate-swarm-packed",
+              "an image mcpgate made is loaded into the manager, pushed and pinned there")
     r = s.mcpgate("review", "probe")
     t.ok(r.returncode == 0 and "syscalls" in r.stdout,
          "and runs on a worker", r.stdout[-300:] + r.stderr[-600:])
