@@ -5,12 +5,15 @@
  * mcpgate, so it is in no argument list or inspect); it connects to HOST
  * (retrying while the task starts), proves the token, reads the launcher's
  * answer and then carries bytes both ways unchanged: stdin to the server,
- * the server to stdout. The end of stdin half-closes the connection (the
- * server reads EOF); the end of the connection ends this process. */
+ * the server's stdout to stdout and its stderr to stderr (the launcher's
+ * frames). The end of stdin half-closes the connection (the server reads
+ * EOF); the server's exit status ends this process with that status. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netdb.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -58,6 +61,61 @@ static int pump(int in, int out)
 	}
 }
 
+/* exactly n bytes of s: 1, or 0 when it ends first (at a frame's start
+ * only a clean end), or -1 on an error */
+static int read_all(int s, unsigned char *p, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(s, p + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			return 0;
+		got += (size_t)r;
+	}
+	return 1;
+}
+
+/* the launcher's frames (launch-internal.h): stdout to ours, stderr to
+ * ours; the server's exit status, which ends this process with it */
+static int unframe(int s, const char *where)
+{
+	static unsigned char buf[LAUNCH_FRAME_MAX];
+	bool out_open = true;
+	for (;;) {
+		unsigned char head[LAUNCH_FRAME_HEAD];
+		int r = read_all(s, head, sizeof(head));
+		if (r <= 0)
+			die("%s: the connection ended before the server's exit status (%s)", where,
+			    r < 0 ? strerror(errno) : "its task was stopped");
+		size_t n =
+		    (size_t)head[1] << 24 | (size_t)head[2] << 16 | (size_t)head[3] << 8 | head[4];
+		if (n > LAUNCH_FRAME_MAX)
+			die("%s: a frame of %zu bytes, more than %d", where, n, LAUNCH_FRAME_MAX);
+		if (read_all(s, buf, n) <= 0)
+			die("%s: the connection ended inside a frame", where);
+		switch (head[0]) {
+		case LAUNCH_FRAME_OUT:
+			/* the gateway gone is its own end; the rest is still read for the status */
+			if (out_open && write_all(STDOUT_FILENO, (const char *)buf, n) < 0)
+				out_open = false;
+			break;
+		case LAUNCH_FRAME_ERR:
+			(void)write_all(STDERR_FILENO, (const char *)buf, n);
+			break;
+		case LAUNCH_FRAME_EXIT:
+			if (n != 4)
+				die("%s: an exit frame of %zu bytes", where, n);
+			return buf[3];
+		default:
+			die("%s: a frame of unknown type %d", where, head[0]);
+		}
+	}
+}
+
 void launch_connect(int argc, char **argv)
 {
 	if (argc != 4)
@@ -81,7 +139,12 @@ void launch_connect(int argc, char **argv)
 	if (read_line(s, answer, sizeof(answer)) < 0)
 		die("%s:%s closed without an answer (a wrong token, or not mcpgate-launch)",
 		    argv[2], argv[3]);
-	if (strcmp(answer, "ok") != 0)
+	if (strcmp(answer, "ok") == 0)
+		die("%s:%s: the node's mcpgate-launch is older than this one (it does not carry "
+		    "the server's stderr): install this mcpgate's on every node labelled for "
+		    "mcpgate",
+		    argv[2], argv[3]);
+	if (strcmp(answer, LAUNCH_ANSWER_OK) != 0)
 		die("%s", answer);
 	signal(SIGPIPE, SIG_IGN);
 	pid_t child = fork();
@@ -94,8 +157,10 @@ void launch_connect(int argc, char **argv)
 		_exit(r < 0 ? 1 : 0);
 	}
 	/* the server's bytes to the gateway, until the server is gone */
-	int r = pump(s, STDOUT_FILENO);
+	char where[300];
+	snprintf(where, sizeof(where), "%s:%s", argv[2], argv[3]);
+	int status = unframe(s, where);
 	kill(child, SIGKILL);
 	(void)waitpid(child, NULL, 0);
-	_exit(r < 0 ? 1 : 0);
+	_exit(status);
 }

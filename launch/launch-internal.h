@@ -31,4 +31,17 @@ const char *launch_isolation_problem(void);
 /* what the token line may hold: 64 hex digits */
 #define LAUNCH_TOKEN_LEN 64
 
+/* After the answer, what the server says comes in frames, so that its
+ * stderr and its exit status cross on the one authenticated connection
+ * beside its stdout (nothing of them is left to the engine's log driver):
+ * a type byte, the payload's length (4 bytes, big-endian, at most
+ * LAUNCH_FRAME_MAX), the payload. The gateway's side stays a plain byte
+ * stream: the server's stdin. */
+#define LAUNCH_ANSWER_OK  "ok framed" /* the answer of a launcher that frames */
+#define LAUNCH_FRAME_OUT  'o'         /* the server's stdout */
+#define LAUNCH_FRAME_ERR  'e'         /* the server's stderr */
+#define LAUNCH_FRAME_EXIT 'x'         /* 4 bytes: its exit status, 128+N for signal N; last */
+#define LAUNCH_FRAME_MAX  65536
+#define LAUNCH_FRAME_HEAD 5
+
 #endif

@@ -21,7 +21,8 @@
 
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "--listen") == 0)
+	if (argc >= 2 &&
+	    (strcmp(argv[1], "--listen") == 0 || strcmp(argv[1], "--listen-early") == 0))
 		launch_listen(argc, argv);
 	if (argc >= 2 && strcmp(argv[1], "--connect") == 0)
 		launch_connect(argc, argv);

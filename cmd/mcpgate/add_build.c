@@ -14,6 +14,7 @@
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/xalloc.h"
+#include "internal/container/swarm.h"
 #include "internal/proc/proc.h"
 
 int add_find_tools(const char *node_opt, char **npm, char **node, struct mg_err **err)
@@ -66,6 +67,7 @@ int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **ima
 {
 	struct strv skipped = STRV_INIT, native = STRV_INIT;
 	struct add_layers layers = {0};
+	unsigned steps = b->steps;
 	cleanup_free char *what = NULL;
 	cleanup_free char *modules = xasprintf("%s/node_modules", b->work);
 	cleanup_free char *packing = xasprintf("%s/images/npm-%s.tar.new", b->data, b->name);
@@ -112,7 +114,7 @@ int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **ima
 		if (strv_find(&skipped, native.v[i]) < 0)
 			strv_push(&skipped, native.v[i]);
 	if (b->scripts && skipped.n > 0) {
-		progress_steps(b->progress, b->steps + 1);
+		progress_steps(b->progress, ++steps);
 		progress_begin(b->progress, "the install scripts, in a container", NULL, NULL);
 		r = native.n > 0 ? add_layers_native(&layers, b->data, b->npm, b->refresh, err) : 0;
 		if (r == 0)
@@ -140,6 +142,21 @@ int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **ima
 	progress_end(b->progress, r == 0);
 	if (r < 0)
 		goto out;
+	if (b->d->kind == CTR_SWARM) {
+		/* of use only where every node pulls: the entry pins it there */
+		char *pinned = NULL;
+		progress_steps(b->progress, ++steps);
+		free(what);
+		what = xasprintf("the push to the swarm's registry %s",
+		                 b->d->registry != NULL ? b->d->registry : "(none set)");
+		progress_begin_quiet(b->progress, what);
+		r = ctr_swarm_publish(b->d, *image, &pinned, err);
+		progress_end(b->progress, r == 0);
+		if (r < 0)
+			goto out;
+		free(*image);
+		*image = pinned;
+	}
 	int present = b->d->ops->image_present(b->d, *image, err);
 	if (present == 0)
 		mg_err_set(err,

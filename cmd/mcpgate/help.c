@@ -41,7 +41,10 @@ const struct command mg_commands[] = {
      "pull server NAME's image by its pinned digest (the runtime's progress is shown)",
      "  --config DIR  the folder holding mcp.toml and config.toml\n"
      "A session never pulls: a missing image makes its server unavailable with\n"
-     "this command as the fix. Also spelled `mcpgate mcp pull NAME`.\n",
+     "this command as the fix. With runtime = \"swarm\", the image goes to the\n"
+     "registry config.toml's swarm_registry names, and an image pinned elsewhere\n"
+     "is pushed there and its entry pinned to the digest there.\n"
+     "Also spelled `mcpgate mcp pull NAME`.\n",
      "config="},
     {"review", cmd_review, "mcpgate review [--config DIR] [--workspace DIR] NAME",
      "start NAME with its isolation, show its tools and what changed since approval",

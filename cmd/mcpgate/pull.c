@@ -11,12 +11,35 @@
 #include "cmd/mcpgate/setup.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/xalloc.h"
+#include "internal/config/edit.h"
+#include "internal/container/swarm.h"
 
 /* localhost/NAME (no port): podman's name for an image built or loaded
  * here; no registry answers for it */
 static bool local_only(const char *image_name)
 {
 	return strncmp(image_name, "localhost/", 10) == 0;
+}
+
+/* on a swarm: the image into the registry every node pulls from, and the
+ * entry pinned to its digest there (docs/2026-12-02-swarm.md) */
+static int pull_to_swarm(const struct cfg *cfg, const struct cfg_server *s,
+                         const struct ctr_driver *d, struct mg_err **err)
+{
+	cleanup_free char *pinned = NULL;
+	if (ctr_swarm_publish(d, s->image, &pinned, err) < 0)
+		return mg_err_wrap(err, "server %s on the swarm", s->name);
+	if (pinned == NULL) {
+		printf("%s: %s is in the swarm's registry\n", s->name, s->image);
+		return 0;
+	}
+	struct cfg_server_change ch = CFG_SERVER_CHANGE_INIT;
+	ch.image = pinned;
+	if (cfg_change_server(cfg->mcp_path, s->name, &ch, err) < 0)
+		return mg_err_wrap(err, "pinning server %s to %s", s->name, pinned);
+	printf("%s: %s is in the swarm's registry as %s, which %s pins now\n", s->name, s->image,
+	       pinned, cfg->mcp_path);
+	return 0;
 }
 
 int cmd_pull(int argc, char **argv, struct mg_err **err)
@@ -42,6 +65,13 @@ int cmd_pull(int argc, char **argv, struct mg_err **err)
 	}
 	if (setup_driver(cfg, &d, err) < 0)
 		goto out;
+	if (d->kind == CTR_SWARM) {
+		if (pull_to_swarm(cfg, s, d, err) == 0) {
+			setup_remember_runtime(d);
+			status = EXIT_OK;
+		}
+		goto out;
+	}
 	/* a present image is not fetched again */
 	int present = d->ops->image_present(d, s->image, err);
 	if (present < 0) {

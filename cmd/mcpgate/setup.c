@@ -98,6 +98,8 @@ int setup_driver(const struct cfg *cfg, struct ctr_driver **out, struct mg_err *
 	/* what the runtime said that stays true is kept here between sessions */
 	if (cfg_default_state_dir(&state, NULL) == 0)
 		(*out)->cache_dir = xasprintf("%s/cache", state);
+	if (cfg->mcp.swarm_registry != NULL)
+		(*out)->registry = xstrdup(cfg->mcp.swarm_registry);
 	if (cfg_default_data_dir(&data, &derr) == 0) {
 		ctr_driver_use_seccomp(*out, data);
 		(*out)->images_dir = xasprintf("%s/images", data);

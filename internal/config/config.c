@@ -19,6 +19,7 @@
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
+#include "internal/base/num.h"
 #include "internal/base/xalloc.h"
 #include "internal/config/config-internal.h"
 #include "internal/debian/debian.h"
@@ -1408,6 +1409,7 @@ static void check_mcp_file(struct ctx *c, const struct toml_value *root, struct 
 enum mcp_key {
 	M_RUNTIME,
 	M_EGRESS,
+	M_SWARM_REGISTRY,
 	M_LINE_MAX,
 	M_START,
 	M_CALL,
@@ -1426,6 +1428,7 @@ enum mcp_key {
 static const struct key_spec mcp_keys[M_MCP_COUNT] = {
     [M_RUNTIME] = {"runtime", TOML_STRING, "a string", SCOPE_ANY},
     [M_EGRESS] = {"egress", TOML_STRING, "a string", SCOPE_ANY},
+    [M_SWARM_REGISTRY] = {"swarm_registry", TOML_STRING, "a string", SCOPE_ANY},
     [M_LINE_MAX] = {"line_max", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_START] = {"start_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
     [M_CALL] = {"call_timeout", TOML_INTEGER, "an integer", SCOPE_ANY},
@@ -1445,6 +1448,23 @@ static const struct key_spec config_top_keys[] = {
 };
 
 /* an integer key in [min, max]; false (diagnosed) when out of range */
+/* HOST[:PORT] as an image reference begins with it: a name of letters,
+ * digits, dots and dashes, a port of digits */
+static bool registry_name_ok(const char *s)
+{
+	size_t i = 0;
+	for (; s[i] != '\0' && s[i] != ':'; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-'))
+			return false;
+	if (i == 0 || i > 253)
+		return false;
+	if (s[i] == '\0')
+		return true;
+	uint64_t port = 0;
+	return mg_parse_u64(s + i + 1, 1, 65535, "port", &port, NULL) == 0;
+}
+
 static bool int_in(struct ctx *c, const struct toml_kv *kv, const char *unit, int64_t min,
                    int64_t max, uint64_t *out)
 {
@@ -1502,6 +1522,16 @@ static void check_config_file(struct ctx *c, const struct toml_value *root, stru
 			diag_value(c, v->pos, "\"egress\"", path, "must be an absolute path");
 		else if (path != NULL)
 			m->egress = xstrdup(path);
+	}
+	if (k.kv[M_SWARM_REGISTRY] != NULL) {
+		const struct toml_value *v = k.kv[M_SWARM_REGISTRY]->value;
+		const char *reg = str_of(c, "swarm_registry", v);
+		if (reg != NULL && !registry_name_ok(reg))
+			diag_value(c, v->pos, "\"swarm_registry\"", reg,
+			           "must be a registry's HOST[:PORT] as images name it, e.g. "
+			           "\"registry.example:5000\" (no scheme, no path)");
+		else if (reg != NULL)
+			m->swarm_registry = xstrdup(reg);
 	}
 	uint64_t n;
 	if (k.kv[M_LINE_MAX] != NULL &&
@@ -1723,6 +1753,7 @@ void cfg_free(struct cfg *cfg)
 	}
 	free(cfg->servers);
 	free(cfg->mcp.egress);
+	free(cfg->mcp.swarm_registry);
 	free(cfg->mcp_path);
 	free(cfg->config_path);
 	free(cfg);

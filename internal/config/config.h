@@ -260,7 +260,10 @@ struct cfg_server {
 /* config.toml's [mcp] table */
 struct cfg_mcp {
 	enum cfg_runtime runtime;
-	char *egress;      /* absolute path of the egress proxy binary, or NULL */
+	char *egress; /* absolute path of the egress proxy binary, or NULL */
+	/* runtime "swarm": HOST[:PORT] of the registry every node pulls from;
+	 * mcpgate pull pushes images there (docs/2026-12-02-swarm.md) */
+	char *swarm_registry;
 	uint64_t line_max; /* bytes: the cap on one JSON-RPC line */
 	/* bytes that may wait to be written to the client; the servers feeding
 	 * it stop being read long before (docs/2026-12-02-pressure.md) */

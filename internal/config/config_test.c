@@ -243,6 +243,7 @@ static void test_full(void)
 
 	T_INT(cfg->mcp.runtime, CFG_RUNTIME_DOCKER, "config: runtime");
 	T_STR(cfg->mcp.egress, "/usr/libexec/mcpgate/mcpgate-egress", "config: egress");
+	T_STR(cfg->mcp.swarm_registry, "registry.example:5000", "config: swarm_registry");
 	T_INT((long long)cfg->mcp.line_max, 1048576, "config: line_max");
 	T_INT(cfg->mcp.start_timeout, 120, "config: start_timeout");
 	T_INT(cfg->mcp.call_timeout, 86400, "config: call_timeout");

@@ -18,6 +18,14 @@ int ctr_cli_image_list(const struct ctr_driver *d, const char *label, struct ctr
                        struct mg_err **err);
 int ctr_cli_image_remove(const struct ctr_driver *d, const char *image, bool *in_use,
                          struct mg_err **err);
+/* `pull IMAGE` or `push IMAGE` (verb), the runtime's progress on our
+ * stderr, an hour at most */
+int ctr_cli_transfer(const struct ctr_driver *d, const char *verb, const char *image,
+                     struct mg_err **err);
+/* the egress sidecar's limits, on any runtime */
+#define SIDECAR_MEMORY (64ull << 20)
+#define SIDECAR_PIDS   32
+
 /* rm --force of a container; absent is fine */
 int ctr_cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err);
 /* the sweep of containers and then networks of dead owners */

@@ -194,6 +194,7 @@ void ctr_driver_free(struct ctr_driver *d)
 	free(d->seccomp_error);
 	free(d->images_dir);
 	free(d->cache_dir);
+	free(d->registry);
 	free(d->path);
 	strv_free(&d->env);
 	free(d);
@@ -565,8 +566,6 @@ fail:
 }
 
 /* The proxy needs little: a small memory and process limit of its own */
-#define SIDECAR_MEMORY (64ull << 20)
-#define SIDECAR_PIDS   32
 
 int ctr_cli_sidecar_command(const struct ctr_driver *d, const struct ctr_sidecar_spec *spec,
                             struct strv *argv, struct strv *envp, struct mg_err **err)
@@ -713,7 +712,9 @@ const char *ctr_local_image_id(const struct ctr_driver *d, const char *image,
                                char id[CTR_ID_LEN + 1])
 {
 	const char *at = strstr(image, "@sha256:");
-	if (d->kind != CTR_DOCKER || d->images_dir == NULL || at == NULL || strlen(at + 8) != 64)
+	/* a swarm's manager is a docker: mcpgate add loads there too */
+	if ((d->kind != CTR_DOCKER && d->kind != CTR_SWARM) || d->images_dir == NULL ||
+	    at == NULL || strlen(at + 8) != 64)
 		return NULL;
 	cleanup_free char *path = xasprintf("%s/sha256-%s.manifest", d->images_dir, at + 8);
 	cleanup_free char *text = NULL;

@@ -175,6 +175,9 @@ struct ctr_sidecar_spec {
 	/* what the server's image declares (its VOLUMEs, docker), from the
 	 * image_config op; NULL: it declares none */
 	const struct ctr_image_config *image;
+	/* host path of mcpgate-launch: on a cluster the sidecar's task runs
+	 * it as entrypoint, as a server's does; NULL: none */
+	const char *launcher;
 };
 #define CTR_CONNECT_DIR "/mcpgate-connect"
 
@@ -312,6 +315,9 @@ struct ctr_driver {
 	/* STATE/cache: what the runtime said that is kept between sessions
 	 * (cache.c); NULL keeps nothing */
 	char *cache_dir;
+	/* runtime "swarm": HOST[:PORT] of the registry every node pulls from
+	 * (config.toml's swarm_registry), or NULL */
+	char *registry;
 	const struct ctr_ops *ops;
 };
 

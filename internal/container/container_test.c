@@ -1273,6 +1273,26 @@ static void test_swarm_argv(const struct cfg *cfg)
 		};
 		struct strv argv = STRV_INIT, envp = STRV_INIT;
 		struct mg_err *err = NULL;
+		/* an image no node can pull is refused first, naming the
+		 * registry they pull from, or the key that names none */
+		free(d->registry);
+		d->registry = NULL;
+		T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), -1,
+		      "swarm %s: without swarm_registry nothing is placed", s->name);
+		T_OK(err != NULL && strstr(mg_err_msg(err), "set swarm_registry") != NULL,
+		     "swarm %s: and the key is named: %s", s->name, mg_err_msg(err));
+		mg_err_clear(&err);
+		d->registry = xstrdup("elsewhere.example:5000");
+		T_INT(d->ops->run_command(d, &spec, &argv, &envp, &err), -1,
+		      "swarm %s: an image outside the swarm's registry is refused", s->name);
+		T_OK(err != NULL &&
+		         strstr(mg_err_msg(err), "not in the swarm's registry "
+		                                 "elsewhere.example:5000") != NULL &&
+		         strstr(mg_err_msg(err), "`mcpgate pull`") != NULL,
+		     "swarm %s: naming the registry and the fix: %s", s->name, mg_err_msg(err));
+		mg_err_clear(&err);
+		free(d->registry);
+		d->registry = xstrndup(s->image, (size_t)(strchr(s->image, '/') - s->image));
 		int r = d->ops->run_command(d, &spec, &argv, &envp, &err);
 		if (s->nmounts > 0) {
 			T_INT(r, -1, "swarm %s: a server with mounts is refused", s->name);
@@ -1332,6 +1352,63 @@ static void test_swarm_argv(const struct cfg *cfg)
 	ctr_driver_free(d);
 }
 
+/* the egress proxy on a swarm: a service of its own placed by the helper,
+ * on the outer overlay and then the inner one (the relay's), the proxy
+ * bind-mounted beside the launcher, started before its peer; what cannot
+ * follow it onto another node refused */
+static void test_swarm_sidecar(const struct cfg *cfg)
+{
+	char *environment[] = {"PATH=/usr/bin:/bin", "SECRET=not-for-it", NULL};
+	struct ctr_driver *d = ctr_driver_for(CTR_SWARM, "/usr/bin/docker", environment);
+	d->seccomp = xstrdup("/seccomp/mcpgate.json");
+	const struct cfg_server *s = cfg_find_server(cfg, "full");
+	d->registry = xstrndup(s->image, (size_t)(strchr(s->image, '/') - s->image));
+	const char *args[] = {"-listen", "0.0.0.0:3128", "-lifeline", NULL};
+	struct ctr_topology topo = {
+	    .net_in = (char *)"mcpgate-full-s1-in",
+	    .net_out = (char *)"mcpgate-full-s1-out",
+	    .sidecar = (char *)"mcpgate-full-s1-egress",
+	    .join = STRV_INIT,
+	};
+	struct ctr_sidecar_spec spec = {
+	    .server = s,
+	    .session = "s1",
+	    .owner = 4242,
+	    .topology = &topo,
+	    .binary = "/data/mcpgate/egress/mcpgate-egress-0123abcd",
+	    .args = args,
+	    .launcher = "/data/mcpgate/launch/mcpgate-launch-abc",
+	};
+	struct strv argv = STRV_INIT, envp = STRV_INIT;
+	struct mg_err *err = NULL;
+	T_INT(d->ops->sidecar_command(d, &spec, &argv, &envp, &err), 0, "swarm: sidecar argv %s",
+	      mg_err_msg(err));
+	mg_err_clear(&err);
+	cleanup_free char *a = join_lines(strv_array(&argv), "/nowhere");
+	int out = strv_find(&argv, "mcpgate-full-s1-out"),
+	    in = strv_find(&argv, "mcpgate-full-s1-in");
+	T_OK(argv.n > 2 && strcmp(argv.v[1], "__swarm-run") == 0 &&
+	         has_pair(&argv, "--name", "mcpgate-full-s1-egress") && out > 0 && in > out &&
+	         strcmp(argv.v[out - 1], "--network") == 0 &&
+	         strcmp(argv.v[in - 1], "--network") == 0 &&
+	         has_pair(&argv, "--bind",
+	                  "/data/mcpgate/egress/mcpgate-egress-0123abcd:/mcpgate-egress") &&
+	         strv_find(&argv, "--early") > 0 && has_pair(&argv, "--", "/mcpgate-egress") &&
+	         has_pair(&argv, "--user", "65534:65534"),
+	     "swarm: the proxy is a service on the outer overlay, then the inner one: %s", a);
+	T_OK(strv_find(&envp, "SECRET=not-for-it") < 0,
+	     "swarm: the proxy's helper gets the fixed environment only");
+	strv_free(&argv);
+	strv_free(&envp);
+	spec.connect_dir = "/state/connect";
+	T_INT(d->ops->sidecar_command(d, &spec, &argv, &envp, &err), -1,
+	      "swarm: connect to the gateway's loopback is refused");
+	T_OK(err != NULL && strstr(mg_err_msg(err), "not possible on runtime") != NULL,
+	     "swarm: and says why: %s", mg_err_msg(err));
+	mg_err_clear(&err);
+	ctr_driver_free(d);
+}
+
 int main(void)
 {
 	make_workspace();
@@ -1344,6 +1421,7 @@ int main(void)
 	test_argv(cfg, CTR_PODMAN);
 	test_argv(cfg, CTR_DOCKER);
 	test_swarm_argv(cfg);
+	test_swarm_sidecar(cfg);
 	test_launch_block();
 	test_sidecar(cfg, CTR_PODMAN);
 	test_sidecar(cfg, CTR_DOCKER);

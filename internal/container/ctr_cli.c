@@ -377,11 +377,10 @@ int ctr_cli_image_remove(const struct ctr_driver *d, const char *image, bool *in
 	return r < 0 ? -1 : 1;
 }
 
-static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err **err)
+int ctr_cli_transfer(const struct ctr_driver *d, const char *verb, const char *image,
+                     struct mg_err **err)
 {
-	if (strstr(image, "@sha256:") == NULL)
-		return mg_err_set(err, "image %s is not pinned by digest", image);
-	const char *argv[] = {d->path, "pull", image, NULL};
+	const char *argv[] = {d->path, verb, image, NULL};
 	struct strv env = STRV_INIT;
 	for (size_t i = 0; i < d->env.n; i++)
 		strv_push(&env, d->env.v[i]);
@@ -398,21 +397,28 @@ static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err
 	int r = proc_spawn(&spec, &p, err);
 	strv_free(&env);
 	if (r < 0)
-		return mg_err_wrap(err, "%s pull", d->name);
+		return mg_err_wrap(err, "%s %s", d->name, verb);
 	int status = 0;
 	/* a large image on a slow link: an hour at most */
 	if (proc_wait(&p, proc_now_ms() + 3600 * 1000, &status, err) < 0) {
 		proc_stop(&p, 1000, &status);
 		proc_close(&p);
-		return mg_err_wrap(err, "%s pull %s", d->name, image);
+		return mg_err_wrap(err, "%s %s %s", d->name, verb, image);
 	}
 	proc_close(&p);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		char why[PROC_STATUS_MAX];
 		proc_status_describe(status, why, sizeof(why));
-		return mg_err_set(err, "%s pull %s %s", d->name, image, why);
+		return mg_err_set(err, "%s %s %s %s", d->name, verb, image, why);
 	}
 	return 0;
+}
+
+static int cli_pull(const struct ctr_driver *d, const char *image, struct mg_err **err)
+{
+	if (strstr(image, "@sha256:") == NULL)
+		return mg_err_set(err, "image %s is not pinned by digest", image);
+	return ctr_cli_transfer(d, "pull", image, err);
 }
 
 int ctr_cli_remove(const struct ctr_driver *d, const char *name, struct mg_err **err)

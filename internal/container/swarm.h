@@ -28,6 +28,19 @@ int ctr_swarm_run_main(int argc, char **argv);
 int ctr_swarm_remove_server(const struct ctr_driver *d, const char *name, bool network,
                             struct mg_err **err);
 
+/* image is pinned in the swarm's registry (d->registry) */
+bool ctr_swarm_in_registry(const struct ctr_driver *d, const char *image);
+
+/* mcpgate pull on a swarm. An image pinned in the swarm's registry: the
+ * manager pulls it from there (the proof the nodes can), *pinned NULL. Any
+ * other: the manager fetches it from where it names, pushes it to the
+ * swarm's registry and pulls it back from there by digest; *pinned
+ * (allocated) is its reference there, REGISTRY/PATH@sha256:..., which the
+ * entry must pin now (a push may give another digest: its layers are
+ * compressed again) */
+int ctr_swarm_publish(const struct ctr_driver *d, const char *image, char **pinned,
+                      struct mg_err **err);
+
 /* mcpgate's own path (allocated), NULL when /proc does not say */
 char *ctr_swarm_self_path(void);
 

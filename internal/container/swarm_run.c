@@ -40,18 +40,22 @@ extern char **environ;
 #define TASK_WAIT_MS 120000
 
 struct run_opts {
-	const char *docker, *name, *server, *session, *image, *user, *network;
+	const char *docker, *name, *server, *session, *image, *user;
 	const char *launcher, *seccomp, *memory, *pids;
+	/* read-only file SRC:DEST beside the launcher (the egress proxy), or NULL */
+	const char *bind;
 	pid_t owner;
 	bool secrets;
+	bool early;      /* mcpgate-launch --listen-early: the command starts before its peer */
 	struct strv env; /* names */
+	struct strv networks; /* the service's, in order; the last the relay's */
 	char **cmd;
 	int ncmd;
 };
 
 static int parse(int argc, char **argv, struct run_opts *o, struct mg_err **err)
 {
-	*o = (struct run_opts){.env = STRV_INIT};
+	*o = (struct run_opts){.env = STRV_INIT, .networks = STRV_INIT};
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -61,6 +65,10 @@ static int parse(int argc, char **argv, struct run_opts *o, struct mg_err **err)
 		}
 		if (strcmp(a, "--secrets") == 0) {
 			o->secrets = true;
+			continue;
+		}
+		if (strcmp(a, "--early") == 0) {
+			o->early = true;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -79,7 +87,9 @@ static int parse(int argc, char **argv, struct run_opts *o, struct mg_err **err)
 		else if (strcmp(a, "--user") == 0)
 			o->user = v;
 		else if (strcmp(a, "--network") == 0)
-			o->network = v;
+			strv_push(&o->networks, v);
+		else if (strcmp(a, "--bind") == 0)
+			o->bind = v;
 		else if (strcmp(a, "--launcher") == 0)
 			o->launcher = v;
 		else if (strcmp(a, "--seccomp") == 0)
@@ -101,12 +111,14 @@ static int parse(int argc, char **argv, struct run_opts *o, struct mg_err **err)
 	o->cmd = argv + i;
 	o->ncmd = argc - i;
 	if (o->docker == NULL || o->name == NULL || o->server == NULL || o->session == NULL ||
-	    o->image == NULL || o->user == NULL || o->network == NULL || o->launcher == NULL ||
+	    o->image == NULL || o->user == NULL || o->networks.n == 0 || o->launcher == NULL ||
 	    o->seccomp == NULL || o->memory == NULL || o->pids == NULL || o->owner <= 0 ||
 	    o->ncmd < 1)
 		return mg_err_set(err, "missing options (this is mcpgate's own helper)");
 	if (strchr(o->launcher, ',') != NULL)
 		return mg_err_set(err, "the path of mcpgate-launch %s holds a comma", o->launcher);
+	if (o->bind != NULL && (strchr(o->bind, ',') != NULL || strchr(o->bind, ':') == NULL))
+		return mg_err_set(err, "--bind %s is not SRC:DEST without a comma", o->bind);
 	return 0;
 }
 
@@ -187,8 +199,8 @@ static int network_create(const struct ctr_driver *d, const struct run_opts *o, 
 	return ctr_cli_network_create(d, name, true, o->session, o->server, o->owner, err);
 }
 
-static int service_create(const struct ctr_driver *d, const struct run_opts *o, const char *net,
-                          struct mg_err **err)
+static int service_create(const struct ctr_driver *d, const struct run_opts *o,
+                          const struct strv *nets, struct mg_err **err)
 {
 	struct strv a = STRV_INIT;
 	strv_push(&a, "service");
@@ -219,9 +231,15 @@ static int service_create(const struct ctr_driver *d, const struct run_opts *o, 
 	strv_push(&a, "--sysctl=net.ipv6.conf.default.disable_ipv6=1");
 	strv_push(&a, "--mount=type=tmpfs,destination=/tmp,tmpfs-size=67108864,tmpfs-mode=1777");
 	strv_push(&a, "--no-healthcheck");
-	strv_pushf(&a, "--network=%s", net);
+	for (size_t i = 0; i < nets->n; i++)
+		strv_pushf(&a, "--network=%s", nets->v[i]);
 	strv_pushf(&a, "--mount=type=bind,source=%s,destination=" LAUNCH_PATH ",readonly",
 	           o->launcher);
+	if (o->bind != NULL) {
+		const char *colon = strchr(o->bind, ':');
+		strv_pushf(&a, "--mount=type=bind,source=%.*s,destination=%s,readonly",
+		           (int)(colon - o->bind), o->bind, colon + 1);
+	}
 	strv_push(&a, "--entrypoint=" LAUNCH_PATH);
 	/* uid/gid of the server's user: files it alone may read */
 	char uid[16] = "65534", gid[16] = "65534";
@@ -268,7 +286,7 @@ static int service_create(const struct ctr_driver *d, const struct run_opts *o, 
 		strv_push(&a, "--env-file=/dev/stdin");
 	}
 	strv_push(&a, o->image);
-	strv_push(&a, "--listen");
+	strv_push(&a, o->early ? "--listen-early" : "--listen");
 	strv_push(&a, CTR_SWARM_PORT);
 	strv_push(&a, "/run/secrets/mcpgate-token");
 	strv_push(&a, o->secrets ? "/run/secrets/mcpgate-env" : "-");
@@ -433,6 +451,7 @@ int ctr_swarm_run_main(int argc, char **argv)
 		fprintf(stderr, "mcpgate __swarm-run: %s\n", mg_err_msg(err));
 		mg_err_free(err);
 		strv_free(&o.env);
+		strv_free(&o.networks);
 		return 125;
 	}
 	struct ctr_driver *d = ctr_driver_for(CTR_SWARM, o.docker, environ);
@@ -446,9 +465,13 @@ int ctr_swarm_run_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	int rc = 125;
-	bool own_net = strcmp(o.network, "-") == 0;
-	cleanup_free char *net =
-	    own_net ? xasprintf("%s%s", o.name, CTR_SWARM_NET_SUFFIX) : xstrdup(o.network);
+	bool own_net = strcmp(o.networks.v[0], "-") == 0;
+	if (own_net) {
+		free(o.networks.v[0]);
+		o.networks.v[0] = xasprintf("%s%s", o.name, CTR_SWARM_NET_SUFFIX);
+	}
+	/* the relay reaches the task on the last: the inner one */
+	const char *net = o.networks.v[o.networks.n - 1];
 	cleanup_free char *tok_name = xasprintf("%s%s", o.name, CTR_SWARM_TOKEN_SUFFIX);
 	cleanup_free char *env_name = xasprintf("%s%s", o.name, CTR_SWARM_ENV_SUFFIX);
 	char token[65] = "";
@@ -474,7 +497,7 @@ int ctr_swarm_run_main(int argc, char **argv)
 	}
 	if (own_net && network_create(d, &o, net, &err) < 0)
 		goto out;
-	if (service_create(d, &o, net, &err) < 0 || task_wait(d, &o, &err) < 0)
+	if (service_create(d, &o, &o.networks, &err) < 0 || task_wait(d, &o, &err) < 0)
 		goto out;
 	rc = relay(d, &o, net, token, sfd, &err);
 	if (rc < 0)
@@ -497,5 +520,6 @@ out:
 		close(sfd);
 	ctr_driver_free(d);
 	strv_free(&o.env);
+	strv_free(&o.networks);
 	return rc;
 }

@@ -195,6 +195,7 @@ int gw_egress_sidecar(struct gw_server *srv, int64_t deadline, struct mg_err **e
 	    .args = (const char *const *)strv_array(&args),
 	    .connect_dir = e->host.sockets,
 	    .image = &image,
+	    .launcher = s->launch_binary,
 	};
 	struct strv argv = STRV_INIT, envp = STRV_INIT;
 	int r = d->ops->sidecar_command(d, &spec, &argv, &envp, err);

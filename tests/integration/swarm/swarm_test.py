@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -115,28 +116,48 @@ def test_topology(sw):
          labels)
 
 
-def build_probe(sw, base):
-    """The probe as an image in the swarm's registry, pinned by digest, with
-    no copy left on the manager"""
+def build_probe(sw, base, registry=None, repo="mcpgate-swarm-probe"):
+    """The probe as an image in the swarm's registry (or registry), pinned by
+    digest, with no copy left on the manager"""
     root = os.path.join(base, "probe-root")
-    os.makedirs(os.path.join(root, "tmp"))
+    os.makedirs(os.path.join(root, "tmp"), exist_ok=True)
     os.chmod(os.path.join(root, "tmp"), 0o1777)
     shutil.copy(PROBE, os.path.join(root, "mcpgate-probe"))
     tar = os.path.join(base, "probe.tar")
     subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
-    ref = "%s/mcpgate-swarm-probe:1" % sw.registry
+    ref = "%s/%s:1" % (registry or sw.registry, repo)
     sw.docker("m", "import", "--change", 'ENTRYPOINT ["/mcpgate-probe"]', tar, ref)
     out = sw.docker("m", "push", ref).stdout
     digest = re.findall(r"digest: (sha256:[0-9a-f]{64})", out)[-1]
     sw.docker("m", "rmi", ref)
-    return "%s/mcpgate-swarm-probe@%s" % (sw.registry, digest)
+    return "%s/%s@%s" % (registry or sw.registry, repo, digest)
+
+
+def pack_probe(base):
+    """The probe as mcpgate add keeps an image it made: its archive and its
+    manifest in DATA/images by its digest; the pin localhost/NAME@DIGEST"""
+    tmp = os.path.join(base, "pack-tmp")
+    os.makedirs(tmp, exist_ok=True)
+    os.chmod(tmp, 0o1777)
+    out = os.path.join(base, "packed.tar")
+    r = subprocess.run([MCPGATE, "pack", "--binary", PROBE, "--add", tmp + ":/tmp",
+                        "--output", out], capture_output=True, text=True, check=True)
+    digest = r.stdout.strip()
+    images = os.path.join(base, "data", "mcpgate", "images")
+    os.makedirs(images, exist_ok=True)
+    with tarfile.open(out) as tf:
+        manifest = tf.extractfile("blobs/sha256/" + digest[7:]).read()
+    with open(os.path.join(images, "sha256-%s.manifest" % digest[7:]), "wb") as fh:
+        fh.write(manifest)
+    shutil.move(out, os.path.join(images, "sha256-%s.tar" % digest[7:]))
+    return "localhost/mcpgate-swarm-packed@" + digest
 
 
 TOOLS = ("echo", "status", "env", "raw", "connect", "read_file", "write_file", "syscalls")
 
 
 class Session:
-    def __init__(self, sw, base, image, extra="", egress=False, runtime="swarm"):
+    def __init__(self, sw, base, image, extra="", egress=False, runtime="swarm", registry=True):
         self.sw = sw
         self.dir = tempfile.mkdtemp(prefix="s-", dir=base)
         self.conf = os.path.join(self.dir, "conf")
@@ -146,6 +167,8 @@ class Session:
             os.makedirs(x)
         with open(os.path.join(self.conf, "config.toml"), "w") as fh:
             fh.write('[mcp]\nruntime = "%s"\n' % runtime)
+            if runtime == "swarm" and registry:
+                fh.write('swarm_registry = "%s"\n' % sw.registry)
             if egress:
                 fh.write('egress = "%s"\n' % EGRESS)
         text = '[[server]]\nname = "probe"\ntransport = "container"\nimage = "%s"\n%s' % (
@@ -164,6 +187,12 @@ class Session:
         return subprocess.run([MCPGATE] + list(args) + (["--config", self.conf] if config else []),
                               env=self.env, capture_output=True, text=True, timeout=timeout,
                               cwd=self.ws, input=input)
+
+    def pinned_image(self):
+        """the image the first entry of mcp.toml pins"""
+        with open(os.path.join(self.conf, "mcp.toml")) as fh:
+            m = re.search(r'^image = "([^"]+)"', fh.read(), re.M)
+        return m.group(1) if m else ""
 
     def serve(self):
         self.stderr_path = os.path.join(self.dir, "serve.stderr")
@@ -222,13 +251,13 @@ def nothing_owned(sw, tries=60):
 
 
 def task_of(sw):
-    """(node, container id, pid on this machine) of the running mcpgate task"""
+    """(node, container inspect) of the running server's task (not its proxy's)"""
     for n in ("w1", "w2", "m"):
         ids = sw.docker(n, "ps", "-q", "--filter", "label=com.docker.swarm.service.name").stdout.split()
         for cid in ids:
             info = json.loads(sw.docker(n, "inspect", cid).stdout)[0]
-            if "mcpgate.pid" in json.dumps(info.get("Config", {}).get("Labels", {})) or \
-                    info["Config"]["Labels"].get("com.docker.swarm.service.name", "").startswith("mcpgate-"):
+            svc = info["Config"]["Labels"].get("com.docker.swarm.service.name", "")
+            if svc.startswith("mcpgate-") and not svc.endswith("-egress"):
                 return n, info
     return None, None
 
@@ -350,6 +379,126 @@ def test_refused_node(sw, base, image):
                       check=False)
 
 
+def test_stderr(sw, base, image):
+    """a server that writes to stderr and exits at start: its stderr crosses
+    the launcher's connection (the task's log driver is none), so review and serve show its last lines and the fix for its cause,
+    and the audit log keeps all of it, as on one machine"""
+    banner = "Error: EROFS: read-only file system, mkdir '/app/.swarm-%d'" % os.getpid()
+    fix = "server probe could not write a path its stderr names (a read-only file system)"
+    args = 'args = ["--stderr-banner", "%s", "--exit-at-start", "3"]\n' % banner
+    s = Session(sw, base, image, extra=args)
+    s.mcpgate("pull", "probe")
+    r = s.mcpgate("review", "probe")
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    t.ok(r.returncode != 0 and "  | " + banner in r.stderr.splitlines() and fix in last,
+         "review on the swarm shows the last line of the server's stderr and its cause's fix",
+         r.stderr[-900:])
+    m = re.search(r"all of its stderr is in (\S+\.jsonl)", last)
+    kept = ""
+    if m and os.path.isfile(m.group(1)):
+        with open(m.group(1)) as fh:
+            kept = fh.read()
+    t.ok(".swarm-%d" % os.getpid() in kept,
+         "the review's audit log keeps all of its stderr", last)
+    t.ok(not any(nothing_owned(sw).values()), "the failed review left nothing on the swarm",
+         everything_owned(sw))
+
+    s = Session(sw, base, image, extra=args + 'manifest = "sha256:%s"\n' % ("0" * 64))
+    c = s.serve()
+    c.initialize()
+    wait_settled(s.state, timeout=180)
+    c.request("tools/list", timeout=120)
+    c.close(timeout=120)
+    audit = s.audit()
+    un = [e for e in audit if e.get("event") == "server.unavailable"]
+    t.ok(un and fix in un[0].get("reason", "") and banner in json.dumps(un[0].get("stderr")),
+         "serve on the swarm: server.unavailable gives the fix and keeps its stderr", un)
+    log = s.serve_log().splitlines()
+    t.ok("  | " + banner in log, "serve's log shows the last line of its stderr", log[-8:])
+    left = nothing_owned(sw)
+    t.ok(not any(left.values()), "nothing left after the failed start", left)
+
+
+def pull_pins(sw, s, repo, what):
+    """mcpgate pull of s's server leaves its entry pinned to repo in the
+    swarm's registry, by digest"""
+    r = s.mcpgate("pull", "probe")
+    pinned = s.pinned_image()
+    t.ok(r.returncode == 0 and re.fullmatch(
+        re.escape(sw.registry) + "/" + repo + r"@sha256:[0-9a-f]{64}", pinned),
+        what, (pinned, r.stdout + r.stderr[-600:]))
+
+
+def test_registry(sw, base, image):
+    """an image from a registry only the manager reaches: a session refuses
+    it before anything is placed, naming the swarm's registry and the fix;
+    mcpgate pull pushes it to the swarm's registry and pins the entry to its
+    digest there, and then it runs on a worker. Without swarm_registry
+    nothing is placed, and the key is named"""
+    elsewhere = build_probe(sw, base, sw.env["SWARM_ELSEWHERE"], "mcpgate-swarm-elsewhere")
+    s = Session(sw, base, elsewhere)
+    r = s.mcpgate("review", "probe")
+    why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    t.ok(r.returncode != 0 and "is not in the swarm's registry %s" % sw.registry in why and
+         "server probe is unavailable" in why and
+         "`mcpgate pull` of this server pushes it there" in why,
+         "an image not in the swarm's registry is refused, naming the registry and the fix", why)
+    t.ok(not any(nothing_owned(sw).values()), "the refusal placed nothing on the swarm",
+         everything_owned(sw))
+    pull_pins(sw, s, "mcpgate-swarm-elsewhere",
+              "mcpgate pull pushes it to the swarm's registry and pins the entry to its "
+              "digest there")
+    tags = sw.docker("m", "images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    t.ok(not [x for x in tags if x.startswith(sw.registry + "/mcpgate-swarm-elsewhere:") and
+                not x.endswith(":<none>")],
+         "the push's tag is not left on the manager", tags)
+    r = s.mcpgate("review", "probe")
+    t.ok(r.returncode == 0 and "syscalls" in r.stdout,
+         "the pushed image runs on a worker", r.stdout[-300:] + r.stderr[-600:])
+    t.ok(not any(nothing_owned(sw).values()), "and leaves nothing", everything_owned(sw))
+
+    # one mcpgate made (add, pack): no registry serves localhost/, its
+    # archive is kept by its digest; pull loads it into the manager and
+    # pushes it as any other
+    packed = pack_probe(base)
+    s = Session(sw, base, packed)
+    pull_pins(sw, s, "mcpgate-swarm-packed",
+              "an image mcpgate made is loaded into the manager, pushed and pinned there")
+    r = s.mcpgate("review", "probe")
+    t.ok(r.returncode == 0 and "syscalls" in r.stdout,
+         "and runs on a worker", r.stdout[-300:] + r.stderr[-600:])
+
+    s = Session(sw, base, image, registry=False)
+    r = s.mcpgate("review", "probe")
+    t.ok(r.returncode != 0 and "set swarm_registry" in r.stderr,
+         "without swarm_registry nothing is placed, and the key is named", r.stderr[-600:])
+
+
+MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+
+
+def test_add(sw, base, image):
+    """mcpgate add on a swarm: the image it makes is loaded into the manager,
+    pushed to the swarm's registry, and the entry pins it there; it runs on
+    a worker. Needs npm and the npm registry"""
+    if shutil.which("npm") is None:
+        t.skip("mcpgate add on the swarm", "no npm here")
+        return
+    s = Session(sw, base, image)
+    r = s.mcpgate("add", "npm:" + MEMORY, "--name", "mem", timeout=900)
+    with open(os.path.join(s.conf, "mcp.toml")) as fh:
+        m = re.search(r'name = "mem"[^[]*?^image = "([^"]+)"', fh.read(), re.M | re.S)
+    pinned = m.group(1) if m else ""
+    t.ok(r.returncode == 0 and re.fullmatch(
+        re.escape(sw.registry) + r"/mcpgate-npm-mem@sha256:[0-9a-f]{64}", pinned),
+        "mcpgate add pushes the image it made to the swarm's registry and pins it there",
+        (pinned, r.stderr[-800:]))
+    r = s.mcpgate("review", "mem")
+    t.ok(r.returncode == 0 and "create_entities" in r.stdout,
+         "the added server runs on a worker", r.stdout[-300:] + r.stderr[-600:])
+    t.ok(not any(nothing_owned(sw).values()), "and leaves nothing", everything_owned(sw))
+
+
 def try_tokens(sw, c, image, service):
     """the launcher serves exactly one peer: once the session's relay holds
     it, another container on the session's overlay (the probe, driven by
@@ -414,6 +563,19 @@ def test_egress_secret(sw, base, image):
     nets = owned(sw, "network")
     t.ok(len(nets) == 2 and any(x.endswith("-in") for x in nets),
          "two overlays of the session's, labelled", nets)
+    services = owned(sw, "service")
+    proxies = [x for x in services if x.endswith("-egress")]
+    on_manager = [x for x in owned(sw, "container") if not x.endswith("-relay")]
+    t.ok(len(services) == 2 and len(proxies) == 1 and not on_manager,
+         "the proxy is a service of its own, not a container on the manager",
+         (services, on_manager))
+    if proxies:
+        spec = json.loads(sw.docker("m", "service", "inspect", proxies[0]).stdout)[0]
+        attached = sorted(n["Target"] for n in spec["Spec"]["TaskTemplate"]["Networks"])
+        ids = sorted(json.loads(sw.docker("m", "network", "inspect", *nets).stdout),
+                     key=lambda x: x["Name"])
+        t.ok(sorted(x["Id"] for x in ids) == attached,
+             "on the session's two overlays, the inner one and the outer one", attached)
     net_in = [x for x in nets if x.endswith("-in")]
     spec = json.loads(sw.docker("m", "network", "inspect", net_in[0]).stdout)[0] if net_in else {}
     t.ok(spec.get("Driver") == "overlay" and spec.get("Internal") is True,
@@ -432,7 +594,8 @@ def test_egress_secret(sw, base, image):
         reply = text_of(c.call("probe__raw", {"host": m.group(1), "port": int(m.group(2)),
                                               "data": get}, timeout=60))
         t.ok(reply.startswith("HTTP/1.1 200") and "outside-ok" in reply,
-             "through the proxy the listed outside host answers", reply[:200])
+             "through the proxy the listed outside host answers",
+             (reply[:200], s.serve_log()[-1500:]))
         other = "%s:%d" % (host, int(port) + 1)
         get = "GET http://%s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (other, other)
         reply = text_of(c.call("probe__raw", {"host": m.group(1), "port": int(m.group(2)),
@@ -458,8 +621,9 @@ def test_egress_secret(sw, base, image):
     t.ok(len(who) == 1 and who[0].endswith("/mcpgate-probe"),
          "no process but the server's own has it in its environment", who)
     secrets = owned(sw, "secret")
-    t.ok(sorted(secrets) == sorted([service + "-tok", service + "-env"]),
-         "the session's secrets are swarm secrets (token and variables)", secrets)
+    t.ok(sorted(secrets) == sorted([service + "-tok", service + "-env", service + "-egress-tok"]),
+         "the session's secrets are swarm secrets (the tokens of the server and its proxy, "
+         "the server's variables)", secrets)
     c.close(timeout=120)
     audit = s.audit()
     seen = [(e.get("allowed"), e.get("port")) for e in audit if e.get("event") == "mcp.egress"]
@@ -551,8 +715,8 @@ def main():
         sw = Swarm(d)
         prefix = sw.prefix
         image = build_probe(sw, base)
-        cases = (test_topology, test_session, test_egress_secret, test_refused_node,
-                 test_kill_sweep)
+        cases = (test_topology, test_session, test_stderr, test_registry, test_add,
+                 test_egress_secret, test_refused_node, test_kill_sweep)
         only = os.environ.get("MCPGATE_SWARM_CASES")  # iterating: some cases by name
         for case in [x for x in cases if not only or x.__name__ in only.split(",")]:
             began = time.time()

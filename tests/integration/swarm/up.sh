@@ -4,7 +4,8 @@
 # pidfile, socket, cgroup parent) in a network namespace of its own, joined
 # over a bridge in a fourth namespace (the "hub", which also plays the
 # outside host: busybox httpd on HUB:8080). The manager runs a registry on
-# MANAGER:5000 that every node trusts. Nothing on the host changes: the host's
+# MANAGER:5000 that every node trusts, and one on its own 127.0.0.1:5001
+# that only the manager reaches. Nothing on the host changes: the host's
 # dockerd, iptables and /etc/docker are left alone (docs/2026-12-02-swarm.md).
 #
 #   up.sh DIR SECCOMP_PROFILE   -> writes DIR/env (sourceable) or exits 77
@@ -75,6 +76,12 @@ http:
 YML
 nsenter --net="/run/netns/$pfx-m" docker-registry serve "$dir/registry.yml" </dev/null >"$dir/registry.log" 2>&1 &
 echo "pid $!" >>"$dir/made"
+# a registry only the manager reaches (its own loopback): where a server's
+# image may come from, not where the nodes pull
+sed -e "s|$dir/registry\$|$dir/elsewhere|" -e "s|addr: .*|addr: 127.0.0.1:5001|" \
+	"$dir/registry.yml" >"$dir/elsewhere.yml"
+nsenter --net="/run/netns/$pfx-m" docker-registry serve "$dir/elsewhere.yml" </dev/null >"$dir/elsewhere.log" 2>&1 &
+echo "pid $!" >>"$dir/made"
 
 start_node() { # node enforced
 	local node=$1 enforced=$2 d=$dir/$1
@@ -132,6 +139,7 @@ SWARM_MANAGER=unix://$dir/m/sock
 SWARM_W1=unix://$dir/w1/sock
 SWARM_W2=unix://$dir/w2/sock
 SWARM_REGISTRY=$manager:5000
+SWARM_ELSEWHERE=127.0.0.1:5001
 SWARM_OUTSIDE=$net.254:8080
 SWARM_NS_MANAGER=$pfx-m
 ENV
