@@ -166,13 +166,23 @@ static bool exited_ok(const struct proc_result *res)
 /* The lists are fetched again when they are older than this: what a new
  * resolution sees is at most this old, and adds in a row ask once */
 #define LISTS_FRESH_SECONDS (60 * 60)
+#define SOURCES_MAX         (1u << 16)
 
+/* The stamp holds the sources the lists were fetched from: another archive
+ * named in config.toml is fetched at once, however fresh the lists are */
 int deb_apt_update(const struct deb_store *s, struct mg_err **err)
 {
 	cleanup_free char *stamp = xasprintf("%s/apt/updated", s->dir);
+	cleanup_free char *src_path = xasprintf("%s/apt/etc/sources.list", s->dir);
+	cleanup_free char *sources = NULL, *was = NULL;
+	size_t sources_len = 0, was_len = 0;
+	if (mg_read_file(src_path, SOURCES_MAX, &sources, &sources_len, err) < 0)
+		return -1;
 	struct stat st;
 	if (stat(stamp, &st) == 0 && time(NULL) - st.st_mtime >= 0 &&
-	    time(NULL) - st.st_mtime < LISTS_FRESH_SECONDS)
+	    time(NULL) - st.st_mtime < LISTS_FRESH_SECONDS &&
+	    mg_read_file(stamp, SOURCES_MAX, &was, &was_len, NULL) == 0 && was_len == sources_len &&
+	    memcmp(was, sources, was_len) == 0)
 		return 0;
 	if (!s->quiet)
 		fprintf(stderr, "mcpgate: apt-get update of Debian %s (%s), mcpgate's own lists\n",
@@ -194,7 +204,7 @@ int deb_apt_update(const struct deb_store *s, struct mg_err **err)
 		r = apt_failed("update", &res, err);
 	proc_result_free(&res);
 	if (r == 0)
-		r = mg_write_file_atomic(stamp, "", 0, 0600, err);
+		r = mg_write_file_atomic(stamp, sources, sources_len, 0600, err);
 	return r;
 }
 
