@@ -35,13 +35,22 @@ static bool conf_safe(const char *s)
 
 int deb_apt_prepare(const struct deb_store *s, struct mg_err **err)
 {
-	const char *paths[] = {s->dir, s->mirror, s->security, s->keyring, s->suite, s->arch};
+	const char *paths[] = {s->dir, s->suite, s->arch};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (!conf_safe(paths[i]) || strchr(paths[i], ' ') != NULL)
 			return mg_err_set(err,
 			                  "\"%s\" holds a space, quote, semicolon or brace, which "
 			                  "apt's configuration cannot carry",
 			                  paths[i]);
+	/* config.toml's [debian] checked these at load; the defaults pass */
+	const char *sources[] = {s->mirror, s->security, s->keyring};
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		if (!deb_source_value_safe(sources[i]))
+			return mg_err_set(
+			    err,
+			    "\"%s\" holds a space, control character, quote, semicolon, "
+			    "brace, comma or bracket, which apt's sources cannot carry",
+			    sources[i]);
 	cleanup_free char *etc = xasprintf("%s/apt/etc", s->dir);
 	cleanup_free char *parts = xasprintf("%s/apt/etc/apt.conf.d", s->dir);
 	cleanup_free char *lists = xasprintf("%s/apt/state/lists/partial", s->dir);

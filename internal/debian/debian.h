@@ -34,6 +34,12 @@ extern const char *const deb_base_set[];
 /* A Debian package's name: [a-z0-9][a-z0-9+.-]+, at most 100 bytes */
 bool deb_name_valid(const char *name);
 
+/* Whether s can be a value of a sources line and of apt's configuration
+ * (an archive's URL, a keyring's path) as it is: no space, control
+ * character, quote, semicolon or brace, and no comma or bracket
+ * (signed-by= takes a comma as a second keyring, "]" ends the options) */
+bool deb_source_value_safe(const char *s);
+
 /* names checked, sorted, without duplicates (out, appended). what names
  * them in messages ("--with"). */
 int deb_set_normalise(const char *const *names, size_t n, const char *what, struct strv *out,
