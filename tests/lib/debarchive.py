@@ -241,5 +241,6 @@ def config_or_skip():
     try:
         return shared().config()
     except Unavailable as e:
-        print("1..0 # SKIP %s" % e)
+        print("ok 1 # SKIP %s" % e)
+        print("0 passed, 0 failed")
         raise SystemExit(77)
