@@ -24,6 +24,7 @@ import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from mcpclient import Tap  # noqa: E402
+import debarchive  # noqa: E402
 
 t = Tap()
 FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
@@ -128,7 +129,7 @@ def main():
         os.symlink(os.path.realpath(node), os.path.join(bin_dir, "node"))
         shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(bin_dir, "podman"))
         with open(os.path.join(conf, "config.toml"), "w") as fh:
-            fh.write('[mcp]\nruntime = "podman"\n')
+            fh.write('[mcp]\nruntime = "podman"\n' + debarchive.config_or_skip())
         with open(os.path.join(home, ".npmrc"), "w") as fh:
             fh.write("registry=https://127.0.0.1:%d/\n" % port)
         with open(os.path.join(prefix, "etc", "npmrc"), "w") as fh:

@@ -30,6 +30,7 @@ import tomllib
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from mcpclient import Tap  # noqa: E402
 from gwtest import IMAGE, Fixture  # noqa: E402
+import debarchive  # noqa: E402
 
 t = Tap()
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
@@ -110,7 +111,7 @@ class Place:
         os.symlink(sys.executable, os.path.join(self.bin, "node"))
         shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.bin, "podman"))
         with open(os.path.join(self.conf, "config.toml"), "w") as fh:
-            fh.write('[mcp]\nruntime = "podman"\n')
+            fh.write('[mcp]\nruntime = "podman"\n' + debarchive.config_or_skip())
         self.mcp = os.path.join(self.conf, "mcp.toml")
         self.reset()
         self.env = {"PATH": self.bin + ":/usr/bin:/bin", "HOME": d,

@@ -91,10 +91,11 @@ struct add_layers {
 	char *node_path, *node_version;
 };
 /* node's layer from node, the Debian base and (packages not empty) the
- * set's layer over it, from the store under data; refresh resolves the
- * sets again */
-int add_layers_prepare(struct add_layers *l, const char *data, const char *node,
-                       const struct strv *packages, bool refresh, struct mg_err **err);
+ * set's layer over it, from the store under data and the archive cfg's
+ * [debian] names (cfg NULL: Debian's); refresh resolves the sets again */
+int add_layers_prepare(struct add_layers *l, const char *data, const struct cfg *cfg,
+                       const char *node, const struct strv *packages, bool refresh,
+                       struct mg_err **err);
 /* the build tools' layer, node's headers and npm's node-gyp (npm: its path) */
 int add_layers_native(struct add_layers *l, const char *data, const char *npm, bool refresh,
                       struct mg_err **err);

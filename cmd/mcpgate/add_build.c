@@ -91,8 +91,8 @@ int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **ima
 	free(what);
 	what = xstrdup("the layers below the package's: Debian base, node, packages");
 	progress_begin(b->progress, what, NULL, NULL);
-	r = add_layers_prepare(&layers, b->data, b->node, b->packages != NULL ? b->packages : &none,
-	                       b->refresh, err);
+	r = add_layers_prepare(&layers, b->data, b->cfg, b->node,
+	                       b->packages != NULL ? b->packages : &none, b->refresh, err);
 	progress_end(b->progress, r == 0);
 	if (r < 0)
 		goto out;

@@ -138,13 +138,18 @@ static int node_blob(struct add_layers *l, const char *data, struct mg_err **err
 	return 0;
 }
 
-int add_layers_prepare(struct add_layers *l, const char *data, const char *node,
-                       const struct strv *packages, bool refresh, struct mg_err **err)
+int add_layers_prepare(struct add_layers *l, const char *data, const struct cfg *cfg,
+                       const char *node, const struct strv *packages, bool refresh,
+                       struct mg_err **err)
 {
+	struct deb_archive archive = {0};
+	if (cfg != NULL)
+		archive = (struct deb_archive){cfg->debian.mirror, cfg->debian.security,
+		                               cfg->debian.keyring};
 	if (node_layer(node, &l->node, &l->node_version, err) < 0 || node_blob(l, data, err) < 0)
 		return -1;
 	l->node_path = xstrdup(node);
-	if (deb_store_open(data, &l->store, err) < 0)
+	if (deb_store_open(data, &archive, &l->store, err) < 0)
 		return -1;
 	l->store_open = true;
 	if (deb_layer_get(&l->store, NULL, NULL, refresh, &l->base, err) < 0)

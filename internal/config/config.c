@@ -1443,8 +1443,19 @@ static const struct key_spec mcp_keys[M_MCP_COUNT] = {
     [M_CLIENT_QUEUE] = {"client_queue_max", TOML_INTEGER, "an integer", SCOPE_ANY},
 };
 
-static const struct key_spec config_top_keys[] = {
-    {"mcp", TOML_TABLE, "a table ([mcp])", SCOPE_ANY},
+enum top_key { T_MCP, T_DEBIAN, T_COUNT };
+
+static const struct key_spec config_top_keys[T_COUNT] = {
+    [T_MCP] = {"mcp", TOML_TABLE, "a table ([mcp])", SCOPE_ANY},
+    [T_DEBIAN] = {"debian", TOML_TABLE, "a table ([debian])", SCOPE_ANY},
+};
+
+enum debian_key { D_MIRROR, D_SECURITY, D_KEYRING, D_COUNT };
+
+static const struct key_spec debian_keys[D_COUNT] = {
+    [D_MIRROR] = {"mirror", TOML_STRING, "a string", SCOPE_ANY},
+    [D_SECURITY] = {"security", TOML_STRING, "a string", SCOPE_ANY},
+    [D_KEYRING] = {"keyring", TOML_STRING, "a string", SCOPE_ANY},
 };
 
 /* an integer key in [min, max]; false (diagnosed) when out of range */
@@ -1478,27 +1489,45 @@ static bool int_in(struct ctx *c, const struct toml_kv *kv, const char *unit, in
 	return true;
 }
 
-static void check_config_file(struct ctx *c, const struct toml_value *root, struct cfg_mcp *m)
+/* [debian]: the archive add takes packages from; each value checked as
+ * apt will be given it */
+static void check_debian(struct ctx *c, const struct toml_value *t, struct cfg_debian *d)
 {
-	const struct toml_value *t = NULL;
-	for (size_t i = 0; i < root->u.table.len; i++) {
-		const struct toml_kv *kv = &root->u.table.items[i];
-		if (kv->keylen != 3 || memcmp(kv->key, "mcp", 3) != 0) {
-			diag_unknown(
-			    c, kv,
-			    "at the top level of config.toml, which holds only the [mcp] table",
-			    config_top_keys, 1);
+	struct keys k;
+	match_keys(c, t, debian_keys, D_COUNT, "in [debian]", &k);
+	char **slots[D_COUNT] = {
+	    [D_MIRROR] = &d->mirror, [D_SECURITY] = &d->security, [D_KEYRING] = &d->keyring};
+	for (size_t i = 0; i < D_COUNT; i++) {
+		if (k.kv[i] == NULL)
 			continue;
-		}
-		if (kv->value->kind != TOML_TABLE) {
-			diag(c, kv->value->pos, "\"mcp\" must be a table ([mcp]), not %s",
-			     toml_kind_name(kv->value->kind));
+		const struct toml_value *v = k.kv[i]->value;
+		const char *text = str_of(c, debian_keys[i].name, v);
+		if (text == NULL)
 			continue;
-		}
-		t = kv->value;
+		cleanup_free char *what = xasprintf("\"%s\"", debian_keys[i].name);
+		cleanup_err struct mg_err *e = NULL;
+		int r = i == D_KEYRING ? cfg_check_keyring_path(text, what, &e)
+		                       : cfg_check_archive_url(text, what, &e);
+		if (r < 0)
+			diag_err(c, v->pos, &e);
+		else
+			*slots[i] = xstrdup(text);
 	}
-	if (t == NULL)
+}
+
+static void check_config_file(struct ctx *c, const struct toml_value *root, struct cfg *cfg)
+{
+	struct keys top;
+	match_keys(
+	    c, root, config_top_keys, T_COUNT,
+	    "at the top level of config.toml, which holds only the [mcp] and [debian] tables",
+	    &top);
+	if (top.kv[T_DEBIAN] != NULL)
+		check_debian(c, top.kv[T_DEBIAN]->value, &cfg->debian);
+	if (top.kv[T_MCP] == NULL)
 		return;
+	const struct toml_value *t = top.kv[T_MCP]->value;
+	struct cfg_mcp *m = &cfg->mcp;
 	struct keys k;
 	match_keys(c, t, mcp_keys, M_MCP_COUNT, "in [mcp]", &k);
 	if (k.kv[M_RUNTIME] != NULL) {
@@ -1587,7 +1616,7 @@ static void parse_one(struct ctx *c, enum cfg_file file, const char *text, size_
 		if (file == FILE_MCP)
 			check_mcp_file(c, root, cfg);
 		else
-			check_config_file(c, root, &cfg->mcp);
+			check_config_file(c, root, cfg);
 	}
 	toml_free(root);
 }
@@ -1754,6 +1783,9 @@ void cfg_free(struct cfg *cfg)
 	free(cfg->servers);
 	free(cfg->mcp.egress);
 	free(cfg->mcp.swarm_registry);
+	free(cfg->debian.mirror);
+	free(cfg->debian.security);
+	free(cfg->debian.keyring);
 	free(cfg->mcp_path);
 	free(cfg->config_path);
 	free(cfg);

@@ -287,10 +287,22 @@ struct cfg_mcp {
 	enum cfg_start start; /* the servers' default */
 };
 
+/* config.toml's [debian] table: the archive `mcpgate add` takes Debian
+ * packages from (docs/2026-12-02-debian-archive.md). Each NULL when not
+ * written: Debian's own (DEB_DEFAULT_* in debian.h). Whatever is named,
+ * apt checks the archive's Release against the keyring, and an unsigned
+ * or insecure one is refused. */
+struct cfg_debian {
+	char *mirror;   /* http://, https:// or file:/ URL of a Debian mirror */
+	char *security; /* the same, of its security archive */
+	char *keyring;  /* an absolute path: the keys that sign both */
+};
+
 struct cfg {
 	struct cfg_server *servers; /* in file order */
 	size_t nservers;
 	struct cfg_mcp mcp;
+	struct cfg_debian debian;
 	char *mcp_path;    /* the name mcp.toml was read as */
 	char *config_path; /* the name config.toml was read as, or NULL when none was */
 	/* `mcpgate serve --passthrough`: the one server offered is served under
@@ -370,6 +382,12 @@ int cfg_parse_position(const char *s, const char *what, enum cfg_position *posit
 int cfg_check_server_name(const char *s, const char *what, struct mg_err **err);
 int cfg_check_tool_name(const char *s, const char *what, struct mg_err **err);
 int cfg_check_credential_name(const char *s, const char *what, struct mg_err **err);
+/* A Debian archive's URL as [debian] takes it: http://, https:// or file:/,
+ * nothing apt's configuration cannot carry (a space, quote, semicolon,
+ * brace, a control character) */
+int cfg_check_archive_url(const char *s, const char *what, struct mg_err **err);
+/* The keyring [debian] takes: an absolute path, with the same characters */
+int cfg_check_keyring_path(const char *s, const char *what, struct mg_err **err);
 /* sha256:<64 lower-case hex> */
 int cfg_check_manifest(const char *s, const char *what, struct mg_err **err);
 

@@ -15,6 +15,7 @@
 #include "internal/base/num.h"
 #include "internal/base/utf8.h"
 #include "internal/base/xalloc.h"
+#include "internal/debian/debian.h"
 
 #define QUOTE_CUT 120
 
@@ -804,6 +805,42 @@ int cfg_check_credential_name(const char *s, const char *what, struct mg_err **e
 	if (!name_chars_ok(s))
 		return fail(err, what, s, "may hold only letters, digits, \"_\", \".\" and \"-\"");
 	return 0;
+}
+
+#define ARCHIVE_VALUE_MAX 1024
+
+/* what [debian]'s values share: a bound, and nothing apt's sources would
+ * read as more than the one value */
+static int source_value_check(const char *s, const char *what, struct mg_err **err)
+{
+	if (strlen(s) > ARCHIVE_VALUE_MAX)
+		return fail(err, what, s, "is longer than %d bytes", ARCHIVE_VALUE_MAX);
+	if (!deb_source_value_safe(s))
+		return fail(err, what, s,
+		            "holds a space, control character, quote, semicolon, brace, comma or "
+		            "bracket, which apt's sources cannot carry");
+	return 0;
+}
+
+int cfg_check_archive_url(const char *s, const char *what, struct mg_err **err)
+{
+	if (source_value_check(s, what, err) < 0)
+		return -1;
+	bool web = (strncmp(s, "http://", 7) == 0 && s[7] != '\0' && s[7] != '/') ||
+	           (strncmp(s, "https://", 8) == 0 && s[8] != '\0' && s[8] != '/');
+	bool file = strncmp(s, "file:/", 6) == 0;
+	if (!web && !file)
+		return fail(err, what, s,
+		            "must be an http://HOST/..., https://HOST/... or file:/PATH URL of a "
+		            "Debian archive");
+	return 0;
+}
+
+int cfg_check_keyring_path(const char *s, const char *what, struct mg_err **err)
+{
+	if (s[0] != '/')
+		return fail(err, what, s, "must be an absolute path");
+	return source_value_check(s, what, err);
 }
 
 int cfg_check_manifest(const char *s, const char *what, struct mg_err **err)

@@ -117,6 +117,9 @@ static void test_minimal(void)
 	T_OK(s->url == NULL, "minimal: no url");
 	T_INT(cfg->mcp.runtime, CFG_RUNTIME_UNSET, "defaults: runtime unset");
 	T_OK(cfg->mcp.egress == NULL, "defaults: no egress path");
+	T_OK(cfg->debian.mirror == NULL && cfg->debian.security == NULL &&
+	         cfg->debian.keyring == NULL,
+	     "defaults: no [debian], Debian's own archive");
 	T_INT((long long)cfg->mcp.line_max, 16777216, "defaults: line_max 16 MiB");
 	T_INT(cfg->mcp.start_timeout, 60, "defaults: start_timeout");
 	T_INT(cfg->mcp.call_timeout, 300, "defaults: call_timeout");
@@ -255,6 +258,10 @@ static void test_full(void)
 	T_INT(cfg->mcp.listen_idle_timeout, 60, "config: listen_idle_timeout");
 	T_INT(cfg->mcp.listen_read_timeout, 10, "config: listen_read_timeout");
 	T_STR(cfg->config_path, "testdata/config/good-config.toml", "config: path kept");
+	T_STR(cfg->debian.mirror, "https://mirror.example.com/debian", "config: [debian] mirror");
+	T_STR(cfg->debian.security, "file:/srv/mirror/debian-security",
+	      "config: [debian] security");
+	T_STR(cfg->debian.keyring, "/etc/mcpgate/mirror-keyring.gpg", "config: [debian] keyring");
 	cfg_free(cfg);
 }
 

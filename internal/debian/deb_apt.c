@@ -35,13 +35,22 @@ static bool conf_safe(const char *s)
 
 int deb_apt_prepare(const struct deb_store *s, struct mg_err **err)
 {
-	const char *paths[] = {s->dir, s->mirror, s->security, s->keyring, s->suite, s->arch};
+	const char *paths[] = {s->dir, s->suite, s->arch};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (!conf_safe(paths[i]) || strchr(paths[i], ' ') != NULL)
 			return mg_err_set(err,
 			                  "\"%s\" holds a space, quote, semicolon or brace, which "
 			                  "apt's configuration cannot carry",
 			                  paths[i]);
+	/* config.toml's [debian] checked these at load; the defaults pass */
+	const char *sources[] = {s->mirror, s->security, s->keyring};
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		if (!deb_source_value_safe(sources[i]))
+			return mg_err_set(
+			    err,
+			    "\"%s\" holds a space, control character, quote, semicolon, "
+			    "brace, comma or bracket, which apt's sources cannot carry",
+			    sources[i]);
 	cleanup_free char *etc = xasprintf("%s/apt/etc", s->dir);
 	cleanup_free char *parts = xasprintf("%s/apt/etc/apt.conf.d", s->dir);
 	cleanup_free char *lists = xasprintf("%s/apt/state/lists/partial", s->dir);
@@ -166,13 +175,23 @@ static bool exited_ok(const struct proc_result *res)
 /* The lists are fetched again when they are older than this: what a new
  * resolution sees is at most this old, and adds in a row ask once */
 #define LISTS_FRESH_SECONDS (60 * 60)
+#define SOURCES_MAX         (1u << 16)
 
+/* The stamp holds the sources the lists were fetched from: another archive
+ * named in config.toml is fetched at once, however fresh the lists are */
 int deb_apt_update(const struct deb_store *s, struct mg_err **err)
 {
 	cleanup_free char *stamp = xasprintf("%s/apt/updated", s->dir);
+	cleanup_free char *src_path = xasprintf("%s/apt/etc/sources.list", s->dir);
+	cleanup_free char *sources = NULL, *was = NULL;
+	size_t sources_len = 0, was_len = 0;
+	if (mg_read_file(src_path, SOURCES_MAX, &sources, &sources_len, err) < 0)
+		return -1;
 	struct stat st;
 	if (stat(stamp, &st) == 0 && time(NULL) - st.st_mtime >= 0 &&
-	    time(NULL) - st.st_mtime < LISTS_FRESH_SECONDS)
+	    time(NULL) - st.st_mtime < LISTS_FRESH_SECONDS &&
+	    mg_read_file(stamp, SOURCES_MAX, &was, &was_len, NULL) == 0 && was_len == sources_len &&
+	    memcmp(was, sources, was_len) == 0)
 		return 0;
 	if (!s->quiet)
 		fprintf(stderr, "mcpgate: apt-get update of Debian %s (%s), mcpgate's own lists\n",
@@ -194,7 +213,7 @@ int deb_apt_update(const struct deb_store *s, struct mg_err **err)
 		r = apt_failed("update", &res, err);
 	proc_result_free(&res);
 	if (r == 0)
-		r = mg_write_file_atomic(stamp, "", 0, 0600, err);
+		r = mg_write_file_atomic(stamp, sources, sources_len, 0600, err);
 	return r;
 }
 

@@ -40,9 +40,13 @@ static const struct {
     {"386", "i386"},    {"ppc64le", "ppc64el"}, {"s390x", "s390x"},
 };
 
-int deb_store_open(const char *data, struct deb_store *out, struct mg_err **err)
+int deb_store_open(const char *data, const struct deb_archive *archive, struct deb_store *out,
+                   struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
+	const struct deb_archive none = {0};
+	if (archive == NULL)
+		archive = &none;
 	const char *arch = NULL;
 	if (pack_machine_arch(&arch, err) < 0)
 		return -1;
@@ -64,15 +68,15 @@ int deb_store_open(const char *data, struct deb_store *out, struct mg_err **err)
 	}
 	out->dir = xasprintf("%s/debian", data);
 	out->suite = xstrdup("bookworm");
-	out->mirror = xstrdup("http://deb.debian.org/debian");
-	out->security = xstrdup("http://deb.debian.org/debian-security");
-	out->keyring = xstrdup("/usr/share/keyrings/debian-archive-keyring.gpg");
+	out->mirror = xstrdup(archive->mirror != NULL ? archive->mirror : DEB_DEFAULT_MIRROR);
+	out->security =
+	    xstrdup(archive->security != NULL ? archive->security : DEB_DEFAULT_SECURITY);
+	out->keyring = xstrdup(archive->keyring != NULL ? archive->keyring : DEB_DEFAULT_KEYRING);
 	if (access(out->keyring, R_OK) != 0) {
 		int e = errno;
-		mg_err_sys(err, e,
-		           "%s, the keys Debian's archive is checked with (apt-get install "
-		           "debian-archive-keyring)",
-		           out->keyring);
+		mg_err_sys(err, e, "%s, the keys the archive is checked with (%s)", out->keyring,
+		           archive->keyring != NULL ? "config.toml's [debian] keyring"
+		                                    : "apt-get install debian-archive-keyring");
 		deb_store_free(out);
 		return -1;
 	}

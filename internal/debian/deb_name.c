@@ -27,3 +27,11 @@ bool deb_name_valid(const char *name)
 			return false;
 	return true;
 }
+
+bool deb_source_value_safe(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+		if (*p <= 0x20 || *p == 0x7f || strchr("\"';{},[]", *p) != NULL)
+			return false;
+	return true;
+}

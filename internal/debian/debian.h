@@ -34,6 +34,12 @@ extern const char *const deb_base_set[];
 /* A Debian package's name: [a-z0-9][a-z0-9+.-]+, at most 100 bytes */
 bool deb_name_valid(const char *name);
 
+/* Whether s can be a value of a sources line and of apt's configuration
+ * (an archive's URL, a keyring's path) as it is: no space, control
+ * character, quote, semicolon or brace, and no comma or bracket
+ * (signed-by= takes a comma as a second keyring, "]" ends the options) */
+bool deb_source_value_safe(const char *s);
+
 /* names checked, sorted, without duplicates (out, appended). what names
  * them in messages ("--with"). */
 int deb_set_normalise(const char *const *names, size_t n, const char *what, struct strv *out,
@@ -98,8 +104,23 @@ struct deb_store {
 	bool quiet;     /* no progress lines on stderr */
 };
 
-/* The store under data (DATA), for this machine; apt-get from PATH */
-int deb_store_open(const char *data, struct deb_store *out, struct mg_err **err);
+/* Which archive: Debian's own unless the person names another (config.toml's
+ * [debian]); a field NULL is Debian's. apt checks the archive's Release
+ * against the keyring whatever it is: unsigned, insecure or signed by
+ * another key is refused. */
+struct deb_archive {
+	const char *mirror;   /* URL of the archive: SUITE and SUITE-updates */
+	const char *security; /* URL of its security archive: SUITE-security */
+	const char *keyring;  /* the keys that sign both */
+};
+#define DEB_DEFAULT_MIRROR   "http://deb.debian.org/debian"
+#define DEB_DEFAULT_SECURITY "http://deb.debian.org/debian-security"
+#define DEB_DEFAULT_KEYRING  "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+/* The store under data (DATA), for this machine, taking packages from
+ * archive (NULL: Debian's); apt-get from PATH */
+int deb_store_open(const char *data, const struct deb_archive *archive, struct deb_store *out,
+                   struct mg_err **err);
 void deb_store_free(struct deb_store *s);
 
 struct deb_layer {

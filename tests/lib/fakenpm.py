@@ -11,6 +11,7 @@ import sys
 import time
 
 from gwtest import run_tty  # noqa: E402
+import debarchive  # noqa: E402
 
 MCPGATE = os.path.abspath(os.environ.get("MCPGATE", "./mcpgate"))
 FAKES = os.path.abspath(os.environ.get("FAKES", "build/fakes"))
@@ -83,8 +84,10 @@ class Place:
         os.symlink(sys.executable, os.path.join(self.bin, "node"))
         shutil.copy(os.path.join(FAKES, "fake-runtime"), os.path.join(self.bin, "podman"))
         shutil.copy(os.path.join(FAKES, "mcpgate-probe"), os.path.join(self.bin, "mcpgate-probe"))
+        # Debian's packages from the tests' own archive on loopback; [mcp]
+        # last, so that a test may append to it
         with open(os.path.join(self.conf, "config.toml"), "w") as fh:
-            fh.write('[mcp]\nruntime = "podman"\n')
+            fh.write(debarchive.config_or_skip() + '[mcp]\nruntime = "podman"\n')
         self.mcp = os.path.join(self.conf, "mcp.toml")
         self.registry_path = os.path.join(d, "registry.json")
         self.npm_log = os.path.join(d, "npm.log")
