@@ -84,8 +84,10 @@ for runtime in ${MCPGATE_CONTAINER_TEST_RUNTIME:-podman docker}; do
 		echo "# started dockerd"
 	fi
 	for t in "$here"/*_test.py; do
+		began=$SECONDS
 		MCPGATE_CONTAINER_TEST_RUNTIME=$runtime python3 "$t"
 		rc=$?
+		echo "# $runtime: $(basename "$t") took $((SECONDS - began)) s"
 		# 77: the test skipped itself, with its reason on an ok line
 		[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
 	done
@@ -94,8 +96,10 @@ done
 # The swarm driver on a real swarm of three dockerd in network namespaces of
 # their own (tests/integration/swarm/): once, not per runtime; it skips (77)
 # where the swarm cannot come up
+began=$SECONDS
 python3 "$here/swarm/swarm_test.py"
 rc=$?
+echo "# swarm_test.py took $((SECONDS - began)) s"
 [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
 
 # Rootless podman, as a person runs it: the podman tests again as the
@@ -123,9 +127,11 @@ if [ -n "$ruser" ] && [ "$(id -u)" -eq 0 ] && command -v podman >/dev/null; then
 	case "$probe" in /*) probe=${probe#"$top"/} ;; esac
 	echo "# rootless podman as $ruser ($(su "$ruser" -c 'podman info --format "cgroup {{.Host.CgroupsVersion}}, {{.Host.NetworkBackend}}"' 2>/dev/null))"
 	for t in containers egress mounts everything add sdk2 packages connect; do
+		began=$SECONDS
 		su "$ruser" -s /bin/sh -c "cd '$tree' && exec env -u XDG_RUNTIME_DIR \
 			MCPGATE_CONTAINER_TEST_RUNTIME=podman MCPGATE='$mcpgate' PROBE='$probe' \
 			python3 tests/integration/${t}_test.py" | sed "s/^\(not \)\{0,1\}ok [0-9]* -/& rootless:/" || status=1
+		echo "# rootless: ${t}_test.py took $((SECONDS - began)) s"
 	done
 	echo "# rootless podman with XDG_RUNTIME_DIR=$rdir"
 	su "$ruser" -s /bin/sh -c "cd '$tree' && exec env XDG_RUNTIME_DIR='$rdir' \
