@@ -141,14 +141,25 @@ static int node_blob(struct add_layers *l, const char *data, struct mg_err **err
 int add_layers_prepare(struct add_layers *l, const char *data, const char *node,
                        const struct strv *packages, bool refresh, struct mg_err **err)
 {
-	if (node_layer(node, &l->node, &l->node_version, err) < 0 || node_blob(l, data, err) < 0)
+	if (node != NULL &&
+	    (node_layer(node, &l->node, &l->node_version, err) < 0 || node_blob(l, data, err) < 0))
 		return -1;
-	l->node_path = xstrdup(node);
+	l->node_path = node != NULL ? xstrdup(node) : NULL;
 	if (deb_store_open(data, &l->store, err) < 0)
 		return -1;
 	l->store_open = true;
 	if (deb_layer_get(&l->store, NULL, NULL, refresh, &l->base, err) < 0)
 		return -1;
+	if (node == NULL) {
+		/* a Python image: Debian's python3 in a layer of its own over the
+		 * base, the same for every Python image (docs/2026-12-02-pypi.md) */
+		struct strv python = STRV_INIT;
+		strv_push(&python, "python3");
+		int r = deb_layer_get(&l->store, &python, &l->base, refresh, &l->python, err);
+		strv_free(&python);
+		if (r < 0)
+			return -1;
+	}
 	if (packages->n > 0 &&
 	    deb_layer_get(&l->store, packages, &l->base, refresh, &l->set, err) < 0)
 		return -1;
@@ -161,10 +172,13 @@ static size_t push_lower(struct pack_lower *out, size_t n, const struct deb_laye
 	return n + 1;
 }
 
-size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[4])
+size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[5])
 {
 	size_t n = push_lower(out, 0, &l->base);
-	out[n++] = (struct pack_lower){.blob = l->node_blob, .info = &l->node_info};
+	if (l->node_blob != NULL)
+		out[n++] = (struct pack_lower){.blob = l->node_blob, .info = &l->node_info};
+	if (l->python.blob != NULL)
+		n = push_lower(out, n, &l->python);
 	if (!step && l->set.blob != NULL)
 		n = push_lower(out, n, &l->set);
 	if (step && l->tools.blob != NULL) {
@@ -177,7 +191,10 @@ size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower
 
 void add_layers_labels(const struct add_layers *l, struct strv *labels)
 {
-	strv_pushf(labels, "io.mcpgate.node=%s %s", l->node_path, l->node_version);
+	if (l->node_path != NULL)
+		strv_pushf(labels, "io.mcpgate.node=%s %s", l->node_path, l->node_version);
+	if (l->python.blob != NULL)
+		strv_pushf(labels, "io.mcpgate.debian.python=sha256:%s", l->python.lock_hex);
 	strv_pushf(labels, "io.mcpgate.debian.base=%s %s sha256:%s", l->store.suite, l->store.arch,
 	           l->base.lock_hex);
 	if (l->set.blob == NULL)
@@ -199,9 +216,9 @@ int add_layers_keep_locks(const struct add_layers *l, const char *archive, struc
 		path[n - 4] = '\0';
 	cleanup_free char *dest = xasprintf("%s.debian.lock", path);
 	struct mg_buf b = MG_BUF_INIT(16u << 20);
-	const struct deb_layer *layers[] = {&l->base, &l->set};
+	const struct deb_layer *layers[] = {&l->base, &l->python, &l->set};
 	int r = 0;
-	for (size_t i = 0; r == 0 && i < 2; i++) {
+	for (size_t i = 0; r == 0 && i < 3; i++) {
 		if (layers[i]->lock_path == NULL)
 			continue;
 		cleanup_free char *text = NULL;
@@ -354,6 +371,7 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
 void add_layers_free(struct add_layers *l)
 {
 	deb_layer_free(&l->base);
+	deb_layer_free(&l->python);
 	deb_layer_free(&l->set);
 	deb_layer_free(&l->tools);
 	if (l->store_open)

@@ -161,16 +161,21 @@ int add_remove_modules(const char *work, struct mg_err **err)
 	return mg_remove_tree(modules, err);
 }
 
-int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err)
+int add_clear_tree(const char *dir, unsigned *cleared, struct mg_err **err)
 {
 	*cleared = 0;
-	cleanup_free char *modules = xasprintf("%s/node_modules", work);
-	int fd = open(modules, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return mg_err_sys(err, errno, "%s", modules);
-	int r = walk_left(fd, modules, 0, cleared, err);
+		return mg_err_sys(err, errno, "%s", dir);
+	int r = walk_left(fd, dir, 0, cleared, err);
 	close(fd);
 	return r;
+}
+
+int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err)
+{
+	cleanup_free char *modules = xasprintf("%s/node_modules", work);
+	return add_clear_tree(modules, cleared, err);
 }
 
 /* ---- the step ------------------------------------------------------------- */
@@ -199,7 +204,7 @@ static int scripts_image(const char *data, const char *name, const struct add_la
 	const char *env[] = {"npm_config_nodedir=/usr", "npm_config_build_from_source=true",
 	                     "PYTHON=/usr/bin/python3"};
 	bool native = layers->tools.blob != NULL;
-	struct pack_lower lower[4];
+	struct pack_lower lower[5];
 	size_t n_lower = add_layers_lower(layers, true, lower);
 	struct pack_spec spec = {
 	    .output = out,
