@@ -204,7 +204,7 @@ def run(p, idx, build, d):
     open(sdist, "wb").write(b"not looked at")
     cases = [
         (["pypi:not-there"], "No matching distribution found for not-there"),
-        (["pypi:srv-x==9.9"], "srv-x==9.9"),
+        (["pypi:srv-x==9.9"], "srv-x==9.9 (from versions: 1.0, 1.1)"),
         (["pypi:no-script"], "no-script==1.0 has no console script"),
         (["pypi:two-scripts"], "several console scripts (alpha, beta)"),
         (["pypi:bad-script"], "not MODULE:FUNCTION"),
@@ -266,18 +266,21 @@ def run(p, idx, build, d):
     hw = wheel(hostile_dir, "srv-x", "1.0", {"srv_x/__init__.py": SERVER_PY}, ["dep-y>=1"],
                {"srv-x": "srv_x:main"})
     idx.put("dep-y", dep)  # the first dep-y again: this lock is a new one
-    for args in (['pypi:srv-x"\n[[server]]\nname = "evil"'],
-                 ['pypi:srv-x==1.0"\nimage = "evil'],
-                 ["pypi:" + hw, "--name", "hostile"]):
+    for args, want in ((['pypi:srv-x"\n[[server]]\nname = "evil"'], "is not a Python package name"),
+                       (['pypi:srv-x==1.0"\nimage = "evil'], "is not a version"),
+                       (["pypi:" + hw, "--name", "hostile"], None)):
         before_h = p.text()
         r = p.run("add", *args)
         doc = tomllib.loads(p.text())
         names = [s["name"] for s in doc.get("server", [])]
         t.ok("evil" not in names and len(names) == len(set(names)) and
              all(s.get("transport") == "container" for s in doc.get("server", [])) and
-             (r.returncode == 0 or p.text() == before_h),
+             (r.returncode == 0 and names[-1] == "hostile" and hw.replace("\n", "\\n") in p.text()
+              if want is None else r.returncode != 0 and want in r.stderr and
+              p.text() == before_h),
              "a hostile %s cannot write into mcp.toml" %
-             ("path" if "--name" in args else "name or version"),
+             ("wheel path (added; the path kept inside its comment)" if want is None
+              else "name or version (refused)"),
              (r.returncode, r.stderr[-800:], p.text()[-600:]))
 
     # ---- prune and remove take the Python trees
