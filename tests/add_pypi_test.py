@@ -289,6 +289,11 @@ def run(p, idx, build, d):
     t.ok(r.returncode == 0 and "python tree and lock" in r.stdout and left == ["hostile"],
          "prune takes every Python tree no entry uses (their entries were cut by hand) and "
          "keeps the one an entry uses", (r.stdout + r.stderr, left))
+    before_u = p.text()
+    r = p.run("update", "hostile")
+    t.ok(r.returncode != 0 and "server hostile is a Python package" in r.stderr and
+         p.text() == before_u, "update says it does not update a Python package yet, and how "
+         "to do it; mcp.toml untouched", r.stderr[-800:])
     r = p.run("remove", "hostile")
     t.ok(r.returncode == 0 and "python tree and lock" in r.stdout and
          p.files(p.data, "pypi") == [] and not [i for i in pins() if "-hostile@" in i],
