@@ -177,11 +177,12 @@ static int image_made_from(const struct ctr_driver *d, const struct cfg_server *
 		}
 	ctr_image_config_free(&c);
 	if (python)
-		return mg_err_set(err,
-		                  "server %s is a Python package: update does not resolve Python "
-		                  "packages again yet; mcpgate remove %s, then mcpgate add pypi:... "
-		                  "(docs/2026-12-02-pypi.md)",
-		                  s->name, s->name);
+		return mg_err_set(
+		    err,
+		    "server %s is a Python package: update does not resolve Python "
+		    "packages again yet; mcpgate remove %s, then mcpgate add pypi:... "
+		    "(docs/2026-12-02-pypi.md)",
+		    s->name, s->name);
 	if (!found)
 		return mg_err_set(
 		    err,
