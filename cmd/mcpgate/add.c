@@ -560,35 +560,21 @@ int add_make_image(const char *work, const char *data, const char *name, const s
 	strv_pushf(&labels, "io.mcpgate.npm.package=%s", p->name);
 	strv_pushf(&labels, "io.mcpgate.npm.version=%s", p->version);
 	strv_pushf(&labels, "io.mcpgate.npm.integrity=%s", p->integrity);
-	add_layers_labels(layers, &labels);
-	struct pack_lower lower[5];
-	size_t n_lower = add_layers_lower(layers, false, lower);
 	struct pack_spec spec = {
 	    .output = out,
 	    .adds = adds,
 	    .n_adds = 2,
-	    .lower = lower,
-	    .n_lower = n_lower,
 	    .entrypoint = ep,
 	    .n_entrypoint = 2,
 	    .env = envs,
 	    .n_env = 1,
-	    .labels = (const char *const *)labels.v,
-	    .n_labels = labels.n,
 	    .workdir = "/app",
 	    .name = ref,
 	};
 	struct pack_result res = {0};
-	int r = add_pack_kept(&spec, images, repo, &res, image, archive, err);
+	int r =
+	    add_pack_over(&spec, layers, false, &labels, images, repo, &res, image, archive, err);
 	strv_free(&labels);
-	if (r == 0)
-		r = add_layers_keep_locks(layers, *archive, err);
-	if (r == 0)
-		progress_note("packed %s: %zu layers: Debian base %.19s..., node, %spackage layer "
-		              "%.19s...",
-		              *archive, res.n_layers, res.base_digest,
-		              layers->set.blob != NULL ? "Debian packages, " : "",
-		              res.layer_digest);
 	pack_result_free(&res);
 	return r;
 }

@@ -112,6 +112,13 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
 size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[5]);
 /* the labels that say what the layers are */
 void add_layers_labels(const struct add_layers *l, struct strv *labels);
+/* spec built over l's layers (step: the install step's, else a server's)
+ * with their labels appended to labels, and kept (add_pack_kept); a
+ * server's image gets its Debian locks beside its archive, and a line on
+ * the progress saying its layers */
+int add_pack_over(struct pack_spec *spec, const struct add_layers *l, bool step,
+                  struct strv *labels, const char *images, const char *repo,
+                  struct pack_result *res, char **image, char **archive, struct mg_err **err);
 /* the locks of the image's Debian layers, beside its archive */
 int add_layers_keep_locks(const struct add_layers *l, const char *archive, struct mg_err **err);
 void add_layers_free(struct add_layers *l);

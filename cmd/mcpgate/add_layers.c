@@ -31,6 +31,7 @@
 #include <sodium.h>
 
 #include "cmd/mcpgate/add.h"
+#include "cmd/mcpgate/progress.h"
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
@@ -366,6 +367,31 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
 	strv_pushf(&l->native, "%s:/opt/npm/node_modules", gyp);
 	strv_pushf(&l->native, "%s:/usr/local/bin/node-gyp", wrapper);
 	return 0;
+}
+
+int add_pack_over(struct pack_spec *spec, const struct add_layers *l, bool step,
+                  struct strv *labels, const char *images, const char *repo,
+                  struct pack_result *res, char **image, char **archive, struct mg_err **err)
+{
+	struct pack_lower lower[5];
+	add_layers_labels(l, labels);
+	spec->lower = lower;
+	spec->n_lower = add_layers_lower(l, step, lower);
+	spec->labels = (const char *const *)labels->v;
+	spec->n_labels = labels->n;
+	int r = add_pack_kept(spec, images, repo, res, image, archive, err);
+	spec->lower = NULL;
+	spec->n_lower = 0;
+	if (r == 0 && !step)
+		r = add_layers_keep_locks(l, *archive, err);
+	if (r == 0 && !step)
+		progress_note("packed %s: %zu layers: Debian base %.19s..., %s%s%spackage layer "
+		              "%.19s...",
+		              *archive, res->n_layers, res->base_digest,
+		              l->node_blob != NULL ? "node, " : "",
+		              l->python.blob != NULL ? "python3, " : "",
+		              l->set.blob != NULL ? "Debian packages, " : "", res->layer_digest);
+	return r;
 }
 
 void add_layers_free(struct add_layers *l)

@@ -250,6 +250,12 @@ static int pip_target_of(const struct add_layers *l, struct pip_target *t, struc
 	return 0;
 }
 
+static void push_all(struct strv *argv, const char *const *args, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		strv_push(argv, args[i]);
+}
+
 static void push_target(struct strv *argv, const struct pip_target *t)
 {
 	strv_push(argv, "--python-version");
@@ -574,8 +580,7 @@ static int resolve(const char *python, const char *work, const struct pypi_req *
 	                       "2",
 	                       "--timeout",
 	                       "30"};
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		strv_push(&args, fixed[i]);
+	push_all(&args, fixed, sizeof(fixed) / sizeof(fixed[0]));
 	push_target(&args, t);
 	strv_push(&args, "--");
 	strv_push(&args, spec);
@@ -622,8 +627,7 @@ static int install(const char *python, const char *work, const char *lock,
 	                       "--target",         fresh,
 	                       "--retries",        "2",
 	                       "--timeout",        "30"};
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		strv_push(&args, fixed[i]);
+	push_all(&args, fixed, sizeof(fixed) / sizeof(fixed[0]));
 	push_target(&args, t);
 	strv_push(&args, "-r");
 	strv_push(&args, lock);
@@ -786,34 +790,21 @@ static int make_image(const struct add_build *b, const struct pypi_pkg *p, const
 	strv_pushf(&labels, "io.mcpgate.pypi.version=%s", p->version);
 	strv_pushf(&labels, "io.mcpgate.pypi.sha256=%s", p->sha256);
 	strv_pushf(&labels, "io.mcpgate.pypi.lock=sha256:%s", p->lock_hex);
-	add_layers_labels(layers, &labels);
-	struct pack_lower lower[5];
-	size_t n_lower = add_layers_lower(layers, false, lower);
 	struct pack_spec spec = {
 	    .output = out,
 	    .adds = adds,
 	    .n_adds = 1,
-	    .lower = lower,
-	    .n_lower = n_lower,
 	    .entrypoint = module != NULL ? ep_module : ep_script,
 	    .n_entrypoint = 4,
 	    .env = envs,
 	    .n_env = 3,
-	    .labels = (const char *const *)labels.v,
-	    .n_labels = labels.n,
 	    .workdir = "/app",
 	    .name = ref,
 	};
 	struct pack_result res = {0};
-	int r = add_pack_kept(&spec, images, repo, &res, image, archive, err);
+	int r =
+	    add_pack_over(&spec, layers, false, &labels, images, repo, &res, image, archive, err);
 	strv_free(&labels);
-	if (r == 0)
-		r = add_layers_keep_locks(layers, *archive, err);
-	if (r == 0)
-		progress_note(
-		    "packed %s: %zu layers: Debian base, python3, %spackage layer %.19s...",
-		    *archive, res.n_layers, layers->set.blob != NULL ? "Debian packages, " : "",
-		    res.layer_digest);
 	pack_result_free(&res);
 	return r;
 }

@@ -199,30 +199,24 @@ static int scripts_image(const char *data, const char *name, const struct add_la
 	const char *ep[] = {"/usr/bin/node", "/workspace/" RUNNER_NAME};
 	struct strv labels = STRV_INIT;
 	strv_push(&labels, "io.mcpgate.npm.scripts=the contained install step of mcpgate add");
-	add_layers_labels(layers, &labels);
 	/* what builds native code finds the headers here (node-gyp's nodedir) */
 	const char *env[] = {"npm_config_nodedir=/usr", "npm_config_build_from_source=true",
 	                     "PYTHON=/usr/bin/python3"};
 	bool native = layers->tools.blob != NULL;
-	struct pack_lower lower[5];
-	size_t n_lower = add_layers_lower(layers, true, lower);
 	struct pack_spec spec = {
 	    .output = out,
 	    .adds = adds,
 	    .n_adds = 1,
-	    .lower = lower,
-	    .n_lower = n_lower,
 	    .entrypoint = ep,
 	    .n_entrypoint = 2,
 	    .env = env,
 	    .n_env = native ? 3 : 0,
-	    .labels = (const char *const *)labels.v,
-	    .n_labels = labels.n,
 	    .workdir = "/workspace",
 	    .name = ref,
 	};
 	struct pack_result res = {0};
-	int r = add_pack_kept(&spec, images, "mcpgate-npm-scripts", &res, image, archive, err);
+	int r = add_pack_over(&spec, layers, true, &labels, images, "mcpgate-npm-scripts", &res,
+	                      image, archive, err);
 	pack_result_free(&res);
 	strv_free(&labels);
 	return r;
