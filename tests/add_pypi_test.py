@@ -152,9 +152,12 @@ def run(p, idx, build, d):
     site = os.path.join(p.data, "pypi", "srv-x", "site")
     t.ok(os.path.exists(os.path.join(site, "srv_x", "__init__.py")) and
          os.path.exists(os.path.join(site, "dep_y", "__init__.py")) and
-         not os.path.exists(os.path.join(site, "bin")),
-         "the installed tree holds the package and its dependency, no host launchers",
-         sorted(os.listdir(site)) if os.path.isdir(site) else None)
+         not os.path.exists(os.path.join(site, "bin")) and
+         p.files(p.data, "pypi", "srv-x") == ["request", "requirements.lock", "site"],
+         "the installed tree holds the package and its dependency, no host launchers; the "
+         "entry's folder holds the request, the lock and the tree, nothing of pip's",
+         (sorted(os.listdir(site)) if os.path.isdir(site) else None,
+          p.files(p.data, "pypi", "srv-x")))
     arch = [f for f in p.files(p.data, "images") if f.endswith(".tar")]
     cfg_ok = False
     if len(arch) == 1:
