@@ -80,7 +80,7 @@ LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/m
              internal/listen/client.c internal/listen/conns.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
-          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/client.c \
+          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/add_pypi.c cmd/mcpgate/client.c \
           cmd/mcpgate/store.c cmd/mcpgate/remove.c cmd/mcpgate/enable.c cmd/mcpgate/prune.c \
           cmd/mcpgate/progress.c cmd/mcpgate/add_build.c cmd/mcpgate/update.c cmd/mcpgate/logs.c
 
@@ -240,7 +240,7 @@ UNIT_PROGRAMS = $(addprefix $(B)/tests/,$(UNIT_TESTS)) tests/toml-test.sh tests/
 	fakes/fakes_test.sh tests/serve_test.py tests/startfail_test.py tests/secrets_test.py tests/relay_test.py tests/secret_cli_test.sh egress/cases_test.sh \
 	tests/remote_test.py tests/platform_test.py tests/pull_test.py tests/stage_test.py tests/add_test.py tests/add_npmrc_test.py tests/client_test.sh \
 	tests/listen_test.py tests/listen_conformance_test.py tests/hostile_test.py tests/confirm_test.py tests/suffix_list_test.sh tests/never_wait_test.py tests/pressure_test.py \
-	tests/config_write_test.py tests/daily_test.py tests/store_test.py tests/update_test.py tests/archive_test.py tests/logs_test.py \
+	tests/config_write_test.py tests/daily_test.py tests/store_test.py tests/add_pypi_test.py tests/update_test.py tests/archive_test.py tests/logs_test.py \
 	tests/revisions_test.py tests/connect_test.py \
 	tests/slow_clients_test.py \
 	tests/launch_net_test.sh

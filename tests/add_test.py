@@ -112,7 +112,7 @@ def main():
             (["npm:fails-install"], "npm could not install fails-install@3.0.0: code E500; the "
                                     "registry is down today", None),
             (["npm:Not_Valid"], "is not an npm package name", None),
-            (["pypi:something"], "give npm:PACKAGE[@VERSION]", None),
+            (["cargo:something"], "give npm:PACKAGE[@VERSION], pypi:NAME[==VERSION]", None),
             (["npm:no-bin", "--env", "1BAD=x"], "--env 1BAD=x: give NAME=VALUE", None),
             (["npm:no-bin", "--name", "Bad Name"], "", None),
             (["npm:no-bin"], "no npm on this machine", "/nonexistent"),

@@ -86,8 +86,8 @@ static int parse_source(const char *src, char **pkg, char **version, struct mg_e
 {
 	if (strncmp(src, "npm:", 4) != 0)
 		return mg_err_set(err,
-		                  "%s: give npm:PACKAGE[@VERSION] (or --server-json FILE); other "
-		                  "sources are not supported",
+		                  "%s: give npm:PACKAGE[@VERSION], pypi:NAME[==VERSION] (or "
+		                  "--server-json FILE); other sources are not supported",
 		                  src);
 	const char *spec = src + 4;
 	const char *at = strchr(spec[0] == '@' ? spec + 1 : spec, '@');
@@ -566,35 +566,21 @@ int add_make_image(const char *work, const char *data, const char *name, const s
 	strv_pushf(&labels, "io.mcpgate.npm.package=%s", p->name);
 	strv_pushf(&labels, "io.mcpgate.npm.version=%s", p->version);
 	strv_pushf(&labels, "io.mcpgate.npm.integrity=%s", p->integrity);
-	add_layers_labels(layers, &labels);
-	struct pack_lower lower[4];
-	size_t n_lower = add_layers_lower(layers, false, lower);
 	struct pack_spec spec = {
 	    .output = out,
 	    .adds = adds,
 	    .n_adds = 2,
-	    .lower = lower,
-	    .n_lower = n_lower,
 	    .entrypoint = ep,
 	    .n_entrypoint = 2,
 	    .env = envs,
 	    .n_env = 1,
-	    .labels = (const char *const *)labels.v,
-	    .n_labels = labels.n,
 	    .workdir = "/app",
 	    .name = ref,
 	};
 	struct pack_result res = {0};
-	int r = add_pack_kept(&spec, images, repo, &res, image, archive, err);
+	int r =
+	    add_pack_over(&spec, layers, false, &labels, images, repo, &res, image, archive, err);
 	strv_free(&labels);
-	if (r == 0)
-		r = add_layers_keep_locks(layers, *archive, err);
-	if (r == 0)
-		progress_note("packed %s: %zu layers: Debian base %.19s..., node, %spackage layer "
-		              "%.19s...",
-		              *archive, res.n_layers, res.base_digest,
-		              layers->set.blob != NULL ? "Debian packages, " : "",
-		              res.layer_digest);
 	pack_result_free(&res);
 	return r;
 }
@@ -642,7 +628,7 @@ static int open_target(const char *dir, const char *name, char **mcp_path, struc
 static int check_entry(const char *mcp_path, const char *name, const struct entry_opts *o,
                        struct mg_err **err)
 {
-	cleanup_free char *image = xasprintf("localhost/mcpgate-npm-%s@sha256:%064d", name, 0);
+	cleanup_free char *image = xasprintf("localhost/mcpgate-add-%s@sha256:%064d", name, 0);
 	cleanup_free char *conf_dir = xstrndup(mcp_path, strlen(mcp_path) - strlen("/mcp.toml"));
 	cleanup_free char *config_path = xasprintf("%s/config.toml", conf_dir);
 	struct toml_value *entry = server_entry(name, image, o);
@@ -833,12 +819,96 @@ static int check_env_opt(const char *v, const struct strv *given, struct mg_err 
 	return 0;
 }
 
+/* pypi:SOURCE: as npm's, from a Python package (add_pypi.c) */
+static int add_pypi(const char *dir, const char *name_opt, const char *source, const char *module,
+                    const struct entry_opts *o, bool scripts, bool refresh, struct mg_err **err)
+{
+	struct pypi_req req = {0};
+	struct pypi_pkg p = {0};
+	cleanup_free char *name = NULL, *mcp_path = NULL, *python = NULL, *data = NULL;
+	cleanup_free char *work = NULL, *image = NULL, *archive = NULL, *what = NULL, *note = NULL;
+	struct cfg *cfg = NULL;
+	struct ctr_driver *d = NULL;
+	struct progress *progress = NULL;
+	bool fresh = false;
+	int r = -1;
+	if (scripts) {
+		mg_err_set(err,
+		           "%s: --scripts is for npm's install scripts; a wheel has none, and "
+		           "mcpgate builds no source distribution",
+		           source);
+		goto out;
+	}
+	if (add_pypi_parse(source, &req, err) < 0)
+		goto out;
+	if (name_opt == NULL) {
+		cleanup_free char *lower = xstrdup(req.name);
+		for (char *c = lower; *c != '\0'; c++)
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		name = default_name(lower);
+	} else {
+		name = xstrdup(name_opt);
+	}
+	if (cfg_check_server_name(name, "the server's name (--name)", err) < 0 ||
+	    open_target(dir, name, &mcp_path, &cfg, err) < 0 ||
+	    check_entry(mcp_path, name, o, err) < 0 || add_find_pip(&python, err) < 0 ||
+	    setup_driver(cfg, &d, err) < 0 || cfg_default_data_dir(&data, err) < 0)
+		goto out;
+	add_say_unenforced("add", d, &o->accept);
+	progress = progress_new("add", 5);
+	work = xasprintf("%s/pypi/%s", data, name);
+	/* a tree this add made goes when it fails; one kept from before (its
+	 * lock) stays as it was */
+	fresh = access(work, F_OK) != 0;
+	struct add_build build = {
+	    .cmd = "add",
+	    .cfg = cfg,
+	    .d = d,
+	    .data = data,
+	    .name = name,
+	    .work = work,
+	    .refresh = refresh,
+	    .packages = &o->packages,
+	    .accept = &o->accept,
+	    .progress = progress,
+	    .steps = 5,
+	};
+	if (add_pypi_build(&build, python, &req, module, &p, &image, &archive, err) < 0)
+		goto out;
+	what = req.wheel != NULL
+	           ? xasprintf("pypi:%s==%s, the wheel %s", p.name, p.version, req.wheel)
+	           : xasprintf("pypi:%s==%s", p.name, p.version);
+	note = xasprintf("; wheel sha256 %s, every wheel locked in %s/requirements.lock", p.sha256,
+	                 work);
+	if (write_entry(mcp_path, name, image, what, note, o, err) < 0)
+		goto out;
+	printf("%s\n", image);
+	fprintf(stderr,
+	        "mcpgate add: server %s is in %s with every tool off; next: mcpgate review %s\n",
+	        name, mcp_path, name);
+	r = 0;
+out:
+	if (r < 0 && fresh && work != NULL) {
+		struct mg_err *rm = NULL;
+		mg_remove_tree(work, &rm);
+		mg_err_free(rm);
+	}
+	add_pypi_req_free(&req);
+	add_pypi_pkg_free(&p);
+	progress_free(progress);
+	ctr_driver_free(d);
+	cfg_free(cfg);
+	return r;
+}
+
 int cmd_add(int argc, char **argv, struct mg_err **err)
 {
 	const struct command *self = command_find("add");
 	const char *dir = NULL, *name_opt = NULL, *source = NULL, *node_opt = NULL;
-	const char *json_file = NULL;
+	const char *json_file = NULL, *module = NULL;
 	struct from_json fj = {0};
+
 	struct entry_opts o = {STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT, STRV_INIT};
 	struct npm_pkg p = {0};
 	cleanup_free char *pkg = NULL, *version = NULL, *name = NULL, *data = NULL, *node = NULL;
@@ -859,6 +929,8 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 			r = opt_value(argc, argv, &i, "node", &node_opt);
 		if (r == 0)
 			r = opt_value(argc, argv, &i, "server-json", &json_file);
+		if (r == 0)
+			r = opt_value(argc, argv, &i, "module", &module);
 		if (r == 0 && opt_flag(argv, i, "scripts", &scripts))
 			continue;
 		if (r == 0 && opt_flag(argv, i, "refresh-packages", &refresh))
@@ -923,6 +995,22 @@ int cmd_add(int argc, char **argv, struct mg_err **err)
 	if (source == NULL) {
 		/* an OCI image pinned by digest: its entry; the person pulls it */
 		if (add_image_entry(dir, name_opt, fj.image, json_file, &o, err) < 0)
+			goto out;
+		status = EXIT_OK;
+		goto out;
+	}
+	bool pypi = strncmp(source, "pypi:", 5) == 0;
+	if (!pypi && module != NULL) {
+		status = usage_error(self, "--module is for pypi: packages");
+		goto out;
+	}
+	if (module != NULL && !add_pypi_module_ok(module)) {
+		mg_err_set(err, "--module %s: give a Python module's dotted name (pkg.server)",
+		           module);
+		goto out;
+	}
+	if (pypi) {
+		if (add_pypi(dir, name_opt, source, module, &o, scripts, refresh, err) < 0)
 			goto out;
 		status = EXIT_OK;
 		goto out;

@@ -71,6 +71,15 @@ struct add_build {
 int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **image, char **archive,
                   struct mg_err **err);
 
+/* The kept archive loaded into b->d and found there by its pin *image, said
+ * on b->progress as a step of its own; on a swarm also pushed to the
+ * registry every node pulls from (a step more), and *image replaced by its
+ * pin there */
+int add_load_image(const struct add_build *b, char **image, const char *archive,
+                   struct mg_err **err);
+/* The size of archive (NULL: nothing) said on b->progress */
+void add_progress_made(const struct add_build *b, const char *archive);
+
 /* "PATH:PATH" for --base-add: the absolute paths ldd lists for binary (its
  * loader and libraries), appended to adds unless already there. */
 int add_ldd_libs(const char *binary, struct strv *adds, struct mg_err **err);
@@ -81,18 +90,21 @@ int add_ldd_libs(const char *binary, struct strv *adds, struct mg_err **err);
 struct add_layers {
 	struct deb_store store;
 	bool store_open;
-	struct deb_layer base;  /* the Debian base set */
-	struct deb_layer set;   /* the --with packages; blob NULL when none */
-	struct deb_layer tools; /* the build tools; blob NULL unless native code is built */
-	struct strv node;       /* node and its libraries, "SRC:DEST" */
-	char *node_blob;        /* their layer, kept (DATA/images/node-KEY.tar.gz) */
+	struct deb_layer base;   /* the Debian base set */
+	struct deb_layer python; /* Debian's python3 over the base; blob NULL but for Python */
+	struct deb_layer set;    /* the --with packages; blob NULL when none */
+	struct deb_layer tools;  /* the build tools; blob NULL unless native code is built */
+	struct strv node;        /* node and its libraries, "SRC:DEST" */
+	char *node_blob;         /* their layer, kept (DATA/images/node-KEY.tar.gz) */
 	struct pack_layer_info node_info;
 	struct strv native; /* node's headers, npm's node-gyp, "SRC:DEST" */
 	char *node_path, *node_version;
 };
-/* node's layer from node, the Debian base and (packages not empty) the
- * set's layer over it, from the store under data and the archive cfg's
- * [debian] names (cfg NULL: Debian's); refresh resolves the sets again */
+/* node's layer from node (NULL: a Python image, which gets Debian's
+ * python3 as a layer of its own instead), the Debian base and (packages
+ * not empty) the set's layer over it, from the store under data and the
+ * archive cfg's [debian] names (cfg NULL: Debian's); refresh resolves the
+ * sets again */
 int add_layers_prepare(struct add_layers *l, const char *data, const struct cfg *cfg,
                        const char *node, const struct strv *packages, bool refresh,
                        struct mg_err **err);
@@ -101,9 +113,16 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
                       struct mg_err **err);
 /* out (bottom first): a server's image (step false), or the install step's
  * (step true: no set, the build tools when prepared); the count */
-size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[4]);
+size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[5]);
 /* the labels that say what the layers are */
 void add_layers_labels(const struct add_layers *l, struct strv *labels);
+/* spec built over l's layers (step: the install step's, else a server's)
+ * with their labels appended to labels, and kept (add_pack_kept); a
+ * server's image gets its Debian locks beside its archive, and a line on
+ * the progress saying its layers */
+int add_pack_over(struct pack_spec *spec, const struct add_layers *l, bool step,
+                  struct strv *labels, const char *images, const char *repo,
+                  struct pack_result *res, char **image, char **archive, struct mg_err **err);
 /* the locks of the image's Debian layers, beside its archive */
 int add_layers_keep_locks(const struct add_layers *l, const char *archive, struct mg_err **err);
 void add_layers_free(struct add_layers *l);
@@ -143,11 +162,49 @@ int add_remove_modules(const char *work, struct mg_err **err);
  * strangers' tarballs and install scripts may leave them (npm keeps a
  * tarball's mode 6755 when it unpacks as root). *cleared: how many. */
 int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err);
+/* The same below dir (a Python package tree) */
+int add_clear_tree(const char *dir, unsigned *cleared, struct mg_err **err);
 
 /* A local package tarball (npm pack's output): its package.json, parsed,
  * and its integrity as npm records it ("sha512-" and base64). Nothing of
  * it runs. */
 int add_read_tarball(const char *path, struct json_value **package, char **integrity,
                      struct mg_err **err);
+
+/* ---- Python packages (add_pypi.c) ---------------------------------------- */
+
+/* What pypi:SOURCE asks for */
+struct pypi_req {
+	char *name;    /* as given (a wheel: from its file name, normal form) */
+	char *version; /* ==VERSION, a wheel's; NULL: the newest */
+	char *wheel;   /* a local wheel's real path, or NULL */
+};
+void add_pypi_req_free(struct pypi_req *r);
+
+/* A Python package as locked */
+struct pypi_pkg {
+	char *name;     /* normal form (PEP 503) */
+	char *version;  /* the exact version */
+	char *sha256;   /* of its wheel */
+	char *lock_hex; /* sha256 of the lock's bytes */
+	char *command;  /* its console script's MODULE[:FUNC], unless --module */
+};
+void add_pypi_pkg_free(struct pypi_pkg *p);
+
+/* PEP 508's name; a dotted Python module name */
+bool add_pypi_name_ok(const char *s);
+bool add_pypi_module_ok(const char *s);
+/* "pypi:NAME[==VERSION]" or "pypi:PATH.whl" into out; a source
+ * distribution is refused, with why */
+int add_pypi_parse(const char *src, struct pypi_req *out, struct mg_err **err);
+/* python3 on PATH, with pip */
+int add_find_pip(char **python, struct mg_err **err);
+/* The Debian layers (base, python3, b->packages), the lock in b->work
+ * (kept for the same request, else pip resolves it), pip's install of
+ * exactly the lock into b->work/site, the image (python3 runs p's console
+ * script, or -m module) kept and loaded into the runtime: *image its pin */
+int add_pypi_build(const struct add_build *b, const char *python, const struct pypi_req *req,
+                   const char *module, struct pypi_pkg *p, char **image, char **archive,
+                   struct mg_err **err);
 
 #endif

@@ -62,6 +62,52 @@ void add_say_unenforced(const char *cmd, const struct ctr_driver *d, const struc
 	ctr_platform_free(&p);
 }
 
+void add_progress_made(const struct add_build *b, const char *archive)
+{
+	struct stat st;
+	if (archive != NULL && stat(archive, &st) == 0)
+		progress_made(b->progress, (uint64_t)st.st_size);
+}
+
+int add_load_image(const struct add_build *b, char **image, const char *archive,
+                   struct mg_err **err)
+{
+	struct stat st;
+	struct progress_read reading = {archive,
+	                                stat(archive, &st) == 0 ? (uint64_t)st.st_size : 0};
+	cleanup_free char *what = xasprintf("the load into %s", b->d->name);
+	progress_begin(b->progress, what, progress_gauge_read, &reading);
+	int r = b->d->ops->load(b->d, archive, err);
+	progress_end(b->progress, r == 0);
+	if (r < 0)
+		return -1;
+	if (b->d->kind == CTR_SWARM) {
+		/* of use only where every node pulls: the entry pins it there */
+		char *pinned = NULL;
+		progress_one_more(b->progress);
+		cleanup_free char *push =
+		    xasprintf("the push to the swarm's registry %s",
+		              b->d->registry != NULL ? b->d->registry : "(none set)");
+		progress_begin_quiet(b->progress, push);
+		r = ctr_swarm_publish(b->d, *image, &pinned, err);
+		progress_end(b->progress, r == 0);
+		if (r < 0)
+			return -1;
+		free(*image);
+		*image = pinned;
+	}
+	int present = b->d->ops->image_present(b->d, *image, err);
+	if (present == 0)
+		mg_err_set(err,
+		           "%s load took %s, but it holds no image %s: %s names loaded images "
+		           "by their digest only when they come from a registry",
+		           b->d->name, archive, *image, b->d->name);
+	if (present <= 0)
+		return -1;
+	setup_remember_runtime(b->d);
+	return 0;
+}
+
 int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **image, char **archive,
                   struct mg_err **err)
 {
@@ -73,9 +119,7 @@ int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **ima
 	cleanup_free char *packing = xasprintf("%s/images/npm-%s.tar.new", b->data, b->name);
 	struct progress_tree tree = {modules};
 	struct progress_file file = {packing, 0};
-	struct progress_read reading = {NULL, 0};
 	struct strv none = STRV_INIT;
-	struct stat st;
 	int r = -1;
 	*image = *archive = NULL;
 
@@ -128,44 +172,11 @@ int add_npm_build(const struct add_build *b, const struct npm_pkg *p, char **ima
 	what = xasprintf("the image of %s@%s", p->name, p->version);
 	progress_begin(b->progress, what, progress_gauge_file, &file);
 	r = add_make_image(b->work, b->data, b->name, p, &layers, image, archive, err);
-	if (r == 0 && stat(*archive, &st) == 0) {
-		progress_made(b->progress, (uint64_t)st.st_size);
-		reading = (struct progress_read){*archive, (uint64_t)st.st_size};
-	}
+	add_progress_made(b, r == 0 ? *archive : NULL);
 	progress_end(b->progress, r == 0);
 	if (r < 0)
 		goto out;
-	free(what);
-	what = xasprintf("the load into %s", b->d->name);
-	progress_begin(b->progress, what, progress_gauge_read, &reading);
-	r = b->d->ops->load(b->d, *archive, err);
-	progress_end(b->progress, r == 0);
-	if (r < 0)
-		goto out;
-	if (b->d->kind == CTR_SWARM) {
-		/* of use only where every node pulls: the entry pins it there */
-		char *pinned = NULL;
-		progress_steps(b->progress, ++steps);
-		free(what);
-		what = xasprintf("the push to the swarm's registry %s",
-		                 b->d->registry != NULL ? b->d->registry : "(none set)");
-		progress_begin_quiet(b->progress, what);
-		r = ctr_swarm_publish(b->d, *image, &pinned, err);
-		progress_end(b->progress, r == 0);
-		if (r < 0)
-			goto out;
-		free(*image);
-		*image = pinned;
-	}
-	int present = b->d->ops->image_present(b->d, *image, err);
-	if (present == 0)
-		mg_err_set(err,
-		           "%s load took %s, but it holds no image %s: %s names loaded images "
-		           "by their digest only when they come from a registry",
-		           b->d->name, *archive, *image, b->d->name);
-	r = present > 0 ? 0 : -1;
-	if (r == 0)
-		setup_remember_runtime(b->d);
+	r = add_load_image(b, image, *archive, err);
 out:
 	if (r < 0) {
 		free(steal_pointer(image));

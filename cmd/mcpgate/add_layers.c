@@ -31,6 +31,7 @@
 #include <sodium.h>
 
 #include "cmd/mcpgate/add.h"
+#include "cmd/mcpgate/progress.h"
 #include "internal/base/buf.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
@@ -146,14 +147,25 @@ int add_layers_prepare(struct add_layers *l, const char *data, const struct cfg 
 	if (cfg != NULL)
 		archive = (struct deb_archive){cfg->debian.mirror, cfg->debian.security,
 		                               cfg->debian.keyring};
-	if (node_layer(node, &l->node, &l->node_version, err) < 0 || node_blob(l, data, err) < 0)
+	if (node != NULL &&
+	    (node_layer(node, &l->node, &l->node_version, err) < 0 || node_blob(l, data, err) < 0))
 		return -1;
-	l->node_path = xstrdup(node);
+	l->node_path = node != NULL ? xstrdup(node) : NULL;
 	if (deb_store_open(data, &archive, &l->store, err) < 0)
 		return -1;
 	l->store_open = true;
 	if (deb_layer_get(&l->store, NULL, NULL, refresh, &l->base, err) < 0)
 		return -1;
+	if (node == NULL) {
+		/* a Python image: Debian's python3 in a layer of its own over the
+		 * base, the same for every Python image (docs/2026-12-02-pypi.md) */
+		struct strv python = STRV_INIT;
+		strv_push(&python, "python3");
+		int r = deb_layer_get(&l->store, &python, &l->base, refresh, &l->python, err);
+		strv_free(&python);
+		if (r < 0)
+			return -1;
+	}
 	if (packages->n > 0 &&
 	    deb_layer_get(&l->store, packages, &l->base, refresh, &l->set, err) < 0)
 		return -1;
@@ -166,10 +178,13 @@ static size_t push_lower(struct pack_lower *out, size_t n, const struct deb_laye
 	return n + 1;
 }
 
-size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[4])
+size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[5])
 {
 	size_t n = push_lower(out, 0, &l->base);
-	out[n++] = (struct pack_lower){.blob = l->node_blob, .info = &l->node_info};
+	if (l->node_blob != NULL)
+		out[n++] = (struct pack_lower){.blob = l->node_blob, .info = &l->node_info};
+	if (l->python.blob != NULL)
+		n = push_lower(out, n, &l->python);
 	if (!step && l->set.blob != NULL)
 		n = push_lower(out, n, &l->set);
 	if (step && l->tools.blob != NULL) {
@@ -182,7 +197,10 @@ size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower
 
 void add_layers_labels(const struct add_layers *l, struct strv *labels)
 {
-	strv_pushf(labels, "io.mcpgate.node=%s %s", l->node_path, l->node_version);
+	if (l->node_path != NULL)
+		strv_pushf(labels, "io.mcpgate.node=%s %s", l->node_path, l->node_version);
+	if (l->python.blob != NULL)
+		strv_pushf(labels, "io.mcpgate.debian.python=sha256:%s", l->python.lock_hex);
 	strv_pushf(labels, "io.mcpgate.debian.base=%s %s sha256:%s", l->store.suite, l->store.arch,
 	           l->base.lock_hex);
 	if (l->set.blob == NULL)
@@ -204,9 +222,9 @@ int add_layers_keep_locks(const struct add_layers *l, const char *archive, struc
 		path[n - 4] = '\0';
 	cleanup_free char *dest = xasprintf("%s.debian.lock", path);
 	struct mg_buf b = MG_BUF_INIT(16u << 20);
-	const struct deb_layer *layers[] = {&l->base, &l->set};
+	const struct deb_layer *layers[] = {&l->base, &l->python, &l->set};
 	int r = 0;
-	for (size_t i = 0; r == 0 && i < 2; i++) {
+	for (size_t i = 0; r == 0 && i < 3; i++) {
 		if (layers[i]->lock_path == NULL)
 			continue;
 		cleanup_free char *text = NULL;
@@ -356,9 +374,35 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
 	return 0;
 }
 
+int add_pack_over(struct pack_spec *spec, const struct add_layers *l, bool step,
+                  struct strv *labels, const char *images, const char *repo,
+                  struct pack_result *res, char **image, char **archive, struct mg_err **err)
+{
+	struct pack_lower lower[5];
+	add_layers_labels(l, labels);
+	spec->lower = lower;
+	spec->n_lower = add_layers_lower(l, step, lower);
+	spec->labels = (const char *const *)labels->v;
+	spec->n_labels = labels->n;
+	int r = add_pack_kept(spec, images, repo, res, image, archive, err);
+	spec->lower = NULL;
+	spec->n_lower = 0;
+	if (r == 0 && !step)
+		r = add_layers_keep_locks(l, *archive, err);
+	if (r == 0 && !step)
+		progress_note("packed %s: %zu layers: Debian base %.19s..., %s%s%spackage layer "
+		              "%.19s...",
+		              *archive, res->n_layers, res->base_digest,
+		              l->node_blob != NULL ? "node, " : "",
+		              l->python.blob != NULL ? "python3, " : "",
+		              l->set.blob != NULL ? "Debian packages, " : "", res->layer_digest);
+	return r;
+}
+
 void add_layers_free(struct add_layers *l)
 {
 	deb_layer_free(&l->base);
+	deb_layer_free(&l->python);
 	deb_layer_free(&l->set);
 	deb_layer_free(&l->tools);
 	if (l->store_open)

@@ -161,16 +161,21 @@ int add_remove_modules(const char *work, struct mg_err **err)
 	return mg_remove_tree(modules, err);
 }
 
-int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err)
+int add_clear_tree(const char *dir, unsigned *cleared, struct mg_err **err)
 {
 	*cleared = 0;
-	cleanup_free char *modules = xasprintf("%s/node_modules", work);
-	int fd = open(modules, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return mg_err_sys(err, errno, "%s", modules);
-	int r = walk_left(fd, modules, 0, cleared, err);
+		return mg_err_sys(err, errno, "%s", dir);
+	int r = walk_left(fd, dir, 0, cleared, err);
 	close(fd);
 	return r;
+}
+
+int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err)
+{
+	cleanup_free char *modules = xasprintf("%s/node_modules", work);
+	return add_clear_tree(modules, cleared, err);
 }
 
 /* ---- the step ------------------------------------------------------------- */
@@ -194,30 +199,24 @@ static int scripts_image(const char *data, const char *name, const struct add_la
 	const char *ep[] = {"/usr/bin/node", "/workspace/" RUNNER_NAME};
 	struct strv labels = STRV_INIT;
 	strv_push(&labels, "io.mcpgate.npm.scripts=the contained install step of mcpgate add");
-	add_layers_labels(layers, &labels);
 	/* what builds native code finds the headers here (node-gyp's nodedir) */
 	const char *env[] = {"npm_config_nodedir=/usr", "npm_config_build_from_source=true",
 	                     "PYTHON=/usr/bin/python3"};
 	bool native = layers->tools.blob != NULL;
-	struct pack_lower lower[4];
-	size_t n_lower = add_layers_lower(layers, true, lower);
 	struct pack_spec spec = {
 	    .output = out,
 	    .adds = adds,
 	    .n_adds = 1,
-	    .lower = lower,
-	    .n_lower = n_lower,
 	    .entrypoint = ep,
 	    .n_entrypoint = 2,
 	    .env = env,
 	    .n_env = native ? 3 : 0,
-	    .labels = (const char *const *)labels.v,
-	    .n_labels = labels.n,
 	    .workdir = "/workspace",
 	    .name = ref,
 	};
 	struct pack_result res = {0};
-	int r = add_pack_kept(&spec, images, "mcpgate-npm-scripts", &res, image, archive, err);
+	int r = add_pack_over(&spec, layers, true, &labels, images, "mcpgate-npm-scripts", &res,
+	                      image, archive, err);
 	pack_result_free(&res);
 	strv_free(&labels);
 	return r;

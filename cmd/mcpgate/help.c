@@ -97,17 +97,23 @@ const struct command mg_commands[] = {
      "with a passphrase read from the descriptor MCPGATE_PASSPHRASE_FD names.\n",
      "data= host= position="},
     {"add", cmd_add,
-     "mcpgate add (npm:PACKAGE[@VERSION] | --server-json FILE) [--name NAME] [--arg A]... [--mount "
+     "mcpgate add (npm:PACKAGE[@VERSION] | pypi:NAME[==VERSION] | --server-json FILE) [--name "
+     "NAME] [--module MODULE] [--arg A]... [--mount "
      "PATH[:write]]... "
      "[--network HOST]... [--env NAME=VALUE]... [--with PKG]... [--scripts] "
      "[--refresh-packages] [--accept-unenforced L] [--node PATH] [--config DIR]",
-     "make an npm package a contained server: a pinned image and an entry, tools off",
+     "make an npm or Python package a contained server: a pinned image and an entry, tools "
+     "off",
      "  npm:PACKAGE[@VERSION]  the package; VERSION a version, range or tag (default latest)\n"
      "  npm:./FILE.tgz         a package from a local tarball (npm pack's output)\n"
+     "  pypi:NAME[==VERSION]   a Python package from pip's index (pip.conf, PIP_INDEX_URL);\n"
+     "                         wheels only: a source distribution is refused, not built\n"
+     "  pypi:./FILE.whl        a local wheel; its dependencies come from the index\n"
      "  --server-json FILE     the MCP registry's description of a server (offline): its\n"
      "                         npm package, or its OCI image pinned by digest, with the\n"
      "                         settings it declares (defaults; a secret is only named)\n"
      "  --name NAME            the server's name (default: the package's last part)\n"
+     "  --module MODULE        pypi: run python3 -m MODULE, not the console script\n"
      "  --arg A                an argument for the server (repeatable; args in mcp.toml)\n"
      "  --mount PATH[:write]   a workspace folder for it (repeatable; mounts in mcp.toml)\n"
      "  --network HOST         a host it may reach (repeatable; network in mcp.toml)\n"
@@ -130,11 +136,14 @@ const struct command mg_commands[] = {
      "(sh, coreutils, CA certificates), this machine's node and its libraries (one\n"
      "layer each, shared by every such image), the --with packages, and the package;\n"
      "it is loaded into the runtime and pinned by digest, and mcp.toml gets its\n"
-     "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n",
+     "[[server]] with every tool off. Prints the pinned image. See docs/adding.md.\n"
+     "pypi: pip resolves for the image's python (Debian's python3, a layer shared by\n"
+     "every Python image) without running package code; every wheel is locked by its\n"
+     "sha256 in DATA/pypi/NAME/requirements.lock and installed from that lock only.\n",
      "name= arg= mount= network= env= with= scripts refresh-packages accept-unenforced= node= "
-     "config= server-json="},
+     "config= server-json= module="},
     {"remove", cmd_remove, "mcpgate remove [--config DIR] [--dry-run] [--forget-secret] NAME",
-     "take server NAME out of mcp.toml, with its image, archive and npm tree",
+     "take server NAME out of mcp.toml, with its image, archive and npm or python tree",
      "  --config DIR     the folder holding mcp.toml and config.toml\n"
      "  --dry-run        show what would go, with sizes, and remove nothing\n"
      "  --forget-secret  also remove its credential's bindings to its hosts, and the\n"

@@ -69,6 +69,14 @@ void progress_steps(struct progress *p, unsigned nsteps)
 	pthread_mutex_unlock(&p->lock);
 }
 
+void progress_one_more(struct progress *p)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->nsteps > 0)
+		p->nsteps++;
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* "0.4 s", "12 s", "2 min 13 s" */
 static void elapsed_text(int64_t ms, char *buf, size_t len)
 {

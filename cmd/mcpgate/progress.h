@@ -37,6 +37,8 @@ void progress_begin_quiet(struct progress *p, const char *what);
 void progress_end(struct progress *p, bool ok);
 /* The total of steps, when a command learns it late (--scripts adds one) */
 void progress_steps(struct progress *p, unsigned nsteps);
+/* One step more than the total said (a swarm's push) */
+void progress_one_more(struct progress *p);
 void progress_free(struct progress *p);
 
 /* Gauges. A folder's size as it grows (npm install): total unknown */

@@ -114,7 +114,8 @@ static void plan_images(struct store_plan *p, const struct cfg *cfg, const struc
 	if (names.n > 1)
 		qsort(names.v, names.n, sizeof(*names.v), by_name);
 	struct ctr_images list = {0};
-	static const char *const labels[] = {CTR_IMAGE_LABEL_NPM, CTR_IMAGE_LABEL_SCRIPTS};
+	static const char *const labels[] = {CTR_IMAGE_LABEL_NPM, CTR_IMAGE_LABEL_PYPI,
+	                                     CTR_IMAGE_LABEL_SCRIPTS};
 	for (size_t l = 0; d != NULL && l < sizeof(labels) / sizeof(labels[0]); l++) {
 		struct ctr_images some = {0};
 		struct mg_err *err = NULL;
@@ -181,19 +182,24 @@ static void plan_images(struct store_plan *p, const struct cfg *cfg, const struc
 static void plan_data(struct store_plan *p, const struct cfg *cfg, const char *data)
 {
 	struct strv names = STRV_INIT;
-	cleanup_free char *npm = xasprintf("%s/npm", data);
-	names_in(npm, &names);
-	for (size_t k = 0; k < names.n; k++) {
-		const char *n = names.v[k];
-		size_t len = strlen(n);
-		bool update = len > 7 && strcmp(n + len - 7, ".update") == 0;
-		if (!update && is_entry(cfg, n, len))
-			continue;
-		cleanup_free char *path = xasprintf("%s/%s", npm, n);
-		store_add_path(p, update ? "npm tree of an update that did not finish" : "npm tree",
-		               path);
+	/* an entry's install trees: npm's, and Python's with its lock */
+	static const char *const trees[][3] = {
+	    {"npm", "npm tree", "npm tree of an update that did not finish"},
+	    {"pypi", "python tree and lock", "python tree of an update that did not finish"}};
+	for (size_t t = 0; t < 2; t++) {
+		cleanup_free char *top = xasprintf("%s/%s", data, trees[t][0]);
+		names_in(top, &names);
+		for (size_t k = 0; k < names.n; k++) {
+			const char *n = names.v[k];
+			size_t len = strlen(n);
+			bool update = len > 7 && strcmp(n + len - 7, ".update") == 0;
+			if (!update && is_entry(cfg, n, len))
+				continue;
+			cleanup_free char *path = xasprintf("%s/%s", top, n);
+			store_add_path(p, trees[t][update ? 2 : 1], path);
+		}
+		strv_free(&names);
 	}
-	strv_free(&names);
 	cleanup_free char *reviews = xasprintf("%s/reviews", data);
 	names_in(reviews, &names);
 	for (size_t k = 0; k < names.n; k++) {

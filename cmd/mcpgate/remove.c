@@ -29,13 +29,16 @@ static bool image_size(const struct ctr_driver *d, const char *image, uint64_t *
 {
 	struct ctr_images list = {0};
 	bool found = false;
-	if (d->ops->image_list(d, CTR_IMAGE_LABEL_NPM, &list, NULL) == 0)
-		for (size_t i = 0; !found && i < list.n; i++)
-			if (ctr_image_is(d, &list.v[i], image)) {
-				*bytes = list.v[i].size;
-				found = true;
-			}
-	ctr_images_free(&list);
+	static const char *const labels[] = {CTR_IMAGE_LABEL_NPM, CTR_IMAGE_LABEL_PYPI};
+	for (size_t l = 0; !found && l < 2; l++) {
+		if (d->ops->image_list(d, labels[l], &list, NULL) == 0)
+			for (size_t i = 0; !found && i < list.n; i++)
+				if (ctr_image_is(d, &list.v[i], image)) {
+					*bytes = list.v[i].size;
+					found = true;
+				}
+		ctr_images_free(&list);
+	}
 	return found;
 }
 
@@ -167,6 +170,7 @@ int cmd_remove(int argc, char **argv, struct mg_err **err)
 	struct store_plan plan = {0};
 	cleanup_free char *data = NULL, *text = NULL, *after = NULL;
 	cleanup_free char *npm = NULL, *npm_update = NULL, *review = NULL, *approved = NULL;
+	cleanup_free char *python = NULL;
 	int status = EXIT_FAIL;
 	const struct cfg_server *s = NULL;
 	if (setup_config(dir, &cfg, err) < 0 || (s = setup_server(cfg, name, err)) == NULL ||
@@ -190,6 +194,8 @@ int cmd_remove(int argc, char **argv, struct mg_err **err)
 	approved = xasprintf("%s/manifests/%s", data, name);
 	store_add_path(&plan, "npm tree", npm);
 	store_add_path(&plan, "npm tree of an update", npm_update);
+	python = xasprintf("%s/pypi/%s", data, name);
+	store_add_path(&plan, "python tree and lock", python);
 	store_add_path(&plan, "reviewed manifest", review);
 	store_add_path(&plan, "approved manifests", approved);
 

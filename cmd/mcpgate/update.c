@@ -178,11 +178,20 @@ static int image_made_from(const struct ctr_driver *d, const struct cfg_server *
 	if (d->ops->image_config(d, s->image, true, &c, err) < 0)
 		return mg_err_wrap(err, "the labels of server %s's image (mcpgate pull %s first?)",
 		                   s->name, s->name);
-	bool found = false;
+	bool found = false, python = false;
 	for (size_t i = 0; !found && i + 1 < c.labels.n; i += 2)
-		if (strcmp(c.labels.v[i], SOURCE_LABEL) == 0)
-			found = parse_source(c.labels.v[i + 1], out);
+		if (strcmp(c.labels.v[i], SOURCE_LABEL) == 0) {
+			python = strncmp(c.labels.v[i + 1], "pypi:", 5) == 0;
+			found = !python && parse_source(c.labels.v[i + 1], out);
+		}
 	ctr_image_config_free(&c);
+	if (python)
+		return mg_err_set(
+		    err,
+		    "server %s is a Python package: update does not resolve Python "
+		    "packages again yet; mcpgate remove %s, then mcpgate add pypi:... "
+		    "(docs/2026-12-02-pypi.md)",
+		    s->name, s->name);
 	if (!found)
 		return mg_err_set(
 		    err,

@@ -212,6 +212,7 @@ char *ctr_forward_verdict(const char *iptables_s, bool bridge_nf, const char *if
 /* The labels that say mcpgate made an image (add's, and the contained step
  * of its install scripts): what prune looks for in the runtime's store */
 #define CTR_IMAGE_LABEL_NPM     "io.mcpgate.npm.package"
+#define CTR_IMAGE_LABEL_PYPI    "io.mcpgate.pypi.package"
 #define CTR_IMAGE_LABEL_SCRIPTS "io.mcpgate.npm.scripts"
 
 /* An image in the runtime's store, as image_list finds it */

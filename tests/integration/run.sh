@@ -126,7 +126,7 @@ if [ -n "$ruser" ] && [ "$(id -u)" -eq 0 ] && command -v podman >/dev/null; then
 	case "$mcpgate" in /*) mcpgate=${mcpgate#"$top"/} ;; esac
 	case "$probe" in /*) probe=${probe#"$top"/} ;; esac
 	echo "# rootless podman as $ruser ($(su "$ruser" -c 'podman info --format "cgroup {{.Host.CgroupsVersion}}, {{.Host.NetworkBackend}}"' 2>/dev/null))"
-	for t in containers egress mounts everything add sdk2 packages connect; do
+	for t in containers egress mounts everything add sdk2 packages pypi connect; do
 		began=$SECONDS
 		su "$ruser" -s /bin/sh -c "cd '$tree' && exec env -u XDG_RUNTIME_DIR \
 			MCPGATE_CONTAINER_TEST_RUNTIME=podman MCPGATE='$mcpgate' PROBE='$probe' \

@@ -3,7 +3,7 @@
 (config.toml's [debian], docs/2026-12-02-debian-archive.md): make check needs
 no network.
 
-It holds the base set (internal/debian/deb_name.c) and git, with a few
+It holds the base set (internal/debian/deb_name.c), git and python3, with a few
 dependencies between them as Debian has them (libstdc++6 on libgcc-s1 and
 libc6, git on zlib1g and libpcre2-8-0), each a small .deb made with
 dpkg-deb from a folder written here; Packages and Release are written here
@@ -52,6 +52,11 @@ PACKAGES = {
                {"usr/lib/libz.so.1": "zlib\n"}),
     "libpcre2-8-0": ("10.42-1+test1", "any", "libc6 (>= 2.34)",
                      {"usr/lib/libpcre2-8.so.0": "pcre2\n"}),
+    # what a Python image's layer asks for (add pypi:)
+    "python3.11": ("3.11.2-6+test1", "any", "libc6 (>= 2.34)",
+                   {"usr/bin/python3.11": "python\n"}),
+    "python3": ("3.11.2-1+test1", "any", "python3.11 (>= 3.11.2)",
+                {"usr/share/doc/python3/README": "python3\n"}),
     "git": ("1:2.39.5-0+deb12u1+test1", "any",
             "libc6 (>= 2.34), libpcre2-8-0 (>= 10.34), zlib1g (>= 1:1.2.0)",
             {"usr/bin/git": "git\n"}),

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""`mcpgate add pypi:` without a network but loopback (make check;
+docs/2026-12-02-pypi.md): a PEP 503 index the test serves on 127.0.0.1 from
+wheels it builds itself (a server with a console script that needs a
+dependency, a package with no console script), named to pip by a pip.conf of
+the person's (PIP_CONFIG_FILE); Debian's archive is make check's own on
+loopback (tests/lib/debarchive.py), the runtime the fake one. What is real: Debian's pip
+resolving and installing, the lock, mcpgate's layers and image.
+
+Shown: add by name and by NAME==VERSION, a local wheel whose dependency
+comes from the index; the lock pins every wheel by sha256 and the same input
+gives the same lock and the same image digest; a wheel changed on the index
+after it was locked is refused, and so is one whose bytes are not the hash
+the index lists; each bad input (name, version, no console script, a source
+distribution, the index unreachable) is an error naming it with mcp.toml
+untouched and nothing left; hostile names, versions and paths cannot write
+into mcp.toml; remove and prune take the Python trees.
+Environment: MCPGATE, FAKES.
+"""
+import base64
+import hashlib
+import http.server
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import tomllib
+import zipfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from mcpclient import Tap  # noqa: E402
+from fakenpm import Place  # noqa: E402
+
+t = Tap()
+
+SERVER_PY = "def main():\n    import dep_y\n    print(dep_y.V)\n"
+
+
+def wheel(out_dir, name, version, files, requires=(), scripts=None):
+    """A py3-none-any wheel: METADATA, WHEEL, RECORD, entry_points.txt"""
+    dist = name.replace("-", "_")
+    info = "%s-%s.dist-info" % (dist, version)
+    meta = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version)
+    meta += "".join("Requires-Dist: %s\n" % r for r in requires)
+    entries = dict(files)
+    entries[info + "/METADATA"] = meta
+    entries[info + "/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                "Tag: py3-none-any\n")
+    if scripts is not None:
+        entries[info + "/entry_points.txt"] = "[console_scripts]\n" + "".join(
+            "%s = %s\n" % kv for kv in scripts.items())
+    record = ""
+    for path, text in entries.items():
+        digest = hashlib.sha256(text.encode()).digest()
+        record += "%s,sha256=%s,%d\n" % (
+            path, base64.urlsafe_b64encode(digest).rstrip(b"=").decode(), len(text.encode()))
+    entries[info + "/RECORD"] = record + info + "/RECORD,,\n"
+    path = os.path.join(out_dir, "%s-%s-py3-none-any.whl" % (dist, version))
+    with zipfile.ZipFile(path, "w") as z:
+        for p, text in sorted(entries.items()):
+            z.writestr(zipfile.ZipInfo(p, (1980, 1, 1, 0, 0, 0)), text)
+    return path
+
+
+class Index:
+    """A PEP 503 simple index in a folder, served on loopback"""
+
+    def __init__(self, root):
+        self.root = root
+        os.makedirs(os.path.join(root, "simple"))
+        handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(  # noqa: E731
+            *a, directory=root, **k)
+        http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = "http://127.0.0.1:%d/simple/" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.listed = {}  # project -> {file: sha256 the page lists}
+
+    def put(self, project, path, listed_sha=None):
+        folder = os.path.join(self.root, "simple", project)
+        os.makedirs(folder, exist_ok=True)
+        dest = os.path.join(folder, os.path.basename(path))
+        if os.path.abspath(path) != dest:
+            shutil.copy(path, dest)
+        with open(dest, "rb") as fh:
+            sha = hashlib.sha256(fh.read()).hexdigest()
+        self.listed.setdefault(project, {})[os.path.basename(path)] = listed_sha or sha
+        with open(os.path.join(folder, "index.html"), "w") as fh:
+            fh.write("<html><body>\n" + "".join(
+                '<a href="%s#sha256=%s">%s</a>\n' % (f, h, f)
+                for f, h in sorted(self.listed[project].items())) + "</body></html>\n")
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def main():
+    d = tempfile.mkdtemp(prefix="mcpgate-pypi-test-")
+    p = Place(os.path.join(d, "place"), {})
+    idx = Index(os.path.join(d, "index"))
+    build = os.path.join(d, "build")
+    os.makedirs(build)
+    try:
+        run(p, idx, build, d)
+    finally:
+        idx.close()
+        p.cleanup()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def run(p, idx, build, d):
+    pipconf = os.path.join(d, "pip.conf")
+    with open(pipconf, "w") as fh:
+        fh.write("[global]\nindex-url = %s\nno-cache-dir = true\n" % idx.url)
+    p.env["PIP_CONFIG_FILE"] = pipconf
+    p.env.pop("PIP_INDEX_URL", None)
+    for v in ("1.0", "1.1"):
+        idx.put("srv-x", wheel(build, "srv-x", v, {"srv_x/__init__.py": SERVER_PY},
+                               ["dep-y>=1"], {"srv-x": "srv_x:main"}))
+    dep = wheel(build, "dep-y", "1.2", {"dep_y/__init__.py": "V = 12\n"})
+    idx.put("dep-y", dep)
+    idx.put("no-script", wheel(build, "no-script", "1.0", {"no_script/__init__.py": ""}))
+    idx.put("two-scripts", wheel(build, "two-scripts", "1.0", {"two/__init__.py": ""}, [],
+                                 {"alpha": "two:a", "beta": "two:b"}))
+    idx.put("bad-script", wheel(build, "bad-script", "1.0", {"bad/__init__.py": ""}, [],
+                                {"bad-script": "os:system('id')"}))
+    before = "# the person's own\n"
+    p.write(before)
+
+    def lock(name):
+        path = os.path.join(p.data, "pypi", name, "requirements.lock")
+        return open(path).read() if os.path.exists(path) else None
+
+    def pins():
+        return [i for i in p.images() if "mcpgate-pypi-" in i]
+
+    # ---- by name, the newest
+    r = p.run("add", "pypi:srv-x")
+    text = p.text()
+    doc = tomllib.loads(text) if r.returncode == 0 else {}
+    srv = [s for s in doc.get("server", []) if s["name"] == "srv-x"]
+    lk = lock("srv-x") or ""
+    t.ok(r.returncode == 0 and len(srv) == 1 and srv[0]["image"].startswith(
+        "localhost/mcpgate-pypi-srv-x@sha256:") and "# added by `mcpgate add pypi:srv-x==1.1`"
+        in text and "srv-x==1.1 --hash=sha256:" in lk and "dep-y==1.2 --hash=sha256:" in lk and
+        len(pins()) == 1,
+        "add pypi:NAME takes the newest version from the index named in pip.conf, its "
+        "dependency locked beside it by sha256", (r.stderr[-3000:], text, lk))
+    site = os.path.join(p.data, "pypi", "srv-x", "site")
+    t.ok(os.path.exists(os.path.join(site, "srv_x", "__init__.py")) and
+         os.path.exists(os.path.join(site, "dep_y", "__init__.py")) and
+         not os.path.exists(os.path.join(site, "bin")) and
+         p.files(p.data, "pypi", "srv-x") == ["request", "requirements.lock", "site"],
+         "the installed tree holds the package and its dependency, no host launchers; the "
+         "entry's folder holds the request, the lock and the tree, nothing of pip's",
+         (sorted(os.listdir(site)) if os.path.isdir(site) else None,
+          p.files(p.data, "pypi", "srv-x")))
+    arch = [f for f in p.files(p.data, "images") if f.endswith(".tar")]
+    cfg_ok = False
+    if len(arch) == 1:
+        import tarfile
+        import json
+        with tarfile.open(os.path.join(p.data, "images", arch[0])) as tf:
+            idxj = json.load(tf.extractfile("index.json"))
+            man = json.load(tf.extractfile("blobs/sha256/" +
+                                           idxj["manifests"][0]["digest"][7:]))
+            conf = json.load(tf.extractfile("blobs/sha256/" + man["config"]["digest"][7:]))
+            ep = conf["config"]["Entrypoint"]
+            cfg_ok = (ep[:3] == ["/usr/bin/python3", "-s", "-c"] and
+                      "from srv_x import main" in ep[3] and len(man["layers"]) == 3 and
+                      "PYTHONPATH=/app/site" in conf["config"]["Env"] and
+                      conf["config"]["Labels"].get("io.mcpgate.pypi.version") == "1.1")
+    t.ok(cfg_ok, "the image: Debian base, python3, the package's layer; python3 runs its "
+         "console script", arch)
+
+    # ---- NAME==VERSION, twice: the same lock and the same image
+    r1 = p.run("add", "pypi:srv-x==1.0", "--name", "s10")
+    r2 = p.run("add", "pypi:srv-x==1.0", "--name", "s10b")
+    digest = lambda n: [i.split("@")[1] for i in pins() if "mcpgate-pypi-%s@" % n in i]  # noqa
+    t.ok(r1.returncode == 0 and r2.returncode == 0 and lock("s10") == lock("s10b") and
+         "srv-x==1.0 --hash" in (lock("s10") or "") and digest("s10") == digest("s10b") and
+         len(digest("s10")) == 1 and digest("s10") != digest("srv-x"),
+         "add pypi:NAME==VERSION: the same input twice gives the same lock and the same image "
+         "digest", (r1.stderr[-2000:], r2.stderr[-2000:], pins()))
+
+    # ---- a local wheel: its dependency from the index
+    local = os.path.join(d, "dist")
+    os.makedirs(local)
+    lw = wheel(local, "srv-x", "1.0", {"srv_x/__init__.py": SERVER_PY}, ["dep-y>=1"],
+               {"srv-x": "srv_x:main"})
+    r = p.run("add", "pypi:" + lw, "--name", "local")
+    lk = lock("local") or ""
+    t.ok(r.returncode == 0 and "/pypi/local/wheels/srv_x-1.0-py3-none-any.whl --hash=sha256:%s"
+         % hashlib.sha256(open(lw, "rb").read()).hexdigest() in lk and
+         "dep-y==1.2 --hash=sha256:" in lk and "the wheel %s" % lw in p.text(),
+         "a local wheel: locked by its own hash, its dependency resolved from the index",
+         (r.stderr[-2000:], lk))
+
+    # ---- refusals: each names what, mcp.toml untouched, nothing left
+    good = p.text()
+    n_pins = len(pins())
+    srv_text = open(os.path.join(build, "srv_x-1.0-py3-none-any.whl"), "rb").read()
+    sdist = os.path.join(d, "srv-x-1.0.tar.gz")
+    open(sdist, "wb").write(b"not looked at")
+    cases = [
+        (["pypi:not-there"], "No matching distribution found for not-there"),
+        (["pypi:srv-x==9.9"], "srv-x==9.9 (from versions: 1.0, 1.1)"),
+        (["pypi:no-script"], "no-script==1.0 has no console script"),
+        (["pypi:two-scripts"], "several console scripts (alpha, beta)"),
+        (["pypi:bad-script"], "not MODULE:FUNCTION"),
+        (["pypi:-bad-"], "is not a Python package name"),
+        (["pypi:srv-x==1.0;rm"], "is not a version"),
+        (["pypi:" + sdist], "a source distribution is not taken"),
+        (["pypi:srv-x", "--module", "os;x"], "--module os;x"),
+        (["pypi:srv-x", "--scripts"], "--scripts is for npm"),
+    ]
+    for args, want in cases:
+        r = p.run("add", *args, "--name", "refused")
+        t.ok(r.returncode != 0 and want in r.stderr and p.text() == good and
+             len(pins()) == n_pins and not os.path.exists(os.path.join(p.data, "pypi", "refused")),
+             "add %s is refused: %s; mcp.toml and the runtime untouched, no tree left" %
+             (" ".join(args).replace(d, "D"), want), r.stderr[-1500:])
+    r = p.run("add", "pypi:no-script", "--module", "no_script", "--name", "bymodule")
+    t.ok(r.returncode == 0 and "bymodule" in p.text(),
+         "--module names the module a package with no console script runs as", r.stderr[-1500:])
+    good = p.text()
+    n_pins = len(pins())
+    r = p.run("add", "pypi:srv-x", "--name", "refused",
+              env={"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple/"})
+    t.ok(r.returncode != 0 and "the index http://127.0.0.1:9/simple/, which it could not "
+         "reach" in r.stderr and "srv-x" in r.stderr and
+         p.text() == good and len(pins()) == n_pins and
+         not os.path.exists(os.path.join(p.data, "pypi", "refused")),
+         "an index that cannot be reached is an error naming it and the package",
+         r.stderr[-1500:])
+
+    # ---- a wheel whose bytes are not what the index lists
+    evil = wheel(os.path.join(d, "dist"), "evil-x", "1.0", {"evil_x/__init__.py": "X=1\n"}, [],
+                 {"evil-x": "evil_x:main"})
+    idx.put("evil-x", evil, listed_sha="0" * 64)
+    r = p.run("add", "pypi:evil-x", "--name", "refused")
+    t.ok(r.returncode != 0 and "hash" in r.stderr.lower() and p.text() == good and
+         len(pins()) == n_pins, "a wheel whose content is not the sha256 the index lists is "
+         "refused", r.stderr[-1500:])
+
+    # ---- the index changes a locked wheel: the kept lock refuses it
+    with open(p.mcp, "w") as fh:
+        fh.write(before)
+    tampered = os.path.join(idx.root, "simple", "dep-y", "dep_y-1.2-py3-none-any.whl")
+    wheel(os.path.join(d, "dist"), "dep-y", "1.2", {"dep_y/__init__.py": "V = 'evil'\n"})
+    shutil.copy(os.path.join(d, "dist", "dep_y-1.2-py3-none-any.whl"), tampered)
+    idx.put("dep-y", tampered)  # the page lists the new hash: only the lock can tell
+    locked = lock("s10")
+    r = p.run("add", "pypi:srv-x==1.0", "--name", "s10")
+    t.ok(r.returncode != 0 and "do not match the hashes" in r.stderr.lower() and
+         "dep-y" in r.stderr and p.text() == before and lock("s10") == locked and
+         "V = 12" in open(os.path.join(p.data, "pypi", "s10", "site", "dep_y",
+                                       "__init__.py")).read(),
+         "a wheel the index changed after it was locked is refused; the installed tree and "
+         "mcp.toml stay as they were", r.stderr[-2000:])
+    del srv_text
+
+    # ---- hostile text cannot steer mcp.toml
+    hostile_dir = os.path.join(d, 'x"\n[[server]]\nname = "evil"\ntransport = "remote"\n#')
+    os.makedirs(hostile_dir)
+    hw = wheel(hostile_dir, "srv-x", "1.0", {"srv_x/__init__.py": SERVER_PY}, ["dep-y>=1"],
+               {"srv-x": "srv_x:main"})
+    idx.put("dep-y", dep)  # the first dep-y again: this lock is a new one
+    for args, want in ((['pypi:srv-x"\n[[server]]\nname = "evil"'], "is not a Python package name"),
+                       (['pypi:srv-x==1.0"\nimage = "evil'], "is not a version"),
+                       (["pypi:" + hw, "--name", "hostile"], None)):
+        before_h = p.text()
+        r = p.run("add", *args)
+        doc = tomllib.loads(p.text())
+        names = [s["name"] for s in doc.get("server", [])]
+        t.ok("evil" not in names and len(names) == len(set(names)) and
+             all(s.get("transport") == "container" for s in doc.get("server", [])) and
+             (r.returncode == 0 and names[-1] == "hostile" and hw.replace("\n", "\\n") in p.text()
+              if want is None else r.returncode != 0 and want in r.stderr and
+              p.text() == before_h),
+             "a hostile %s cannot write into mcp.toml" %
+             ("wheel path (added; the path kept inside its comment)" if want is None
+              else "name or version (refused)"),
+             (r.returncode, r.stderr[-800:], p.text()[-600:]))
+
+    # ---- prune and remove take the Python trees
+    r = p.run("prune", "--yes")
+    left = p.files(p.data, "pypi")
+    t.ok(r.returncode == 0 and "python tree and lock" in r.stdout and left == ["hostile"],
+         "prune takes every Python tree no entry uses (their entries were cut by hand) and "
+         "keeps the one an entry uses", (r.stdout + r.stderr, left))
+    before_u = p.text()
+    r = p.run("update", "hostile")
+    t.ok(r.returncode != 0 and "server hostile is a Python package" in r.stderr and
+         p.text() == before_u, "update says it does not update a Python package yet, and how "
+         "to do it; mcp.toml untouched", r.stderr[-800:])
+    r = p.run("remove", "hostile")
+    t.ok(r.returncode == 0 and "python tree and lock" in r.stdout and
+         p.files(p.data, "pypi") == [] and not [i for i in pins() if "-hostile@" in i],
+         "remove takes the entry's Python tree and lock with its image", r.stdout + r.stderr)
+
+if __name__ == "__main__":
+    main()
+    t.done()
