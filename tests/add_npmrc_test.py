@@ -112,7 +112,7 @@ def serve(crt, key, tgz):
 def main():
     npm, node, openssl = (shutil.which(x) for x in ("npm", "node", "openssl"))
     if not (npm and node and openssl):
-        print("1..0 # SKIP no npm, node or openssl on PATH")
+        print("ok 1 # SKIP no npm, node or openssl on PATH")
         return 77
     d = tempfile.mkdtemp(prefix="mcpgate-npmrc-test-")
     srv = None
@@ -143,7 +143,7 @@ def main():
         where = subprocess.run([npm, "config", "get", "globalconfig"], env=env,
                                capture_output=True, text=True, timeout=60).stdout.strip()
         if where != os.path.join(prefix, "etc", "npmrc"):
-            print("1..0 # SKIP this npm reads its global npmrc at %s, not under PREFIX"
+            print("ok 1 # SKIP this npm reads its global npmrc at %s, not under PREFIX"
                   % (where or "a place it does not say"))
             return 77
         # the setup as the person has it: plain npm reads both files
