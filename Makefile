@@ -80,7 +80,7 @@ LISTEN_SRC = internal/listen/address.c internal/listen/token.c internal/listen/m
              internal/listen/client.c internal/listen/conns.c internal/listen/http.c
 CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/setup.c \
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
-          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_tarball.c cmd/mcpgate/add_pypi.c cmd/mcpgate/client.c \
+          cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_step.c cmd/mcpgate/add_tarball.c cmd/mcpgate/add_pypi.c cmd/mcpgate/add_pypi_sdist.c cmd/mcpgate/client.c \
           cmd/mcpgate/store.c cmd/mcpgate/remove.c cmd/mcpgate/enable.c cmd/mcpgate/prune.c \
           cmd/mcpgate/progress.c cmd/mcpgate/add_build.c cmd/mcpgate/update.c cmd/mcpgate/logs.c
 

@@ -20,9 +20,12 @@ Environment: MCPGATE, FAKES.
 import base64
 import hashlib
 import http.server
+import json
+import io
 import os
 import shutil
 import sys
+import tarfile
 import tempfile
 import threading
 import tomllib
@@ -60,6 +63,22 @@ def wheel(out_dir, name, version, files, requires=(), scripts=None):
     with zipfile.ZipFile(path, "w") as z:
         for p, text in sorted(entries.items()):
             z.writestr(zipfile.ZipInfo(p, (1980, 1, 1, 0, 0, 0)), text)
+    return path
+
+
+def sdist_file(out_dir, name, version, files):
+    """NAME-VERSION.tar.gz: one folder NAME-VERSION with PKG-INFO and files"""
+    top = "%s-%s" % (name, version)
+    files = dict(files)
+    files.setdefault("PKG-INFO", "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" %
+                     (name, version))
+    path = os.path.join(out_dir, top + ".tar.gz")
+    with tarfile.open(path, "w:gz") as tf:
+        for rel, text in sorted(files.items()):
+            data = text.encode()
+            info = tarfile.TarInfo("%s/%s" % (top, rel))
+            info.size, info.mtime, info.mode = len(data), 315532800, 0o644
+            tf.addfile(info, io.BytesIO(data))
     return path
 
 
@@ -133,7 +152,7 @@ def run(p, idx, build, d):
         return open(path).read() if os.path.exists(path) else None
 
     def pins():
-        return [i for i in p.images() if "mcpgate-pypi-" in i]
+        return [i for i in p.images() if "mcpgate-pypi-" in i and "mcpgate-pypi-build" not in i]
 
     # ---- by name, the newest
     r = p.run("add", "pypi:srv-x")
@@ -159,8 +178,6 @@ def run(p, idx, build, d):
     arch = [f for f in p.files(p.data, "images") if f.endswith(".tar")]
     cfg_ok = False
     if len(arch) == 1:
-        import tarfile
-        import json
         with tarfile.open(os.path.join(p.data, "images", arch[0])) as tf:
             idxj = json.load(tf.extractfile("index.json"))
             man = json.load(tf.extractfile("blobs/sha256/" +
@@ -202,7 +219,27 @@ def run(p, idx, build, d):
     n_pins = len(pins())
     srv_text = open(os.path.join(build, "srv_x-1.0-py3-none-any.whl"), "rb").read()
     sdist = os.path.join(d, "srv-x-1.0.tar.gz")
-    open(sdist, "wb").write(b"not looked at")
+    open(sdist, "wb").write(b"not a tar at all")
+    sd = os.path.join(d, "sdists")
+    os.makedirs(sd)
+    bs = "[build-system]\n"
+    bad_sdists = [
+        (bs + 'requires = ["setuptools @ https://example.invalid/s.whl"]\n', "never a URL"),
+        (bs + 'requires = []\nbuild-backend = "os;system"\n',
+         "build-system.build-backend is not MODULE[:OBJECT]"),
+        (bs + 'requires = []\nbuild-backend = "b"\nbackend-path = ["../.."]\n',
+         "a path below the source's top folder"),
+        (bs + "requires = [1]\n", "build-system.requires holds an item of type integer"),
+        ('build-system = "x"\n', "pyproject.toml:1: build-system is not a table"),
+        (bs + "requires = [\n", "pyproject.toml:3:1"),
+        (bs + 'build-backend = "b"\n', "build-system has no requires"),
+    ]
+    sdist_cases = []
+    for i, (pyproject, want) in enumerate(bad_sdists):
+        folder = os.path.join(sd, str(i))
+        os.makedirs(folder)
+        sdist_cases.append((["pypi:" + sdist_file(folder, "srv-x", "1.0", {
+            "pyproject.toml": pyproject})], want))
     cases = [
         (["pypi:not-there"], "No matching distribution found for not-there"),
         (["pypi:srv-x==9.9"], "srv-x==9.9 (from versions: 1.0, 1.1)"),
@@ -211,7 +248,12 @@ def run(p, idx, build, d):
         (["pypi:bad-script"], "not MODULE:FUNCTION"),
         (["pypi:-bad-"], "is not a Python package name"),
         (["pypi:srv-x==1.0;rm"], "is not a version"),
-        (["pypi:" + sdist], "a source distribution is not taken"),
+        (["pypi:" + sdist], "is not a gzipped tar"),
+        (["pypi:" + sdist[:-7] + ".zip"], "a source distribution is taken as "
+         "NAME-VERSION.tar.gz"),
+        (["pypi:./srv-x.tar.gz"], "no name and version in the source distribution's"),
+        (["pypi:" + os.path.join(d, "gone-1.0.tar.gz")], "the source distribution"),
+    ] + sdist_cases + [
         (["pypi:srv-x", "--module", "os;x"], "--module os;x"),
         (["pypi:srv-x", "--scripts"], "--scripts is for npm"),
     ]
@@ -221,6 +263,35 @@ def run(p, idx, build, d):
              len(pins()) == n_pins and not os.path.exists(os.path.join(p.data, "pypi", "refused")),
              "add %s is refused: %s; mcp.toml and the runtime untouched, no tree left" %
              (" ".join(args).replace(d, "D"), want), r.stderr[-1500:])
+    # ---- a good sdist goes as far as its contained build, which the fake
+    # runtime cannot do: how the step was run, and nothing left
+    folder = os.path.join(sd, "good")
+    os.makedirs(folder)
+    good_sdist = sdist_file(folder, "srv-x", "1.0", {
+        "pyproject.toml": bs + 'requires = []\nbuild-backend = "intree"\nbackend-path = ["."]\n',
+        "intree.py": "def build_wheel(d, c=None, m=None):\n    raise SystemExit(1)\n"})
+    log = os.path.join(p.bin, "runtime-log.jsonl")
+    seen = os.path.getsize(log) if os.path.exists(log) else 0
+    r = p.run("add", "pypi:" + good_sdist, "--name", "refused")
+    runs = []
+    if os.path.exists(log):
+        with open(log) as fh:
+            fh.seek(seen)
+            runs = [json.loads(line) for line in fh if line.strip()]
+    runs = [c for c in runs if "run" in json.dumps(c) and "pypi-build" in json.dumps(c)]
+    argv = json.dumps(runs[-1]) if runs else ""
+    t.ok(r.returncode != 0 and "the build of srv-x-1.0.tar.gz" in r.stderr and
+         p.text() == good and len(pins()) == n_pins and
+         not os.path.exists(os.path.join(p.data, "pypi", "refused")),
+         "a source distribution's build that fails in its container fails add, naming it; "
+         "mcp.toml and the runtime untouched, no tree left", r.stderr[-2000:])
+    t.ok(all(f in argv for f in ("--read-only", "--cap-drop=ALL", "--network=none",
+                                 "/mcpgate-pypi-build@sha256:", "srv-x-1.0.tar.gz",
+                                 "intree")) and
+         ("65534:65534" in argv if os.geteuid() == 0 else True),
+         "the build step runs with a server's isolation: read-only root, no capabilities, no "
+         "network%s" % (", as nobody (root runs add)" if os.geteuid() == 0 else ""),
+         argv[:3000])
     r = p.run("add", "pypi:no-script", "--module", "no_script", "--name", "bymodule")
     t.ok(r.returncode == 0 and "bymodule" in p.text(),
          "--module names the module a package with no console script runs as", r.stderr[-1500:])

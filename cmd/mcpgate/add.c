@@ -835,7 +835,8 @@ static int add_pypi(const char *dir, const char *name_opt, const char *source, c
 	if (scripts) {
 		mg_err_set(err,
 		           "%s: --scripts is for npm's install scripts; a wheel has none, and "
-		           "mcpgate builds no source distribution",
+		           "a source distribution (pypi:./NAME-VERSION.tar.gz) is always built "
+		           "in a contained step",
 		           source);
 		goto out;
 	}
@@ -878,6 +879,8 @@ static int add_pypi(const char *dir, const char *name_opt, const char *source, c
 		goto out;
 	what = req.wheel != NULL
 	           ? xasprintf("pypi:%s==%s, the wheel %s", p.name, p.version, req.wheel)
+	       : req.sdist != NULL
+	           ? xasprintf("pypi:%s==%s, built contained from %s", p.name, p.version, req.sdist)
 	           : xasprintf("pypi:%s==%s", p.name, p.version);
 	note = xasprintf("; wheel sha256 %s, every wheel locked in %s/requirements.lock", p.sha256,
 	                 work);

@@ -3,6 +3,8 @@
 #ifndef MG_CMD_ADD_H
 #define MG_CMD_ADD_H
 
+#include <sys/types.h>
+
 #include "internal/base/err.h"
 #include "internal/base/strv.h"
 #include "internal/config/config.h"
@@ -111,6 +113,9 @@ int add_layers_prepare(struct add_layers *l, const char *data, const struct cfg 
 /* the build tools' layer, node's headers and npm's node-gyp (npm: its path) */
 int add_layers_native(struct add_layers *l, const char *data, const char *npm, bool refresh,
                       struct mg_err **err);
+/* the build tools of a Python source distribution: a C compiler and
+ * python3's headers, as a Debian layer of their own over the base */
+int add_layers_python_tools(struct add_layers *l, bool refresh, struct mg_err **err);
 /* out (bottom first): a server's image (step false), or the install step's
  * (step true: no set, the build tools when prepared); the count */
 size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[5]);
@@ -140,6 +145,33 @@ void add_today(char day[static 16]);
 int add_pack_kept(struct pack_spec *spec, const char *images, const char *repo,
                   struct pack_result *res, char **image, char **archive, struct mg_err **err);
 
+/* A contained step of add (add_step.c): runner, a program of mcpgate's
+ * written into work for the run, executed by the step's image (entrypoint)
+ * in a container with a server's isolation: no network, work read-only at
+ * /workspace and only work/WRITE writable, its limits held or refused as a
+ * server's (accept: the accept_unenforced the person gave). The image is
+ * layers' step image: the Debian base and the language's layer, with the
+ * build tools when prepared. What the step left in WRITE is cleared of
+ * setuid and setgid bits and special files. */
+struct add_step {
+	const char *kind;  /* "npm-scripts": image mcpgate-KIND, container NAME-KIND */
+	const char *what;  /* "the install scripts of 2 package(s)", for messages */
+	const char *label; /* the image's label key saying it is this step (prune) */
+	const char *runner_name, *runner;
+	size_t runner_len;
+	const char *const *entrypoint;
+	size_t n_entrypoint;
+	const char *const *env; /* the image's */
+	size_t n_env;
+	const char *write;       /* the one folder of work it may write */
+	const struct strv *args; /* after the entrypoint, or NULL */
+	int quiet_status;        /* a status other than 0 that is no failure (0: none) */
+};
+/* *status: the step's exit status; 0 returned when it ran at all */
+int add_step_run(const struct cfg *cfg, struct ctr_driver *d, const char *work, const char *data,
+                 const char *name, const struct add_layers *layers, const struct add_step *st,
+                 const struct strv *accept, int *status, struct mg_err **err);
+
 /* The install scripts npm skipped (the packages of pkgs, lockfile keys
  * "node_modules/..."), run in a container with a server's isolation: no
  * network, the install folder work read-only at /workspace and only its
@@ -164,7 +196,19 @@ int add_remove_modules(const char *work, struct mg_err **err);
 int add_clear_modules(const char *work, unsigned *cleared, struct mg_err **err);
 /* The same below dir (a Python package tree) */
 int add_clear_tree(const char *dir, unsigned *cleared, struct mg_err **err);
+/* The same, and dir with everything below it given to to (lchown) */
+struct add_owner {
+	uid_t uid;
+	gid_t gid;
+};
+int add_clear_tree_to(const char *dir, const struct add_owner *to, unsigned *cleared,
+                      struct mg_err **err);
 
+/* The member TOP/BASE of the gzipped tar in data (path: for messages), at
+ * most max bytes, into *text (NUL-terminated) and *text_len: 1 found, 0
+ * not there, -1 an error. Nothing of it is written anywhere. */
+int add_tar_member(const char *path, const char *data, size_t len, const char *base, size_t max,
+                   char **text, size_t *text_len, struct mg_err **err);
 /* A local package tarball (npm pack's output): its package.json, parsed,
  * and its integrity as npm records it ("sha512-" and base64). Nothing of
  * it runs. */
@@ -178,6 +222,7 @@ struct pypi_req {
 	char *name;    /* as given (a wheel: from its file name, normal form) */
 	char *version; /* ==VERSION, a wheel's; NULL: the newest */
 	char *wheel;   /* a local wheel's real path, or NULL */
+	char *sdist;   /* a local source distribution's real path, or NULL */
 };
 void add_pypi_req_free(struct pypi_req *r);
 
@@ -206,5 +251,25 @@ int add_find_pip(char **python, struct mg_err **err);
 int add_pypi_build(const struct add_build *b, const char *python, const struct pypi_req *req,
                    const char *module, struct pypi_pkg *p, char **image, char **archive,
                    struct mg_err **err);
+
+/* What a source distribution says of its build (pyproject.toml's
+ * build-system, or PEP 517's default for setuptools), each value checked */
+struct pypi_sdist {
+	char *backend;            /* MODULE[:OBJECT] */
+	struct strv requires;     /* PEP 508 requirements, no URL among them */
+	struct strv backend_path; /* paths below the source's top folder */
+};
+void add_pypi_sdist_free(struct pypi_sdist *s);
+/* a PEP 508 requirement mcpgate hands pip: no direct reference (URL) */
+bool add_pypi_requirement_ok(const char *s);
+/* path's pyproject.toml, read from the tar without unpacking anything */
+int add_pypi_sdist_read(const char *path, struct pypi_sdist *out, struct mg_err **err);
+/* The contained build of b->work/sdist/SDIST_BASE with b->work/build-env
+ * (what it needs, installed): *wheel the one wheel it left in
+ * b->work/build/dist; or, *wheel NULL, more holds what the backend asked
+ * for beyond build-env (get_requires_for_build_wheel) */
+int add_pypi_sdist_step(const struct add_build *b, const struct add_layers *l,
+                        const char *sdist_base, const struct pypi_sdist *s, struct strv *more,
+                        char **wheel, struct mg_err **err);
 
 #endif

@@ -187,11 +187,11 @@ size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower
 		n = push_lower(out, n, &l->python);
 	if (!step && l->set.blob != NULL)
 		n = push_lower(out, n, &l->set);
-	if (step && l->tools.blob != NULL) {
+	if (step && l->tools.blob != NULL)
 		n = push_lower(out, n, &l->tools);
+	if (step && l->native.n > 0)
 		out[n++] = (struct pack_lower){.adds = (const char *const *)l->native.v,
 		                               .n_adds = l->native.n};
-	}
 	return n;
 }
 
@@ -342,6 +342,28 @@ static char *npm_modules(const char *npm)
 	return modules;
 }
 
+/* what a Python package's C extension is built with: gcc, libc's and
+ * python3's headers (python3-dev brings them with python3's own) */
+static const char *const python_build_tools[] = {"gcc", "libc6-dev", "python3-dev"};
+
+static int tools_layer(struct add_layers *l, const char *const *names, size_t n, bool refresh,
+                       struct mg_err **err)
+{
+	struct strv tools = STRV_INIT;
+	for (size_t i = 0; i < n; i++)
+		strv_push(&tools, names[i]);
+	int r = deb_layer_get(&l->store, &tools, &l->base, refresh, &l->tools, err);
+	strv_free(&tools);
+	return r;
+}
+
+int add_layers_python_tools(struct add_layers *l, bool refresh, struct mg_err **err)
+{
+	return tools_layer(l, python_build_tools,
+	                   sizeof(python_build_tools) / sizeof(python_build_tools[0]), refresh,
+	                   err);
+}
+
 int add_layers_native(struct add_layers *l, const char *data, const char *npm, bool refresh,
                       struct mg_err **err)
 {
@@ -354,12 +376,8 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
 		                  "the native build needs npm's own node-gyp, which is not "
 		                  "beside %s",
 		                  npm);
-	struct strv tools = STRV_INIT;
-	for (size_t i = 0; i < sizeof(build_tools) / sizeof(build_tools[0]); i++)
-		strv_push(&tools, build_tools[i]);
-	int r = deb_layer_get(&l->store, &tools, &l->base, refresh, &l->tools, err);
-	strv_free(&tools);
-	if (r < 0)
+	if (tools_layer(l, build_tools, sizeof(build_tools) / sizeof(build_tools[0]), refresh,
+	                err) < 0)
 		return -1;
 	cleanup_free char *images = xasprintf("%s/images", data);
 	cleanup_free char *wrapper = xasprintf("%s/node-gyp", images);

@@ -41,6 +41,7 @@ void add_pypi_req_free(struct pypi_req *r)
 	free(r->name);
 	free(r->version);
 	free(r->wheel);
+	free(r->sdist);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -137,10 +138,11 @@ static bool ends_with(const char *s, const char *tail)
 	return n >= m && strcmp(s + n - m, tail) == 0;
 }
 
-/* A wheel's file name as pip takes it: NAME-VERSION[-BUILD]-PY-ABI-PLAT.whl */
-static bool wheel_file_ok(const char *base)
+/* A wheel's file name as pip takes it, NAME-VERSION[-BUILD]-PY-ABI-PLAT.whl,
+ * or a source distribution's, NAME-VERSION.tar.gz (tail) */
+static bool package_file_ok(const char *base, const char *tail)
 {
-	if (!alnum(base[0]) || !ends_with(base, ".whl") || strlen(base) > 250)
+	if (!alnum(base[0]) || !ends_with(base, tail) || strlen(base) > 250)
 		return false;
 	for (const char *p = base; *p != '\0'; p++)
 		if (!(alnum(*p) || *p == '.' || *p == '_' || *p == '-' || *p == '+' || *p == '!'))
@@ -152,36 +154,46 @@ int add_pypi_parse(const char *src, struct pypi_req *out, struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
 	const char *spec = src + 5; /* after "pypi:" */
-	if (ends_with(spec, ".tar.gz") || ends_with(spec, ".zip") || ends_with(spec, ".tar.bz2"))
-		return mg_err_set(
-		    err,
-		    "%s: a source distribution is not taken: building it runs the package's own "
-		    "code (setup.py or its build backend), which mcpgate does not do on the host, "
-		    "and has no contained build step for Python yet; build a wheel where you trust "
-		    "that code to run (python3 -m build --wheel) and add pypi:./NAME.whl",
-		    src);
-	if (strchr(spec, '/') != NULL || ends_with(spec, ".whl")) {
+	if (ends_with(spec, ".zip") || ends_with(spec, ".tar.bz2") || ends_with(spec, ".tgz"))
+		return mg_err_set(err,
+		                  "%s: a source distribution is taken as NAME-VERSION.tar.gz "
+		                  "(PEP 625, what python3 -m build --sdist writes), not this "
+		                  "kind of file",
+		                  src);
+	bool sdist = ends_with(spec, ".tar.gz");
+	if (strchr(spec, '/') != NULL || ends_with(spec, ".whl") || sdist) {
 		const char *slash = strrchr(spec, '/');
 		const char *base = slash != NULL ? slash + 1 : spec;
-		if (!wheel_file_ok(base))
-			return mg_err_set(err,
-			                  "%s: \"%s\" is not a wheel's file name "
-			                  "(NAME-VERSION-PY-ABI-PLATFORM.whl, letters, digits and "
-			                  ". _ - + !)",
-			                  src, base);
-		out->wheel = realpath(spec, NULL);
-		if (out->wheel == NULL)
-			return mg_err_sys(err, errno, "%s: the wheel %s", src, spec);
+		if (!package_file_ok(base, sdist ? ".tar.gz" : ".whl"))
+			return mg_err_set(
+			    err,
+			    sdist ? "%s: \"%s\" is not a source distribution's file "
+			            "name (NAME-VERSION.tar.gz, letters, digits and "
+			            ". _ - + !)"
+			          : "%s: \"%s\" is not a wheel's file name "
+			            "(NAME-VERSION-PY-ABI-PLATFORM.whl, letters, digits "
+			            "and . _ - + !)",
+			    src, base);
 		/* NAME and VERSION from the file's name; the wheel's METADATA
-		 * says them again when pip reads it, and the two must agree */
-		size_t n1 = strcspn(base, "-");
+		 * says them again when pip reads it, and the two must agree. A
+		 * source distribution's name is all before its last dash. */
+		size_t len = strlen(base) - (sdist ? 7 : 0);
+		const char *last = memrchr(base, '-', len);
+		size_t n1 =
+		    sdist ? (last != NULL ? (size_t)(last - base) : len) : strcspn(base, "-");
 		const char *v = base + n1 + (base[n1] == '-');
-		size_t n2 = strcspn(v, "-");
+		size_t n2 = sdist ? (size_t)(base + len - v) : strcspn(v, "-");
 		out->name = normal_name(base, n1);
 		out->version = xstrndup(v, n2);
-		if (!add_pypi_name_ok(out->name) || !version_ok(out->version))
-			return mg_err_set(err, "%s: no name and version in the wheel's file name",
-			                  src);
+		if (!add_pypi_name_ok(out->name) || !version_ok(out->version) ||
+		    !(out->version[0] >= '0' && out->version[0] <= '9'))
+			return mg_err_set(err, "%s: no name and version in the %s's file name", src,
+			                  sdist ? "source distribution" : "wheel");
+		char *real = realpath(spec, NULL);
+		if (real == NULL)
+			return mg_err_sys(err, errno, "%s: the %s %s", src,
+			                  sdist ? "source distribution" : "wheel", spec);
+		*(sdist ? &out->sdist : &out->wheel) = real;
 		return 0;
 	}
 	const char *eq = strstr(spec, "==");
@@ -225,7 +237,8 @@ static const char *lock_version(const struct deb_lock *l, const char *name)
 
 /* python3's version in the python layer, glibc's in the base: the wheels
  * pip may pick are those that run there (manylinux down to glibc 2.17) */
-static int pip_target_of(const struct add_layers *l, struct pip_target *t, struct mg_err **err)
+static int pip_target_of(const struct add_layers *l, bool built_here, struct pip_target *t,
+                         struct mg_err **err)
 {
 	const char *pv = lock_version(&l->python.lock, "python3");
 	const char *lv = lock_version(&l->base.lock, "libc6");
@@ -247,6 +260,10 @@ static int pip_target_of(const struct add_layers *l, struct pip_target *t, struc
 	for (unsigned g = glibc; g >= 17; g--)
 		strv_pushf(&t->platforms, "manylinux_2_%u_%s", g, machine);
 	strv_pushf(&t->platforms, "manylinux2014_%s", machine);
+	/* a wheel built from source in the step, for this very python, is
+	 * tagged for plain linux; the index's never are */
+	if (built_here)
+		strv_pushf(&t->platforms, "linux_%s", machine);
 	return 0;
 }
 
@@ -395,8 +412,10 @@ static int pip_check(const char *python, const char *what, struct proc_result *r
 	return mg_err_set(err, "pip could not %s from the index %s%s: %s%s", what, index,
 	                  unreachable ? ", which it could not reach" : "", why,
 	                  no_match && !unreachable
-	                      ? " (mcpgate takes wheels only: a package with no wheel for this "
-	                        "python is not built, since building runs its code)"
+	                      ? " (from an index mcpgate takes wheels only, since building a "
+	                        "source distribution runs its code: download the package's "
+	                        "NAME-VERSION.tar.gz and add pypi:./NAME-VERSION.tar.gz, "
+	                        "which is built in a contained step)"
 	                      : "");
 }
 
@@ -503,12 +522,13 @@ static char *render_lock(const struct pypi_req *req, const char *kept_wheel, con
 {
 	struct mg_buf b = MG_BUF_INIT(1u << 22);
 	mg_buf_printf(&b, NULL,
-	              "# mcpgate's lock of pypi:%s: every wheel of the image, checked by its "
-	              "sha256 when pip installs it (--require-hashes)\n",
-	              req->name);
-	cleanup_free char *want = normal_name(req->name, strlen(req->name));
+	              "# mcpgate's lock of %s%s: every wheel %s, checked by its sha256 when "
+	              "pip installs it (--require-hashes)\n",
+	              req != NULL ? "pypi:" : "what a source distribution's build needs",
+	              req != NULL ? req->name : "", req != NULL ? "of the image" : "of the build");
+	cleanup_free char *want = req != NULL ? normal_name(req->name, strlen(req->name)) : NULL;
 	for (size_t i = 0; i < n; i++) {
-		bool top = strcmp(v[i].name, want) == 0;
+		bool top = want != NULL && strcmp(v[i].name, want) == 0;
 		if (top) {
 			p->name = xstrdup(v[i].name);
 			p->version = xstrdup(v[i].version);
@@ -532,40 +552,40 @@ static char *request_text(const struct pypi_req *req, const char *wheel_sha,
 {
 	return xasprintf("pypi:%s%s%s%s%s python %s %s %s\n", req->name,
 	                 req->version != NULL ? "==" : "", req->version != NULL ? req->version : "",
-	                 req->wheel != NULL ? " wheel sha256:" : "",
-	                 req->wheel != NULL ? wheel_sha : "", t->python, t->abi,
-	                 t->platforms.n > 0 ? t->platforms.v[0] : "");
+	                 req->wheel != NULL   ? " wheel sha256:"
+	                 : req->sdist != NULL ? " sdist sha256:"
+	                                      : "",
+	                 req->wheel != NULL || req->sdist != NULL ? wheel_sha : "", t->python,
+	                 t->abi, t->platforms.n > 0 ? t->platforms.v[0] : "");
 }
 
-/* The local wheel copied into work/wheels (the lock names it there, where
- * nothing else writes), and its sha256 */
-static int keep_wheel(const char *work, const char *wheel, char **kept, char hex[65],
-                      struct mg_err **err)
+/* A local wheel copied into work/wheels (the lock names it there, where
+ * nothing else writes), or a source distribution into work/sdist, and its
+ * sha256 */
+static int keep_file(const char *work, const char *sub, const char *wheel, char **kept,
+                     char hex[65], struct mg_err **err)
 {
 	cleanup_free char *data = NULL;
 	size_t len = 0;
 	const char *base = strrchr(wheel, '/') + 1;
-	cleanup_free char *dir = xasprintf("%s/wheels", work);
+	cleanup_free char *dir = xasprintf("%s/%s", work, sub);
 	*kept = xasprintf("%s/%s", dir, base);
 	if (mg_read_file(wheel, WHEEL_MAX, &data, &len, err) < 0 ||
-	    mg_mkdir_p(dir, 0700, err) < 0 ||
+	    mg_mkdir_p(dir, 0755, err) < 0 ||
 	    mg_write_file_atomic(*kept, data, len, 0644, err) < 0 ||
 	    deb_file_sha256(*kept, hex, err) < 0)
-		return mg_err_wrap(err, "the wheel %s", wheel);
+		return mg_err_wrap(err, "%s", wheel);
 	return 0;
 }
 
-/* pip's resolution of req for t, written as the lock */
-static int resolve(const char *python, const char *work, const struct pypi_req *req,
-                   const char *kept_wheel, const char *wheel_hex, const struct pip_target *t,
-                   struct pypi_pkg *p, char **lock_text, size_t *lock_len, struct mg_err **err)
+/* pip's resolution of specs for t, wheels only, each wheel checked (the
+ * local one, file:, has local_sha) and sorted by name */
+static int pip_lock(const char *python, const char *work, const struct strv *specs,
+                    const char *local_sha, const struct pip_target *t, struct locked **v, size_t *n,
+                    struct mg_err **err)
 {
 	cleanup_free char *report = xasprintf("%s/report.json", work);
 	cleanup_free char *nowhere = xasprintf("%s/resolve.target", work);
-	cleanup_free char *spec =
-	    kept_wheel != NULL ? xstrdup(kept_wheel)
-	                       : xasprintf("%s%s%s", req->name, req->version != NULL ? "==" : "",
-	                                   req->version != NULL ? req->version : "");
 	struct strv args = STRV_INIT;
 	const char *fixed[] = {"install",
 	                       "--dry-run",
@@ -583,20 +603,42 @@ static int resolve(const char *python, const char *work, const struct pypi_req *
 	push_all(&args, fixed, sizeof(fixed) / sizeof(fixed[0]));
 	push_target(&args, t);
 	strv_push(&args, "--");
-	strv_push(&args, spec);
+	struct mg_buf said = MG_BUF_INIT(4096);
+	for (size_t i = 0; i < specs->n; i++) {
+		strv_push(&args, specs->v[i]);
+		mg_buf_printf(&said, NULL, "%s%s", i > 0 ? " " : "", specs->v[i]);
+	}
 	struct proc_result res;
 	unlink(report);
 	int r = pip_run(python, &args, &res, err);
 	strv_free(&args);
-	cleanup_free char *what = xasprintf("resolve %s", spec);
+	cleanup_free char *what = xasprintf("resolve %s", mg_buf_str(&said));
+	mg_buf_free(&said);
 	if (r == 0)
 		r = pip_check(python, what, &res, err);
 	proc_result_free(&res);
+	if (r == 0)
+		r = read_report(report, local_sha, v, n, err);
+	unlink(report);
+	return r;
+}
+
+/* pip's resolution of req for t, written as the lock */
+static int resolve(const char *python, const char *work, const struct pypi_req *req,
+                   const char *kept_wheel, const char *wheel_hex, const struct pip_target *t,
+                   struct pypi_pkg *p, char **lock_text, size_t *lock_len, struct mg_err **err)
+{
+	cleanup_free char *spec =
+	    kept_wheel != NULL ? xstrdup(kept_wheel)
+	                       : xasprintf("%s%s%s", req->name, req->version != NULL ? "==" : "",
+	                                   req->version != NULL ? req->version : "");
+	struct strv specs = STRV_INIT;
+	strv_push(&specs, spec);
 	struct locked *v = NULL;
 	size_t n = 0;
-	if (r == 0)
-		r = read_report(report, kept_wheel != NULL ? wheel_hex : NULL, &v, &n, err);
-	unlink(report);
+	int r =
+	    pip_lock(python, work, &specs, kept_wheel != NULL ? wheel_hex : NULL, t, &v, &n, err);
+	strv_free(&specs);
 	if (r == 0) {
 		*lock_text = render_lock(req, kept_wheel, v, n, p, lock_len);
 		if (p->name == NULL)
@@ -610,14 +652,15 @@ static int resolve(const char *python, const char *work, const struct pypi_req *
 	return r;
 }
 
-/* pip installs exactly the lock into work/site: no resolution, every wheel
- * checked by its hash, no .pyc written; nothing of a wheel runs */
-static int install(const char *python, const char *work, const char *lock,
+/* pip installs exactly the lock into work/DEST (site: the image's): no
+ * resolution, every wheel checked by its hash, no .pyc written; nothing of
+ * a wheel runs */
+static int install(const char *python, const char *work, const char *lock, const char *dest,
                    const struct pip_target *t, struct mg_err **err)
 {
-	cleanup_free char *fresh = xasprintf("%s/site.new", work);
-	cleanup_free char *site = xasprintf("%s/site", work);
-	cleanup_free char *bin = xasprintf("%s/site.new/bin", work);
+	cleanup_free char *fresh = xasprintf("%s/%s.new", work, dest);
+	cleanup_free char *site = xasprintf("%s/%s", work, dest);
+	cleanup_free char *bin = xasprintf("%s/%s.new/bin", work, dest);
 	if (mg_remove_tree(fresh, err) < 0)
 		return -1;
 	struct strv args = STRV_INIT;
@@ -658,6 +701,103 @@ static int install(const char *python, const char *work, const char *lock,
 	if (cleared > 0)
 		progress_note("cleared %u setuid, setgid or special file(s) the wheels held",
 		              cleared);
+	return r;
+}
+
+/* ---- a source distribution ---------------------------------------------------- */
+
+/* What the build needs (reqs), locked by pip into work/build.lock and
+ * installed from it into work/build-env: wheels only, hashes required */
+static int build_env(const char *python, const char *work, const struct strv *reqs,
+                     const struct pip_target *t, struct mg_err **err)
+{
+	cleanup_free char *lock = xasprintf("%s/build.lock", work);
+	cleanup_free char *env = xasprintf("%s/build-env", work);
+	struct locked *v = NULL;
+	size_t n = 0, len = 0;
+	struct pypi_pkg none = {0};
+	if (reqs->n == 0) {
+		const char text[] = "# the build needs nothing from the index\n";
+		if (mg_remove_tree(env, err) < 0 || mg_mkdir_p(env, 0700, err) < 0)
+			return -1;
+		return mg_write_file_atomic(lock, text, sizeof(text) - 1, 0600, err);
+	}
+	int r = pip_lock(python, work, reqs, NULL, t, &v, &n, err);
+	if (r == 0) {
+		cleanup_free char *text = render_lock(NULL, NULL, v, n, &none, &len);
+		r = mg_write_file_atomic(lock, text, len, 0600, err);
+	}
+	locked_free(v, n);
+	if (r == 0)
+		r = install(python, work, lock, "build-env", t, err);
+	return r < 0 ? mg_err_wrap(err, "what the build needs (build-system.requires)") : 0;
+}
+
+/* the wheel's file name says the sdist's own name and version */
+static int wheel_is_sdists(const char *wheel, const struct pypi_req *req, struct mg_err **err)
+{
+	const char *base = strrchr(wheel, '/') + 1;
+	size_t n1 = strcspn(base, "-");
+	const char *v = base + n1 + (base[n1] == '-');
+	cleanup_free char *name = normal_name(base, n1);
+	cleanup_free char *want = normal_name(req->name, strlen(req->name));
+	cleanup_free char *version = xstrndup(v, strcspn(v, "-"));
+	if (!package_file_ok(base, ".whl") || strcmp(name, want) != 0 ||
+	    strcmp(version, req->version) != 0)
+		return mg_err_set(err,
+		                  "the build of %s left %s, which is not a wheel of %s %s; "
+		                  "mcp.toml is left as it was",
+		                  strrchr(req->sdist, '/') + 1, base, req->name, req->version);
+	return 0;
+}
+
+/* The sdist (kept in work/sdist) built in its contained step
+ * (add_pypi_sdist.c), with what its build needs installed, once more when
+ * the backend asks for more; the wheel it left, checked, kept in
+ * work/wheels as a local wheel is. The build's trees go after; its lock
+ * (work/build.lock) stays as the record of what built the wheel. */
+static int build_sdist(const struct add_build *b, const char *python, const struct pypi_req *req,
+                       const struct pypi_sdist *sd, const char *kept_sdist,
+                       struct add_layers *layers, const struct pip_target *t, char **kept_wheel,
+                       char wheel_hex[65], struct mg_err **err)
+{
+	const char *base = strrchr(kept_sdist, '/') + 1;
+	cleanup_free char *env = xasprintf("%s/build-env", b->work);
+	cleanup_free char *build = xasprintf("%s/build", b->work);
+	cleanup_free char *built = NULL;
+	cleanup_free char *what = xasprintf("the build of %s, in a container", base);
+	struct strv reqs = STRV_INIT, more = STRV_INIT;
+	progress_steps(b->progress, b->steps + 1);
+	progress_begin(b->progress, what, NULL, NULL);
+	int r = add_layers_python_tools(layers, b->refresh, err);
+	for (size_t i = 0; i < sd->requires.n; i++)
+		strv_push(&reqs, sd->requires.v[i]);
+	for (int round = 0; r == 0 && built == NULL; round++) {
+		if (round == 2) {
+			r = mg_err_set(err,
+			               "the build backend of %s asked for more again once it had "
+			               "what it asked for (%s...); mcp.toml is left as it was",
+			               base, more.n > 0 ? more.v[0] : "");
+			break;
+		}
+		for (size_t i = 0; i < more.n; i++)
+			strv_push(&reqs, more.v[i]);
+		strv_free(&more);
+		r = build_env(python, b->work, &reqs, t, err);
+		if (r == 0)
+			r = add_pypi_sdist_step(b, layers, base, sd, &more, &built, err);
+	}
+	if (r == 0)
+		r = wheel_is_sdists(built, req, err);
+	if (r == 0)
+		r = keep_file(b->work, "wheels", built, kept_wheel, wheel_hex, err);
+	progress_end(b->progress, r == 0);
+	struct mg_err *rm = NULL;
+	if ((mg_remove_tree(build, &rm) < 0 || mg_remove_tree(env, &rm) < 0) && r == 0)
+		r = mg_err_set(err, "after the build: %s", mg_err_msg(rm));
+	mg_err_free(rm);
+	strv_free(&reqs);
+	strv_free(&more);
 	return r;
 }
 
@@ -819,14 +959,20 @@ int add_pypi_build(const struct add_build *b, const char *python, const struct p
 	cleanup_free char *lock = xasprintf("%s/requirements.lock", b->work);
 	cleanup_free char *request = xasprintf("%s/request", b->work);
 	cleanup_free char *site = xasprintf("%s/site", b->work);
+	cleanup_free char *built_path = xasprintf("%s/sdist.wheel", b->work);
 	cleanup_free char *kept_wheel = NULL, *lock_text = NULL, *want = NULL, *have = NULL;
+	cleanup_free char *kept_sdist = NULL;
 	cleanup_free char *what = NULL;
 	struct progress_tree tree = {site};
-	char wheel_hex[65] = "";
+	char wheel_hex[65] = "", sdist_hex[65] = "";
+	struct pypi_sdist sd = {0};
 	size_t lock_len = 0, have_len = 0;
 	int r = -1;
 	*image = *archive = NULL;
 
+	/* what a source distribution says of its build is checked first */
+	if (req->sdist != NULL && add_pypi_sdist_read(req->sdist, &sd, err) < 0)
+		return -1;
 	progress_begin(b->progress,
 	               "the layers below the package's: Debian base, python3, "
 	               "packages",
@@ -834,13 +980,15 @@ int add_pypi_build(const struct add_build *b, const char *python, const struct p
 	r = add_layers_prepare(&layers, b->data, b->cfg, NULL,
 	                       b->packages != NULL ? b->packages : &none, b->refresh, err);
 	if (r == 0)
-		r = pip_target_of(&layers, &t, err);
+		r = pip_target_of(&layers, req->sdist != NULL, &t, err);
 	progress_end(b->progress, r == 0);
 	if (r < 0)
 		goto out;
 	r = mg_mkdir_p(b->work, 0700, err);
 	if (r == 0 && req->wheel != NULL)
-		r = keep_wheel(b->work, req->wheel, &kept_wheel, wheel_hex, err);
+		r = keep_file(b->work, "wheels", req->wheel, &kept_wheel, wheel_hex, err);
+	if (r == 0 && req->sdist != NULL)
+		r = keep_file(b->work, "sdist", req->sdist, &kept_sdist, sdist_hex, err);
 	if (r < 0)
 		goto out;
 	if (strpbrk(b->work, " \t#\\\"'") != NULL) {
@@ -850,10 +998,29 @@ int add_pypi_build(const struct add_build *b, const char *python, const struct p
 		               b->work);
 		goto out;
 	}
-	want = request_text(req, wheel_hex, &t);
+	want = request_text(req, req->sdist != NULL ? sdist_hex : wheel_hex, &t);
 	bool kept = mg_read_file(request, 1 << 16, &have, &have_len, NULL) == 0 &&
 	            strcmp(have, want) == 0 &&
 	            mg_read_file(lock, 16u << 20, &lock_text, &lock_len, NULL) == 0;
+	if (req->sdist != NULL) {
+		/* the wheel a build of this very sdist left (its path beside the
+		 * lock), else the build */
+		cleanup_free char *built = NULL;
+		size_t built_len = 0;
+		kept = kept && mg_read_file(built_path, 4096, &built, &built_len, NULL) == 0 &&
+		       strlen(built) == built_len && access(built, R_OK) == 0 &&
+		       deb_file_sha256(built, wheel_hex, NULL) == 0;
+		if (kept)
+			kept_wheel = steal_pointer(&built);
+		else
+			r = build_sdist(b, python, req, &sd, kept_sdist, &layers, &t, &kept_wheel,
+			                wheel_hex, err);
+		if (r == 0 && !kept)
+			r = mg_write_file_atomic(built_path, kept_wheel, strlen(kept_wheel), 0600,
+			                         err);
+		if (r < 0)
+			goto out;
+	}
 	what = xasprintf("pip resolves %s for python %s, wheels only%s", req->name, t.python,
 	                 kept ? " (the kept lock)" : "");
 	progress_begin(b->progress, what, NULL, NULL);
@@ -907,7 +1074,7 @@ int add_pypi_build(const struct add_build *b, const char *python, const struct p
 	free(what);
 	what = xasprintf("pip install of the locked wheels, hashes required");
 	progress_begin(b->progress, what, progress_gauge_tree, &tree);
-	r = install(python, b->work, lock, &t, err);
+	r = install(python, b->work, lock, "site", &t, err);
 	if (r == 0 && module == NULL)
 		r = console_script(site, p, err);
 	progress_end(b->progress, r == 0);
@@ -926,6 +1093,7 @@ out:
 		free(steal_pointer(image));
 		free(steal_pointer(archive));
 	}
+	add_pypi_sdist_free(&sd);
 	pip_target_free(&t);
 	add_layers_free(&layers);
 	return r;

@@ -115,7 +115,7 @@ static void plan_images(struct store_plan *p, const struct cfg *cfg, const struc
 		qsort(names.v, names.n, sizeof(*names.v), by_name);
 	struct ctr_images list = {0};
 	static const char *const labels[] = {CTR_IMAGE_LABEL_NPM, CTR_IMAGE_LABEL_PYPI,
-	                                     CTR_IMAGE_LABEL_SCRIPTS};
+	                                     CTR_IMAGE_LABEL_SCRIPTS, CTR_IMAGE_LABEL_PYPI_BUILD};
 	for (size_t l = 0; d != NULL && l < sizeof(labels) / sizeof(labels[0]); l++) {
 		struct ctr_images some = {0};
 		struct mg_err *err = NULL;

@@ -209,11 +209,13 @@ int ctr_forward_problem(const char *ifname, char **problem, struct mg_err **err)
 /* the decision from `iptables -S` and the br_netfilter sysctl (tests) */
 char *ctr_forward_verdict(const char *iptables_s, bool bridge_nf, const char *ifname);
 
-/* The labels that say mcpgate made an image (add's, and the contained step
- * of its install scripts): what prune looks for in the runtime's store */
-#define CTR_IMAGE_LABEL_NPM     "io.mcpgate.npm.package"
-#define CTR_IMAGE_LABEL_PYPI    "io.mcpgate.pypi.package"
-#define CTR_IMAGE_LABEL_SCRIPTS "io.mcpgate.npm.scripts"
+/* The labels that say mcpgate made an image (add's, and the contained
+ * steps that run install scripts and build source distributions): what
+ * prune looks for in the runtime's store */
+#define CTR_IMAGE_LABEL_NPM        "io.mcpgate.npm.package"
+#define CTR_IMAGE_LABEL_PYPI       "io.mcpgate.pypi.package"
+#define CTR_IMAGE_LABEL_SCRIPTS    "io.mcpgate.npm.scripts"
+#define CTR_IMAGE_LABEL_PYPI_BUILD "io.mcpgate.pypi.build"
 
 /* An image in the runtime's store, as image_list finds it */
 struct ctr_image_info {

@@ -16,12 +16,15 @@ the base and python3 layers with the first.
 Needs python3 with pip, apt-get and the network to Debian's archive. The
 .debs and layers are kept in build/itest-debian (shared with packages_test).
 """
+import ast
+import glob
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -29,7 +32,7 @@ import containers_test as ct  # noqa: E402
 from add_test import layers_of, pin_of  # noqa: E402
 from packages_test import add, approve, calls, session  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from add_pypi_test import Index, wheel  # noqa: E402
+from add_pypi_test import Index, sdist_file, wheel  # noqa: E402
 
 t = ct.t
 RT = ct.RT
@@ -71,7 +74,78 @@ def main():
                 "code": -32601, "message": "no method " + str(method)}}) + "\n")
             sys.stdout.flush()
 '''
+FAST_C = r'''#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *mul(PyObject *self, PyObject *args)
+{
+	long a, b;
+	if (!PyArg_ParseTuple(args, "ll", &a, &b))
+		return NULL;
+	return PyLong_FromLong(a * b);
+}
+
+static PyMethodDef methods[] = {{"mul", mul, METH_VARARGS, "a times b"}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__fast(void) { return PyModule_Create(&module); }
+'''
+PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "%(name)s"
+version = "1.0"
+dependencies = ["digest-kit>=1"]
+
+[project.scripts]
+%(name)s = "%(name)s:main"
+
+[tool.setuptools]
+packages = ["%(name)s"]
+"""
+SETUP_PY = """from setuptools import Extension, setup
+setup(ext_modules=[Extension("%(name)s._fast", ["src_c/fast.c"])])
+"""
+# what a hostile build tries, each outcome kept in the wheel it builds: the
+# index it was fetched from, a file on the host, the folders it reads from
+EVIL_SETUP_PY = r'''import os, socket
+from setuptools import setup
+out = {}
+def attempt(key, fn):
+    try:
+        fn()
+        out[key] = "done"
+    except Exception as e:
+        out[key] = "refused: %%s" %% type(e).__name__
+def connect():
+    with socket.create_connection(("127.0.0.1", %(port)d), timeout=5):
+        pass
+def host_file():
+    with open(%(host_file)r, "w") as fh:
+        fh.write("the build ran here")
+def into_sdist():
+    with open("/workspace/sdist/planted", "w") as fh:
+        fh.write("x")
+attempt("index", connect)
+attempt("host_file", host_file)
+attempt("sdist_folder", into_sdist)
+out["interfaces"] = sorted(os.listdir("/sys/class/net"))
+out["uid"] = os.getuid()
+with open("evil/outcome.py", "w") as fh:
+    fh.write("OUTCOME = %%r\n" %% out)
+'''
 KIT = "import hashlib\n\ndef digest(data):\n    return 'kit-' + hashlib.sha256(data).hexdigest()\n"
+
+
+def wheel_sha(s, name):
+    """the sha256 the lock gives the server's own wheel"""
+    lock = os.path.join(s.env["XDG_DATA_HOME"], "mcpgate", "pypi", name, "requirements.lock")
+    with open(lock) as fh:
+        for line in fh:
+            if "/wheels/" in line:
+                return line.split("--hash=sha256:")[1].strip()
+    return None
 
 
 def main():
@@ -92,9 +166,16 @@ def main():
             idx.put("digest-kit", wheel(build, "digest-kit", "1.0", {"digest_kit/__init__.py": KIT}))
             idx.put("pyother", wheel(build, "pyother", "2.0", {"pyother/__init__.py": SERVER},
                                      ["digest-kit>=1"], {"pyother": "pyother:main"}))
+            # what a setuptools build needs, as Debian ships it
+            # (python3-setuptools-whl, python3-wheel-whl)
+            for whl in sorted(glob.glob("/usr/share/python-wheels/*.whl")):
+                project = os.path.basename(whl).split("-")[0].lower()
+                if project in ("setuptools", "wheel"):
+                    idx.put(project, whl)
             s.env["PIP_INDEX_URL"] = idx.url
             s.env["PIP_NO_CACHE_DIR"] = "1"
             cases(s)
+            sdist_cases(s, idx, build)
         finally:
             idx.close()
     return ct.run_cases("pypi", body)
@@ -132,6 +213,81 @@ def cases(s):
     t.ok(r.returncode == 0 and len(a) == 3 and len(b) == 3 and a[:2] == b[:2] and a[2] != b[2],
          "%s: two Python images share the Debian base and python3 layers, each its own "
          "package layer" % RT, (r.stderr[-800:], a, b))
+
+
+def sdist_cases(s, idx, build):
+    have = {p for p in ("setuptools", "wheel") if p in idx.listed}
+    if have != {"setuptools", "wheel"}:
+        t.skip("%s: a source distribution: no setuptools and wheel wheels in "
+               "/usr/share/python-wheels (scripts/setup installs python3-setuptools-whl "
+               "and python3-wheel-whl)" % RT)
+        return
+    files = {"pyproject.toml": PYPROJECT % {"name": "pyfast"},
+             "setup.py": SETUP_PY % {"name": "pyfast"},
+             "src_c/fast.c": FAST_C,
+             "pyfast/__init__.py": SERVER.replace(
+                 "import digest_kit\n", "import digest_kit\nfrom pyfast import _fast\n").replace(
+                 "uid=%d\" % (", "uid=%d fast=%d\" % (").replace(
+                 "os.getuid())", "os.getuid(), _fast.mul(6, 7))")}
+    path = sdist_file(build, "pyfast", "1.0", files)
+    r = add(s, "pypi:" + path, "--mount", "ro")
+    ok = r.returncode == 0 and r.stdout.startswith("localhost/mcpgate-pypi-pyfast@sha256:")
+    t.ok(ok and "the build of pyfast-1.0.tar.gz" in r.stderr and
+         "the backend asks for more to build: wheel" in r.stderr,
+         "%s: add pypi:./pyfast-1.0.tar.gz builds the sdist (setuptools, a C extension) in "
+         "its contained step; setuptools and wheel come locked from the index, the second "
+         "when the backend asks for it" % RT, r.stderr[-3000:])
+    if not ok:
+        return
+    ct.made["images"].append(("localhost/" if RT == "podman" else "") +
+                             "mcpgate-pypi-pyfast:1.0")
+    r = approve(s, "pyfast", "read_file")
+    answers, notes = calls(s, [("pyfast__read_file", {"path": "ro/note.txt"})])
+    text = answers[0][1]
+    t.ok(r.returncode == 0 and "read through a mount" in text and text.endswith("fast=42"),
+         "%s: the server built from source runs, and its C extension, compiled in the step, "
+         "answers in the server's image" % RT, (r.stderr[-800:], text[-500:], notes))
+    a, b = layers_of(s, pin_of(s, "pyfiles")), layers_of(s, pin_of(s, "pyfast"))
+    t.ok(len(b) == 3 and a[:2] == b[:2],
+         "%s: the built server's image is the Debian base, python3 and its own layer: the "
+         "compiler the step had is not in it" % RT, (a, b))
+    r = add(s, "pypi:" + path, "--name", "pyfast2")
+    if r.returncode == 0:
+        ct.made["images"].append(("localhost/" if RT == "podman" else "") +
+                                 "mcpgate-pypi-pyfast2:1.0")
+    one, two = wheel_sha(s, "pyfast"), wheel_sha(s, "pyfast2")
+    t.ok(r.returncode == 0 and one is not None and one == two,
+         "%s: the same sdist built twice gives the same wheel, byte for byte (sha256 %s)" %
+         (RT, one), (r.stderr[-1500:], one, two))
+
+    host_file = os.path.join(s.dir, "the-build-ran-on-the-host")
+    port = int(idx.url.split(":")[2].split("/")[0])
+    evil = sdist_file(build, "evil", "1.0", {
+        "pyproject.toml": PYPROJECT.split("\n[project]")[0].replace(
+            "setuptools.build_meta", "setuptools.build_meta:__legacy__") + "\n",
+        "setup.py": EVIL_SETUP_PY % {"port": port, "host_file": host_file} +
+        "setup(name='evil', version='1.0', packages=['evil'], "
+        "entry_points={'console_scripts': ['evil=evil:main']})\n",
+        "evil/__init__.py": "def main():\n    pass\n"})
+    r = add(s, "pypi:" + evil)
+    if r.returncode == 0:
+        ct.made["images"].append(("localhost/" if RT == "podman" else "") + "mcpgate-pypi-evil:1.0")
+    wheels = glob.glob(os.path.join(s.env["XDG_DATA_HOME"], "mcpgate", "pypi", "evil",
+                                    "wheels", "*.whl"))
+    outcome = None
+    if wheels:
+        with zipfile.ZipFile(wheels[0]) as z:
+            text = z.read("evil/outcome.py").decode()
+            outcome = ast.literal_eval(text.split("=", 1)[1].strip())
+    # as root, nobody; rootless, uid 0 inside is the person outside
+    uid = 65534 if os.geteuid() == 0 else 0
+    t.ok(outcome is not None and outcome["index"].startswith("refused") and
+         outcome["host_file"].startswith("refused") and
+         outcome["sdist_folder"].startswith("refused") and outcome["interfaces"] == ["lo"] and
+         outcome["uid"] == uid and not os.path.exists(host_file),
+         "%s: a hostile build, tried: no network (loopback alone, the host's index "
+         "unreachable), no file written on the host or beside the sdist, not run as "
+         "root (uid %d inside)" % (RT, uid), (outcome, r.stderr[-1500:]))
 
 
 if __name__ == "__main__":

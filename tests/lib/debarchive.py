@@ -3,7 +3,8 @@
 (config.toml's [debian], docs/2026-12-02-debian-archive.md): make check needs
 no network.
 
-It holds the base set (internal/debian/deb_name.c), git and python3, with a few
+It holds the base set (internal/debian/deb_name.c), git, python3 and what a
+Python source distribution's build gets (gcc, libc6-dev, python3-dev), with a few
 dependencies between them as Debian has them (libstdc++6 on libgcc-s1 and
 libc6, git on zlib1g and libpcre2-8-0), each a small .deb made with
 dpkg-deb from a folder written here; Packages and Release are written here
@@ -57,6 +58,12 @@ PACKAGES = {
                    {"usr/bin/python3.11": "python\n"}),
     "python3": ("3.11.2-1+test1", "any", "python3.11 (>= 3.11.2)",
                 {"usr/share/doc/python3/README": "python3\n"}),
+    # what a source distribution's contained build gets (add pypi:./X.tar.gz)
+    "gcc": ("4:12.2.0-3+test1", "any", "libc6 (>= 2.34)", {"usr/bin/gcc": "gcc\n"}),
+    "libc6-dev": ("2.36-9+test1", "any", "libc6 (= 2.36-9+test1)",
+                  {"usr/include/stdio.h": "/* stdio */\n"}),
+    "python3-dev": ("3.11.2-1+test1", "any", "python3 (= 3.11.2-1+test1)",
+                    {"usr/include/python3.11/Python.h": "/* Python */\n"}),
     "git": ("1:2.39.5-0+deb12u1+test1", "any",
             "libc6 (>= 2.34), libpcre2-8-0 (>= 10.34), zlib1g (>= 1:1.2.0)",
             {"usr/bin/git": "git\n"}),
