@@ -40,16 +40,17 @@ t = Tap()
 SERVER_PY = "def main():\n    import dep_y\n    print(dep_y.V)\n"
 
 
-def wheel(out_dir, name, version, files, requires=(), scripts=None):
-    """A py3-none-any wheel: METADATA, WHEEL, RECORD, entry_points.txt"""
+def wheel(out_dir, name, version, files, requires=(), scripts=None, tag="py3-none-any"):
+    """A wheel (py3-none-any, or tag): METADATA, WHEEL, RECORD, entry_points.txt"""
     dist = name.replace("-", "_")
     info = "%s-%s.dist-info" % (dist, version)
     meta = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version)
     meta += "".join("Requires-Dist: %s\n" % r for r in requires)
     entries = dict(files)
     entries[info + "/METADATA"] = meta
-    entries[info + "/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                                "Tag: py3-none-any\n")
+    entries[info + "/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: %s\n"
+                                "Tag: %s\n" % ("true" if tag == "py3-none-any" else "false",
+                                                tag))
     if scripts is not None:
         entries[info + "/entry_points.txt"] = "[console_scripts]\n" + "".join(
             "%s = %s\n" % kv for kv in scripts.items())
@@ -59,7 +60,7 @@ def wheel(out_dir, name, version, files, requires=(), scripts=None):
         record += "%s,sha256=%s,%d\n" % (
             path, base64.urlsafe_b64encode(digest).rstrip(b"=").decode(), len(text.encode()))
     entries[info + "/RECORD"] = record + info + "/RECORD,,\n"
-    path = os.path.join(out_dir, "%s-%s-py3-none-any.whl" % (dist, version))
+    path = os.path.join(out_dir, "%s-%s-%s.whl" % (dist, version, tag))
     with zipfile.ZipFile(path, "w") as z:
         for p, text in sorted(entries.items()):
             z.writestr(zipfile.ZipInfo(p, (1980, 1, 1, 0, 0, 0)), text)
@@ -88,15 +89,22 @@ class Index:
     def __init__(self, root):
         self.root = root
         os.makedirs(os.path.join(root, "simple"))
-        handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(  # noqa: E731
-            *a, directory=root, **k)
-        http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
+        self.requested = []  # every path asked for
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(h, *a):
+                self.requested.append(h.path)
+
+        handler = lambda *a, **k: Handler(*a, directory=root, **k)  # noqa: E731
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = "http://127.0.0.1:%d/simple/" % self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.listed = {}  # project -> {file: sha256 the page lists}
+        self.metadata = {}  # file -> sha256 of its PEP 658 metadata file
 
-    def put(self, project, path, listed_sha=None):
+    def put(self, project, path, listed_sha=None, metadata=False):
+        """path listed on project's page; metadata: its METADATA served beside
+        it as FILE.metadata, which the page names (PEP 658 and PEP 714)"""
         folder = os.path.join(self.root, "simple", project)
         os.makedirs(folder, exist_ok=True)
         dest = os.path.join(folder, os.path.basename(path))
@@ -105,9 +113,22 @@ class Index:
         with open(dest, "rb") as fh:
             sha = hashlib.sha256(fh.read()).hexdigest()
         self.listed.setdefault(project, {})[os.path.basename(path)] = listed_sha or sha
+        if metadata:
+            with zipfile.ZipFile(dest) as z:
+                meta = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+                data = z.read(meta[0])
+            with open(dest + ".metadata", "wb") as fh:
+                fh.write(data)
+            self.metadata[os.path.basename(path)] = hashlib.sha256(data).hexdigest()
+
+        def attrs(f):
+            if f not in self.metadata:
+                return ""
+            return (' data-dist-info-metadata="sha256=%s" data-core-metadata="sha256=%s"' %
+                    (self.metadata[f], self.metadata[f]))
         with open(os.path.join(folder, "index.html"), "w") as fh:
             fh.write("<html><body>\n" + "".join(
-                '<a href="%s#sha256=%s">%s</a>\n' % (f, h, f)
+                '<a href="%s#sha256=%s"%s>%s</a>\n' % (f, h, attrs(f), f)
                 for f, h in sorted(self.listed[project].items())) + "</body></html>\n")
 
     def close(self):
@@ -213,6 +234,34 @@ def run(p, idx, build, d):
          "dep-y==1.2 --hash=sha256:" in lk and "the wheel %s" % lw in p.text(),
          "a local wheel: locked by its own hash, its dependency resolved from the index",
          (r.stderr[-2000:], lk))
+
+    # ---- binary wheels: manylinux tags for the image's glibc (2.36 in the
+    # test archive's libc6) and python (3.11), served with PEP 658 metadata
+    so = "\x7fELF not a real library, never loaded here\n"
+    for version, tag in (("1.0", "cp311-cp311-manylinux_2_17_x86_64"),
+                         ("1.1", "cp312-cp312-manylinux_2_17_x86_64"),
+                         ("2.0", "cp311-cp311-manylinux_2_39_x86_64")):
+        idx.put("bin-z", wheel(build, "bin-z", version, {
+            "bin_z/__init__.py": "def main():\n    pass\n", "bin_z/_native.so": so}, [],
+            {"bin-z": "bin_z:main"}, tag=tag), metadata=True)
+    asked = len(idx.requested)
+    r = p.run("add", "pypi:bin-z", "--name", "binz")
+    lk = lock("binz") or ""
+    want_sha = idx.listed["bin-z"]["bin_z-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"]
+    paths = idx.requested[asked:]
+    t.ok(r.returncode == 0 and "bin-z==1.0 --hash=sha256:%s" % want_sha in lk and
+         os.path.exists(os.path.join(p.data, "pypi", "binz", "site", "bin_z", "_native.so")),
+         "binary wheels: of manylinux_2_17 for cp311, cp312 and manylinux_2_39 (newer than the "
+         "image's glibc 2.36), add takes the one the image can load and locks its hash",
+         (r.stderr[-2000:], lk))
+    t.ok(any(x.endswith(".whl.metadata") for x in paths),
+         "an index serving PEP 658 metadata files: pip reads the metadata file, the lock "
+         "still has the wheel's own sha256", paths)
+    r = p.run("add", "pypi:bin-z==2.0", "--name", "refused")
+    t.ok(r.returncode != 0 and "bin-z==2.0" in r.stderr and
+         not os.path.exists(os.path.join(p.data, "pypi", "refused")),
+         "a version whose only wheel needs a newer glibc than the image's is refused, named",
+         r.stderr[-1500:])
 
     # ---- refusals: each names what, mcp.toml untouched, nothing left
     good = p.text()
