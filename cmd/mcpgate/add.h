@@ -117,7 +117,8 @@ int add_layers_native(struct add_layers *l, const char *data, const char *npm, b
  * python3's headers, as a Debian layer of their own over the base */
 int add_layers_python_tools(struct add_layers *l, bool refresh, struct mg_err **err);
 /* out (bottom first): a server's image (step false), or the install step's
- * (step true: no set, the build tools when prepared); the count */
+ * (step true: the --with set too, and the build tools when prepared);
+ * the count */
 size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower out[5]);
 /* the labels that say what the layers are */
 void add_layers_labels(const struct add_layers *l, struct strv *labels);

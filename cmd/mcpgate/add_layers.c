@@ -185,7 +185,10 @@ size_t add_layers_lower(const struct add_layers *l, bool step, struct pack_lower
 		out[n++] = (struct pack_lower){.blob = l->node_blob, .info = &l->node_info};
 	if (l->python.blob != NULL)
 		n = push_lower(out, n, &l->python);
-	if (!step && l->set.blob != NULL)
+	/* the step gets the set too: a build that needs a library's headers
+	 * finds them where --with names them (libpq-dev), and the library
+	 * itself is then in the server's image */
+	if (l->set.blob != NULL)
 		n = push_lower(out, n, &l->set);
 	if (step && l->tools.blob != NULL)
 		n = push_lower(out, n, &l->tools);

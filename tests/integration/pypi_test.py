@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import containers_test as ct  # noqa: E402
 from add_test import layers_of, pin_of  # noqa: E402
-from packages_test import add, approve, calls, session  # noqa: E402
+from packages_test import add, approve, calls, run_in, session  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from add_pypi_test import Index, sdist_file, wheel  # noqa: E402
 
@@ -76,13 +76,16 @@ def main():
 '''
 FAST_C = r'''#define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <zlib.h>
 
 static PyObject *mul(PyObject *self, PyObject *args)
 {
 	long a, b;
 	if (!PyArg_ParseTuple(args, "ll", &a, &b))
 		return NULL;
-	return PyLong_FromLong(a * b);
+	/* zlib, whose headers the step has from --with zlib1g-dev, and its
+	 * library the server's image */
+	return PyLong_FromLong(a * b + (zlibVersion()[0] == '1' ? 0 : 1000));
 }
 
 static PyMethodDef methods[] = {{"mul", mul, METH_VARARGS, "a times b"}, {NULL, NULL, 0, NULL}};
@@ -105,7 +108,7 @@ dependencies = ["digest-kit>=1"]
 packages = ["%(name)s"]
 """
 SETUP_PY = """from setuptools import Extension, setup
-setup(ext_modules=[Extension("%(name)s._fast", ["src_c/fast.c"])])
+setup(ext_modules=[Extension("%(name)s._fast", ["src_c/fast.c"], libraries=["z"])])
 """
 # what a hostile build tries, each outcome kept in the wheel it builds: the
 # index it was fetched from, a file on the host, the folders it reads from
@@ -230,12 +233,12 @@ def sdist_cases(s, idx, build):
                  "uid=%d\" % (", "uid=%d fast=%d\" % (").replace(
                  "os.getuid())", "os.getuid(), _fast.mul(6, 7))")}
     path = sdist_file(build, "pyfast", "1.0", files)
-    r = add(s, "pypi:" + path, "--mount", "ro")
+    r = add(s, "pypi:" + path, "--mount", "ro", "--with", "zlib1g-dev")
     ok = r.returncode == 0 and r.stdout.startswith("localhost/mcpgate-pypi-pyfast@sha256:")
     t.ok(ok and "the build of pyfast-1.0.tar.gz" in r.stderr and
          "the backend asks for more to build: wheel" in r.stderr,
-         "%s: add pypi:./pyfast-1.0.tar.gz builds the sdist (setuptools, a C extension) in "
-         "its contained step; setuptools and wheel come locked from the index, the second "
+         "%s: add pypi:./pyfast-1.0.tar.gz builds the sdist (setuptools, a C extension "
+         "linking zlib, whose headers --with zlib1g-dev gives the step) in its contained step; setuptools and wheel come locked from the index, the second "
          "when the backend asks for it" % RT, r.stderr[-3000:])
     if not ok:
         return
@@ -248,10 +251,16 @@ def sdist_cases(s, idx, build):
          "%s: the server built from source runs, and its C extension, compiled in the step, "
          "answers in the server's image" % RT, (r.stderr[-800:], text[-500:], notes))
     a, b = layers_of(s, pin_of(s, "pyfiles")), layers_of(s, pin_of(s, "pyfast"))
-    t.ok(len(b) == 3 and a[:2] == b[:2],
-         "%s: the built server's image is the Debian base, python3 and its own layer: the "
-         "compiler the step had is not in it" % RT, (a, b))
-    r = add(s, "pypi:" + path, "--name", "pyfast2")
+    out = run_in(s, pin_of(s, "pyfast"),
+                 "for c in gcc cc cc1 x86_64-linux-gnu-gcc-12; do command -v $c; done; "
+                 "ls /usr/lib/gcc 2>&1 | head -1; ls /app/site/pyfast/")
+    found = [line for line in out.splitlines() if line.startswith("/usr/bin/")]
+    t.ok(len(b) == 4 and a[:2] == b[:2] and "_fast.cpython-311" in out and not found and
+         "cannot access '/usr/lib/gcc'" in out,
+         "%s: the built server's image is the Debian base, python3, the --with set and its "
+         "own layer with the extension: the compiler the step had is not in it" % RT,
+         (a, b, out[-600:]))
+    r = add(s, "pypi:" + path, "--name", "pyfast2", "--with", "zlib1g-dev")
     if r.returncode == 0:
         ct.made["images"].append(("localhost/" if RT == "podman" else "") +
                                  "mcpgate-pypi-pyfast2:1.0")
