@@ -82,7 +82,7 @@ CMD_SRC = cmd/mcpgate/main.c cmd/mcpgate/help.c cmd/mcpgate/opts.c cmd/mcpgate/s
           cmd/mcpgate/check.c cmd/mcpgate/list.c cmd/mcpgate/pull.c cmd/mcpgate/sweep.c cmd/mcpgate/review.c \
           cmd/mcpgate/serve.c cmd/mcpgate/secret.c cmd/mcpgate/pack.c cmd/mcpgate/add.c cmd/mcpgate/add_layers.c cmd/mcpgate/add_scripts.c cmd/mcpgate/add_step.c cmd/mcpgate/add_tarball.c cmd/mcpgate/add_pypi.c cmd/mcpgate/add_pypi_sdist.c cmd/mcpgate/client.c \
           cmd/mcpgate/store.c cmd/mcpgate/remove.c cmd/mcpgate/enable.c cmd/mcpgate/prune.c \
-          cmd/mcpgate/progress.c cmd/mcpgate/add_build.c cmd/mcpgate/update.c cmd/mcpgate/logs.c
+          cmd/mcpgate/progress.c cmd/mcpgate/add_build.c cmd/mcpgate/update.c cmd/mcpgate/update_pypi.c cmd/mcpgate/logs.c
 
 MCPGATE_SRC = $(CMD_SRC) $(CLIENTS_SRC) $(LISTEN_SRC) $(GATEWAY_SRC) $(MCP_SRC) $(AUDIT_SRC) $(REMOTE_SRC) $(DEBIAN_SRC) $(PACK_SRC) $(KEYCHAIN_SRC) $(CONTAINER_SRC) $(PROC_SRC) \
               $(JSONRPC_SRC) $(CONFIG_SRC) $(JSON_SRC) $(TOML_SRC) $(BASE_SRC)

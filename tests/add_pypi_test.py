@@ -15,14 +15,21 @@ the index lists; each bad input (name, version, no console script, a source
 distribution, the index unreachable) is an error naming it with mcp.toml
 untouched and nothing left; hostile names, versions and paths cannot write
 into mcp.toml; remove and prune take the Python trees.
+update of a pypi: entry (docs/2026-12-02-pypi.md): outdated names the newest
+release; srv-x 1.0 -> 1.1 with a new lock, tree, image and note, the tool
+settings of unchanged tools kept; already the newest: nothing changes; an
+exact version asked for; --module kept; a version the index lacks, the index
+unreachable, a wheel not the hash listed: mcp.toml byte for byte, the lock,
+the tree and the images as they were; an entry from a local wheel refused.
 Environment: MCPGATE, FAKES.
 """
 import base64
 import hashlib
 import http.server
-import json
 import io
+import json
 import os
+import re
 import shutil
 import sys
 import tarfile
@@ -411,14 +418,218 @@ def run(p, idx, build, d):
          "prune takes every Python tree no entry uses (their entries were cut by hand) and "
          "keeps the one an entry uses", (r.stdout + r.stderr, left))
     before_u = p.text()
-    r = p.run("update", "hostile")
-    t.ok(r.returncode != 0 and "server hostile is a Python package" in r.stderr and
-         p.text() == before_u, "update says it does not update a Python package yet, and how "
-         "to do it; mcp.toml untouched", r.stderr[-800:])
+    r = p.run("update", "hostile", "--yes")
+    o = p.run("outdated")
+    t.ok(r.returncode != 0 and "server hostile was added from a local wheel (pypi:srv-x==1.0)"
+         in r.stderr and "mcpgate add pypi:./NEW.whl --name hostile" in r.stderr and
+         p.text() == before_u and p.files(p.data, "pypi") == ["hostile"] and
+         re.search(r"hostile +cannot tell: server hostile was added from a local wheel",
+                   o.stdout),
+         "update refuses an entry added from a local wheel, naming it and how to add the new "
+         "wheel; outdated says it cannot tell; mcp.toml untouched",
+         (r.stderr[-800:], o.stdout, o.stderr[-800:]))
     r = p.run("remove", "hostile")
     t.ok(r.returncode == 0 and "python tree and lock" in r.stdout and
          p.files(p.data, "pypi") == [] and not [i for i in pins() if "-hostile@" in i],
          "remove takes the entry's Python tree and lock with its image", r.stdout + r.stderr)
+
+    update(p, idx, build, d, before)
+
+
+def update(p, idx, build, d, before):
+    """update of a pypi: entry: srv-x 1.0 -> 1.1 -> back to 1.0 asked for; refusals and
+    failures leave mcp.toml, the lock, the tree and the image as they were"""
+    with open(p.mcp, "w") as fh:
+        fh.write(before)
+    # what each release offers when the fake runtime starts it
+    with open(os.path.join(p.bin, "probe-args"), "w") as fh:
+        fh.write("io.mcpgate.pypi.version=1.0\t--tools\techo,env,slow\n"
+                 "io.mcpgate.pypi.version=1.1\t--tools\techo,env,status\n")
+    lock_path = os.path.join(p.data, "pypi", "up", "requirements.lock")
+
+    def state():
+        """what a failed update must leave as it was"""
+        lk = open(lock_path).read() if os.path.exists(lock_path) else None
+        site = os.path.join(p.data, "pypi", "up", "site")
+        return (p.text(), lk, sorted(os.listdir(site)) if os.path.isdir(site) else None,
+                p.images(), p.files(p.data, "pypi"),
+                sorted(f for f in p.files(p.data, "images") if f.endswith(".tar")))
+
+    def server():
+        return [s for s in tomllib.loads(p.text()).get("server", []) if s["name"] == "up"][0]
+
+    def note():
+        m = re.search(r"((?:#[^\n]*\n)+)\[\[server\]\]\nname = \"up\"", p.text())
+        return m.group(1) if m else ""
+
+    r = p.run("add", "pypi:srv-x==1.0", "--name", "up")
+    rv = p.run("review", "up")
+    ap = p.run("approve", "up", "--tool", "echo,slow", "--on", "--effect", "read")
+    old = server()
+    t.ok(r.returncode == 0 and rv.returncode == 0 and ap.returncode == 0 and
+         old["tools"]["slow"]["on"] and "srv-x==1.0 --hash" in open(lock_path).read(),
+         "update: pypi:srv-x==1.0 added, reviewed and approved",
+         (r.stderr[-1500:], rv.stdout[-800:], rv.stderr[-800:], ap.stderr[-800:]))
+
+    o = p.run("outdated")
+    oj = p.run("outdated", "--json")
+    t.ok(o.returncode == 0 and re.search(r"up +pypi:srv-x 1\.0, latest 1\.1: mcpgate update up",
+                                         o.stdout) and
+         '"source":"pypi"' in oj.stdout.replace(" ", "") and
+         p.files(p.data, "pypi") == ["up"],
+         "outdated asks the index for the newest wheel-installable release of a pypi: entry, "
+         "and leaves no folder behind", (o.stdout, o.stderr[-800:], oj.stdout))
+
+    before_s = state()
+    r = p.run("update", "up")
+    t.ok(r.returncode == 1 and "not switched" in r.stderr and "srv-x==1.1" in r.stderr and
+         "update up: pypi:srv-x 1.0 -> 1.1" in r.stdout and "added status" in r.stdout and
+         "removed slow" in r.stdout and state() == before_s,
+         "update without --yes off a terminal: 1.1 made, started and compared, nothing "
+         "switches; mcp.toml, the lock, the tree and the runtime's images as they were",
+         (r.stdout[-1500:], r.stderr[-1500:]))
+
+    r = p.run("update", "up", "--yes")
+    new = server()
+    lk = open(lock_path).read()
+    pins_now = [i for i in p.images() if "mcpgate-pypi-up@" in i]
+    t.ok(r.returncode == 0 and new["image"] != old["image"] and pins_now == [new["image"]] and
+         new["manifest"] != old["manifest"] and new["tools"]["echo"] == old["tools"]["echo"]
+         and new["tools"]["slow"]["on"] is False and "status" not in new["tools"] and
+         "srv-x==1.1 --hash=sha256:" in lk and "dep-y==1.2 --hash=sha256:" in lk and
+         "srv-x==1.0" not in lk and
+         os.path.isdir(os.path.join(p.data, "pypi", "up", "site", "srv_x-1.1.dist-info")) and
+         not os.path.exists(os.path.join(p.data, "pypi", "up", "site", "srv_x-1.0.dist-info"))
+         and p.files(p.data, "pypi") == ["up"],
+         "update --yes moves srv-x 1.0 -> 1.1: a new lock, tree and image pin; unchanged tools "
+         "keep their settings, a tool gone is off; the old image goes, no update folder left",
+         (r.stdout[-1500:], r.stderr[-2000:], new, lk, p.images()))
+    sha11 = hashlib.sha256(open(os.path.join(build, "srv_x-1.1-py3-none-any.whl"),
+                                "rb").read()).hexdigest()
+    n = note()
+    t.ok("# updated by `mcpgate update up` to pypi:srv-x==1.1 on " in n and
+         "; wheel sha256 %s, every wheel locked in %s/requirements.lock." %
+         (sha11, os.path.join(p.data, "pypi", "up")) in n and "srv-x==1.0" not in n,
+         "the note above the entry says the release it runs now, its wheel's sha256 and the "
+         "lock, as add writes them", n)
+    lst = p.run("list")
+    t.ok(lst.returncode == 0 and re.search(r"up .*manifest approved,", lst.stdout) and
+         "another image" not in lst.stdout, "list after the update: approved for the image it "
+         "runs", lst.stdout)
+
+    before_s = state()
+    r = p.run("update", "up", "--yes")
+    t.ok(r.returncode == 0 and "server up is up to date: pypi:srv-x==1.1 is the latest" in
+         r.stdout and state() == before_s,
+         "update when the newest is what runs says so and changes nothing, no folder left",
+         (r.stdout, r.stderr[-800:]))
+
+    r = p.run("update", "up", "1.0", "--yes")
+    lk = open(lock_path).read()
+    back = server()
+    t.ok(r.returncode == 0 and "srv-x==1.0 --hash=sha256:" in lk and "srv-x==1.1" not in lk and
+         "to pypi:srv-x==1.0 on " in note() and back["image"] != new["image"] and
+         [i for i in p.images() if "mcpgate-pypi-up@" in i] == [back["image"]] and
+         back["tools"]["slow"]["on"] is False and back["tools"]["echo"]["on"] is True,
+         "update NAME VERSION takes the exact version asked for (here back to 1.0)",
+         (r.stdout[-1500:], r.stderr[-1500:], lk))
+
+    # ---- failures: nothing changes
+    before_s = state()
+    for args, env, want, why in (
+            (["up", "9.9"], None, "srv-x==9.9 (from versions: 1.0, 1.1)",
+             "a version the index does not have"),
+            (["up", ">=1.0"], None, "update up >=1.0: give the exact version of pypi:srv-x",
+             "a range for a version"),
+            (["up", "--scripts"], None, "--scripts is for npm's install scripts",
+             "--scripts for a Python package"),
+            (["up"], {"PIP_CONFIG_FILE": os.devnull,
+                      "PIP_INDEX_URL": "http://127.0.0.1:9/simple/"},
+             "the index http://127.0.0.1:9/simple/, which it could not reach",
+             "the index unreachable")):
+        r = p.run("update", *args, "--yes", env=env)
+        t.ok(r.returncode != 0 and want in r.stderr and state() == before_s,
+             "update refused (%s): the error names it; mcp.toml byte for byte, the lock, the "
+             "tree and the images as they were, no update folder" % why, r.stderr[-1500:])
+    # a newer release whose wheel is not the sha256 the index lists
+    bad = wheel(os.path.join(d, "dist"), "srv-x", "1.2", {"srv_x/__init__.py": SERVER_PY},
+                ["dep-y>=1"], {"srv-x": "srv_x:main"})
+    idx.put("srv-x", bad, listed_sha="0" * 64)
+    r = p.run("update", "up", "--yes")
+    t.ok(r.returncode != 0 and "hash" in r.stderr.lower() and "srv" in r.stderr and
+         state() == before_s,
+         "update to a release whose wheel is not the hash the index lists fails; mcp.toml "
+         "byte for byte, the old lock, tree and image as they were", r.stderr[-1500:])
+    # the same wheel listed right: the newest now, and made
+    idx.put("srv-x", bad)
+    r = p.run("update", "up", "--yes")
+    t.ok(r.returncode == 0 and "srv-x==1.2 --hash" in open(lock_path).read() and
+         "to pypi:srv-x==1.2 on " in note(), "listed with its own hash, 1.2 is the newest "
+         "and update takes it", (r.stdout[-800:], r.stderr[-1500:]))
+
+    # ---- --module: kept
+    r = p.run("add", "pypi:no-script", "--module", "no_script", "--name", "mod")
+    idx.put("no-script", wheel(build, "no-script", "1.1", {"no_script/__init__.py": ""}))
+    u = p.run("update", "mod", "--yes")
+    m = [s for s in tomllib.loads(p.text()).get("server", []) if s["name"] == "mod"]
+    ep = None
+    if u.returncode == 0 and m:
+        hexd = m[0]["image"].split("@sha256:")[1]
+        with tarfile.open(os.path.join(p.data, "images", "sha256-%s.tar" % hexd)) as tf:
+            idxj = json.load(tf.extractfile("index.json"))
+            man = json.load(tf.extractfile("blobs/sha256/" +
+                                           idxj["manifests"][0]["digest"][7:]))
+            conf = json.load(tf.extractfile("blobs/sha256/" + man["config"]["digest"][7:]))
+            ep = conf["config"]["Entrypoint"]
+    t.ok(r.returncode == 0 and u.returncode == 0 and
+         ep == ["/usr/bin/python3", "-s", "-m", "no_script"] and
+         "to pypi:no-script==1.1 on " in p.text(),
+         "an entry added with --module is updated with it: the new image runs python3 -m "
+         "the same module", (r.stderr[-800:], u.stdout[-800:], u.stderr[-1500:], ep))
+    after_mod = p.text()
+
+    # ---- an image whose labels are not a name and a module cannot steer pip or the image
+    src = "org.opencontainers.image.source"
+    for k, (labels, want, what) in enumerate((
+            ({src: "pypi:srv-x @ http://127.0.0.1:9/x.whl==1.0"},
+             "which is not a Python package's name", "a package that is a URL"),
+            ({src: "pypi:--index-url=http://127.0.0.1:9/simple/==1.0"},
+             "which is not a Python package's name", "a package that is an option"),
+            ({src: "pypi:srv-x==1.0", "io.mcpgate.pypi.module": "os;x\n[[server]]"},
+             "which is not a Python module's dotted name", "a module that is not one"))):
+        hexd = ("%02x" % (0xe0 + k)) * 32
+        image = "localhost/mcpgate-pypi-steer@sha256:" + hexd
+        with open(os.path.join(p.bin, "images"), "a") as fh:
+            fh.write(image + "\n")
+        os.makedirs(os.path.join(p.bin, "image-config"), exist_ok=True)
+        with open(os.path.join(p.bin, "image-config", hexd), "w") as fh:
+            json.dump({"labels": labels, "size": 1}, fh)
+        entry = '[[server]]\nname = "steer"\ntransport = "container"\nimage = "%s"\n' % image
+        with open(p.mcp, "w") as fh:
+            fh.write(entry)
+        r = p.run("update", "steer", "--yes")
+        t.ok(r.returncode != 0 and want in r.stderr and "pip" not in r.stderr and
+             "\n[[server]]" not in r.stderr and p.text() == entry and
+             "steer.update" not in p.files(p.data, "pypi"),
+             "an image's labels with %s: update refuses it before pip runs, naming it "
+             "escaped" % what, r.stderr[-800:])
+    with open(p.mcp, "w") as fh:
+        fh.write(after_mod)
+
+    # ---- remove after an update, and of one cut short (its folder left)
+    cut = os.path.join(p.data, "pypi", "up.update")
+    os.makedirs(os.path.join(cut, "site"))
+    open(os.path.join(cut, "requirements.lock"), "w").write("# cut short\n")
+    r = p.run("remove", "up")
+    r2 = p.run("remove", "mod")
+    t.ok(r.returncode == 0 and r2.returncode == 0 and p.files(p.data, "pypi") == [] and
+         "python tree and lock of an update" in r.stdout and
+         not [i for i in p.images() if "mcpgate-pypi-up@" in i or "mcpgate-pypi-mod@" in i] and
+         not [f for f in p.files(p.data, "images") if f.endswith(".tar")],
+         "remove after an update takes the entry's tree, lock, image and archive, and the "
+         "folder of an update cut short",
+         (r.stdout, r2.stdout, p.files(p.data, "pypi"), p.images()))
+
 
 if __name__ == "__main__":
     main()

@@ -252,6 +252,16 @@ int add_find_pip(char **python, struct mg_err **err);
 int add_pypi_build(const struct add_build *b, const char *python, const struct pypi_req *req,
                    const char *module, struct pypi_pkg *p, char **image, char **archive,
                    struct mg_err **err);
+/* The label of an image add made with --module: the module */
+#define ADD_PYPI_LABEL_MODULE "io.mcpgate.pypi.module"
+/* For update: pip's resolution of req (an index's package; version NULL:
+ * the newest with wheels for the image's python) as add_pypi_build makes
+ * it, nothing installed: p as locked, and the lock and what it was resolved
+ * for written into work, where add_pypi_build of req's name at p->version
+ * takes that lock as kept rather than resolve again */
+int add_pypi_resolve(const struct cfg *cfg, const char *data, const char *python,
+                     const struct pypi_req *req, const char *work, struct pypi_pkg *p,
+                     struct mg_err **err);
 
 /* What a source distribution says of its build (pyproject.toml's
  * build-system, or PEP 517's default for setuptools), each value checked */

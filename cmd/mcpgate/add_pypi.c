@@ -930,6 +930,8 @@ static int make_image(const struct add_build *b, const struct pypi_pkg *p, const
 	strv_pushf(&labels, "io.mcpgate.pypi.version=%s", p->version);
 	strv_pushf(&labels, "io.mcpgate.pypi.sha256=%s", p->sha256);
 	strv_pushf(&labels, "io.mcpgate.pypi.lock=sha256:%s", p->lock_hex);
+	if (module != NULL) /* update makes it again with the same */
+		strv_pushf(&labels, "%s=%s", ADD_PYPI_LABEL_MODULE, module);
 	struct pack_spec spec = {
 	    .output = out,
 	    .adds = adds,
@@ -1094,6 +1096,50 @@ out:
 		free(steal_pointer(archive));
 	}
 	add_pypi_sdist_free(&sd);
+	pip_target_free(&t);
+	add_layers_free(&layers);
+	return r;
+}
+
+/* ---- update's resolution (update.c) ----------------------------------------- */
+
+int add_pypi_resolve(const struct cfg *cfg, const char *data, const char *python,
+                     const struct pypi_req *req, const char *work, struct pypi_pkg *p,
+                     struct mg_err **err)
+{
+	if (req->wheel != NULL)
+		return mg_err_set(err, "%s: a local wheel is not resolved from an index",
+		                  req->wheel);
+	struct add_layers layers = {0};
+	struct pip_target t = {0};
+	struct strv none = STRV_INIT;
+	cleanup_free char *lock_text = NULL, *want = NULL;
+	cleanup_free char *lock = xasprintf("%s/requirements.lock", work);
+	cleanup_free char *request = xasprintf("%s/request", work);
+	size_t lock_len = 0;
+	/* the target is the python layer's and the base's, whatever set a
+	 * server adds over them */
+	int r = add_layers_prepare(&layers, data, cfg, NULL, &none, false, err);
+	if (r == 0)
+		r = pip_target_of(&layers, false, &t, err);
+	if (r == 0)
+		r = mg_mkdir_p(work, 0700, err);
+	if (r == 0 && strpbrk(work, " \t#\\\"'") != NULL)
+		r = mg_err_set(err,
+		               "%s holds a space, quote, # or backslash, which pip's "
+		               "requirements file cannot carry",
+		               work);
+	if (r == 0)
+		r = resolve(python, work, req, NULL, NULL, &t, p, &lock_text, &lock_len, err);
+	if (r == 0) {
+		/* what add_pypi_build is asked next: the exact version resolved,
+		 * which finds this lock as kept */
+		struct pypi_req exact = {.name = req->name, .version = p->version};
+		want = request_text(&exact, "", &t);
+		r = mg_write_file_atomic(lock, lock_text, lock_len, 0600, err);
+		if (r == 0)
+			r = mg_write_file_atomic(request, want, strlen(want), 0600, err);
+	}
 	pip_target_free(&t);
 	add_layers_free(&layers);
 	return r;

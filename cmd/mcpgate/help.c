@@ -174,25 +174,31 @@ const struct command mg_commands[] = {
      "mcpgate update [--config DIR] [--workspace DIR] [--yes] [--scripts] [--node PATH] NAME "
      "[VERSION]",
      "make server NAME again from a newer release, review it and switch to it",
-     "  VERSION          a version, range or tag (default: the latest)\n"
+     "  VERSION          npm: a version, range or tag; pypi: an exact version\n"
+     "                   (default: the latest)\n"
      "  --config DIR     the folder holding mcp.toml and config.toml\n"
      "  --workspace DIR  where its mounts resolve while it is started (default: .)\n"
      "  --yes            switch without asking (needed when not on a terminal)\n"
-     "  --scripts        run the install scripts npm skipped, contained (as add does)\n"
-     "  --node PATH      the node to put in the image (default: node on PATH)\n"
-     "Where the image came from is in its labels (npm:PACKAGE@VERSION). The new\n"
+     "  --scripts        npm: run the install scripts npm skipped, contained (as add)\n"
+     "  --node PATH      npm: the node to put in the image (default: node on PATH)\n"
+     "Where the image came from is in its labels (npm:PACKAGE@VERSION, or\n"
+     "pypi:NAME==VERSION: pip resolves the newest release with wheels for the\n"
+     "image's python, every wheel locked anew by sha256, --module kept). The new\n"
      "release is installed and packed as add does, loaded, and started with its\n"
      "isolation as review does; what changed against the approved manifest is shown,\n"
      "every tool setting whose tool is unchanged is kept, and the others are turned\n"
      "off (on a terminal you are asked about each). Only when you say so are the\n"
      "image and its pin switched in mcp.toml (the checked edit); the old image then\n"
-     "goes, unless another entry runs it. Otherwise the new image goes again.\n",
+     "goes, unless another entry runs it. Otherwise the new image goes again, and\n"
+     "the entry's install folder and lock are as they were. An entry added from a\n"
+     "local tarball or wheel is not updated: add the new one.\n",
      "config= workspace= yes scripts node="},
     {"outdated", cmd_outdated, "mcpgate outdated [--config DIR] [--json]",
      "for each server made by add: the version it runs, and the latest",
      "  --config DIR  the folder holding mcp.toml and config.toml\n"
      "  --json        a JSON array instead of lines\n"
-     "Asks the registry (npm view) for each package's latest release.\n",
+     "Asks the registry for each package's latest release: npm view, or pip for a\n"
+     "pypi: entry (the newest with wheels for the image's python).\n",
      "config= json"},
     {"logs", cmd_logs,
      "mcpgate logs [NAME] [--session ID] [--kind K[,K2...]] [--since T] [--until T] "

@@ -170,7 +170,7 @@ int cmd_remove(int argc, char **argv, struct mg_err **err)
 	struct store_plan plan = {0};
 	cleanup_free char *data = NULL, *text = NULL, *after = NULL;
 	cleanup_free char *npm = NULL, *npm_update = NULL, *review = NULL, *approved = NULL;
-	cleanup_free char *python = NULL;
+	cleanup_free char *python = NULL, *python_update = NULL;
 	int status = EXIT_FAIL;
 	const struct cfg_server *s = NULL;
 	if (setup_config(dir, &cfg, err) < 0 || (s = setup_server(cfg, name, err)) == NULL ||
@@ -195,7 +195,9 @@ int cmd_remove(int argc, char **argv, struct mg_err **err)
 	store_add_path(&plan, "npm tree", npm);
 	store_add_path(&plan, "npm tree of an update", npm_update);
 	python = xasprintf("%s/pypi/%s", data, name);
+	python_update = xasprintf("%s/pypi/%s.update", data, name);
 	store_add_path(&plan, "python tree and lock", python);
+	store_add_path(&plan, "python tree and lock of an update", python_update);
 	store_add_path(&plan, "reviewed manifest", review);
 	store_add_path(&plan, "approved manifests", approved);
 

@@ -2,9 +2,11 @@
  * made again from a newer release (docs/2026-12-02-daily-use.md).
  *
  * Where an image came from is in its labels (under the digest pin):
- * org.opencontainers.image.source=npm:PACKAGE@VERSION. Each source has its
- * own step: what the newest release is, and how its image is made. npm's
- * is add's own pipeline; PyPI slots in beside it. update then starts the
+ * org.opencontainers.image.source=npm:PACKAGE@VERSION (pypi:NAME==VERSION).
+ * Each source has its own step: what the newest release is, and how its
+ * image is made, with add's own pipeline. npm's is here, PyPI's in
+ * update_pypi.c; each makes the new release in DATA/TREE/NAME.update, which
+ * becomes DATA/TREE/NAME only when the entry switches. update then starts the
  * new image isolated, as review does, shows what changed against the
  * approved manifest, keeps every tool setting whose tool is unchanged and
  * turns off the others, and switches the entry (image and pin, the checked
@@ -25,6 +27,7 @@
 #include "cmd/mcpgate/review.h"
 #include "cmd/mcpgate/setup.h"
 #include "cmd/mcpgate/store.h"
+#include "cmd/mcpgate/update.h"
 #include "internal/base/cleanup.h"
 #include "internal/base/fs.h"
 #include "internal/base/tree.h"
@@ -36,44 +39,44 @@
 
 #define SOURCE_LABEL "org.opencontainers.image.source"
 
-/* What an image says it was made from: SCHEME:PACKAGE@VERSION */
-struct made_from {
-	char *scheme, *package, *version;
-};
-
 static void made_from_free(struct made_from *m)
 {
 	free(m->scheme);
 	free(m->package);
 	free(m->version);
+	ctr_image_config_free(&m->config);
+	memset(m, 0, sizeof(*m));
 }
 
 /* ---- the sources ------------------------------------------------------------ */
 
-struct update_ctx {
-	const struct cfg *cfg;
-	const struct cfg_server *s;
-	struct ctr_driver *d;
-	const char *data, *node_opt;
-	bool scripts;
-	struct strv accept;
-	struct progress *progress;
-	char *npm, *node;
-};
+/* An entry added from a local tarball is not updated from a registry */
+static int npm_check(struct update_ctx *c, const struct made_from *m, struct mg_err **err)
+{
+	const char *name = c->s->name;
+	cleanup_free char *pkg_json = xasprintf("%s/npm/%s/package.json", c->data, name);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	struct json_value *v = NULL;
+	bool tarball = false;
+	if (mg_read_file(pkg_json, 1 << 20, &text, &len, NULL) == 0 &&
+	    json_parse(text, len, NULL, &v, NULL) == 0) {
+		const char *spec = json_get_string(json_get(v, "dependencies"), m->package);
+		tarball = spec != NULL && strncmp(spec, "file:", 5) == 0;
+		json_free(v);
+	}
+	if (tarball)
+		return mg_err_set(err,
+		                  "server %s was added from a local tarball: add the new one "
+		                  "(mcpgate remove %s, then mcpgate add npm:./NEW.tgz)",
+		                  name, name);
+	return 0;
+}
 
-/* One source of servers: the newest release of a package that want names,
- * and the image of it, made in work */
-struct update_source {
-	const char *scheme;
-	int (*resolve)(struct update_ctx *c, const char *package, const char *want, char **version,
-	               void **resolved, struct mg_err **err);
-	int (*build)(struct update_ctx *c, void *resolved, const char *work, char **image,
-	             char **archive, struct mg_err **err);
-	void (*resolved_free)(void *resolved);
-	/* what the entry's note says of the release after its version ("; npm
-	 * integrity ...", as add writes it) */
-	char *(*note)(void *resolved);
-};
+static char *npm_resolving(const char *package, const char *want)
+{
+	return xasprintf("npm view %s@%s", package, want);
+}
 
 static int npm_resolve(struct update_ctx *c, const char *package, const char *want, char **version,
                        void **resolved, struct mg_err **err)
@@ -91,8 +94,8 @@ static int npm_resolve(struct update_ctx *c, const char *package, const char *wa
 	return 0;
 }
 
-static int npm_build(struct update_ctx *c, void *resolved, const char *work, char **image,
-                     char **archive, struct mg_err **err)
+static int npm_build(struct update_ctx *c, void *resolved, char **image, char **archive,
+                     struct mg_err **err)
 {
 	/* the same Debian packages as the image it replaces */
 	struct strv packages = STRV_INIT;
@@ -106,7 +109,7 @@ static int npm_build(struct update_ctx *c, void *resolved, const char *work, cha
 	    .node = c->node,
 	    .data = c->data,
 	    .name = c->s->name,
-	    .work = work,
+	    .work = c->work,
 	    .scripts = c->scripts,
 	    .accept = &c->accept,
 	    .progress = c->progress,
@@ -124,98 +127,82 @@ static void npm_free(void *resolved)
 	free(resolved);
 }
 
-static char *npm_note(void *resolved)
+static char *npm_note(struct update_ctx *c, void *resolved)
 {
+	(void)c;
 	const struct npm_pkg *p = resolved;
 	return xasprintf("; npm integrity %s", p->integrity);
 }
 
-static const struct update_source sources[] = {
-    {"npm", npm_resolve, npm_build, npm_free, npm_note},
+static const struct update_source update_npm = {
+    .scheme = "npm",
+    .tree = "npm",
+    .tree_what = "npm tree of the update",
+    .sep = "@",
+    .steps = 6,
+    .check = npm_check,
+    .resolving = npm_resolving,
+    .resolve = npm_resolve,
+    .build = npm_build,
+    .resolved_free = npm_free,
+    .note = npm_note,
 };
 
-static const struct update_source *source_of(const struct made_from *m, const char *server,
+static const struct update_source *const sources[] = {&update_npm, &update_pypi};
+
+/* m's source, and what it says of the entry beyond the label (c->s's) */
+static const struct update_source *source_of(struct update_ctx *c, const struct made_from *m,
                                              struct mg_err **err)
 {
 	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
-		if (strcmp(sources[i].scheme, m->scheme) == 0)
-			return &sources[i];
-	if (strcmp(m->scheme, "pypi") == 0)
-		mg_err_set(err,
-		           "server %s was made from pypi:%s: updates of PyPI servers come with "
-		           "add pypi:",
-		           server, m->package);
-	else
-		mg_err_set(err, "server %s was made from %s:%s, which update does not know", server,
-		           m->scheme, m->package);
+		if (strcmp(sources[i]->scheme, m->scheme) == 0)
+			return sources[i]->check(c, m, err) < 0 ? NULL : sources[i];
+	mg_err_set(err, "server %s was made from %s:%s, which update does not know", c->s->name,
+	           m->scheme, m->package);
 	return NULL;
 }
 
 /* ---- where an image came from ------------------------------------------------- */
 
+/* SCHEME:PACKAGE@VERSION, or pypi:NAME==VERSION as add pypi: writes it */
 static bool parse_source(const char *text, struct made_from *out)
 {
 	const char *colon = strchr(text, ':');
 	if (colon == NULL || colon == text)
 		return false;
 	const char *spec = colon + 1;
-	const char *at = strrchr(spec, '@');
-	if (at == NULL || at == spec || at[1] == '\0')
+	bool pypi = (size_t)(colon - text) == 4 && strncmp(text, "pypi", 4) == 0;
+	const char *sep = pypi ? strstr(spec, "==") : strrchr(spec, '@');
+	size_t seplen = pypi ? 2 : 1;
+	if (sep == NULL || sep == spec || sep[seplen] == '\0')
 		return false;
 	out->scheme = xstrndup(text, (size_t)(colon - text));
-	out->package = xstrndup(spec, (size_t)(at - spec));
-	out->version = xstrdup(at + 1);
+	out->package = xstrndup(spec, (size_t)(sep - spec));
+	out->version = xstrdup(sep + seplen);
 	return true;
 }
 
-/* The image's labels say (under its pin); an image added from a local
- * tarball is not updated from a registry */
-static int image_made_from(const struct ctr_driver *d, const struct cfg_server *s, const char *data,
+/* The image's labels say (under its pin); out->config is the image's */
+static int image_made_from(const struct ctr_driver *d, const struct cfg_server *s,
                            struct made_from *out, struct mg_err **err)
 {
 	memset(out, 0, sizeof(*out));
-	struct ctr_image_config c;
-	if (d->ops->image_config(d, s->image, true, &c, err) < 0)
+	if (d->ops->image_config(d, s->image, true, &out->config, err) < 0)
 		return mg_err_wrap(err, "the labels of server %s's image (mcpgate pull %s first?)",
 		                   s->name, s->name);
-	bool found = false, python = false;
-	for (size_t i = 0; !found && i + 1 < c.labels.n; i += 2)
-		if (strcmp(c.labels.v[i], SOURCE_LABEL) == 0) {
-			python = strncmp(c.labels.v[i + 1], "pypi:", 5) == 0;
-			found = !python && parse_source(c.labels.v[i + 1], out);
-		}
-	ctr_image_config_free(&c);
-	if (python)
-		return mg_err_set(
-		    err,
-		    "server %s is a Python package: update does not resolve Python "
-		    "packages again yet; mcpgate remove %s, then mcpgate add pypi:... "
-		    "(docs/2026-12-02-pypi.md)",
-		    s->name, s->name);
-	if (!found)
+	const struct strv *labels = &out->config.labels;
+	bool found = false;
+	for (size_t i = 0; !found && i + 1 < labels->n; i += 2)
+		if (strcmp(labels->v[i], SOURCE_LABEL) == 0)
+			found = parse_source(labels->v[i + 1], out);
+	if (!found) {
+		made_from_free(out);
 		return mg_err_set(
 		    err,
 		    "server %s's image does not say where it came from (no %s label): "
 		    "it was not made by mcpgate add; pin a newer image by hand, then "
 		    "review and approve it",
 		    s->name, SOURCE_LABEL);
-	cleanup_free char *pkg_json = xasprintf("%s/npm/%s/package.json", data, s->name);
-	cleanup_free char *text = NULL;
-	size_t len = 0;
-	struct json_value *v = NULL;
-	if (mg_read_file(pkg_json, 1 << 20, &text, &len, NULL) == 0 &&
-	    json_parse(text, len, NULL, &v, NULL) == 0) {
-		const char *spec = json_get_string(json_get(v, "dependencies"), out->package);
-		bool tarball = spec != NULL && strncmp(spec, "file:", 5) == 0;
-		json_free(v);
-		if (tarball) {
-			made_from_free(out);
-			return mg_err_set(
-			    err,
-			    "server %s was added from a local tarball: add the new one "
-			    "(mcpgate remove %s, then mcpgate add npm:./NEW.tgz)",
-			    s->name, s->name);
-		}
 	}
 	return 0;
 }
@@ -265,9 +252,9 @@ static bool yes_no(const char *question)
 }
 
 /* The image update made goes again (unless an entry runs it), its archive
- * and its install folder with it */
+ * and its install folder (what: which) with it */
 static void drop_new(const struct cfg *cfg, const struct ctr_driver *d, const char *data,
-                     const char *image, const char *work)
+                     const char *image, const char *work, const char *what)
 {
 	struct store_plan p = {0};
 	if (image != NULL && store_image_user(cfg, image, NULL) == NULL) {
@@ -277,16 +264,17 @@ static void drop_new(const struct cfg *cfg, const struct ctr_driver *d, const ch
 		store_add_path_with(&p, "new image's archive", archive, with);
 		store_add_path_with(&p, "new image's manifest", manifest, with);
 	}
-	store_add_path(&p, "npm tree of the update", work);
+	store_add_path(&p, what, work);
 	store_carry_out(&p, d, 0);
 	store_plan_free(&p);
 }
 
-/* DATA/npm/NAME becomes what the update installed in NAME.update */
-static int take_tree(const char *data, const char *name, const char *work, struct mg_err **err)
+/* DATA/TREE/NAME becomes what the update installed in NAME.update */
+static int take_tree(const char *data, const char *top, const char *name, const char *work,
+                     struct mg_err **err)
 {
-	cleanup_free char *tree = xasprintf("%s/npm/%s", data, name);
-	cleanup_free char *old = xasprintf("%s/npm/%s.old", data, name);
+	cleanup_free char *tree = xasprintf("%s/%s/%s", data, top, name);
+	cleanup_free char *old = xasprintf("%s/%s/%s.old", data, top, name);
 	if (mg_tree_remove(old, err) < 0)
 		return -1;
 	if (rename(tree, old) < 0 && errno != ENOENT)
@@ -395,35 +383,38 @@ int cmd_update(int argc, char **argv, struct mg_err **err)
 	for (unsigned b = 0; b < CFG_PROP_COUNT; b++)
 		if (c.s->accept_unenforced & (1u << b))
 			strv_push(&c.accept, cfg_property_name(1u << b));
-	if (setup_driver(cfg, &c.d, err) < 0 || image_made_from(c.d, c.s, data, &from, err) < 0 ||
-	    (src = source_of(&from, name, err)) == NULL)
+	if (setup_driver(cfg, &c.d, err) < 0 || image_made_from(c.d, c.s, &from, err) < 0 ||
+	    (src = source_of(&c, &from, err)) == NULL)
 		goto out;
-	c.progress = progress_new("update", 6);
+	/* the new release is made beside the entry's tree, which stays as it
+	 * is until the entry switches */
+	work = xasprintf("%s/%s/%s.update", data, src->tree, name);
+	c.work = work;
+	if (mg_tree_remove(work, err) < 0)
+		goto out;
+	c.progress = progress_new("update", src->steps);
 	{
-		cleanup_free char *what =
-		    xasprintf("%s view %s@%s", src->scheme, from.package, want ? want : "latest");
+		cleanup_free char *what = src->resolving(from.package, want ? want : "latest");
 		progress_begin(c.progress, what, NULL, NULL);
 		int r = src->resolve(&c, from.package, want != NULL ? want : "latest", &version,
 		                     &resolved, err);
 		progress_end(c.progress, r == 0);
 		if (r < 0)
-			goto out;
+			goto fail;
 	}
 	if (strcmp(version, from.version) == 0) {
-		printf("server %s is up to date: %s:%s@%s%s\n", name, from.scheme, from.package,
-		       version,
+		printf("server %s is up to date: %s:%s%s%s%s\n", name, from.scheme, from.package,
+		       src->sep, version,
 		       want == NULL ? " is the latest (mcpgate update NAME VERSION takes another)"
 		                    : "");
 		status = EXIT_OK;
-		goto out;
+		goto fail;
 	}
-	work = xasprintf("%s/npm/%s.update", data, name);
-	if (mg_tree_remove(work, err) < 0 ||
-	    src->build(&c, resolved, work, &image, &archive, err) < 0)
+	if (src->build(&c, resolved, &image, &archive, err) < 0)
 		goto fail;
 	if (strcmp(image, c.s->image) == 0) {
-		printf("server %s: %s:%s@%s makes the image it runs already\n", name, from.scheme,
-		       from.package, version);
+		printf("server %s: %s:%s%s%s makes the image it runs already\n", name, from.scheme,
+		       from.package, src->sep, version);
 		status = EXIT_OK;
 		goto fail;
 	}
@@ -473,13 +464,13 @@ int cmd_update(int argc, char **argv, struct mg_err **err)
 	if (!yes && !terminal) {
 		mg_err_set(err,
 		           "not switched: %s runs its image as it was; give --yes to switch to "
-		           "%s@%s (the new image is removed again)",
-		           name, from.package, version);
+		           "%s%s%s (the new image is removed again)",
+		           name, from.package, src->sep, version);
 		goto fail;
 	}
 	if (!yes) {
 		cleanup_free char *q =
-		    xasprintf("switch %s to %s@%s?", name, from.package, version);
+		    xasprintf("switch %s to %s%s%s?", name, from.package, src->sep, version);
 		if (!yes_no(q)) {
 			printf("not switched: %s runs its image as it was\n", name);
 			status = EXIT_OK;
@@ -497,11 +488,11 @@ int cmd_update(int argc, char **argv, struct mg_err **err)
 	}
 	char day[16];
 	add_today(day);
-	note = src->note(resolved);
+	note = src->note(&c, resolved);
 	/* the note above the entry says what it runs now (a stranger's text:
 	 * the encoder keeps it inside its comment line) */
-	origin = xasprintf("updated by `mcpgate update %s` to %s:%s@%s on %s%s.", name, from.scheme,
-	                   from.package, version, day, note);
+	origin = xasprintf("updated by `mcpgate update %s` to %s:%s%s%s on %s%s.", name,
+	                   from.scheme, from.package, src->sep, version, day, note);
 	struct cfg_server_change ch = CFG_SERVER_CHANGE_INIT;
 	ch.origin = origin;
 	ch.image = image;
@@ -516,17 +507,17 @@ int cmd_update(int argc, char **argv, struct mg_err **err)
 	mpath = c.s->manifest != NULL ? manifest_record_path(data, name, hash) : NULL;
 	if (mpath != NULL && manifest_record_save(mpath, name, image, hash, f.tools, err) < 0)
 		goto out;
-	if (take_tree(data, name, work, err) < 0)
+	if (take_tree(data, src->tree, name, work, err) < 0)
 		goto out;
-	printf("updated %s to %s:%s@%s in %s%s\n", name, from.scheme, from.package, version,
-	       cfg->mcp_path,
+	printf("updated %s to %s:%s%s%s in %s%s\n", name, from.scheme, from.package, src->sep,
+	       version, cfg->mcp_path,
 	       c.s->manifest == NULL ? "; next: mcpgate review, then approve"
 	                             : "; a running serve starts it again with it");
 	drop_old(cfg, c.d, data, c.s);
 	status = EXIT_OK;
 	goto out;
 fail:
-	drop_new(cfg, c.d, data, image, work != NULL ? work : "");
+	drop_new(cfg, c.d, data, image, work, src->tree_what);
 out:
 	if (resolved != NULL)
 		src->resolved_free(resolved);
@@ -538,6 +529,8 @@ out:
 	strv_free(&c.accept);
 	free(c.npm);
 	free(c.node);
+	free(c.python);
+	free(c.module);
 	ctr_driver_free(c.d);
 	cfg_free(next);
 	cfg_free(cfg);
@@ -581,8 +574,8 @@ int cmd_outdated(int argc, char **argv, struct mg_err **err)
 		c.s = s;
 		struct json_value *o = json_new_object();
 		json_object_set(o, "name", json_new_string(s->name));
-		if (image_made_from(c.d, s, data, &from, &e) < 0 ||
-		    (src = source_of(&from, s->name, &e)) == NULL ||
+		if (image_made_from(c.d, s, &from, &e) < 0 ||
+		    (src = source_of(&c, &from, &e)) == NULL ||
 		    src->resolve(&c, from.package, "latest", &latest, &resolved, &e) < 0) {
 			json_object_set(o, "error", json_new_string(mg_err_msg(e)));
 		} else {
@@ -631,6 +624,8 @@ out:
 	json_free(all);
 	free(c.npm);
 	free(c.node);
+	free(c.python);
+	free(c.module);
 	ctr_driver_free(c.d);
 	cfg_free(cfg);
 	return status;

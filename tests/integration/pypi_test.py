@@ -260,6 +260,13 @@ def sdist_cases(s, idx, build):
          "%s: the built server's image is the Debian base, python3, the --with set and its "
          "own layer with the extension: the compiler the step had is not in it" % RT,
          (a, b, out[-600:]))
+    before = open(os.path.join(s.conf, "mcp.toml")).read()
+    r = s.mcpgate("update", "pyfast", "--yes")
+    t.ok(r.returncode != 0 and "was added from a source distribution" in r.stderr and
+         "add pypi:./NAME-VERSION.tar.gz --name pyfast" in r.stderr and
+         open(os.path.join(s.conf, "mcp.toml")).read() == before,
+         "%s: update of a server built from a local sdist says no index has a release of it "
+         "and how to add the new one; mcp.toml untouched" % RT, r.stderr[-800:])
     r = add(s, "pypi:" + path, "--name", "pyfast2", "--with", "zlib1g-dev")
     if r.returncode == 0:
         ct.made["images"].append(("localhost/" if RT == "podman" else "") +
