@@ -186,6 +186,33 @@ def main():
         t.ok(r.returncode == 0 and os.path.exists(mcp) and
              ("name = \"%s\"" % NAME.split("/")[-1]) in open(mcp).read(),
              "add then makes the image and writes the entry", r.stderr[-1500:])
+        # a server's working directory is its home, as under npx it is the
+        # person's folder: a server writing ./database.db or ./.cache where it
+        # runs writes there, not into the read-only /app (mcp-server-sqlite
+        # 0.0.2's default could not be opened)
+        conf_of = None
+        home_modes = []
+        arch = [f for f in os.listdir(os.path.join(d, "data", "mcpgate", "images"))
+                if f.endswith(".tar")] if r.returncode == 0 else []
+        if len(arch) == 1:
+            with tarfile.open(os.path.join(d, "data", "mcpgate", "images", arch[0])) as tf:
+                idx = json.load(tf.extractfile("index.json"))
+                man = json.load(tf.extractfile("blobs/sha256/" +
+                                               idx["manifests"][0]["digest"][7:]))
+                conf_of = json.load(tf.extractfile("blobs/sha256/" +
+                                                   man["config"]["digest"][7:]))["config"]
+                # podman's tmpfs over a folder keeps the folder's mode: 0700
+                for layer in man["layers"]:
+                    with tarfile.open(fileobj=tf.extractfile("blobs/sha256/" +
+                                                             layer["digest"][7:])) as lt:
+                        for m in lt.getmembers():
+                            if m.name.strip("./").rstrip("/") == "home/mcpgate":
+                                home_modes.append(m.mode)
+        t.ok(conf_of is not None and conf_of.get("WorkingDir") == "/home/mcpgate" and
+             conf_of.get("Entrypoint", [""])[-1].startswith("/app/node_modules/") and
+             home_modes == [0o700],
+             "the image's working directory is the server's home (its folder 0700); its "
+             "entry point is still the package's under /app", (arch, conf_of, home_modes))
     finally:
         if srv is not None:
             srv.shutdown()

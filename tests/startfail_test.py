@@ -43,6 +43,21 @@ CAUSES = [
      "container only its home (%s), /tmp and the mounts its entry lists with :write can be "
      "written; point it at its home in its entry (args or env, e.g. a path under %s), or "
      "mount a folder there with :write" % (HOME, HOME)),
+    # sqlite3 of mcp-sqlite 1.0.9 added without --scripts
+    ("native", ["--stderr-banner", "Error: Could not locate the bindings file. Tried:",
+                "--exit-at-start", "1"], "",
+     "server native loads a native addon that was not built (add runs no package's install "
+     "script unless asked): make its image again with the addon built from source in a "
+     "contained step, `mcpgate add npm:PACKAGE@VERSION --name native --scripts` (remove its "
+     "entry first)"),
+    # @gongrzhe/server-redis-mcp 1.0.0 given redis://127.0.0.1:PORT
+    ("loop", ["--stderr-banner", "Redis Client Error: connect ECONNREFUSED 127.0.0.1:56379",
+              "--exit-at-start", "1"], "",
+     "server loop could not connect to a service on the loopback, which in its container is "
+     "the container itself, not this machine: to let it reach a service on this machine, "
+     "grant it in its entry, connect = { NAME = \"127.0.0.1:56379\" }, and give it "
+     "{connect.NAME} where it takes the address (args or env), which mcpgate replaces with "
+     "the address it reaches it at"),
     # it never answers: the start deadline ends the wait
     ("web", ["--stderr-banner", "MCP server listening on port 3000 (http://localhost:3000/mcp)",
              "--initialize-delay", "600000"], "start_timeout = 2\n",

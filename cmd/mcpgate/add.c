@@ -574,7 +574,13 @@ int add_make_image(const char *work, const char *data, const char *name, const s
 	    .n_entrypoint = 2,
 	    .env = envs,
 	    .n_env = 1,
-	    .workdir = "/app",
+	    /* where it runs is its home, writable as the person's folder is
+	     * under npx: a server's ./database.db or ./.cache goes there, not
+	     * into the read-only /app its code is in */
+	    .workdir = CFG_HOME_PATH,
+	    /* podman's tmpfs over a folder keeps the folder's mode: the home
+	     * stays 0700 */
+	    .workdir_mode = 0700,
 	    .name = ref,
 	};
 	struct pack_result res = {0};

@@ -1681,6 +1681,30 @@ static void test_start_causes(void)
 	    {"", "the server answered protocol version \"1\", which mcpgate does not speak",
 	     "`mcpgate add npm:some-server@VERSION --name s`"},
 	    {"Error: spawn git ENOENT", "x", "Debian's package git has it"},
+	    /* a native addon npm's install scripts did not build (bindings,
+	     * node-gyp-build, node-pre-gyp's words) */
+	    {"Error: Could not locate the bindings file. Tried:\n"
+	     " \xe2\x86\x92 /app/node_modules/sqlite3/build/node_sqlite3.node",
+	     "server/discover: end of input",
+	     "`mcpgate add npm:some-server@1.0.0 --name s --scripts`"},
+	    {"Error: No native build was found for platform=linux arch=x64 runtime=node", NULL,
+	     "a native addon that was not built"},
+	    {"Error: Cannot find module '/app/node_modules/x/lib/binding/napi-v3/x.node'", NULL,
+	     "a native addon that was not built"},
+	    /* a service on the host's loopback, which in a container is the
+	     * container's own */
+	    {"Redis Client Error: connect ECONNREFUSED 127.0.0.1:56379", "end of input",
+	     "connect = { NAME = \"127.0.0.1:56379\" }"},
+	    {"psql: error: connection to server at \"localhost\" (::1), port 5432 failed: "
+	     "Connection refused",
+	     NULL, "connect = { NAME = \"127.0.0.1:5432\" }"},
+	    {"Error 111 connecting to localhost:6379. Connection refused.", NULL,
+	     "give it {connect.NAME} where it takes the address"},
+	    /* refused elsewhere: not the loopback's cause */
+	    {"connect ECONNREFUSED 10.1.2.3:5432", NULL, NULL},
+	    /* a port that is no port is not repeated */
+	    {"connect ECONNREFUSED 127.0.0.1:99999999", NULL,
+	     "connect = { NAME = \"127.0.0.1:PORT\" }"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cleanup_free char *fix =
@@ -1704,11 +1728,62 @@ static void test_start_causes(void)
 	cfg_free(cfg);
 }
 
+/* What a failed call's text makes the person told: the causes a call shows
+ * (a path it could not write, a native addon not built, the host's
+ * loopback); nothing for a refusal of the server's own words */
+static void test_call_causes(void)
+{
+	static const char mcp[] =
+	    "[[server]]\nname = \"m\"\ntransport = \"container\"\n"
+	    "image = \"localhost/x@sha256:"
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n"
+	    "packages = [\"git\"]\n";
+	struct cfg *cfg = NULL;
+	struct mg_err *err = NULL;
+	if (!T_OK(cfg_parse(mcp, strlen(mcp), "mcp.toml", NULL, 0, NULL, &cfg, &err) == 0,
+	          "the call causes' configuration loads"))
+		return;
+	const struct cfg_server *s = &cfg->servers[0];
+	static const struct {
+		const char *text, *want; /* want: in the fix, or NULL: no fix */
+	} cases[] = {
+	    /* @modelcontextprotocol/server-memory 0.6.2 writes beside its code */
+	    {"EROFS: read-only file system, open "
+	     "'/app/node_modules/@modelcontextprotocol/server-memory/dist/memory.json'",
+	     "could not write a path its answer names (a read-only file system)"},
+	    {"Error: EACCES: permission denied, mkdir '/workspace/ro/x'",
+	     "could not write a path its answer names (permission denied)"},
+	    {"[Errno 30] Read-only file system: '/app/cache'", "(a read-only file system)"},
+	    /* a database's or a server's own refusal is no file system's */
+	    {"Failed to execute query: permission denied for table pets", NULL},
+	    {"Access denied - path outside allowed directories: /etc/passwd", NULL},
+	    {"Failed to connect to database: connect ECONNREFUSED 127.0.0.1:55432",
+	     "connect = { NAME = \"127.0.0.1:55432\" }"},
+	    {"Error: Could not locate the bindings file. Tried:",
+	     "`mcpgate add npm:some-server@1.0.0 --name m --with git --scripts`"},
+	    {"/bin/sh: 1: python3: not found", "Debian's package python3 has it"},
+	    {"Git command failed: null", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cleanup_free char *fix =
+		    gw_call_cause(s, "npm:some-server@1.0.0", cases[i].text, strlen(cases[i].text));
+		if (cases[i].want == NULL)
+			T_OK(fix == NULL, "a call: no usual cause in \"%s\": %s", cases[i].text,
+			     fix != NULL ? fix : "");
+		else
+			T_OK(fix != NULL && strstr(fix, cases[i].want) != NULL,
+			     "a call: \"%s\" gives a fix with \"%s\": %s", cases[i].text,
+			     cases[i].want, fix != NULL ? fix : "(none)");
+	}
+	cfg_free(cfg);
+}
+
 int main(void)
 {
 	mg_log_set_level(MG_LOG_ERROR);
 	test_missing_command_hint();
 	test_start_causes();
+	test_call_causes();
 	test_traceparent();
 	test_routing();
 	test_ids();

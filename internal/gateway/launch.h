@@ -85,6 +85,12 @@ char *gw_missing_command_hint(const struct cfg_server *s, const char *source, co
 char *gw_start_cause(const struct cfg_server *s, const char *source, const char *text, size_t len,
                      const char *start_error);
 
+/* The fix, in one line, for a tool call of server s that failed with text
+ * (its answer's text or its error's message): what gw_start_cause
+ * recognises in a failure that only a call shows. Allocated; NULL when no
+ * usual cause is recognised. */
+char *gw_call_cause(const struct cfg_server *s, const char *source, const char *text, size_t len);
+
 /* The last max_lines lines of text that are not blank (at most
  * GW_TAIL_LINES_MAX), each shown by mg_shown (escaped, on one line, cut at
  * about 200 bytes) after "  | ", joined by newlines; *nshown how many.

@@ -136,7 +136,7 @@ void gw_server_tool_hint(struct gw_server *srv, const char *text, size_t len)
 {
 	if (srv->hinted || srv->cfg->transport != CFG_TRANSPORT_CONTAINER)
 		return;
-	char *hint = gw_missing_command_hint(srv->cfg, srv->launch.source, text, len);
+	char *hint = gw_call_cause(srv->cfg, srv->launch.source, text, len);
 	if (hint == NULL)
 		return;
 	srv->hinted = true;

@@ -44,7 +44,7 @@ int pack_tree_add_binary(struct pack_tree *t, const char *src, const char *dest,
  * is refused. dest "/" with a folder makes its tree the root. */
 int pack_tree_add_path(struct pack_tree *t, const char *src, const char *dest, struct mg_err **err);
 /* A folder at dest (the working directory), unless something is there. */
-void pack_tree_add_implied_dir(struct pack_tree *t, const char *dest);
+void pack_tree_add_implied_dir(struct pack_tree *t, const char *dest, unsigned mode);
 /* Add missing parent folders, sort, merge folders named twice, refuse two
  * different things at one path, and count. */
 int pack_tree_finish(struct pack_tree *t, struct mg_err **err);

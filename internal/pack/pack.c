@@ -810,7 +810,7 @@ static int build_tree(const struct pack_spec *spec, const struct image_conf *c, 
 	}
 	if (add_all(spec, out_dir, spec->adds, spec->n_adds, "--add", t, err) < 0)
 		return -1;
-	pack_tree_add_implied_dir(t, c->workdir_image);
+	pack_tree_add_implied_dir(t, c->workdir_image, spec->workdir_mode);
 	return pack_tree_finish(t, err);
 }
 

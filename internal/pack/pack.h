@@ -76,11 +76,12 @@ struct pack_spec {
 	size_t n_env;
 	const char *const *labels; /* "KEY=VALUE"; a later KEY replaces an earlier one */
 	size_t n_labels;
-	const char *user;    /* NULL (the runtime's default, root) or "UID" or "UID:GID" */
-	const char *workdir; /* NULL: "/" */
-	const char *arch;    /* NULL: this machine's (pack_machine_arch); else ARCH[/VARIANT] */
-	const char *name;    /* NULL or NAME[:TAG] (TAG defaults to "latest") */
-	uint64_t mtime;      /* every time stamp written: SOURCE_DATE_EPOCH or 0 */
+	const char *user;      /* NULL (the runtime's default, root) or "UID" or "UID:GID" */
+	const char *workdir;   /* NULL: "/" */
+	unsigned workdir_mode; /* the working directory's folder when no add gives it; 0: 0755 */
+	const char *arch;      /* NULL: this machine's (pack_machine_arch); else ARCH[/VARIANT] */
+	const char *name;      /* NULL or NAME[:TAG] (TAG defaults to "latest") */
+	uint64_t mtime;        /* every time stamp written: SOURCE_DATE_EPOCH or 0 */
 };
 
 struct pack_result {

@@ -309,13 +309,13 @@ int pack_tree_add_path(struct pack_tree *t, const char *src, const char *dest, s
 	return walk(t, src, t->v[t->n - 1].path, 1, err);
 }
 
-void pack_tree_add_implied_dir(struct pack_tree *t, const char *dest)
+void pack_tree_add_implied_dir(struct pack_tree *t, const char *dest, unsigned mode)
 {
 	if (dest[0] == '\0')
 		return;
 	struct pack_entry e = {.path = xstrdup(dest),
 	                       .kind = PACK_DIR,
-	                       .mode = 0755,
+	                       .mode = mode != 0 ? mode : 0755,
 	                       .src = xstrdup("the working directory"),
 	                       .implied = true};
 	tree_push(t, &e, NULL);
