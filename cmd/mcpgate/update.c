@@ -94,28 +94,36 @@ static int npm_resolve(struct update_ctx *c, const char *package, const char *wa
 	return 0;
 }
 
-static int npm_build(struct update_ctx *c, void *resolved, char **image, char **archive,
-                     struct mg_err **err)
+struct add_build update_build_of(struct update_ctx *c, const struct update_source *src,
+                                 struct strv *packages)
 {
 	/* the same Debian packages as the image it replaces */
-	struct strv packages = STRV_INIT;
 	for (size_t i = 0; i < c->s->npackages; i++)
-		strv_push(&packages, c->s->packages[i]);
-	struct add_build b = {
+		strv_push(packages, c->s->packages[i]);
+	return (struct add_build){
 	    .cmd = "update",
 	    .cfg = c->cfg,
 	    .d = c->d,
-	    .npm = c->npm,
-	    .node = c->node,
 	    .data = c->data,
 	    .name = c->s->name,
 	    .work = c->work,
-	    .scripts = c->scripts,
 	    .accept = &c->accept,
 	    .progress = c->progress,
-	    .steps = 6,
-	    .packages = &packages,
+	    .steps = src->steps,
+	    .packages = packages,
 	};
+}
+
+static const struct update_source update_npm;
+
+static int npm_build(struct update_ctx *c, void *resolved, char **image, char **archive,
+                     struct mg_err **err)
+{
+	struct strv packages = STRV_INIT;
+	struct add_build b = update_build_of(c, &update_npm, &packages);
+	b.npm = c->npm;
+	b.node = c->node;
+	b.scripts = c->scripts;
 	int r = add_npm_build(&b, resolved, image, archive, err);
 	strv_free(&packages);
 	return r;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "cmd/mcpgate/add.h"
 #include "internal/base/err.h"
 #include "internal/base/strv.h"
 #include "internal/config/config.h"
@@ -61,5 +62,11 @@ struct update_source {
 };
 
 extern const struct update_source update_pypi;
+
+/* What add_npm_build or add_pypi_build is asked to make for c: the entry's
+ * own Debian packages (into packages, which the caller frees), its name and
+ * work folder, src's step count; what only one source needs is then set */
+struct add_build update_build_of(struct update_ctx *c, const struct update_source *src,
+                                 struct strv *packages);
 
 #endif

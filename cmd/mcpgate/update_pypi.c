@@ -191,22 +191,8 @@ static int pypi_build(struct update_ctx *c, void *resolved, char **image, char *
                       struct mg_err **err)
 {
 	struct pypi_update *u = resolved;
-	/* the same Debian packages as the image it replaces */
 	struct strv packages = STRV_INIT;
-	for (size_t i = 0; i < c->s->npackages; i++)
-		strv_push(&packages, c->s->packages[i]);
-	struct add_build b = {
-	    .cmd = "update",
-	    .cfg = c->cfg,
-	    .d = c->d,
-	    .data = c->data,
-	    .name = c->s->name,
-	    .work = c->work,
-	    .accept = &c->accept,
-	    .progress = c->progress,
-	    .steps = update_pypi.steps,
-	    .packages = &packages,
-	};
+	struct add_build b = update_build_of(c, &update_pypi, &packages);
 	/* the version resolved, which finds the lock pypi_resolve wrote */
 	struct pypi_req req = {.name = u->name, .version = u->pkg.version};
 	struct pypi_pkg p = {0};
